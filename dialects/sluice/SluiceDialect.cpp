@@ -1,0 +1,47 @@
+//===- SluiceDialect.cpp - sluice dialect registration --------------------===//
+
+#include "dialects/sluice/SluiceOps.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::sluice;
+
+#include "dialects/sluice/SluiceDialect.cpp.inc"
+#include "dialects/sluice/SluiceEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/sluice/SluiceAttrs.cpp.inc"
+
+void SluiceDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/sluice/SluiceAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/sluice/SluiceElementwiseOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/sluice/SluiceLinalgOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/sluice/SluiceShapeOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/sluice/SluiceReductionOps.cpp.inc"
+      >();
+}
+
+Operation *SluiceDialect::materializeConstant(OpBuilder &builder,
+                                              Attribute value, Type type,
+                                              Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, elements);
+}

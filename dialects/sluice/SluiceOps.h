@@ -1,0 +1,38 @@
+//===- SluiceOps.h - the sluice dialect, its attributes and ops -----------===//
+//
+// Include this one header to use the dialect: it pulls in every op family.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_DIALECTS_SLUICE_SLUICEOPS_H
+#define SLUICE_DIALECTS_SLUICE_SLUICEOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/sluice/SluiceDialect.h.inc"
+#include "dialects/sluice/SluiceEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/sluice/SluiceAttrs.h.inc"
+
+#include "dialects/sluice/SluiceTypes.h"
+
+#define GET_OP_CLASSES
+#include "dialects/sluice/SluiceElementwiseOps.h.inc"
+#define GET_OP_CLASSES
+#include "dialects/sluice/SluiceLinalgOps.h.inc"
+#define GET_OP_CLASSES
+#include "dialects/sluice/SluiceShapeOps.h.inc"
+#define GET_OP_CLASSES
+#include "dialects/sluice/SluiceReductionOps.h.inc"
+
+#endif // SLUICE_DIALECTS_SLUICE_SLUICEOPS_H

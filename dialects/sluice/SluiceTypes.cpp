@@ -1,0 +1,155 @@
+//===- SluiceTypes.cpp - shape and type helpers shared by op families -----===//
+
+#include "dialects/sluice/SluiceTypes.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace mlir::sluice {
+
+bool areCompatibleResultTypes(TypeRange inferred, TypeRange declared) {
+  if (inferred.size() != declared.size())
+    return false;
+  for (auto [a, b] : llvm::zip(inferred, declared)) {
+    auto ta = dyn_cast<TensorType>(a);
+    auto tb = dyn_cast<TensorType>(b);
+    if (!ta || !tb) {
+      if (a != b)
+        return false;
+      continue;
+    }
+    if (ta.getElementType() != tb.getElementType())
+      return false;
+    if (!ta.hasRank() || !tb.hasRank())
+      continue;
+    if (ta.getRank() != tb.getRank())
+      return false;
+    for (auto [da, db] : llvm::zip(ta.getShape(), tb.getShape()))
+      if (!ShapedType::isDynamic(da) && !ShapedType::isDynamic(db) && da != db)
+        return false;
+  }
+  return true;
+}
+
+FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
+                                                ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da == db) {
+      out[i] = da;
+    } else if (da == 1) {
+      out[i] = db;
+    } else if (db == 1) {
+      out[i] = da;
+    } else if (ShapedType::isDynamic(da)) {
+      out[i] = db;
+    } else if (ShapedType::isDynamic(db)) {
+      out[i] = da;
+    } else {
+      return failure();
+    }
+  }
+  return out;
+}
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += "x";
+    s += ShapedType::isDynamic(shape[i]) ? "?" : std::to_string(shape[i]);
+  }
+  return "[" + s + "]";
+}
+
+FailureOr<std::optional<SmallVector<int64_t>>>
+broadcastTypes(std::optional<Location> loc, TypeRange types) {
+  SmallVector<int64_t> shape;
+  for (Type t : types) {
+    auto tensor = dyn_cast<TensorType>(t);
+    if (!tensor || !tensor.hasRank())
+      return std::optional<SmallVector<int64_t>>();
+  }
+  for (Type t : types) {
+    auto tensor = cast<TensorType>(t);
+    auto next = broadcastShapes(shape, tensor.getShape());
+    if (failed(next)) {
+      (void)emitOptionalError(loc, "shapes ", shapeString(shape), " and ",
+                              shapeString(tensor.getShape()),
+                              " are not broadcast-compatible");
+      return failure();
+    }
+    shape = *next;
+  }
+  return std::optional<SmallVector<int64_t>>(shape);
+}
+
+TensorType makeTensorType(std::optional<ArrayRef<int64_t>> shape,
+                          Type element) {
+  if (!shape)
+    return UnrankedTensorType::get(element);
+  return RankedTensorType::get(*shape, element);
+}
+
+FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return failure();
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::optional<SmallVector<int64_t>> getConstantIntValues(Value value) {
+  if (!value)
+    return std::nullopt;
+  ElementsAttr attr;
+  if (!matchPattern(value, m_Constant(&attr)))
+    return std::nullopt;
+  if (!isa<IntegerType>(attr.getElementType()))
+    return std::nullopt;
+  SmallVector<int64_t> values;
+  auto maybeValues = attr.tryGetValues<APInt>();
+  if (!maybeValues)
+    return std::nullopt;
+  bool isUnsigned = attr.getElementType().isUnsignedInteger() ||
+                    attr.getElementType().isInteger(1);
+  for (const APInt &v : *maybeValues)
+    values.push_back(isUnsigned ? (int64_t)v.getZExtValue() : v.getSExtValue());
+  return values;
+}
+
+std::optional<SmallVector<double>> getConstantFloatValues(Value value) {
+  if (!value)
+    return std::nullopt;
+  ElementsAttr attr;
+  if (!matchPattern(value, m_Constant(&attr)))
+    return std::nullopt;
+  SmallVector<double> values;
+  if (isa<FloatType>(attr.getElementType())) {
+    auto maybeValues = attr.tryGetValues<APFloat>();
+    if (!maybeValues)
+      return std::nullopt;
+    for (const APFloat &v : *maybeValues)
+      values.push_back(v.convertToDouble());
+    return values;
+  }
+  auto ints = getConstantIntValues(value);
+  if (!ints)
+    return std::nullopt;
+  for (int64_t v : *ints)
+    values.push_back((double)v);
+  return values;
+}
+
+std::optional<SmallVector<int64_t>> getShape(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type)
+    return std::nullopt;
+  return SmallVector<int64_t>(type.getShape());
+}
+
+} // namespace mlir::sluice

@@ -1,0 +1,55 @@
+//===- Importer.h - ONNX model to sluice dialect ----------------*- C++ -*-===//
+//
+// Loads a binary ModelProto or textual ONNX (.onnxtxt, via libonnx's parser)
+// and builds `func.func @main` of sluice ops. Initializers and Constant nodes
+// become `sluice.constant`s; large ones are dense_resource blobs that alias
+// the parsed model or memory-mapped external data (never copied into
+// attributes). External data paths are confined to the model's folder.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_LIB_ONNX_IMPORTER_H
+#define SLUICE_LIB_ONNX_IMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sluice::onnx_import {
+
+/// Lowest and highest default-domain opsets the importer accepts.
+constexpr int kMinOpset = 1;
+constexpr int kMaxOpset = 22;
+
+struct ImportOptions {
+  /// Shapes that replace an input's declared (possibly symbolic) dims.
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+};
+
+/// Imports the model at `path`. On failure returns null and sets `error` to
+/// one line per problem, each naming the file and, for node errors, the node
+/// (name, op type, opset). An unsupported model lists all unsupported ops.
+mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext &context,
+                                              const std::string &path,
+                                              const ImportOptions &options,
+                                              std::string &error);
+
+/// The location the importer gives ops of one ONNX node.
+mlir::Location nodeLocation(mlir::MLIRContext &context, llvm::StringRef file,
+                            llvm::StringRef nodeName, llvm::StringRef opType,
+                            int opset);
+
+/// "file: node 'name' (OpType, opset N)" for an importer location, or the
+/// location printed plainly otherwise.
+std::string describeLocation(mlir::Location loc);
+
+/// Registers the dialects the importer produces.
+void registerImportDialects(mlir::MLIRContext &context);
+
+} // namespace sluice::onnx_import
+
+#endif // SLUICE_LIB_ONNX_IMPORTER_H

@@ -1,0 +1,120 @@
+//===- Pipeline.cpp - compiler phases, options and driver -----------------===//
+
+#include "lib/pipeline/Pipeline.h"
+
+#include "lib/onnx/Importer.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <chrono>
+
+using namespace mlir;
+
+namespace sluice {
+
+static const char *const kPhaseNames[] = {
+    "import", "simplify", "recognize", "compress",
+    "parallelize", "fuse", "plan", "emit"};
+
+const char *phaseName(Phase phase) { return kPhaseNames[(int)phase]; }
+
+std::optional<Phase> parsePhase(StringRef name) {
+  for (int i = 0; i <= (int)Phase::Emit; ++i)
+    if (name == kPhaseNames[i])
+      return (Phase)i;
+  return std::nullopt;
+}
+
+void buildSimplifyPipeline(OpPassManager &pm, const CompilerOptions &) {
+  // Shapes first: folding the exporters' Shape->Gather->Concat chains is what
+  // makes Reshape targets constant, which canonicalization then relies on.
+  pm.addNestedPass<func::FuncOp>(mlir::sluice::createSpecializeShapesPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // CSE can merge constants that only now became equal; fold what that opens.
+  pm.addNestedPass<func::FuncOp>(mlir::sluice::createFoldConstantsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void registerPipelines() {
+  PassPipelineRegistration<>(
+      "sluice-simplify-pipeline",
+      "The simplify phase: shape propagation, folding, canonicalization, CSE",
+      [](OpPassManager &pm) { buildSimplifyPipeline(pm, CompilerOptions()); });
+}
+
+bool parseShapeOption(StringRef text,
+                      std::map<std::string, std::vector<int64_t>> &shapes,
+                      std::string &error) {
+  auto [name, dims] = text.rsplit('=');
+  auto parsed = mlir::sluice::parseShape(dims);
+  if (name.empty() || !text.contains('=') || failed(parsed)) {
+    error = "bad --shape '" + text.str() + "' (expected NAME=2x128)";
+    return false;
+  }
+  shapes[name.str()] = *parsed;
+  return true;
+}
+
+LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
+                        Phase after, Phase stopAfter, std::string &error,
+                        std::vector<PhaseTiming> *timings) {
+  if (stopAfter > kLastImplementedPhase) {
+    error += std::string("phase '") + phaseName(stopAfter) +
+             "' is not available in this build (phases: import, simplify)\n";
+    return failure();
+  }
+  MLIRContext &context = *module.getContext();
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      error += onnx_import::describeLocation(diag.getLocation()) + ": " +
+               diag.str() + "\n";
+    return success();
+  });
+  if (after < Phase::Simplify && stopAfter >= Phase::Simplify) {
+    auto start = std::chrono::steady_clock::now();
+    PassManager pm(&context);
+    buildSimplifyPipeline(pm, options);
+    if (failed(pm.run(module))) {
+      if (error.empty())
+        error = "simplify phase failed\n";
+      return failure();
+    }
+    if (timings)
+      timings->push_back(
+          {"simplify", std::chrono::duration<double, std::milli>(
+                           std::chrono::steady_clock::now() - start)
+                           .count()});
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
+                                   const std::string &modelPath,
+                                   const CompilerOptions &options,
+                                   Phase stopAfter, std::string &error,
+                                   std::vector<PhaseTiming> *timings) {
+  if (stopAfter > kLastImplementedPhase) {
+    error = std::string("phase '") + phaseName(stopAfter) +
+            "' is not available in this build (phases: import, simplify)\n";
+    return nullptr;
+  }
+  auto start = std::chrono::steady_clock::now();
+  onnx_import::ImportOptions importOptions;
+  importOptions.inputShapes = options.inputShapes;
+  auto module = onnx_import::importModel(context, modelPath, importOptions, error);
+  if (!module)
+    return nullptr;
+  if (timings)
+    timings->push_back({"import", std::chrono::duration<double, std::milli>(
+                                      std::chrono::steady_clock::now() - start)
+                                      .count()});
+  if (failed(runPhases(*module, options, Phase::Import, stopAfter, error, timings)))
+    return nullptr;
+  return module;
+}
+
+} // namespace sluice

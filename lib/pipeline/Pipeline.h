@@ -1,0 +1,69 @@
+//===- Pipeline.h - compiler phases, options and driver ----------*- C++ -*-===//
+//
+// The named phases of DESIGN.md, each a pipeline function over a module, and
+// the driver that runs a model through them up to a stop phase. Each phase is
+// also registered with sluice-opt (`--sluice-simplify-pipeline`, ...).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_LIB_PIPELINE_PIPELINE_H
+#define SLUICE_LIB_PIPELINE_PIPELINE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sluice {
+
+enum class Phase { Import, Simplify, Recognize, Compress, Parallelize, Fuse, Plan, Emit };
+
+/// Phase names as the CLI spells them ("import", "simplify", ...).
+const char *phaseName(Phase phase);
+std::optional<Phase> parsePhase(llvm::StringRef name);
+/// The last phase this build implements.
+constexpr Phase kLastImplementedPhase = Phase::Simplify;
+
+struct CompilerOptions {
+  /// Input shapes (`--shape=NAME=2x128`) bound at import.
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+};
+
+/// simplify: shape propagation with constant folding of shape subgraphs,
+/// then canonicalization and CSE (which also remove dead code).
+void buildSimplifyPipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
+
+/// Registers every phase pipeline with the pass registry (for sluice-opt).
+void registerPipelines();
+
+/// Timing of one phase, for --report.
+struct PhaseTiming {
+  std::string name;
+  double milliseconds;
+};
+
+/// Imports `modelPath` and runs the phases up to and including `stopAfter`.
+/// On failure returns null with one line per problem in `error`.
+mlir::OwningOpRef<mlir::ModuleOp>
+compileModel(mlir::MLIRContext &context, const std::string &modelPath,
+             const CompilerOptions &options, Phase stopAfter,
+             std::string &error, std::vector<PhaseTiming> *timings = nullptr);
+
+/// Runs the phases after `after` up to and including `stopAfter` on an
+/// imported module (used when input shapes are bound after import).
+mlir::LogicalResult runPhases(mlir::ModuleOp module, const CompilerOptions &options,
+                              Phase after, Phase stopAfter, std::string &error,
+                              std::vector<PhaseTiming> *timings = nullptr);
+
+/// Parses "NAME=2x128" into `shapes`; false (with `error`) on bad syntax.
+bool parseShapeOption(llvm::StringRef text,
+                      std::map<std::string, std::vector<int64_t>> &shapes,
+                      std::string &error);
+
+} // namespace sluice
+
+#endif // SLUICE_LIB_PIPELINE_PIPELINE_H

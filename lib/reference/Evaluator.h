@@ -1,0 +1,78 @@
+//===- Evaluator.h - the reference evaluator of sluice ops -------*- C++ -*-===//
+//
+// A plain interpreter of `sluice` ops on the CPU. It defines what each op
+// means: the ONNX conformance suite runs through it, constant folding uses it,
+// and every pass is checked against it (differential tests).
+//
+// Each op family registers one function per op name (see the register*
+// functions below, one per file). A function reads its operand tensors and
+// the op's attributes and produces result tensors; on failure it emits an
+// error on the op (so the message carries the ONNX node's location).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_LIB_REFERENCE_EVALUATOR_H
+#define SLUICE_LIB_REFERENCE_EVALUATOR_H
+
+#include "lib/reference/Tensor.h"
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+#include <vector>
+
+namespace mlir::func {
+class FuncOp;
+}
+
+namespace sluice {
+
+/// Evaluates one op: `operands` in operand order (null for an absent optional
+/// operand), results appended to `results` in result order.
+using EvalFn = std::function<mlir::LogicalResult(
+    mlir::Operation *op, llvm::ArrayRef<const Tensor *> operands,
+    std::vector<Tensor> &results)>;
+
+class EvalRegistry {
+public:
+  /// The registry with every family's evaluators.
+  static const EvalRegistry &get();
+  void add(llvm::StringRef opName, EvalFn fn);
+  const EvalFn *lookup(llvm::StringRef opName) const;
+  bool contains(llvm::StringRef opName) const { return lookup(opName); }
+
+private:
+  llvm::StringMap<EvalFn> functions;
+};
+
+void registerElementwiseEvaluators(EvalRegistry &registry);
+void registerLinalgEvaluators(EvalRegistry &registry);
+void registerShapeEvaluators(EvalRegistry &registry);
+void registerReductionEvaluators(EvalRegistry &registry);
+
+/// The tensor a `sluice.constant` holds (aliases a dense_resource blob).
+mlir::FailureOr<Tensor> tensorFromAttr(mlir::Attribute attr);
+/// A builtin elements attribute holding `tensor` (for constant folding).
+/// Large tensors become dense_resource blobs, small ones dense attributes.
+mlir::ElementsAttr attrFromTensor(mlir::MLIRContext *context,
+                                  const Tensor &tensor,
+                                  mlir::RankedTensorType type);
+/// The evaluator's element type for an MLIR element type.
+mlir::FailureOr<DType> dtypeFromType(mlir::Type type);
+mlir::Type typeFromDType(mlir::MLIRContext *context, DType type);
+
+/// Evaluates one op given operand tensors (used by constant folding too).
+mlir::LogicalResult evaluateOp(mlir::Operation *op,
+                               llvm::ArrayRef<const Tensor *> operands,
+                               std::vector<Tensor> &results);
+
+/// Runs `func` on `inputs`; fails (with diagnostics emitted) on a bad input or
+/// an op without an evaluator.
+mlir::FailureOr<std::vector<Tensor>> evaluate(mlir::func::FuncOp func,
+                                              const std::vector<Tensor> &inputs);
+
+} // namespace sluice
+
+#endif // SLUICE_LIB_REFERENCE_EVALUATOR_H

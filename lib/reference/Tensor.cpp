@@ -1,0 +1,360 @@
+//===- Tensor.cpp - host tensors for the reference evaluator --------------===//
+
+#include "lib/reference/Tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace sluice {
+
+size_t dtypeSize(DType type) {
+  switch (type) {
+  case DType::F64:
+  case DType::I64:
+  case DType::U64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+  case DType::U32:
+    return 4;
+  case DType::F16:
+  case DType::BF16:
+  case DType::I16:
+  case DType::U16:
+    return 2;
+  case DType::I8:
+  case DType::U8:
+  case DType::Bool:
+    return 1;
+  }
+  return 1;
+}
+
+const char *dtypeName(DType type) {
+  switch (type) {
+  case DType::F32: return "f32";
+  case DType::F16: return "f16";
+  case DType::BF16: return "bf16";
+  case DType::F64: return "f64";
+  case DType::I8: return "i8";
+  case DType::I16: return "i16";
+  case DType::I32: return "i32";
+  case DType::I64: return "i64";
+  case DType::U8: return "u8";
+  case DType::U16: return "u16";
+  case DType::U32: return "u32";
+  case DType::U64: return "u64";
+  case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+std::optional<DType> parseDType(const std::string &name) {
+  for (int i = 0; i <= (int)DType::Bool; ++i)
+    if (name == dtypeName((DType)i))
+      return (DType)i;
+  return std::nullopt;
+}
+
+bool isFloatDType(DType type) {
+  return type == DType::F32 || type == DType::F16 || type == DType::BF16 ||
+         type == DType::F64;
+}
+
+bool isUnsignedDType(DType type) {
+  return type == DType::U8 || type == DType::U16 || type == DType::U32 ||
+         type == DType::U64 || type == DType::Bool;
+}
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else { // subnormal: normalize
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      mant &= 0x3ff;
+      bits = sign | (exp << 23) | (mant << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000 | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t floatToHalf(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  uint32_t absx = x & 0x7fffffff;
+  if (absx >= 0x7f800000) // inf or nan
+    return sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0);
+  if (absx >= 0x477ff000) // rounds to >= 65520: overflow to inf
+    return sign | 0x7c00;
+  if (absx < 0x38800000) { // subnormal half or zero
+    // Scale so that the half subnormal's ulp is 1, then round to nearest even.
+    float f;
+    std::memcpy(&f, &absx, 4);
+    float scaled = f * 16777216.0f; // 2^24
+    return sign | (uint16_t)std::nearbyint(scaled);
+  }
+  uint32_t mant = absx & 0x7fffff;
+  uint32_t exp = (absx >> 23) - 127 + 15;
+  uint32_t half = (exp << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
+    ++half;
+  return sign | half;
+}
+
+float bfloat16ToFloat(uint16_t bits) {
+  uint32_t x = (uint32_t)bits << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+uint16_t floatToBfloat16(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  if ((x & 0x7fffffff) > 0x7f800000)
+    return (x >> 16) | 0x40; // quiet NaN
+  uint32_t rounding = 0x7fff + ((x >> 16) & 1);
+  return (x + rounding) >> 16;
+}
+
+std::string shapeToString(const std::vector<int64_t> &shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+static int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Storage comes from one aligned allocation so vector code may use it.
+static std::shared_ptr<void> allocate(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0)
+    rounded = 64;
+  void *p = std::aligned_alloc(64, rounded);
+  if (!p)
+    throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  return std::shared_ptr<void>(p, [](void *q) { std::free(q); });
+}
+
+Tensor::Tensor(DType type, std::vector<int64_t> shape)
+    : dtype_(type), shape_(std::move(shape)) {
+  auto storage = allocate(byteSize());
+  data_ = storage.get();
+  owner_ = std::move(storage);
+}
+
+Tensor Tensor::alias(DType type, std::vector<int64_t> shape, const void *data,
+                     std::shared_ptr<const void> owner) {
+  Tensor t;
+  t.dtype_ = type;
+  t.shape_ = std::move(shape);
+  t.data_ = const_cast<void *>(data);
+  t.owner_ = std::move(owner);
+  t.aliased_ = true;
+  return t;
+}
+
+Tensor Tensor::copyOf(DType type, std::vector<int64_t> shape,
+                      const void *data) {
+  Tensor t(type, std::move(shape));
+  if (t.byteSize())
+    std::memcpy(t.data_, data, t.byteSize());
+  return t;
+}
+
+Tensor Tensor::fromInt64(const std::vector<int64_t> &values) {
+  return copyOf(DType::I64, {(int64_t)values.size()}, values.data());
+}
+
+Tensor Tensor::scalar(DType type, double value) {
+  Tensor t(type, {});
+  if (isFloatDType(type))
+    t.setDouble(0, value);
+  else
+    t.setInt(0, (int64_t)value);
+  return t;
+}
+
+int64_t Tensor::numElements() const { return product(shape_); }
+
+std::vector<int64_t> Tensor::strides() const {
+  std::vector<int64_t> s(shape_.size(), 1);
+  for (int64_t i = (int64_t)shape_.size() - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape_[i + 1];
+  return s;
+}
+
+void *Tensor::mutableData() {
+  if (aliased_ || owner_.use_count() > 1) {
+    auto storage = allocate(byteSize());
+    if (byteSize())
+      std::memcpy(storage.get(), data_, byteSize());
+    data_ = storage.get();
+    owner_ = std::move(storage);
+    aliased_ = false;
+  }
+  return data_;
+}
+
+double Tensor::getDouble(int64_t i) const {
+  const void *p = data_;
+  switch (dtype_) {
+  case DType::F32: return static_cast<const float *>(p)[i];
+  case DType::F16: return halfToFloat(static_cast<const uint16_t *>(p)[i]);
+  case DType::BF16: return bfloat16ToFloat(static_cast<const uint16_t *>(p)[i]);
+  case DType::F64: return static_cast<const double *>(p)[i];
+  case DType::U64: return (double)static_cast<const uint64_t *>(p)[i];
+  default: return (double)getInt(i);
+  }
+}
+
+int64_t Tensor::getInt(int64_t i) const {
+  const void *p = data_;
+  switch (dtype_) {
+  case DType::I8: return static_cast<const int8_t *>(p)[i];
+  case DType::I16: return static_cast<const int16_t *>(p)[i];
+  case DType::I32: return static_cast<const int32_t *>(p)[i];
+  case DType::I64: return static_cast<const int64_t *>(p)[i];
+  case DType::U8: return static_cast<const uint8_t *>(p)[i];
+  case DType::U16: return static_cast<const uint16_t *>(p)[i];
+  case DType::U32: return static_cast<const uint32_t *>(p)[i];
+  case DType::U64: return (int64_t) static_cast<const uint64_t *>(p)[i];
+  case DType::Bool: return static_cast<const uint8_t *>(p)[i] != 0;
+  default: {
+    double d = getDouble(i);
+    if (std::isnan(d))
+      return 0;
+    if (d >= 9.2233720368547758e18)
+      return std::numeric_limits<int64_t>::max();
+    if (d <= -9.2233720368547758e18)
+      return std::numeric_limits<int64_t>::min();
+    return (int64_t)d;
+  }
+  }
+}
+
+void Tensor::setDouble(int64_t i, double v) {
+  void *p = mutableData();
+  switch (dtype_) {
+  case DType::F32: static_cast<float *>(p)[i] = (float)v; return;
+  case DType::F16: static_cast<uint16_t *>(p)[i] = floatToHalf((float)v); return;
+  case DType::BF16: static_cast<uint16_t *>(p)[i] = floatToBfloat16((float)v); return;
+  case DType::F64: static_cast<double *>(p)[i] = v; return;
+  case DType::Bool: static_cast<uint8_t *>(p)[i] = v != 0; return;
+  case DType::U64:
+    static_cast<uint64_t *>(p)[i] =
+        std::isnan(v) || v <= 0 ? 0 : v >= 1.8446744073709552e19 ? ~0ull : (uint64_t)v;
+    return;
+  default: {
+    int64_t iv;
+    if (std::isnan(v))
+      iv = 0;
+    else if (v >= 9.2233720368547758e18)
+      iv = std::numeric_limits<int64_t>::max();
+    else if (v <= -9.2233720368547758e18)
+      iv = std::numeric_limits<int64_t>::min();
+    else
+      iv = (int64_t)v;
+    setInt(i, iv);
+  }
+  }
+}
+
+void Tensor::setInt(int64_t i, int64_t v) {
+  void *p = mutableData();
+  switch (dtype_) {
+  case DType::I8: static_cast<int8_t *>(p)[i] = (int8_t)v; return;
+  case DType::I16: static_cast<int16_t *>(p)[i] = (int16_t)v; return;
+  case DType::I32: static_cast<int32_t *>(p)[i] = (int32_t)v; return;
+  case DType::I64: static_cast<int64_t *>(p)[i] = v; return;
+  case DType::U8: static_cast<uint8_t *>(p)[i] = (uint8_t)v; return;
+  case DType::U16: static_cast<uint16_t *>(p)[i] = (uint16_t)v; return;
+  case DType::U32: static_cast<uint32_t *>(p)[i] = (uint32_t)v; return;
+  case DType::U64: static_cast<uint64_t *>(p)[i] = (uint64_t)v; return;
+  case DType::Bool: static_cast<uint8_t *>(p)[i] = v != 0; return;
+  default: setDouble(i, (double)v); return;
+  }
+}
+
+Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
+  if (product(shape) != numElements())
+    throw std::logic_error("reshape of " + describe() + " to " +
+                           shapeToString(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::castTo(DType type) const {
+  if (type == dtype_)
+    return *this;
+  Tensor out(type, shape_);
+  int64_t n = numElements();
+  bool fromFloat = isFloatDType(dtype_);
+  bool toFloat = isFloatDType(type);
+  for (int64_t i = 0; i < n; ++i) {
+    if (fromFloat || toFloat || dtype_ == DType::U64)
+      out.setDouble(i, getDouble(i));
+    else
+      out.setInt(i, getInt(i));
+  }
+  if (dtype_ == DType::U64 && !toFloat)
+    for (int64_t i = 0; i < n; ++i)
+      out.setInt(i, getInt(i));
+  return out;
+}
+
+std::vector<int64_t> Tensor::toInt64Vector() const {
+  std::vector<int64_t> v(numElements());
+  for (int64_t i = 0; i < (int64_t)v.size(); ++i)
+    v[i] = getInt(i);
+  return v;
+}
+
+std::vector<double> Tensor::toDoubleVector() const {
+  std::vector<double> v(numElements());
+  for (int64_t i = 0; i < (int64_t)v.size(); ++i)
+    v[i] = getDouble(i);
+  return v;
+}
+
+Tensor Tensor::fromDoubles(DType type, std::vector<int64_t> shape,
+                           const std::vector<double> &values) {
+  Tensor t(type, std::move(shape));
+  for (int64_t i = 0; i < (int64_t)values.size(); ++i)
+    t.setDouble(i, values[i]);
+  return t;
+}
+
+std::string Tensor::describe() const {
+  return std::string(dtypeName(dtype_)) + "[" + shapeToString(shape_) + "]";
+}
+
+} // namespace sluice

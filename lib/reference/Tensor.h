@@ -1,0 +1,105 @@
+//===- Tensor.h - host tensors for the reference evaluator ------*- C++ -*-===//
+//
+// A dense, row-major host tensor with a runtime element type. The evaluator,
+// the tensor file readers (.npy/.pb) and the tools share it. Storage is
+// reference-counted and may alias memory owned elsewhere (a weight blob in an
+// MLIR context, a memory-mapped file), so reshapes and constants cost nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_LIB_REFERENCE_TENSOR_H
+#define SLUICE_LIB_REFERENCE_TENSOR_H
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sluice {
+
+/// Element types the evaluator supports.
+enum class DType : uint8_t {
+  F32, F16, BF16, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool
+};
+
+size_t dtypeSize(DType type);
+const char *dtypeName(DType type);
+bool isFloatDType(DType type);
+bool isUnsignedDType(DType type);
+/// Parses names as dtypeName prints them ("f32", "i64", "bool", ...).
+std::optional<DType> parseDType(const std::string &name);
+
+float halfToFloat(uint16_t bits);
+uint16_t floatToHalf(float value);
+float bfloat16ToFloat(uint16_t bits);
+uint16_t floatToBfloat16(float value);
+
+/// Renders a shape as "2x3x4" ("scalar" for rank 0).
+std::string shapeToString(const std::vector<int64_t> &shape);
+
+class Tensor {
+public:
+  Tensor() = default;
+  /// A zero-filled tensor.
+  Tensor(DType type, std::vector<int64_t> shape);
+  /// A tensor that aliases `data`, kept alive by `owner` (may be null for
+  /// memory that outlives every use, such as a context's resource blob).
+  static Tensor alias(DType type, std::vector<int64_t> shape, const void *data,
+                      std::shared_ptr<const void> owner);
+  /// A tensor holding a copy of `data`.
+  static Tensor copyOf(DType type, std::vector<int64_t> shape, const void *data);
+  /// A rank-1 i64 tensor.
+  static Tensor fromInt64(const std::vector<int64_t> &values);
+  /// A rank-0 tensor holding `value` converted to `type`.
+  static Tensor scalar(DType type, double value);
+
+  bool valid() const { return data_ != nullptr || numElements() == 0; }
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  int64_t rank() const { return (int64_t)shape_.size(); }
+  int64_t dim(int64_t i) const { return shape_[i]; }
+  int64_t numElements() const;
+  size_t byteSize() const { return numElements() * dtypeSize(dtype_); }
+  /// Row-major strides in elements.
+  std::vector<int64_t> strides() const;
+
+  const void *rawData() const { return data_; }
+  /// Writable storage; copies first if the storage is shared or aliased.
+  void *mutableData();
+  template <typename T> const T *data() const { return static_cast<const T *>(data_); }
+  template <typename T> T *mutableData() { return static_cast<T *>(mutableData()); }
+
+  /// Element access through double (floats) or int64 (integers, bool).
+  /// Conversions follow ONNX Cast: float to int truncates toward zero.
+  double getDouble(int64_t index) const;
+  int64_t getInt(int64_t index) const;
+  void setDouble(int64_t index, double value);
+  void setInt(int64_t index, int64_t value);
+
+  /// Same storage, new shape (element count must match).
+  Tensor reshaped(std::vector<int64_t> shape) const;
+  /// Element-type conversion with ONNX Cast semantics.
+  Tensor castTo(DType type) const;
+  /// All values as int64 (for shape-like tensors).
+  std::vector<int64_t> toInt64Vector() const;
+  /// All values as double.
+  std::vector<double> toDoubleVector() const;
+  /// A tensor of `type` and `shape` filled from doubles.
+  static Tensor fromDoubles(DType type, std::vector<int64_t> shape,
+                            const std::vector<double> &values);
+
+  /// "f32[2x3]" for messages.
+  std::string describe() const;
+
+private:
+  DType dtype_ = DType::F32;
+  std::vector<int64_t> shape_;
+  std::shared_ptr<const void> owner_;
+  void *data_ = nullptr;
+  bool aliased_ = false;
+};
+
+} // namespace sluice
+
+#endif // SLUICE_LIB_REFERENCE_TENSOR_H

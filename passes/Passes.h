@@ -1,0 +1,33 @@
+//===- Passes.h - sluice passes ----------------------------------*- C++ -*-===//
+
+#ifndef SLUICE_PASSES_PASSES_H
+#define SLUICE_PASSES_PASSES_H
+
+#include "dialects/sluice/SluiceOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mlir::sluice {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+/// Folds every op of `func` whose operands are all constants (results up to
+/// `maxElements` elements) and re-infers every other op's result types, in
+/// program order; updates the function's result types.
+LogicalResult propagateShapes(func::FuncOp func, int64_t maxElements);
+
+/// Parses "2x128" ("scalar" or "" for rank 0) into dims.
+FailureOr<std::vector<int64_t>> parseShape(llvm::StringRef text);
+
+} // namespace mlir::sluice
+
+#endif // SLUICE_PASSES_PASSES_H

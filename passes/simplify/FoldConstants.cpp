@@ -1,0 +1,148 @@
+//===- FoldConstants.cpp - evaluate all-constant ops ----------------------===//
+//
+// Constant folding through the reference evaluator, and the shape
+// propagation that interleaves it with type inference (used by
+// SpecializeShapes). Folding uses the evaluator rather than per-op folders so
+// that every op with reference semantics folds, with exactly those semantics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "lib/reference/Evaluator.h"
+
+#include "mlir/IR/Matchers.h"
+
+namespace mlir::sluice {
+#define GEN_PASS_DEF_FOLDCONSTANTSPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::sluice
+
+using namespace mlir;
+using namespace mlir::sluice;
+
+namespace {
+
+/// Replaces `op` by constants if all its operands are constants and every
+/// result is a static tensor of at most `maxElements`. Returns true if folded.
+/// Evaluation errors leave the op in place (the evaluator reports them again
+/// at run time, where they belong).
+bool foldWithEvaluator(Operation *op, int64_t maxElements) {
+  if (isa<ConstantOp>(op) || op->getNumResults() == 0 ||
+      op->getDialect() == nullptr ||
+      !isa<SluiceDialect>(op->getDialect()))
+    return false;
+  std::vector<::sluice::Tensor> operandTensors;
+  operandTensors.reserve(op->getNumOperands());
+  for (Value operand : op->getOperands()) {
+    Attribute attr;
+    if (!matchPattern(operand, m_Constant(&attr)))
+      return false;
+    auto tensor = ::sluice::tensorFromAttr(attr);
+    if (failed(tensor))
+      return false;
+    operandTensors.push_back(std::move(*tensor));
+  }
+  SmallVector<const ::sluice::Tensor *> operands;
+  for (const auto &t : operandTensors)
+    operands.push_back(&t);
+  std::vector<::sluice::Tensor> results;
+  {
+    // A failing evaluation is not an error of this pass.
+    ScopedDiagnosticHandler silence(op->getContext(),
+                                    [](Diagnostic &) { return success(); });
+    if (failed(::sluice::evaluateOp(op, operands, results)))
+      return false;
+  }
+  for (const auto &t : results)
+    if (t.numElements() > maxElements)
+      return false;
+  OpBuilder builder(op);
+  SmallVector<Value> replacements;
+  for (auto [value, tensor] : llvm::zip(op->getResults(), results)) {
+    auto type = RankedTensorType::get(
+        tensor.shape(), ::sluice::typeFromDType(op->getContext(), tensor.dtype()));
+    auto attr = ::sluice::attrFromTensor(op->getContext(), tensor, type);
+    replacements.push_back(ConstantOp::create(builder, op->getLoc(), attr));
+  }
+  op->replaceAllUsesWith(replacements);
+  op->erase();
+  return true;
+}
+
+/// Recomputes the result types of `op` from its operands.
+void reinferTypes(Operation *op) {
+  auto infer = dyn_cast<InferTypeOpInterface>(op);
+  if (!infer)
+    return;
+  SmallVector<Type> types;
+  ScopedDiagnosticHandler silence(op->getContext(),
+                                  [](Diagnostic &) { return success(); });
+  if (failed(infer.inferReturnTypes(op->getContext(), op->getLoc(),
+                                    op->getOperands(), op->getRawDictionaryAttrs(),
+                                    op->getPropertiesStorage(), op->getRegions(),
+                                    types)))
+    return;
+  for (auto [result, type] : llvm::zip(op->getResults(), types)) {
+    // Keep a declared static dim where inference could only say dynamic.
+    if (areCompatibleResultTypes(type, result.getType()) &&
+        isa<RankedTensorType>(result.getType())) {
+      auto declared = cast<RankedTensorType>(result.getType());
+      auto inferred = dyn_cast<RankedTensorType>(type);
+      if (!inferred)
+        continue;
+      SmallVector<int64_t> shape;
+      for (auto [d, i] : llvm::zip(declared.getShape(), inferred.getShape()))
+        shape.push_back(ShapedType::isDynamic(d) ? i : d);
+      result.setType(RankedTensorType::get(shape, declared.getElementType()));
+    } else {
+      result.setType(type);
+    }
+  }
+}
+
+struct FoldConstantsPass
+    : public mlir::sluice::impl::FoldConstantsPassBase<FoldConstantsPass> {
+  using FoldConstantsPassBase::FoldConstantsPassBase;
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : ops)
+      foldWithEvaluator(op, maxElements);
+  }
+};
+
+} // namespace
+
+LogicalResult mlir::sluice::propagateShapes(func::FuncOp func,
+                                            int64_t maxElements) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.getBody().front())
+    ops.push_back(&op);
+  for (Operation *op : ops) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    // Ops with their own folders (Shape of a static tensor) fold first.
+    SmallVector<OpFoldResult> folded;
+    if (!isa<ConstantOp>(op) && op->getNumResults() == 1 &&
+        succeeded(op->fold(folded)) && folded.size() == 1) {
+      if (auto attr = dyn_cast<Attribute>(folded[0])) {
+        if (auto elements = dyn_cast<ElementsAttr>(attr)) {
+          OpBuilder builder(op);
+          Value c = ConstantOp::create(builder, op->getLoc(), elements);
+          op->getResult(0).replaceAllUsesWith(c);
+          op->erase();
+          continue;
+        }
+      }
+    }
+    if (foldWithEvaluator(op, maxElements))
+      continue;
+    reinferTypes(op);
+  }
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  func.setFunctionType(FunctionType::get(func.getContext(),
+                                         func.getArgumentTypes(),
+                                         ret.getOperandTypes()));
+  return success();
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every dependency Sluice needs, idempotently: the Debian packages
+# (LLVM/MLIR 22, ONNX, protobuf, OpenBLAS, OpenMPI, torch, ninja, gtest) and a
+# Python virtual environment (.venv) with onnx, onnxruntime and numpy that also
+# sees Debian's torch (--system-site-packages).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+debs=(
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  libopenblas-dev libopenmpi-dev openmpi-bin
+  python3-torch python3-venv ninja-build cmake g++ libgtest-dev
+)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "[setup] installing Debian packages: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "[setup] Debian packages present"
+fi
+
+venv="$root/.venv"
+if [ ! -x "$venv/bin/python" ]; then
+  echo "[setup] creating $venv"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+fi
+if ! "$venv/bin/python" -c "import onnx, onnxruntime, numpy, torch" 2>/dev/null; then
+  echo "[setup] installing Python packages into $venv"
+  # torch 1.13 (Debian) is built against numpy 1.x.
+  "$venv/bin/pip" install -q --disable-pip-version-check "numpy<2" "onnx" "onnxruntime"
+fi
+echo "[setup] done"
