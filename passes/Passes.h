@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace mlir::sluice {
+namespace sluice {
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
@@ -23,11 +23,11 @@ namespace mlir::sluice {
 /// Folds every op of `func` whose operands are all constants (results up to
 /// `maxElements` elements) and re-infers every other op's result types, in
 /// program order; updates the function's result types.
-LogicalResult propagateShapes(func::FuncOp func, int64_t maxElements);
+mlir::LogicalResult propagateShapes(mlir::func::FuncOp func, int64_t maxElements);
 
 /// Parses "2x128" ("scalar" or "" for rank 0) into dims.
-FailureOr<std::vector<int64_t>> parseShape(llvm::StringRef text);
+mlir::FailureOr<std::vector<int64_t>> parseShape(llvm::StringRef text);
 
-} // namespace mlir::sluice
+} // namespace sluice
 
 #endif // SLUICE_PASSES_PASSES_H

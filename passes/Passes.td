@@ -27,7 +27,7 @@ def FoldConstantsPass : Pass<"sluice-fold-constants", "mlir::func::FuncOp"> {
     Option<"maxElements", "max-elements", "int64_t", "int64_t(1) << 24",
            "Largest result (in elements) to fold">,
   ];
-  let dependentDialects = ["mlir::sluice::SluiceDialect"];
+  let dependentDialects = ["sluice::SluiceDialect"];
 }
 
 def SpecializeShapesPass : Pass<"sluice-specialize-shapes", "mlir::func::FuncOp"> {
@@ -45,7 +45,7 @@ def SpecializeShapesPass : Pass<"sluice-specialize-shapes", "mlir::func::FuncOp"
     Option<"maxElements", "max-elements", "int64_t", "int64_t(1) << 24",
            "Largest result (in elements) to fold">,
   ];
-  let dependentDialects = ["mlir::sluice::SluiceDialect"];
+  let dependentDialects = ["sluice::SluiceDialect"];
 }
 
 #endif // SLUICE_PASSES_TD

@@ -10,7 +10,7 @@ debs=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libopenblas-dev libopenmpi-dev openmpi-bin
-  python3-torch python3-venv ninja-build cmake g++ libgtest-dev
+  python3-torch python3-venv ninja-build cmake g++ libgtest-dev ccache
 )
 missing=()
 for p in "${debs[@]}"; do

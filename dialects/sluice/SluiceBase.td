@@ -19,7 +19,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Sluice_Dialect : Dialect {
   let name = "sluice";
-  let cppNamespace = "::mlir::sluice";
+  let cppNamespace = "::sluice";
   let summary = "Graph-level ops of the Sluice neural-network compiler";
   let description = [{
     Value-semantics ops on ranked tensors, close enough to ONNX that the
@@ -52,7 +52,7 @@ def Sluice_BoolTensor : TensorOf<[I1]>;
 /// allows a declared static dim where inference could only say "dynamic".
 def Sluice_InferTypes : InferTypeOpAdaptorBase<[{
   static bool isCompatibleReturnTypes(::mlir::TypeRange l, ::mlir::TypeRange r) {
-    return ::mlir::sluice::areCompatibleResultTypes(l, r);
+    return ::sluice::areCompatibleResultTypes(l, r);
   }
 }]>;
 

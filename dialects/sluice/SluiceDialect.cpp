@@ -6,7 +6,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
-using namespace mlir::sluice;
+using namespace sluice;
 
 #include "dialects/sluice/SluiceDialect.cpp.inc"
 #include "dialects/sluice/SluiceEnums.cpp.inc"
@@ -30,6 +30,10 @@ void SluiceDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/sluice/SluiceShapeOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/sluice/SluiceIndexingOps.cpp.inc"
       >();
   addOperations<
 #define GET_OP_LIST

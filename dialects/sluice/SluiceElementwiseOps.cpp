@@ -6,7 +6,7 @@
 #include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
-using namespace mlir::sluice;
+using namespace sluice;
 
 //===----------------------------------------------------------------------===//
 // ConstantOp

@@ -33,6 +33,8 @@
 #define GET_OP_CLASSES
 #include "dialects/sluice/SluiceShapeOps.h.inc"
 #define GET_OP_CLASSES
+#include "dialects/sluice/SluiceIndexingOps.h.inc"
+#define GET_OP_CLASSES
 #include "dialects/sluice/SluiceReductionOps.h.inc"
 
 #endif // SLUICE_DIALECTS_SLUICE_SLUICEOPS_H

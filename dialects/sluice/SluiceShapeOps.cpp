@@ -3,7 +3,7 @@
 #include "dialects/sluice/SluiceOps.h"
 
 using namespace mlir;
-using namespace mlir::sluice;
+using namespace sluice;
 
 //===----------------------------------------------------------------------===//
 // ShapeOp

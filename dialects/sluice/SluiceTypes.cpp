@@ -8,7 +8,7 @@
 
 using namespace mlir;
 
-namespace mlir::sluice {
+namespace sluice {
 
 bool areCompatibleResultTypes(TypeRange inferred, TypeRange declared) {
   if (inferred.size() != declared.size())
@@ -152,4 +152,4 @@ std::optional<SmallVector<int64_t>> getShape(Value value) {
   return SmallVector<int64_t>(type.getShape());
 }
 
-} // namespace mlir::sluice
+} // namespace sluice

@@ -15,7 +15,19 @@
 #include "llvm/ADT/SmallVector.h"
 #include <optional>
 
-namespace mlir::sluice {
+namespace sluice {
+
+// The dialect lives in ::sluice beside the rest of the project; these are the
+// MLIR names its helpers use.
+using mlir::ArrayRef;
+using mlir::FailureOr;
+using mlir::Location;
+using mlir::LogicalResult;
+using mlir::SmallVector;
+using mlir::TensorType;
+using mlir::Type;
+using mlir::TypeRange;
+using mlir::Value;
 
 /// Inferred and declared result types agree when they have the same element
 /// type and, if both are ranked, the same rank and no two static dims differ.
@@ -49,6 +61,6 @@ std::optional<SmallVector<double>> getConstantFloatValues(Value value);
 /// Shape of a ranked tensor value or nullopt for unranked.
 std::optional<SmallVector<int64_t>> getShape(Value value);
 
-} // namespace mlir::sluice
+} // namespace sluice
 
 #endif // SLUICE_DIALECTS_SLUICE_SLUICETYPES_H

@@ -56,6 +56,7 @@ private:
 void registerElementwiseHandlers(OpRegistry &registry);
 void registerMathHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
+void registerIndexingHandlers(OpRegistry &registry);
 void registerReductionHandlers(OpRegistry &registry);
 
 /// Reads one node's inputs and attributes and records its outputs.

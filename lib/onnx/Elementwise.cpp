@@ -16,7 +16,7 @@
 #include <cmath>
 
 using namespace mlir;
-using namespace mlir::sluice;
+using namespace sluice;
 
 namespace sluice::onnx_import {
 namespace {
@@ -210,6 +210,14 @@ LogicalResult activationHandler(Binder &b) {
     r = e.select(e.greater(x, e.c(alpha)), x, e.c(0));
   } else if (op == "PRelu") {
     Value slope = b.input(1);
+    // Before opset 7 a 1-D slope is per channel (axis 1), not NumPy-aligned.
+    auto slopeType = b.rankedType(1), xType = b.rankedType(0);
+    if (b.opset() < 7 && slopeType && xType && slopeType.getRank() == 1 &&
+        xType.getRank() > 2 && slopeType.getDimSize(0) != 1) {
+      SmallVector<int64_t> shape(xType.getRank() - 1, 1);
+      shape[0] = slopeType.getDimSize(0);
+      slope = b.create<ReshapeOp>(slope, b.constI64(shape), false);
+    }
     r = e.select(e.less(x, e.c(0)), e.mul(x, slope), x);
   } else if (op == "Mish") {
     r = e.mul(x, b.create<TanhOp>(e.softplus(x)));
@@ -255,6 +263,29 @@ LogicalResult dropoutHandler(Binder &b) {
   return success();
 }
 
+/// Constant: one of value (tensor), value_float(s), value_int(s).
+LogicalResult constantHandler(Binder &b) {
+  if (auto tensor = b.attrTensor("value"))
+    return b.output(b.constTensor(*tensor));
+  if (b.hasAttr("value_float"))
+    return b.output(b.constScalar(b.b.getF32Type(), b.attrFloat("value_float", 0)));
+  if (b.hasAttr("value_int"))
+    return b.output(b.constI64Scalar(b.attrInt("value_int", 0)));
+  if (b.hasAttr("value_ints"))
+    return b.output(b.constI64(b.attrInts("value_ints")));
+  if (b.hasAttr("value_floats")) {
+    std::vector<float> values = b.attrFloats("value_floats");
+    Tensor t(DType::F32, {(int64_t)values.size()});
+    for (size_t i = 0; i < values.size(); ++i)
+      t.setDouble(i, values[i]);
+    return b.output(b.constTensor(t));
+  }
+  if (b.hasAttr("value"))
+    return failure(); // attrTensor reported why
+  return b.fail("Constant needs a value, value_float(s) or value_int(s) attribute "
+                "(sparse and string constants are not supported)");
+}
+
 LogicalResult isInfHandler(Binder &b) {
   return b.output(b.create<IsInfOp>(b.input(0), b.attrInt("detect_positive", 1) != 0,
                                     b.attrInt("detect_negative", 1) != 0));
@@ -291,6 +322,7 @@ void registerElementwiseHandlers(OpRegistry &r) {
   r.on("Cast", 1, castHandler);
   r.on("CastLike", 15, castLikeHandler);
   r.on("Identity", 1, identityHandler);
+  r.on("Constant", 1, constantHandler);
   r.on("Clip", 1, clipHandler);
   r.on("Dropout", 1, dropoutHandler);
   r.on("IsNaN", 9, unaryHandler<IsNaNOp>);

@@ -67,7 +67,7 @@ std::string describeLocation(Location loc) {
 }
 
 void registerImportDialects(MLIRContext &context) {
-  context.loadDialect<mlir::sluice::SluiceDialect, func::FuncDialect>();
+  context.loadDialect<sluice::SluiceDialect, func::FuncDialect>();
 }
 
 //===----------------------------------------------------------------------===//
@@ -86,6 +86,7 @@ const OpRegistry &OpRegistry::get() {
     registerElementwiseHandlers(r);
     registerMathHandlers(r);
     registerShapeHandlers(r);
+    registerIndexingHandlers(r);
     registerReductionHandlers(r);
     return r;
   }();
@@ -198,12 +199,12 @@ LogicalResult Binder::fail(const Twine &message) {
 
 Value Binder::constI64(ArrayRef<int64_t> values) {
   auto type = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
-  return mlir::sluice::ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
+  return sluice::ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
 }
 
 Value Binder::constI64Scalar(int64_t value) {
   auto type = RankedTensorType::get({}, b.getI64Type());
-  return mlir::sluice::ConstantOp::create(b, loc,
+  return sluice::ConstantOp::create(b, loc,
                                     DenseElementsAttr::get(type, ArrayRef(value)));
 }
 
@@ -216,7 +217,7 @@ Value Binder::constScalar(Type element, double value) {
 Value Binder::constTensor(const Tensor &tensor) {
   auto type = RankedTensorType::get(tensor.shape(),
                                     typeFromDType(b.getContext(), tensor.dtype()));
-  return mlir::sluice::ConstantOp::create(
+  return sluice::ConstantOp::create(
       b, loc, attrFromTensor(b.getContext(), tensor, type));
 }
 
@@ -224,7 +225,7 @@ Value Binder::castTo(Value value, Type element) {
   if (getElementTypeOrSelf(value.getType()) == element)
     return value;
   auto type = cast<TensorType>(value.getType()).clone(element);
-  return mlir::sluice::CastOp::create(b, loc, type, value);
+  return sluice::CastOp::create(b, loc, type, value);
 }
 
 //===----------------------------------------------------------------------===//
@@ -345,7 +346,8 @@ LogicalResult GraphImporter::readOpsets() {
       opsets[""] = 1;
       return success();
     }
-    return fail("model imports no default-domain (ai.onnx) opset");
+    // Only other domains: their nodes are checked (and refused) one by one.
+    return success();
   }
   if (it->second < kMinOpset || it->second > kMaxOpset)
     return fail("unsupported opset " + Twine(it->second) +
@@ -368,7 +370,8 @@ LogicalResult GraphImporter::checkSupported() {
       continue;
     if (!seen.insert(key).second)
       continue;
-    std::string why = opset < 0 ? "domain '" + domain + "' not imported by the model"
+    std::string why = opset < 0 ? "domain '" + (domain.empty() ? "ai.onnx" : domain) +
+                                      "' not imported by the model"
                                 : "opset " + std::to_string(opset);
     unsupported.push_back(key + " (node '" + nodeName(node, i) + "', " + why + ")");
   }
@@ -499,10 +502,7 @@ LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) 
   bool external = tensor.data_location() == onnx::TensorProto::EXTERNAL;
   Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
 
-  // Scalars, booleans and short integer vectors (shapes, axes) stay dense so
-  // that folding can read them; everything else is a weight blob.
-  bool dense = count <= 1 || dtype == DType::Bool ||
-               (!isFloatDType(dtype) && count <= 64);
+  bool dense = keepsDenseAttr(dtype, count);
   if (external) {
     auto blob = externalBlob(tensor, byteSize);
     if (failed(blob))
@@ -514,7 +514,7 @@ LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) 
     } else {
       attr = DenseResourceElementsAttr::get(type, tensor.name(), std::move(*blob));
     }
-    values[tensor.name()] = mlir::sluice::ConstantOp::create(builder, loc, attr);
+    values[tensor.name()] = sluice::ConstantOp::create(builder, loc, attr);
     return success();
   }
   if (tensor.has_raw_data() && !dense) {
@@ -535,7 +535,7 @@ LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) 
       blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
           ArrayRef<char>(raw.data(), raw.size()), 64);
     }
-    values[tensor.name()] = mlir::sluice::ConstantOp::create(
+    values[tensor.name()] = sluice::ConstantOp::create(
         builder, loc,
         DenseResourceElementsAttr::get(type, tensor.name(), std::move(blob)));
     return success();
@@ -545,7 +545,7 @@ LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) 
   if (!tensorFromProto(tensor, t, why))
     return fail("initializer " + why);
   values[tensor.name()] =
-      mlir::sluice::ConstantOp::create(builder, loc, attrFromTensor(&ctx, t, type));
+      sluice::ConstantOp::create(builder, loc, attrFromTensor(&ctx, t, type));
   return success();
 }
 

@@ -5,7 +5,7 @@
 #include "dialects/sluice/SluiceOps.h"
 
 using namespace mlir;
-using namespace mlir::sluice;
+using namespace sluice;
 
 namespace sluice::onnx_import {
 namespace {

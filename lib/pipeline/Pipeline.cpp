@@ -31,11 +31,11 @@ std::optional<Phase> parsePhase(StringRef name) {
 void buildSimplifyPipeline(OpPassManager &pm, const CompilerOptions &) {
   // Shapes first: folding the exporters' Shape->Gather->Concat chains is what
   // makes Reshape targets constant, which canonicalization then relies on.
-  pm.addNestedPass<func::FuncOp>(mlir::sluice::createSpecializeShapesPass());
+  pm.addNestedPass<func::FuncOp>(sluice::createSpecializeShapesPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // CSE can merge constants that only now became equal; fold what that opens.
-  pm.addNestedPass<func::FuncOp>(mlir::sluice::createFoldConstantsPass());
+  pm.addNestedPass<func::FuncOp>(sluice::createFoldConstantsPass());
   pm.addPass(createCanonicalizerPass());
 }
 
@@ -50,7 +50,7 @@ bool parseShapeOption(StringRef text,
                       std::map<std::string, std::vector<int64_t>> &shapes,
                       std::string &error) {
   auto [name, dims] = text.rsplit('=');
-  auto parsed = mlir::sluice::parseShape(dims);
+  auto parsed = sluice::parseShape(dims);
   if (name.empty() || !text.contains('=') || failed(parsed)) {
     error = "bad --shape '" + text.str() + "' (expected NAME=2x128)";
     return false;

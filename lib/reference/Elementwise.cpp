@@ -7,7 +7,7 @@
 #include <cmath>
 
 using namespace mlir;
-using namespace mlir::sluice;
+using namespace sluice;
 
 namespace sluice {
 namespace {

@@ -22,6 +22,7 @@ const EvalRegistry &EvalRegistry::get() {
     registerElementwiseEvaluators(r);
     registerLinalgEvaluators(r);
     registerShapeEvaluators(r);
+    registerIndexingEvaluators(r);
     registerReductionEvaluators(r);
     return r;
   }();
@@ -131,10 +132,14 @@ FailureOr<Tensor> tensorFromAttr(Attribute attr) {
   return t;
 }
 
+bool keepsDenseAttr(DType dtype, int64_t count) {
+  return count <= 1 || dtype == DType::Bool ||
+         (!isFloatDType(dtype) && count <= 64);
+}
+
 ElementsAttr attrFromTensor(MLIRContext *context, const Tensor &tensor,
                             RankedTensorType type) {
-  constexpr int64_t kDenseLimit = 64;
-  if (tensor.numElements() > kDenseLimit && tensor.dtype() != DType::Bool) {
+  if (!keepsDenseAttr(tensor.dtype(), tensor.numElements())) {
     // Folded weights stay blobs, as imported weights are.
     auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
         ArrayRef<char>(static_cast<const char *>(tensor.rawData()),

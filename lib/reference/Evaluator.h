@@ -50,12 +50,18 @@ private:
 void registerElementwiseEvaluators(EvalRegistry &registry);
 void registerLinalgEvaluators(EvalRegistry &registry);
 void registerShapeEvaluators(EvalRegistry &registry);
+void registerIndexingEvaluators(EvalRegistry &registry);
 void registerReductionEvaluators(EvalRegistry &registry);
 
 /// The tensor a `sluice.constant` holds (aliases a dense_resource blob).
 mlir::FailureOr<Tensor> tensorFromAttr(mlir::Attribute attr);
-/// A builtin elements attribute holding `tensor` (for constant folding).
-/// Large tensors become dense_resource blobs, small ones dense attributes.
+/// Whether a constant of `count` elements stays a dense attribute: scalars,
+/// booleans and short integer vectors (shapes, axes: what folding reads).
+/// Everything else is a weight and lives in a dense_resource blob.
+bool keepsDenseAttr(DType dtype, int64_t count);
+
+/// A builtin elements attribute holding `tensor` (for constant folding):
+/// dense where keepsDenseAttr says so, a dense_resource blob otherwise.
 mlir::ElementsAttr attrFromTensor(mlir::MLIRContext *context,
                                   const Tensor &tensor,
                                   mlir::RankedTensorType type);

@@ -8,7 +8,7 @@
 #include <limits>
 
 using namespace mlir;
-using namespace mlir::sluice;
+using namespace sluice;
 
 namespace sluice {
 namespace {

@@ -12,14 +12,15 @@
 #include "lib/reference/Evaluator.h"
 
 #include "mlir/IR/Matchers.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
-namespace mlir::sluice {
+namespace sluice {
 #define GEN_PASS_DEF_FOLDCONSTANTSPASS
 #include "passes/Passes.h.inc"
-} // namespace mlir::sluice
+} // namespace sluice
 
 using namespace mlir;
-using namespace mlir::sluice;
+using namespace sluice;
 
 namespace {
 
@@ -101,20 +102,32 @@ void reinferTypes(Operation *op) {
   }
 }
 
+/// Removes constants left without users by folding.
+void eraseDeadConstants(func::FuncOp func) {
+  SmallVector<Operation *> dead;
+  func.walk([&](ConstantOp op) {
+    if (op->use_empty())
+      dead.push_back(op);
+  });
+  for (Operation *op : dead)
+    op->erase();
+}
+
 struct FoldConstantsPass
-    : public mlir::sluice::impl::FoldConstantsPassBase<FoldConstantsPass> {
+    : public sluice::impl::FoldConstantsPassBase<FoldConstantsPass> {
   using FoldConstantsPassBase::FoldConstantsPassBase;
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) { ops.push_back(op); });
     for (Operation *op : ops)
       foldWithEvaluator(op, maxElements);
+    eraseDeadConstants(getOperation());
   }
 };
 
 } // namespace
 
-LogicalResult mlir::sluice::propagateShapes(func::FuncOp func,
+LogicalResult sluice::propagateShapes(func::FuncOp func,
                                             int64_t maxElements) {
   SmallVector<Operation *> ops;
   for (Operation &op : func.getBody().front())
@@ -140,6 +153,7 @@ LogicalResult mlir::sluice::propagateShapes(func::FuncOp func,
       continue;
     reinferTypes(op);
   }
+  eraseDeadConstants(func);
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   func.setFunctionType(FunctionType::get(func.getContext(),
                                          func.getArgumentTypes(),

@@ -2,15 +2,15 @@
 
 #include "passes/Passes.h"
 
-namespace mlir::sluice {
+namespace sluice {
 #define GEN_PASS_DEF_SPECIALIZESHAPESPASS
 #include "passes/Passes.h.inc"
-} // namespace mlir::sluice
+} // namespace sluice
 
 using namespace mlir;
-using namespace mlir::sluice;
+using namespace sluice;
 
-FailureOr<std::vector<int64_t>> mlir::sluice::parseShape(StringRef text) {
+FailureOr<std::vector<int64_t>> sluice::parseShape(StringRef text) {
   std::vector<int64_t> dims;
   text = text.trim();
   if (text.empty() || text == "scalar")
@@ -29,7 +29,7 @@ FailureOr<std::vector<int64_t>> mlir::sluice::parseShape(StringRef text) {
 namespace {
 
 struct SpecializeShapesPass
-    : public mlir::sluice::impl::SpecializeShapesPassBase<SpecializeShapesPass> {
+    : public sluice::impl::SpecializeShapesPassBase<SpecializeShapesPass> {
   using SpecializeShapesPassBase::SpecializeShapesPassBase;
 
   void runOnOperation() override {

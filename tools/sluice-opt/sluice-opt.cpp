@@ -15,9 +15,9 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<mlir::sluice::SluiceDialect, mlir::func::FuncDialect>();
+  registry.insert<sluice::SluiceDialect, mlir::func::FuncDialect>();
   mlir::registerTransformsPasses();
-  mlir::sluice::registerSluicePasses();
+  sluice::registerSluicePasses();
   sluice::registerPipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Sluice optimizer driver\n", registry));

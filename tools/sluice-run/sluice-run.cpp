@@ -180,6 +180,15 @@ readTensors(const std::vector<std::string> &args,
   return slots;
 }
 
+/// ONNX 1.12's backend data stores bfloat16 tensors as uint16 bit patterns:
+/// read those as bfloat16 where the model says bfloat16.
+void reinterpretBf16(std::optional<sluice::Tensor> &tensor, Type expected) {
+  if (tensor && expected.isBF16() && tensor->dtype() == sluice::DType::U16)
+    tensor = sluice::Tensor::alias(sluice::DType::BF16, tensor->shape(),
+                                   tensor->rawData(),
+                                   std::make_shared<sluice::Tensor>(*tensor));
+}
+
 std::vector<std::string> namesOf(func::FuncOp func, const char *attr) {
   std::vector<std::string> names;
   if (auto array = func->getAttrOfType<ArrayAttr>(attr))
@@ -267,6 +276,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < inputNames.size(); ++i) {
     auto type = cast<TensorType>(func.getArgument(i).getType());
     auto dtype = sluice::dtypeFromType(type.getElementType());
+    reinterpretBf16(given[i], type.getElementType());
     if (!given[i]) {
       if (!options.randomInputs)
         die(options.model + ": input '" + inputNames[i] +
@@ -348,6 +358,7 @@ int main(int argc, char **argv) {
   auto expected = readTensors(options.expects, outputNames, "output");
   bool allMatch = true;
   for (size_t i = 0; i < outputs->size(); ++i) {
+    reinterpretBf16(expected[i], getElementTypeOrSelf(func.getResultTypes()[i]));
     if (!expected[i]) {
       std::printf("output '%s' %s\n", outputNames[i].c_str(),
                   (*outputs)[i].describe().c_str());
