@@ -200,13 +200,15 @@ def main():
     if args.write_doc:
         write_doc(results, args.write_doc)
     if args.baseline:
-        if args.update_baseline:
+        minimum = 0
+        if os.path.exists(args.baseline):
+            with open(args.baseline) as f:
+                minimum = int(f.read().split()[0])
+        if args.update_baseline and passed >= minimum:
             with open(args.baseline, "w") as f:
                 f.write(f"{passed}\n")
             print(f"[conformance] baseline set to {passed}")
         else:
-            with open(args.baseline) as f:
-                minimum = int(f.read().split()[0])
             if passed < minimum:
                 print(f"[conformance] FAIL: {passed} passed, below the baseline {minimum}")
                 return 1
