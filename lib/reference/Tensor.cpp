@@ -223,6 +223,18 @@ void *Tensor::mutableData() {
   return data_;
 }
 
+/// Float to int64 the way ONNX Cast does it: truncation toward zero, NaN to
+/// 0, and out-of-range values saturate instead of being undefined behavior.
+static int64_t saturatingToInt64(double v) {
+  if (std::isnan(v))
+    return 0;
+  if (v >= 9.2233720368547758e18)
+    return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18)
+    return std::numeric_limits<int64_t>::min();
+  return (int64_t)v;
+}
+
 double Tensor::getDouble(int64_t i) const {
   const void *p = data_;
   switch (dtype_) {
@@ -247,16 +259,8 @@ int64_t Tensor::getInt(int64_t i) const {
   case DType::U32: return static_cast<const uint32_t *>(p)[i];
   case DType::U64: return (int64_t) static_cast<const uint64_t *>(p)[i];
   case DType::Bool: return static_cast<const uint8_t *>(p)[i] != 0;
-  default: {
-    double d = getDouble(i);
-    if (std::isnan(d))
-      return 0;
-    if (d >= 9.2233720368547758e18)
-      return std::numeric_limits<int64_t>::max();
-    if (d <= -9.2233720368547758e18)
-      return std::numeric_limits<int64_t>::min();
-    return (int64_t)d;
-  }
+  default:
+    return saturatingToInt64(getDouble(i));
   }
 }
 
@@ -272,18 +276,8 @@ void Tensor::setDouble(int64_t i, double v) {
     static_cast<uint64_t *>(p)[i] =
         std::isnan(v) || v <= 0 ? 0 : v >= 1.8446744073709552e19 ? ~0ull : (uint64_t)v;
     return;
-  default: {
-    int64_t iv;
-    if (std::isnan(v))
-      iv = 0;
-    else if (v >= 9.2233720368547758e18)
-      iv = std::numeric_limits<int64_t>::max();
-    else if (v <= -9.2233720368547758e18)
-      iv = std::numeric_limits<int64_t>::min();
-    else
-      iv = (int64_t)v;
-    setInt(i, iv);
-  }
+  default:
+    setInt(i, saturatingToInt64(v));
   }
 }
 

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/pipeline/Pipeline.h"
+#include "tools/common/ToolSupport.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -36,11 +37,7 @@ Compiles an ONNX model (binary .onnx or textual .onnxtxt).
 )";
 
 [[noreturn]] void die(const std::string &message) {
-  std::string text = message;
-  while (!text.empty() && text.back() == '\n')
-    text.pop_back();
-  std::fprintf(stderr, "sluice-compile: error: %s\n", text.c_str());
-  std::exit(2);
+  sluice::tools::die("sluice-compile", message);
 }
 
 } // namespace
@@ -49,32 +46,25 @@ int main(int argc, char **argv) {
   std::string model, output = "-", emit, report, stop;
   bool elide = false;
   sluice::CompilerOptions options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](const char *flag) -> std::string {
-      size_t n = std::strlen(flag);
-      if (arg.size() > n && arg[n] == '=')
-        return arg.substr(n + 1);
-      if (i + 1 >= argc)
-        die(std::string("missing value for ") + flag);
-      return argv[++i];
-    };
+  sluice::tools::ArgReader args("sluice-compile", argc, argv);
+  while (args.next()) {
+    const std::string &arg = args.arg();
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (arg == "-o") {
-      output = value("-o");
-    } else if (arg.rfind("--stop-after", 0) == 0) {
-      stop = value("--stop-after");
-    } else if (arg.rfind("--emit", 0) == 0) {
-      emit = value("--emit");
-    } else if (arg.rfind("--report", 0) == 0) {
-      report = value("--report");
+    } else if (args.is("-o")) {
+      output = args.flagValue("-o");
+    } else if (args.is("--stop-after")) {
+      stop = args.flagValue("--stop-after");
+    } else if (args.is("--emit")) {
+      emit = args.flagValue("--emit");
+    } else if (args.is("--report")) {
+      report = args.flagValue("--report");
     } else if (arg == "--elide-weights") {
       elide = true;
-    } else if (arg.rfind("--shape", 0) == 0) {
+    } else if (args.is("--shape")) {
       std::string error;
-      if (!sluice::parseShapeOption(value("--shape"), options.inputShapes, error))
+      if (!sluice::parseShapeOption(args.flagValue("--shape"), options.inputShapes, error))
         die(error);
     } else if (arg.rfind("-", 0) == 0) {
       die("unknown option '" + arg + "' (see --help)");

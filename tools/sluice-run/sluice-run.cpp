@@ -15,6 +15,7 @@
 #include "lib/pipeline/Pipeline.h"
 #include "lib/reference/Evaluator.h"
 #include "lib/support/TensorFiles.h"
+#include "tools/common/ToolSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -65,15 +66,7 @@ struct Options {
 };
 
 [[noreturn]] void die(const std::string &message) {
-  std::string text = message;
-  while (!text.empty() && text.back() == '\n')
-    text.pop_back();
-  std::fprintf(stderr, "sluice-run: error: %s\n", text.c_str());
-  std::exit(2);
-}
-
-bool startsWith(const std::string &s, const char *prefix) {
-  return s.rfind(prefix, 0) == 0;
+  sluice::tools::die("sluice-run", message);
 }
 
 double parseNumber(const std::string &flag, const std::string &value) {
@@ -87,16 +80,9 @@ double parseNumber(const std::string &flag, const std::string &value) {
 Options parseArgs(int argc, char **argv) {
   Options o;
   bool inExpect = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](const char *flag) -> std::string {
-      size_t n = std::strlen(flag);
-      if (arg.size() > n && arg[n] == '=')
-        return arg.substr(n + 1);
-      if (i + 1 >= argc)
-        die(std::string("missing value for ") + flag);
-      return argv[++i];
-    };
+  sluice::tools::ArgReader args("sluice-run", argc, argv);
+  while (args.next()) {
+    const std::string &arg = args.arg();
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -106,21 +92,21 @@ Options parseArgs(int argc, char **argv) {
       inExpect = true;
     } else if (arg == "--random-inputs") {
       o.randomInputs = true;
-    } else if (startsWith(arg, "--rtol")) {
-      o.rtol = parseNumber("--rtol", value("--rtol"));
-    } else if (startsWith(arg, "--atol")) {
-      o.atol = parseNumber("--atol", value("--atol"));
-    } else if (startsWith(arg, "--iters")) {
-      o.iters = (int)parseNumber("--iters", value("--iters"));
-    } else if (startsWith(arg, "--warmup")) {
-      o.warmup = (int)parseNumber("--warmup", value("--warmup"));
-    } else if (startsWith(arg, "--save-outputs")) {
-      o.saveOutputs = value("--save-outputs");
-    } else if (startsWith(arg, "--shape")) {
+    } else if (args.is("--rtol")) {
+      o.rtol = parseNumber("--rtol", args.flagValue("--rtol"));
+    } else if (args.is("--atol")) {
+      o.atol = parseNumber("--atol", args.flagValue("--atol"));
+    } else if (args.is("--iters")) {
+      o.iters = (int)parseNumber("--iters", args.flagValue("--iters"));
+    } else if (args.is("--warmup")) {
+      o.warmup = (int)parseNumber("--warmup", args.flagValue("--warmup"));
+    } else if (args.is("--save-outputs")) {
+      o.saveOutputs = args.flagValue("--save-outputs");
+    } else if (args.is("--shape")) {
       std::string error;
-      if (!sluice::parseShapeOption(value("--shape"), o.shapes, error))
+      if (!sluice::parseShapeOption(args.flagValue("--shape"), o.shapes, error))
         die(error);
-    } else if (startsWith(arg, "--")) {
+    } else if (arg.rfind("--", 0) == 0) {
       die("unknown option '" + arg + "' (see --help)");
     } else if (o.model.empty()) {
       o.model = arg;
