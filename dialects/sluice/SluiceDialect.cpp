@@ -39,6 +39,10 @@ void SluiceDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/sluice/SluiceReductionOps.cpp.inc"
       >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/sluice/SluiceControlOps.cpp.inc"
+      >();
 }
 
 Operation *SluiceDialect::materializeConstant(OpBuilder &builder,

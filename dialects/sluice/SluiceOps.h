@@ -36,5 +36,7 @@
 #include "dialects/sluice/SluiceIndexingOps.h.inc"
 #define GET_OP_CLASSES
 #include "dialects/sluice/SluiceReductionOps.h.inc"
+#define GET_OP_CLASSES
+#include "dialects/sluice/SluiceControlOps.h.inc"
 
 #endif // SLUICE_DIALECTS_SLUICE_SLUICEOPS_H

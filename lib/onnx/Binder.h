@@ -27,6 +27,7 @@
 namespace onnx {
 class NodeProto;
 class AttributeProto;
+class GraphProto;
 } // namespace onnx
 
 namespace sluice::onnx_import {
@@ -58,6 +59,18 @@ void registerMathHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
 void registerIndexingHandlers(OpRegistry &registry);
 void registerReductionHandlers(OpRegistry &registry);
+void registerControlFlowHandlers(OpRegistry &registry);
+
+/// Imports a subgraph (If branch, Loop body) into `block`, whose arguments
+/// stand for the subgraph's inputs; the subgraph reads enclosing values by
+/// name. `outputs` receives the values of the subgraph's outputs.
+class SubgraphImporter {
+public:
+  virtual ~SubgraphImporter() = default;
+  virtual mlir::LogicalResult
+  importSubgraph(const onnx::GraphProto &graph, mlir::Block *block,
+                 llvm::SmallVectorImpl<mlir::Value> &outputs) = 0;
+};
 
 /// Reads one node's inputs and attributes and records its outputs.
 class Binder {
@@ -70,6 +83,8 @@ public:
 
   mlir::OpBuilder &b;
   mlir::Location loc;
+  /// Imports the node's subgraph attributes (set by the importer).
+  SubgraphImporter *subgraphs = nullptr;
 
   int opset() const { return opsetVersion; }
   const onnx::NodeProto &proto() const { return node; }

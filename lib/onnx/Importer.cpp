@@ -13,6 +13,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -88,6 +89,7 @@ const OpRegistry &OpRegistry::get() {
     registerShapeHandlers(r);
     registerIndexingHandlers(r);
     registerReductionHandlers(r);
+    registerControlFlowHandlers(r);
     return r;
   }();
   return registry;
@@ -292,7 +294,7 @@ std::string onnxTypeName(int onnxType) {
       (onnx::TensorProto::DataType)onnxType);
 }
 
-class GraphImporter {
+class GraphImporter : public SubgraphImporter {
 public:
   GraphImporter(MLIRContext &ctx, const std::string &path,
                 std::shared_ptr<onnx::ModelProto> model,
@@ -305,6 +307,11 @@ public:
 private:
   LogicalResult readOpsets();
   LogicalResult checkSupported();
+  void collectUnsupported(const onnx::GraphProto &graph,
+                          std::vector<std::string> &unsupported,
+                          llvm::StringSet<> &seen);
+  LogicalResult importSubgraph(const onnx::GraphProto &graph, Block *block,
+                               SmallVectorImpl<Value> &outputs) override;
   FailureOr<Type> inputType(const onnx::ValueInfoProto &input);
   LogicalResult importInitializer(const onnx::TensorProto &tensor);
   FailureOr<AsmResourceBlob> externalBlob(const onnx::TensorProto &tensor,
@@ -326,7 +333,18 @@ private:
   std::string &error;
   OpBuilder builder;
   std::map<std::string, int> opsets;
-  llvm::StringMap<Value> values;
+  /// Values by ONNX name, innermost scope last: a subgraph sees the names
+  /// of every enclosing graph, and its own names shadow them.
+  std::vector<llvm::StringMap<Value>> scopes{1};
+  Value lookupValue(StringRef name) const {
+    for (auto scope = scopes.rbegin(); scope != scopes.rend(); ++scope) {
+      auto it = scope->find(name);
+      if (it != scope->end())
+        return it->second;
+    }
+    return Value();
+  }
+  void defineValue(StringRef name, Value value) { scopes.back()[name] = value; }
 };
 
 int GraphImporter::opsetFor(StringRef domain) const {
@@ -356,13 +374,18 @@ LogicalResult GraphImporter::readOpsets() {
   return success();
 }
 
-LogicalResult GraphImporter::checkSupported() {
-  // One line listing every unsupported op type, with its first node.
-  std::vector<std::string> unsupported;
-  llvm::StringSet<> seen;
-  const auto &graph = model->graph();
+void GraphImporter::collectUnsupported(const onnx::GraphProto &graph,
+                                       std::vector<std::string> &unsupported,
+                                       llvm::StringSet<> &seen) {
   for (int i = 0; i < graph.node_size(); ++i) {
     const auto &node = graph.node(i);
+    // Subgraphs (If branches, Loop bodies) are checked too.
+    for (const auto &attr : node.attribute()) {
+      if (attr.has_g())
+        collectUnsupported(attr.g(), unsupported, seen);
+      for (const auto &g : attr.graphs())
+        collectUnsupported(g, unsupported, seen);
+    }
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     int opset = opsetFor(domain);
     std::string key = domain.empty() ? node.op_type() : domain + "." + node.op_type();
@@ -375,12 +398,47 @@ LogicalResult GraphImporter::checkSupported() {
                                 : "opset " + std::to_string(opset);
     unsupported.push_back(key + " (node '" + nodeName(node, i) + "', " + why + ")");
   }
+}
+
+LogicalResult GraphImporter::checkSupported() {
+  // One line listing every unsupported op type, with its first node.
+  std::vector<std::string> unsupported;
+  llvm::StringSet<> seen;
+  collectUnsupported(model->graph(), unsupported, seen);
   if (unsupported.empty())
     return success();
   std::string list;
   for (size_t i = 0; i < unsupported.size(); ++i)
     list += (i ? ", " : "") + unsupported[i];
   return fail("unsupported ops (" + Twine(unsupported.size()) + "): " + list);
+}
+
+LogicalResult GraphImporter::importSubgraph(const onnx::GraphProto &graph,
+                                            Block *block,
+                                            SmallVectorImpl<Value> &outputs) {
+  if (graph.input_size() != (int)block->getNumArguments())
+    return fail("subgraph '" + graph.name() + "' takes " +
+                Twine(graph.input_size()) + " inputs, expected " +
+                Twine(block->getNumArguments()));
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(block);
+  scopes.emplace_back();
+  llvm::scope_exit popScope([&] { scopes.pop_back(); });
+  for (auto [input, arg] : llvm::zip(graph.input(), block->getArguments()))
+    defineValue(input.name(), arg);
+  for (const auto &init : graph.initializer())
+    if (failed(importInitializer(init)))
+      return failure();
+  for (int i = 0; i < graph.node_size(); ++i)
+    if (failed(importNode(graph.node(i), i)))
+      return failure();
+  for (const auto &output : graph.output()) {
+    Value value = lookupValue(output.name());
+    if (!value)
+      return fail("subgraph output '" + output.name() + "' is never produced");
+    outputs.push_back(value);
+  }
+  return success();
 }
 
 FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &input) {
@@ -514,7 +572,7 @@ LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) 
     } else {
       attr = DenseResourceElementsAttr::get(type, tensor.name(), std::move(*blob));
     }
-    values[tensor.name()] = sluice::ConstantOp::create(builder, loc, attr);
+    defineValue(tensor.name(), sluice::ConstantOp::create(builder, loc, attr));
     return success();
   }
   if (tensor.has_raw_data() && !dense) {
@@ -535,17 +593,18 @@ LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) 
       blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
           ArrayRef<char>(raw.data(), raw.size()), 64);
     }
-    values[tensor.name()] = sluice::ConstantOp::create(
-        builder, loc,
-        DenseResourceElementsAttr::get(type, tensor.name(), std::move(blob)));
+    defineValue(tensor.name(),
+                sluice::ConstantOp::create(
+                    builder, loc,
+                    DenseResourceElementsAttr::get(type, tensor.name(), std::move(blob))));
     return success();
   }
   Tensor t;
   std::string why;
   if (!tensorFromProto(tensor, t, why))
     return fail("initializer " + why);
-  values[tensor.name()] =
-      sluice::ConstantOp::create(builder, loc, attrFromTensor(&ctx, t, type));
+  defineValue(tensor.name(),
+              sluice::ConstantOp::create(builder, loc, attrFromTensor(&ctx, t, type)));
   return success();
 }
 
@@ -559,16 +618,17 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, int index) 
       inputs.push_back(Value());
       continue;
     }
-    auto it = values.find(name);
-    if (it == values.end()) {
+    Value value = lookupValue(name);
+    if (!value) {
       error += describeLocation(loc) + ": input '" + name +
                "' is not produced by any earlier node, input or initializer\n";
       return failure();
     }
-    inputs.push_back(it->second);
+    inputs.push_back(value);
   }
   const Handler *handler = OpRegistry::get().lookup(domain, node.op_type(), opset);
   Binder binder(builder, loc, node, opset, std::move(inputs), error);
+  binder.subgraphs = this;
   if (failed((*handler)(binder))) {
     if (error.empty())
       error += describeLocation(loc) + ": cannot import node\n";
@@ -580,7 +640,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, int index) 
     if (i >= (int)binder.outputs().size() || !binder.outputs()[i])
       return binder.fail("output " + Twine(i) + " ('" + node.output(i) +
                          "') is not supported by the importer");
-    values[node.output(i)] = binder.outputs()[i];
+    defineValue(node.output(i), binder.outputs()[i]);
   }
   return success();
 }
@@ -629,7 +689,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   Block *body = func.addEntryBlock();
   builder.setInsertionPointToStart(body);
   for (auto [name, arg] : llvm::zip(argNames, body->getArguments()))
-    values[name] = arg;
+    defineValue(name, arg);
   for (const auto &init : graph.initializer())
     if (failed(importInitializer(init)))
       return nullptr;
@@ -640,12 +700,12 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   SmallVector<Value> results;
   SmallVector<Attribute> outputNames;
   for (const auto &output : graph.output()) {
-    auto it = values.find(output.name());
-    if (it == values.end()) {
+    Value value = lookupValue(output.name());
+    if (!value) {
       (void)fail("graph output '" + output.name() + "' is never produced");
       return nullptr;
     }
-    results.push_back(it->second);
+    results.push_back(value);
     outputNames.push_back(builder.getStringAttr(output.name()));
   }
   func::ReturnOp::create(builder, fileLoc, results);

@@ -184,48 +184,185 @@ LogicalResult evaluateOp(Operation *op, ArrayRef<const Tensor *> operands,
   return success();
 }
 
+namespace {
+
+/// Runs blocks of ops, keeping one value map for all nested scopes (SSA
+/// values are unique, and regions read their enclosing scope's values).
+class Interpreter {
+public:
+  /// Runs `block` with `arguments` bound to its arguments; the terminator's
+  /// operands are returned in `yielded`.
+  LogicalResult runBlock(Block &block, ArrayRef<Tensor> arguments,
+                         std::vector<Tensor> &yielded);
+
+private:
+  LogicalResult runOp(Operation &op);
+  LogicalResult runIf(IfOp op);
+  LogicalResult runLoop(LoopOp op);
+  const Tensor *lookup(Operation &op, Value value) {
+    auto it = values.find(value);
+    return it == values.end() ? nullptr : &it->second;
+  }
+
+  llvm::DenseMap<Value, Tensor> values;
+};
+
+LogicalResult Interpreter::runBlock(Block &block, ArrayRef<Tensor> arguments,
+                                    std::vector<Tensor> &yielded) {
+  for (auto [arg, tensor] : llvm::zip(block.getArguments(), arguments))
+    values[arg] = tensor;
+  // Free each value of this block after its last use (a use inside a nested
+  // region counts as a use by the op holding the region), so that large
+  // models fit in memory.
+  llvm::DenseMap<Value, Operation *> last;
+  for (Operation &op : block)
+    op.walk([&](Operation *nested) {
+      for (Value v : nested->getOperands())
+        last[v] = &op;
+    });
+  llvm::DenseMap<Operation *, SmallVector<Value>> lastUses;
+  for (auto &[v, op] : last) {
+    Block *owner = isa<BlockArgument>(v) ? cast<BlockArgument>(v).getOwner()
+                                         : v.getDefiningOp()->getBlock();
+    if (owner == &block)
+      lastUses[op].push_back(v);
+  }
+  for (Operation &op : block) {
+    if (op.hasTrait<OpTrait::IsTerminator>()) {
+      yielded.clear();
+      for (Value v : op.getOperands()) {
+        const Tensor *t = lookup(op, v);
+        if (!t)
+          return op.emitOpError("operand has no value");
+        yielded.push_back(*t);
+      }
+      return success();
+    }
+    if (failed(runOp(op)))
+      return failure();
+    for (Value v : lastUses.lookup(&op))
+      values.erase(v);
+  }
+  return block.getParentOp()->emitOpError("block has no terminator");
+}
+
+LogicalResult Interpreter::runOp(Operation &op) {
+  if (auto ifOp = dyn_cast<IfOp>(op))
+    return runIf(ifOp);
+  if (auto loop = dyn_cast<LoopOp>(op))
+    return runLoop(loop);
+  SmallVector<const Tensor *> operands;
+  for (Value v : op.getOperands()) {
+    const Tensor *t = lookup(op, v);
+    if (!t)
+      return op.emitOpError("operand has no value");
+    operands.push_back(t);
+  }
+  std::vector<Tensor> results;
+  if (failed(evaluateOp(&op, operands, results)))
+    return failure();
+  for (auto [value, tensor] : llvm::zip(op.getResults(), results))
+    values[value] = std::move(tensor);
+  return success();
+}
+
+LogicalResult Interpreter::runIf(IfOp op) {
+  const Tensor *condition = lookup(*op, op.getCondition());
+  if (!condition || condition->numElements() != 1)
+    return op.emitOpError("condition must hold exactly one element");
+  Region &region = condition->getInt(0) ? op.getThenRegion() : op.getElseRegion();
+  std::vector<Tensor> yielded;
+  if (failed(runBlock(region.front(), {}, yielded)))
+    return failure();
+  for (auto [value, tensor] : llvm::zip(op.getResults(), yielded))
+    values[value] = std::move(tensor);
+  return success();
+}
+
+LogicalResult Interpreter::runLoop(LoopOp op) {
+  std::optional<int64_t> maxTrips;
+  if (Value m = op.getMaxTripCount()) {
+    const Tensor *t = lookup(*op, m);
+    if (!t || t->numElements() != 1)
+      return op.emitOpError("trip count must hold exactly one element");
+    maxTrips = t->getInt(0);
+  }
+  bool condition = true;
+  if (Value c = op.getInitialCondition()) {
+    const Tensor *t = lookup(*op, c);
+    if (!t || t->numElements() != 1)
+      return op.emitOpError("condition must hold exactly one element");
+    condition = t->getInt(0) != 0;
+  }
+  if (!maxTrips && !op.getInitialCondition())
+    return op.emitOpError("has neither a trip count nor a condition: it would never end");
+  std::vector<Tensor> carried;
+  for (Value v : op.getInitialValues()) {
+    const Tensor *t = lookup(*op, v);
+    if (!t)
+      return op.emitOpError("operand has no value");
+    carried.push_back(*t);
+  }
+  size_t numScans = op.getNumResults() - carried.size();
+  std::vector<std::vector<Tensor>> scans(numScans);
+  Block &body = op.getBody().front();
+  for (int64_t i = 0; (!maxTrips || i < *maxTrips) && condition; ++i) {
+    std::vector<Tensor> arguments{Tensor::fromInt64({i}).reshaped({}),
+                                  Tensor::scalar(DType::Bool, 1)};
+    arguments.insert(arguments.end(), carried.begin(), carried.end());
+    std::vector<Tensor> yielded;
+    if (failed(runBlock(body, arguments, yielded)))
+      return failure();
+    if (yielded[0].numElements() != 1)
+      return op.emitOpError("body condition must hold exactly one element");
+    condition = yielded[0].getInt(0) != 0;
+    for (size_t k = 0; k < carried.size(); ++k)
+      carried[k] = yielded[1 + k];
+    for (size_t k = 0; k < numScans; ++k)
+      scans[k].push_back(yielded[1 + carried.size() + k]);
+  }
+  for (size_t k = 0; k < carried.size(); ++k)
+    values[op.getResult(k)] = carried[k];
+  for (size_t k = 0; k < numScans; ++k) {
+    Value result = op.getResult(carried.size() + k);
+    auto type = cast<TensorType>(result.getType());
+    std::vector<int64_t> shape{(int64_t)scans[k].size()};
+    if (!scans[k].empty()) {
+      shape.insert(shape.end(), scans[k][0].shape().begin(), scans[k][0].shape().end());
+    } else if (type.hasRank()) {
+      for (int64_t d : type.getShape().drop_front())
+        shape.push_back(ShapedType::isDynamic(d) ? 0 : d);
+    }
+    Tensor stacked(*dtypeFromType(type.getElementType()), shape);
+    size_t offset = 0;
+    for (const Tensor &t : scans[k]) {
+      if (t.shape() != scans[k][0].shape() || t.dtype() != stacked.dtype())
+        return op.emitOpError("scan output ")
+               << k << " changes shape or type across iterations";
+      std::memcpy(static_cast<char *>(stacked.mutableData()) + offset,
+                  t.rawData(), t.byteSize());
+      offset += t.byteSize();
+    }
+    values[result] = std::move(stacked);
+  }
+  // The block's own values were freed per iteration; drop its arguments.
+  for (BlockArgument arg : body.getArguments())
+    values.erase(arg);
+  return success();
+}
+
+} // namespace
+
 FailureOr<std::vector<Tensor>> evaluate(func::FuncOp func,
                                         const std::vector<Tensor> &inputs) {
   if (inputs.size() != func.getNumArguments())
     return func.emitError("expected ")
            << func.getNumArguments() << " inputs, got " << inputs.size();
-  llvm::DenseMap<Value, Tensor> values;
-  for (auto [arg, input] : llvm::zip(func.getArguments(), inputs))
-    values[arg] = input;
-  // Free each value after its last use so large models fit in memory.
-  llvm::DenseMap<Operation *, SmallVector<Value>> lastUses;
-  {
-    llvm::DenseMap<Value, Operation *> last;
-    for (Operation &op : func.getBody().front())
-      for (Value v : op.getOperands())
-        last[v] = &op;
-    for (auto &[v, op] : last)
-      lastUses[op].push_back(v);
-  }
-  for (Operation &op : func.getBody().front()) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      std::vector<Tensor> outputs;
-      for (Value v : ret.getOperands())
-        outputs.push_back(values.lookup(v));
-      return outputs;
-    }
-    SmallVector<const Tensor *> operands;
-    for (Value v : op.getOperands()) {
-      auto it = values.find(v);
-      if (it == values.end())
-        return op.emitOpError("operand has no value");
-      operands.push_back(&it->second);
-    }
-    std::vector<Tensor> results;
-    if (failed(evaluateOp(&op, operands, results)))
-      return failure();
-    for (auto [value, tensor] : llvm::zip(op.getResults(), results))
-      values[value] = std::move(tensor);
-    for (Value v : lastUses.lookup(&op))
-      if (!isa<BlockArgument>(v))
-        values.erase(v);
-  }
-  return func.emitError("function has no return");
+  Interpreter interpreter;
+  std::vector<Tensor> outputs;
+  if (failed(interpreter.runBlock(func.getBody().front(), inputs, outputs)))
+    return failure();
+  return outputs;
 }
 
 } // namespace sluice

@@ -127,14 +127,18 @@ struct FoldConstantsPass
 
 } // namespace
 
-LogicalResult sluice::propagateShapes(func::FuncOp func,
-                                            int64_t maxElements) {
+/// Folds and re-infers the ops of `block` in order, descending into the
+/// regions of control-flow ops (their bodies read values refined here).
+static void propagateInBlock(Block &block, int64_t maxElements) {
   SmallVector<Operation *> ops;
-  for (Operation &op : func.getBody().front())
+  for (Operation &op : block)
     ops.push_back(&op);
   for (Operation *op : ops) {
-    if (isa<func::ReturnOp>(op))
+    if (op->hasTrait<OpTrait::IsTerminator>())
       continue;
+    for (Region &region : op->getRegions())
+      for (Block &nested : region)
+        propagateInBlock(nested, maxElements);
     // Ops with their own folders (Shape of a static tensor) fold first.
     SmallVector<OpFoldResult> folded;
     if (!isa<ConstantOp>(op) && op->getNumResults() == 1 &&
@@ -153,6 +157,10 @@ LogicalResult sluice::propagateShapes(func::FuncOp func,
       continue;
     reinferTypes(op);
   }
+}
+
+LogicalResult sluice::propagateShapes(func::FuncOp func, int64_t maxElements) {
+  propagateInBlock(func.getBody().front(), maxElements);
   eraseDeadConstants(func);
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   func.setFunctionType(FunctionType::get(func.getContext(),

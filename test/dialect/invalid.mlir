@@ -67,3 +67,26 @@ func.func @softmax_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = sluice.softmax %a {axis = 2 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+func.func @if_yield_count(%c: tensor<i1>, %a: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{else branch yields 0 values, expected 1}}
+  %0 = sluice.if %c : tensor<i1> -> tensor<2xf32> {
+    sluice.yield %a : tensor<2xf32>
+  } else {
+    sluice.yield
+  }
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @loop_body_arguments(%n: tensor<i64>, %x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{body takes 2 arguments, expected 3 (iteration, condition, carried values)}}
+  %0 = sluice.loop(%n : tensor<i64>)() carried(%x : tensor<2xf32>) -> tensor<2xf32> {
+  ^bb0(%i: tensor<i64>, %cond: tensor<i1>):
+    sluice.yield %cond, %x : tensor<i1>, tensor<2xf32>
+  }
+  return %0 : tensor<2xf32>
+}
