@@ -285,8 +285,8 @@ LogicalResult triluHandler(Binder &b) {
 }
 
 /// EyeLike: ones of the input's shape masked to diagonal k by an upper and a
-/// lower trilu, so that it works for dynamic shapes too (and folds to a
-/// constant when the shape is static).
+/// lower trilu, so that it works for dynamic shapes too; with a static shape
+/// every operand is a constant and the simplify phase folds it.
 LogicalResult eyeLikeHandler(Binder &b) {
   Value x = b.input(0);
   auto type = b.rankedType(0);
@@ -305,7 +305,9 @@ LogicalResult eyeLikeHandler(Binder &b) {
   MLIRContext *ctx = b.b.getContext();
   Tensor one = Tensor::scalar(dtype, 1).reshaped({1});
   auto oneType = RankedTensorType::get({1}, typeFromDType(ctx, dtype));
-  Value dims = b.create<ShapeOp>(x, int64_t(0), IntegerAttr());
+  Value dims = type && type.hasStaticShape()
+                   ? b.constI64(type.getShape())
+                   : b.create<ShapeOp>(x, int64_t(0), IntegerAttr());
   Value ones = b.create<ConstantOfShapeOp>(dims, attrFromTensor(ctx, one, oneType));
   Value k = b.constI64Scalar(b.attrInt("k", 0));
   Value upper = b.create<TriluOp>(ones, k, true);
