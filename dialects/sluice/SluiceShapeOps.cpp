@@ -2,6 +2,10 @@
 
 #include "dialects/sluice/SluiceOps.h"
 
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+
 using namespace mlir;
 using namespace sluice;
 
@@ -240,11 +244,14 @@ static std::pair<int64_t, int64_t> sliceRange(int64_t dim, int64_t start,
   if (step > 0) {
     start = std::clamp<int64_t>(start, 0, dim);
     end = std::clamp<int64_t>(end, 0, dim);
-    return {start, end > start ? (end - start + step - 1) / step : 0};
+    return {start, end > start ? (end - start - 1) / step + 1 : 0};
   }
   start = std::clamp<int64_t>(start, 0, dim - 1);
   end = std::clamp<int64_t>(end, -1, dim - 1);
-  return {start, start > end ? (start - end - step - 1) / -step : 0};
+  // Any step at least as long as the dim takes one element; INT64_MIN
+  // cannot be negated.
+  int64_t stride = step == INT64_MIN ? INT64_MAX : -step;
+  return {start, start > end ? (start - end - 1) / stride + 1 : 0};
 }
 
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
@@ -551,7 +558,9 @@ LogicalResult TileOp::inferReturnTypes(MLIRContext *,
       if (r < 0)
         return emitOptionalError(loc, "tile repeat ", r, " is negative");
       int64_t dim = type.getDimSize(i);
-      shape[i] = ShapedType::isDynamic(dim) ? kDynamic : dim * r;
+      int64_t product;
+      if (!ShapedType::isDynamic(dim) && !llvm::MulOverflow(dim, r, product))
+        shape[i] = product;
     }
   }
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
@@ -578,8 +587,12 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
       int64_t dim = type.getDimSize(d);
       if (ShapedType::isDynamic(dim))
         continue;
-      shape[d] = dim + (*pads)[d] + (*pads)[d + rank];
-      if (shape[d] < 0)
+      int64_t grown, size;
+      if (llvm::AddOverflow(dim, (*pads)[d], grown) ||
+          llvm::AddOverflow(grown, (*pads)[d + rank], size))
+        return emitOptionalError(loc, "pads of dim ", d, " overflow");
+      shape[d] = size;
+      if (size < 0)
         return emitOptionalError(loc, "pad crops dim ", d, " of size ", dim,
                                  " below zero");
     }
@@ -641,7 +654,10 @@ LogicalResult RangeOp::inferReturnTypes(MLIRContext *,
     if ((*delta)[0] == 0)
       return emitOptionalError(loc, "range delta cannot be 0");
     double count = std::ceil(((*limit)[0] - (*start)[0]) / (*delta)[0]);
-    length = std::max<int64_t>(0, (int64_t)count);
+    // A length that is not representable stays dynamic; the evaluator
+    // reports it when it runs.
+    if (!std::isnan(count) && count < double(int64_t(1) << 62))
+      length = std::max<int64_t>(0, (int64_t)count);
   }
   inferred.push_back(RankedTensorType::get({length}, element));
   return success();

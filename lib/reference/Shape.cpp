@@ -101,6 +101,24 @@ LogicalResult evalTranspose(Operation *op, ArrayRef<const Tensor *> operands,
 }
 
 
+/// Shapes that come from runtime values (ConstantOfShape, Range, Expand,
+/// Tile, Pad) are checked before allocating: a bad model must get an error,
+/// not an overflowed element count or an allocation the machine cannot hold.
+/// 2^32 elements is far beyond what the reference evaluator is used for.
+LogicalResult checkShape(Operation *op, const std::vector<int64_t> &shape) {
+  constexpr int64_t kMaxElements = int64_t(1) << 32;
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return op->emitOpError("result has negative dim ") << d;
+    if (d != 0 && count > kMaxElements / d)
+      return op->emitOpError("result of shape ")
+             << shapeToString(shape) << " is too large to evaluate";
+    count *= d;
+  }
+  return success();
+}
+
 /// Builds a tensor of `outShape` whose element at each index is copied from
 /// `x` at the flat index `source(index)`, or from `fill` (one element of x's
 /// type) where it returns -1.
@@ -154,11 +172,14 @@ std::pair<int64_t, int64_t> sliceRange(int64_t dim, int64_t start, int64_t end,
   if (step > 0) {
     start = std::clamp<int64_t>(start, 0, dim);
     end = std::clamp<int64_t>(end, 0, dim);
-    return {start, end > start ? (end - start + step - 1) / step : 0};
+    return {start, end > start ? (end - start - 1) / step + 1 : 0};
   }
   start = std::clamp<int64_t>(start, 0, dim - 1);
   end = std::clamp<int64_t>(end, -1, dim - 1);
-  return {start, start > end ? (start - end - step - 1) / -step : 0};
+  // Any step at least as long as the dim takes one element; INT64_MIN
+  // cannot be negated.
+  int64_t stride = step == INT64_MIN ? INT64_MAX : -step;
+  return {start, start > end ? (start - end - 1) / stride + 1 : 0};
 }
 
 LogicalResult evalSlice(Operation *op, ArrayRef<const Tensor *> operands,
@@ -323,7 +344,7 @@ LogicalResult evalExpand(Operation *op, ArrayRef<const Tensor *> operands,
     if (d < 0)
       return op->emitOpError("shape has negative dim ") << d;
   auto shape = broadcastShapes(op, {x.shape(), target});
-  if (failed(shape))
+  if (failed(shape) || failed(checkShape(op, *shape)))
     return failure();
   Tensor out(x.dtype(), *shape);
   size_t width = dtypeSize(x.dtype());
@@ -348,8 +369,12 @@ LogicalResult evalTile(Operation *op, ArrayRef<const Tensor *> operands,
   for (int64_t d = 0; d < x.rank(); ++d) {
     if (repeats[d] < 0)
       return op->emitOpError("repeat ") << repeats[d] << " is negative";
+    if (x.dim(d) && repeats[d] > (int64_t(1) << 32))
+      return op->emitOpError("repeat ") << repeats[d] << " is too large";
     shape.push_back(x.dim(d) * repeats[d]);
   }
+  if (failed(checkShape(op, shape)))
+    return failure();
   std::vector<int64_t> strides = x.strides();
   results.push_back(gatherFrom(x, shape, [&](const std::vector<int64_t> &idx) {
     int64_t flat = 0;
@@ -379,12 +404,18 @@ LogicalResult evalPad(Operation *op, ArrayRef<const Tensor *> operands,
   PadMode mode = pad.getMode();
   std::vector<int64_t> shape;
   for (int64_t d = 0; d < rank; ++d) {
+    constexpr int64_t kMaxPad = int64_t(1) << 32;
+    if (pads[d] > kMaxPad || pads[d] < -kMaxPad || pads[d + rank] > kMaxPad ||
+        pads[d + rank] < -kMaxPad)
+      return op->emitOpError("pads of dim ") << d << " are too large";
     shape.push_back(x.dim(d) + pads[d] + pads[d + rank]);
     if (shape.back() < 0)
       return op->emitOpError("pads crop dim ") << d << " below zero";
     if (mode != PadMode::constant && x.dim(d) == 0 && shape.back() > 0)
       return op->emitOpError("cannot pad an empty dim in this mode");
   }
+  if (failed(checkShape(op, shape)))
+    return failure();
   std::vector<int64_t> strides = x.strides();
   results.push_back(gatherFrom(
       x, shape,
@@ -429,9 +460,8 @@ LogicalResult evalConstantOfShape(Operation *op,
   if (failed(value))
     return op->emitOpError("unsupported value attribute");
   std::vector<int64_t> shape = operands[0]->toInt64Vector();
-  for (int64_t d : shape)
-    if (d < 0)
-      return op->emitOpError("shape has negative dim ") << d;
+  if (failed(checkShape(op, shape)))
+    return failure();
   Tensor scalar = value->reshaped({});
   results.push_back(gatherFrom(
       scalar, shape, [](const std::vector<int64_t> &) { return int64_t(0); }));
@@ -446,11 +476,16 @@ LogicalResult evalRange(Operation *op, ArrayRef<const Tensor *> operands,
   const Tensor &start = *operands[0], &limit = *operands[1],
                &delta = *operands[2];
   DType dtype = start.dtype();
+  constexpr double kMaxLength = double(int64_t(1) << 32);
   if (isFloatDType(dtype)) {
     double s = start.getDouble(0), l = limit.getDouble(0), d = delta.getDouble(0);
     if (d == 0)
       return op->emitOpError("delta cannot be 0");
-    int64_t n = std::max<int64_t>(0, (int64_t)std::ceil((l - s) / d));
+    double count = std::ceil((l - s) / d);
+    if (std::isnan(count) || count > kMaxLength)
+      return op->emitOpError("range from ") << s << " to " << l << " by " << d
+                                            << " is not a finite, evaluable length";
+    int64_t n = std::max<int64_t>(0, (int64_t)count);
     std::vector<double> values;
     for (int64_t i = 0; i < n; ++i)
       values.push_back(s + i * d);
@@ -460,10 +495,14 @@ LogicalResult evalRange(Operation *op, ArrayRef<const Tensor *> operands,
   int64_t s = start.getInt(0), l = limit.getInt(0), d = delta.getInt(0);
   if (d == 0)
     return op->emitOpError("delta cannot be 0");
-  int64_t span = l - s;
-  int64_t n = (span > 0) == (d > 0) && span != 0
-                  ? (span + d + (d > 0 ? -1 : 1)) / d
-                  : 0;
+  // 128-bit so that extreme limits (INT64_MAX) cannot overflow the span.
+  __int128 span = (__int128)l - s;
+  __int128 count = 0;
+  if (span != 0 && (span > 0) == (d > 0))
+    count = (span + d + (d > 0 ? -1 : 1)) / d;
+  if (count > (__int128)kMaxLength)
+    return op->emitOpError("range is too long to evaluate");
+  int64_t n = (int64_t)count;
   Tensor out(dtype, {n});
   for (int64_t i = 0; i < n; ++i)
     out.setInt(i, s + i * d);
