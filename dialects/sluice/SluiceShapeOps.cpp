@@ -2,6 +2,10 @@
 
 #include "dialects/sluice/SluiceOps.h"
 
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+
 using namespace mlir;
 using namespace sluice;
 
@@ -176,6 +180,541 @@ LogicalResult TransposeOp::verify() {
       return emitOpError("perm must be a permutation of [0, rank)");
     seen[p] = true;
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+static constexpr int64_t kDynamic = ShapedType::kDynamic;
+
+/// The static length of a 1-D parameter operand, or kDynamic.
+static int64_t staticLength(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && type.getRank() == 1 ? type.getDimSize(0) : kDynamic;
+}
+
+/// The static element count of a tensor value, or kDynamic.
+static int64_t staticNumElements(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && type.hasStaticShape() ? type.getNumElements() : kDynamic;
+}
+
+/// A result of `rank` dynamic dims, or unranked when the rank is unknown.
+static Type dynamicOfRank(int64_t rank, Type element) {
+  if (rank == kDynamic)
+    return UnrankedTensorType::get(element);
+  return RankedTensorType::get(SmallVector<int64_t>(rank, kDynamic), element);
+}
+
+/// Normalizes constant `axes` against `rank`, rejecting repeats.
+static FailureOr<SmallVector<int64_t>>
+normalizeAxes(std::optional<Location> loc, ArrayRef<int64_t> axes, int64_t rank,
+              StringRef what) {
+  SmallVector<int64_t> out;
+  SmallVector<bool> seen(rank, false);
+  for (int64_t axis : axes) {
+    auto a = normalizeAxis(axis, rank);
+    if (failed(a))
+      return emitOptionalError(loc, what, " axis ", axis,
+                               " is out of range for rank ", rank);
+    if (seen[*a])
+      return emitOptionalError(loc, what, " axis ", axis, " is repeated");
+    seen[*a] = true;
+    out.push_back(*a);
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+/// ONNX Slice clamping for one axis of size `dim` (static): the first index
+/// and the element count. INT64 extremes (INT_MAX ends) are safe here.
+static std::pair<int64_t, int64_t> sliceRange(int64_t dim, int64_t start,
+                                              int64_t end, int64_t step) {
+  if (dim == 0)
+    return {0, 0};
+  if (start < 0)
+    start += dim;
+  if (end < 0)
+    end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    return {start, end > start ? (end - start - 1) / step + 1 : 0};
+  }
+  start = std::clamp<int64_t>(start, 0, dim - 1);
+  end = std::clamp<int64_t>(end, -1, dim - 1);
+  // Any step at least as long as the dim takes one element; INT64_MIN
+  // cannot be negated.
+  int64_t stride = step == INT64_MIN ? INT64_MAX : -step;
+  return {start, start > end ? (start - end - 1) / stride + 1 : 0};
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        SliceOp::Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto type = cast<TensorType>(adaptor.getInput().getType());
+  Type element = type.getElementType();
+  int64_t n = kDynamic;
+  for (Value v : {adaptor.getStarts(), adaptor.getEnds(), adaptor.getAxes(),
+                  adaptor.getSteps()}) {
+    int64_t len = staticLength(v);
+    if (len != kDynamic && n != kDynamic && len != n)
+      return emitOptionalError(loc, "slice starts, ends, axes and steps must "
+                                    "have the same length");
+    if (len != kDynamic)
+      n = len;
+  }
+  if (!type.hasRank()) {
+    inferred.push_back(type);
+    return success();
+  }
+  int64_t rank = type.getRank();
+  auto axesValues = getConstantIntValues(adaptor.getAxes());
+  if (!axesValues) {
+    inferred.push_back(dynamicOfRank(rank, element));
+    return success();
+  }
+  auto axes = normalizeAxes(loc, *axesValues, rank, "slice");
+  if (failed(axes))
+    return failure();
+  auto starts = getConstantIntValues(adaptor.getStarts());
+  auto ends = getConstantIntValues(adaptor.getEnds());
+  auto steps = getConstantIntValues(adaptor.getSteps());
+  if (steps && llvm::is_contained(*steps, 0))
+    return emitOptionalError(loc, "slice step cannot be 0");
+  SmallVector<int64_t> shape(type.getShape());
+  for (auto [i, axis] : llvm::enumerate(*axes)) {
+    int64_t dim = shape[axis];
+    if (!starts || !ends || !steps || ShapedType::isDynamic(dim) ||
+        i >= starts->size() || i >= ends->size() || i >= steps->size()) {
+      shape[axis] = kDynamic;
+      continue;
+    }
+    shape[axis] = sliceRange(dim, (*starts)[i], (*ends)[i], (*steps)[i]).second;
+  }
+  inferred.push_back(RankedTensorType::get(shape, element));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConcatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         ConcatOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(loc, "concat needs at least one input");
+  Type element = cast<TensorType>(adaptor.getInputs()[0].getType()).getElementType();
+  std::optional<SmallVector<int64_t>> shape;
+  int64_t axis = 0;
+  for (Value input : adaptor.getInputs()) {
+    auto type = dyn_cast<RankedTensorType>(input.getType());
+    if (!type)
+      continue;
+    if (!shape) {
+      auto a = normalizeAxis(adaptor.getAxis(), type.getRank());
+      if (failed(a))
+        return emitOptionalError(loc, "concat axis ", adaptor.getAxis(),
+                                 " is out of range for rank ", type.getRank());
+      axis = *a;
+      shape = SmallVector<int64_t>(type.getShape());
+      shape->data()[axis] = 0;
+    }
+    if (type.getRank() != (int64_t)shape->size())
+      return emitOptionalError(loc, "concat inputs must have the same rank");
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      int64_t dim = type.getDimSize(d);
+      int64_t &out = (*shape)[d];
+      if (d == axis) {
+        out = ShapedType::isDynamic(out) || ShapedType::isDynamic(dim)
+                  ? kDynamic
+                  : out + dim;
+      } else if (ShapedType::isDynamic(out)) {
+        out = dim;
+      } else if (!ShapedType::isDynamic(dim) && dim != out) {
+        return emitOptionalError(loc, "concat inputs differ in dim ", d, ": ",
+                                 out, " vs ", dim);
+      }
+    }
+  }
+  // An unranked input leaves the size along the axis unknown.
+  if (shape && llvm::any_of(adaptor.getInputs(), [](Value v) {
+        return !isa<RankedTensorType>(v.getType());
+      }))
+    (*shape)[axis] = kDynamic;
+  inferred.push_back(makeTensorType(
+      shape ? std::optional<ArrayRef<int64_t>>(*shape) : std::nullopt, element));
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SplitOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        SplitOp::Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto type = cast<TensorType>(adaptor.getInput().getType());
+  int64_t count = adaptor.getNumOutputs();
+  if (count < 1)
+    return emitOptionalError(loc, "split needs at least one output");
+  if (adaptor.getSizes() && staticLength(adaptor.getSizes()) != kDynamic &&
+      staticLength(adaptor.getSizes()) != count)
+    return emitOptionalError(loc, "split has ", staticLength(adaptor.getSizes()),
+                             " sizes for ", count, " outputs");
+  if (!type.hasRank()) {
+    inferred.append(count, type);
+    return success();
+  }
+  auto axis = normalizeAxis(adaptor.getAxis(), type.getRank());
+  if (failed(axis))
+    return emitOptionalError(loc, "split axis ", adaptor.getAxis(),
+                             " is out of range for rank ", type.getRank());
+  int64_t dim = type.getDimSize(*axis);
+  SmallVector<int64_t> pieces(count, kDynamic);
+  if (adaptor.getSizes()) {
+    if (auto sizes = getConstantIntValues(adaptor.getSizes())) {
+      int64_t total = 0;
+      for (int64_t s : *sizes) {
+        if (s < 0)
+          return emitOptionalError(loc, "split size ", s, " is negative");
+        total += s;
+      }
+      if (!ShapedType::isDynamic(dim) && total != dim)
+        return emitOptionalError(loc, "split sizes sum to ", total,
+                                 " but the dim is ", dim);
+      pieces.assign(sizes->begin(), sizes->end());
+    }
+  } else if (!ShapedType::isDynamic(dim)) {
+    int64_t chunk = (dim + count - 1) / count;
+    for (int64_t i = 0; i < count; ++i)
+      pieces[i] = std::clamp<int64_t>(dim - i * chunk, 0, chunk);
+  }
+  for (int64_t piece : pieces) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[*axis] = piece;
+    inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  }
+  return success();
+}
+
+LogicalResult SplitOp::verify() {
+  if ((int64_t)getNumOutputs() != (int64_t)getNumResults())
+    return emitOpError("num_outputs is ")
+           << getNumOutputs() << " but the op has " << getNumResults()
+           << " results";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SqueezeOp, UnsqueezeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          SqueezeOp::Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  auto type = cast<TensorType>(adaptor.getInput().getType());
+  Type element = type.getElementType();
+  if (!type.hasRank()) {
+    inferred.push_back(type);
+    return success();
+  }
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> shape;
+  if (!adaptor.getAxes()) {
+    // Which dims go depends on their sizes: unknown with a dynamic dim.
+    if (!type.hasStaticShape()) {
+      inferred.push_back(UnrankedTensorType::get(element));
+      return success();
+    }
+    for (int64_t d : type.getShape())
+      if (d != 1)
+        shape.push_back(d);
+    inferred.push_back(RankedTensorType::get(shape, element));
+    return success();
+  }
+  auto axesValues = getConstantIntValues(adaptor.getAxes());
+  if (!axesValues) {
+    int64_t n = staticLength(adaptor.getAxes());
+    inferred.push_back(
+        dynamicOfRank(n == kDynamic ? kDynamic : rank - n, element));
+    return success();
+  }
+  auto axes = normalizeAxes(loc, *axesValues, rank, "squeeze");
+  if (failed(axes))
+    return failure();
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t dim = type.getDimSize(d);
+    if (!llvm::is_contained(*axes, d)) {
+      shape.push_back(dim);
+      continue;
+    }
+    if (!ShapedType::isDynamic(dim) && dim != 1)
+      return emitOptionalError(loc, "squeeze of dim ", d, " of size ", dim);
+  }
+  inferred.push_back(RankedTensorType::get(shape, element));
+  return success();
+}
+
+LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            UnsqueezeOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto type = cast<TensorType>(adaptor.getInput().getType());
+  Type element = type.getElementType();
+  int64_t n = staticLength(adaptor.getAxes());
+  if (!type.hasRank() || n == kDynamic) {
+    inferred.push_back(UnrankedTensorType::get(element));
+    return success();
+  }
+  int64_t rank = type.getRank() + n;
+  auto axesValues = getConstantIntValues(adaptor.getAxes());
+  if (!axesValues) {
+    inferred.push_back(dynamicOfRank(rank, element));
+    return success();
+  }
+  auto axes = normalizeAxes(loc, *axesValues, rank, "unsqueeze");
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> shape;
+  auto inputDims = type.getShape();
+  for (int64_t d = 0, next = 0; d < rank; ++d)
+    shape.push_back(llvm::is_contained(*axes, d) ? 1 : inputDims[next++]);
+  inferred.push_back(RankedTensorType::get(shape, element));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ExpandOp, TileOp, PadOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         ExpandOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto type = cast<TensorType>(adaptor.getInput().getType());
+  Type element = type.getElementType();
+  int64_t n = staticLength(adaptor.getShape());
+  if (!type.hasRank() || n == kDynamic) {
+    inferred.push_back(UnrankedTensorType::get(element));
+    return success();
+  }
+  if (auto target = getConstantIntValues(adaptor.getShape())) {
+    for (int64_t d : *target)
+      if (d < 0)
+        return emitOptionalError(loc, "expand shape has negative dim ", d);
+    auto shape = broadcastShapes(type.getShape(), *target);
+    if (failed(shape))
+      return emitOptionalError(loc, "cannot expand ", type, " to shape [",
+                               llvm::make_range(target->begin(), target->end()),
+                               "]");
+    inferred.push_back(RankedTensorType::get(*shape, element));
+    return success();
+  }
+  // Unknown target: a static input dim other than 1 survives broadcasting.
+  int64_t rank = std::max<int64_t>(type.getRank(), n);
+  SmallVector<int64_t> shape(rank, kDynamic);
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    int64_t dim = type.getDimSize(type.getRank() - 1 - i);
+    if (!ShapedType::isDynamic(dim) && dim != 1)
+      shape[rank - 1 - i] = dim;
+  }
+  inferred.push_back(RankedTensorType::get(shape, element));
+  return success();
+}
+
+LogicalResult TileOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       TileOp::Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto type = cast<TensorType>(adaptor.getInput().getType());
+  if (!type.hasRank()) {
+    inferred.push_back(type);
+    return success();
+  }
+  int64_t n = staticLength(adaptor.getRepeats());
+  if (n != kDynamic && n != type.getRank())
+    return emitOptionalError(loc, "tile has ", n, " repeats for rank ",
+                             type.getRank());
+  SmallVector<int64_t> shape(type.getRank(), kDynamic);
+  if (auto repeats = getConstantIntValues(adaptor.getRepeats())) {
+    for (auto [i, r] : llvm::enumerate(*repeats)) {
+      if (r < 0)
+        return emitOptionalError(loc, "tile repeat ", r, " is negative");
+      int64_t dim = type.getDimSize(i);
+      int64_t product;
+      if (!ShapedType::isDynamic(dim) && !llvm::MulOverflow(dim, r, product))
+        shape[i] = product;
+    }
+  }
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      PadOp::Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  auto type = cast<TensorType>(adaptor.getInput().getType());
+  if (!type.hasRank()) {
+    inferred.push_back(type);
+    return success();
+  }
+  int64_t rank = type.getRank();
+  int64_t n = staticLength(adaptor.getPads());
+  if (n != kDynamic && n != 2 * rank)
+    return emitOptionalError(loc, "pad has ", n, " pads for rank ", rank,
+                             " (expects ", 2 * rank, ")");
+  SmallVector<int64_t> shape(rank, kDynamic);
+  if (auto pads = getConstantIntValues(adaptor.getPads())) {
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t dim = type.getDimSize(d);
+      if (ShapedType::isDynamic(dim))
+        continue;
+      int64_t grown, size;
+      if (llvm::AddOverflow(dim, (*pads)[d], grown) ||
+          llvm::AddOverflow(grown, (*pads)[d + rank], size))
+        return emitOptionalError(loc, "pads of dim ", d, " overflow");
+      shape[d] = size;
+      if (size < 0)
+        return emitOptionalError(loc, "pad crops dim ", d, " of size ", dim,
+                                 " below zero");
+    }
+  }
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  if (Value value = getConstantValue()) {
+    if (getElementTypeOrSelf(value.getType()) !=
+        getElementTypeOrSelf(getInput().getType()))
+      return emitOpError("constant_value must have the input's element type");
+    int64_t count = staticNumElements(value);
+    if (count != kDynamic && count != 1)
+      return emitOpError("constant_value must hold one element, not ") << count;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOfShapeOp, RangeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+ConstantOfShapeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    ConstantOfShapeOp::Adaptor adaptor,
+                                    SmallVectorImpl<Type> &inferred) {
+  Type element = adaptor.getValue().getElementType();
+  if (auto shape = getConstantIntValues(adaptor.getShape())) {
+    for (int64_t d : *shape)
+      if (d < 0)
+        return emitOptionalError(loc, "constant_of_shape has negative dim ", d);
+    inferred.push_back(RankedTensorType::get(*shape, element));
+    return success();
+  }
+  inferred.push_back(dynamicOfRank(staticLength(adaptor.getShape()), element));
+  return success();
+}
+
+LogicalResult ConstantOfShapeOp::verify() {
+  if (getValue().getNumElements() != 1)
+    return emitOpError("value must hold one element, not ")
+           << getValue().getNumElements();
+  return success();
+}
+
+LogicalResult RangeOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        RangeOp::Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  Type element = cast<TensorType>(adaptor.getStart().getType()).getElementType();
+  int64_t length = kDynamic;
+  auto start = getConstantFloatValues(adaptor.getStart());
+  auto limit = getConstantFloatValues(adaptor.getLimit());
+  auto delta = getConstantFloatValues(adaptor.getDelta());
+  if (start && limit && delta && start->size() == 1 && limit->size() == 1 &&
+      delta->size() == 1) {
+    if ((*delta)[0] == 0)
+      return emitOptionalError(loc, "range delta cannot be 0");
+    double count = std::ceil(((*limit)[0] - (*start)[0]) / (*delta)[0]);
+    // A length that is not representable stays dynamic; the evaluator
+    // reports it when it runs.
+    if (!std::isnan(count) && count < double(int64_t(1) << 62))
+      length = std::max<int64_t>(0, (int64_t)count);
+  }
+  inferred.push_back(RankedTensorType::get({length}, element));
+  return success();
+}
+
+LogicalResult RangeOp::verify() {
+  for (Value v : getOperands()) {
+    int64_t count = staticNumElements(v);
+    if (count != kDynamic && count != 1)
+      return emitOpError("start, limit and delta must be scalars");
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TriluOp, ReverseSequenceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TriluOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                        TriluOp::Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult TriluOp::verify() {
+  auto type = dyn_cast<RankedTensorType>(getInput().getType());
+  if (type && type.getRank() < 2)
+    return emitOpError("input must have rank >= 2, not ") << type.getRank();
+  if (Value k = getK()) {
+    int64_t count = staticNumElements(k);
+    if (count != kDynamic && count != 1)
+      return emitOpError("k must be a scalar");
+  }
+  return success();
+}
+
+LogicalResult ReverseSequenceOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ReverseSequenceOp::Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult ReverseSequenceOp::verify() {
+  int64_t batch = getBatchAxis(), time = getTimeAxis();
+  if (batch < 0 || batch > 1 || time < 0 || time > 1 || batch == time)
+    return emitOpError("batch_axis and time_axis must be 0 and 1 in some order");
+  auto type = dyn_cast<RankedTensorType>(getInput().getType());
+  if (!type)
+    return success();
+  if (type.getRank() < 2)
+    return emitOpError("input must have rank >= 2, not ") << type.getRank();
+  int64_t n = staticLength(getSequenceLens()), dim = type.getDimSize(batch);
+  if (n != kDynamic && !ShapedType::isDynamic(dim) && n != dim)
+    return emitOpError("has ") << n << " sequence lengths for a batch of "
+                               << dim;
   return success();
 }
 
