@@ -29,6 +29,21 @@ int64_t product(const std::vector<int64_t> &dims, size_t begin, size_t end) {
   return p;
 }
 
+/// Results larger than this are refused: a bad depth, scale or size read at
+/// run time must give an error, not exhaust memory.
+constexpr double kMaxResultElements = double(int64_t(1) << 32);
+
+/// Fails on `op` when a result of `shape` would be unreasonably large.
+LogicalResult checkResultSize(Operation *op, const std::vector<int64_t> &shape) {
+  double count = 1;
+  for (int64_t d : shape)
+    count *= (double)d;
+  if (count > kMaxResultElements)
+    return op->emitOpError("result of shape ")
+           << shapeToString(shape) << " is too large";
+  return success();
+}
+
 /// Copies element `from` of `src` to element `to` of `dst` (same dtype).
 void copyElement(const Tensor &src, int64_t from, Tensor &dst, int64_t to) {
   size_t width = dtypeSize(src.dtype());
@@ -280,6 +295,8 @@ LogicalResult evalOneHot(Operation *op, ArrayRef<const Tensor *> operands,
     return failure();
   std::vector<int64_t> shape = indices.shape();
   shape.insert(shape.begin() + *axis, depth);
+  if (failed(checkResultSize(op, shape)))
+    return failure();
   Tensor out(values.dtype(), shape);
   int64_t outer = product(indices.shape(), 0, *axis);
   int64_t inner = product(indices.shape(), *axis, indices.rank());
@@ -514,13 +531,16 @@ LogicalResult evalResize(Operation *op, ArrayRef<const Tensor *> operands,
              << scalesT->numElements() << " entries for rank " << rank;
     for (int64_t i = 0; i < rank; ++i) {
       scales[i] = (float)scalesT->getDouble(i);
-      if (!(scales[i] > 0))
-        return op->emitOpError("scale ") << scales[i] << " must be positive";
+      if (!(scales[i] > 0) || !std::isfinite(scales[i]))
+        return op->emitOpError("scale ") << scales[i]
+                                          << " must be positive and finite";
       sizes[i] = (int64_t)std::floor(scales[i] * x.dim(i));
     }
   } else {
     return op->emitOpError("needs non-empty scales or sizes");
   }
+  if (failed(checkResultSize(op, sizes)))
+    return failure();
   bool cropping = resize.getCoordinateTransformationMode() == "tf_crop_and_resize";
   std::vector<double> roiValues;
   if (roi && roi->numElements() > 0) {
@@ -528,6 +548,8 @@ LogicalResult evalResize(Operation *op, ArrayRef<const Tensor *> operands,
       return op->emitOpError("roi has ")
              << roi->numElements() << " entries for rank " << rank;
     roiValues = roi->toDoubleVector();
+    if (!llvm::all_of(roiValues, [](double v) { return std::isfinite(v); }))
+      return op->emitOpError("roi values must be finite");
   } else if (cropping) {
     return op->emitOpError("tf_crop_and_resize needs a roi of 2 * rank values");
   }
@@ -596,13 +618,20 @@ LogicalResult evalUnique(Operation *op, ArrayRef<const Tensor *> operands,
     inner = product(x.shape(), *axis + 1, x.rank());
   }
   bool isFloat = isFloatDType(x.dtype());
-  // Three-way lexicographic comparison of slices i and j.
+  // Three-way lexicographic comparison of slices i and j; NaNs sort last and
+  // equal each other (NumPy's unique collapses them).
   auto compare = [&](int64_t i, int64_t j) {
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t e = 0; e < inner; ++e) {
         int64_t a = (o * n + i) * inner + e, b = (o * n + j) * inner + e;
         if (isFloat) {
           double va = x.getDouble(a), vb = x.getDouble(b);
+          bool nanA = std::isnan(va), nanB = std::isnan(vb);
+          if (nanA || nanB) {
+            if (nanA != nanB)
+              return nanA ? 1 : -1;
+            continue;
+          }
           if (va != vb)
             return va < vb ? -1 : 1;
         } else {
@@ -614,30 +643,29 @@ LogicalResult evalUnique(Operation *op, ArrayRef<const Tensor *> operands,
     }
     return 0;
   };
-  // First occurrences in input order, then (if sorted) in value order.
-  std::vector<int64_t> firsts, inverse(n), counts;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t found = -1;
-    for (size_t u = 0; u < firsts.size(); ++u)
-      if (compare(firsts[u], i) == 0) {
-        found = u;
-        break;
-      }
-    if (found < 0) {
-      found = firsts.size();
-      firsts.push_back(i);
+  // Sort slice positions (stably, so each run of equal slices starts with
+  // its first occurrence), then number the runs.
+  std::vector<int64_t> positions(n);
+  std::iota(positions.begin(), positions.end(), 0);
+  std::stable_sort(positions.begin(), positions.end(),
+                   [&](int64_t p, int64_t q) { return compare(p, q) < 0; });
+  std::vector<int64_t> firsts, counts, inverse(n);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t p = positions[k];
+    if (k == 0 || compare(positions[k - 1], p) != 0) {
+      firsts.push_back(p);
       counts.push_back(0);
     }
-    inverse[i] = found;
-    ++counts[found];
+    inverse[p] = firsts.size() - 1;
+    ++counts.back();
   }
+  // `firsts` is in value order; unsorted output lists first occurrences.
   int64_t u = firsts.size();
   std::vector<int64_t> order(u), rank(u);
   std::iota(order.begin(), order.end(), 0);
-  if (unique.getSorted())
-    std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
-      return compare(firsts[p], firsts[q]) < 0;
-    });
+  if (!unique.getSorted())
+    std::sort(order.begin(), order.end(),
+              [&](int64_t p, int64_t q) { return firsts[p] < firsts[q]; });
   for (int64_t k = 0; k < u; ++k)
     rank[order[k]] = k;
   std::vector<int64_t> shape{u};
@@ -783,6 +811,10 @@ LogicalResult evalRoiAlign(Operation *op, ArrayRef<const Tensor *> operands,
   bool halfPixel = align.getCoordinateTransformationMode() == "half_pixel";
   bool maxMode = align.getMode() == "max";
   int64_t numRois = rois.dim(0);
+  if (failed(checkResultSize(op, {numRois, channels, pooledH, pooledW})) ||
+      failed(checkResultSize(op, {pooledH, pooledW, samplingRatio,
+                                  samplingRatio})))
+    return failure();
   Tensor out(x.dtype(), {numRois, channels, pooledH, pooledW});
   struct Tap {
     int64_t pos[4] = {0, 0, 0, 0};
@@ -802,11 +834,15 @@ LogicalResult evalRoiAlign(Operation *op, ArrayRef<const Tensor *> operands,
       roiW = std::max(roiW, 1.0);
       roiH = std::max(roiH, 1.0);
     }
+    if (!std::isfinite(roiW) || !std::isfinite(roiH))
+      return op->emitOpError("roi ") << n << " is not finite";
     double binH = roiH / pooledH, binW = roiW / pooledW;
     int64_t gridH = samplingRatio > 0 ? samplingRatio
                                       : (int64_t)std::ceil(roiH / pooledH);
     int64_t gridW = samplingRatio > 0 ? samplingRatio
                                       : (int64_t)std::ceil(roiW / pooledW);
+    if (failed(checkResultSize(op, {pooledH, pooledW, gridH, gridW})))
+      return failure();
     int64_t count = std::max<int64_t>(gridH * gridW, 1);
     // Bilinear taps of every sample point, shared by all channels.
     std::vector<Tap> taps;
@@ -889,16 +925,12 @@ double reflect(double x, double lo, double hi) {
   if (range <= 0)
     return lo;
   if (x < lo) {
-    double dx = lo - x;
-    int64_t n = (int64_t)(dx / range);
-    double r = dx - n * range;
-    return n % 2 == 0 ? lo + r : hi - r;
+    double dx = lo - x, n = std::floor(dx / range), r = dx - n * range;
+    return std::fmod(n, 2.0) == 0 ? lo + r : hi - r;
   }
   if (x > hi) {
-    double dx = x - hi;
-    int64_t n = (int64_t)(dx / range);
-    double r = dx - n * range;
-    return n % 2 == 0 ? hi - r : lo + r;
+    double dx = x - hi, n = std::floor(dx / range), r = dx - n * range;
+    return std::fmod(n, 2.0) == 0 ? hi - r : lo + r;
   }
   return x;
 }
@@ -945,6 +977,19 @@ LogicalResult evalGridSample(Operation *op, ArrayRef<const Tensor *> operands,
           int64_t g = ((n * outH + oy) * outW + ox) * 2;
           double px = denormalize(grid.getDouble(g), width);
           double py = denormalize(grid.getDouble(g + 1), height);
+          int64_t flat = ((n * channels + c) * outH + oy) * outW + ox;
+          if (!std::isfinite(px) || !std::isfinite(py)) {
+            // No pixel to read: NaN for floats, as a NaN coordinate would
+            // give through the interpolation arithmetic.
+            out.setDouble(flat, NAN);
+            continue;
+          }
+          if (padding == "zeros") {
+            // Far outside, every tap reads zero: clamping keeps the integer
+            // conversions below defined without changing the result.
+            px = std::clamp(px, -8.0, width + 8.0);
+            py = std::clamp(py, -8.0, height + 8.0);
+          }
           if (mode == "nearest") {
             px = std::nearbyint(px);
             py = std::nearbyint(py);
@@ -982,7 +1027,7 @@ LogicalResult evalGridSample(Operation *op, ArrayRef<const Tensor *> operands,
               value += wy[i] * row;
             }
           }
-          out.setDouble(((n * channels + c) * outH + oy) * outW + ox, value);
+          out.setDouble(flat, value);
         }
       }
     }
