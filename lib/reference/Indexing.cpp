@@ -38,7 +38,8 @@ LogicalResult checkResultSize(Operation *op, const std::vector<int64_t> &shape) 
   double count = 1;
   for (int64_t d : shape)
     count *= (double)d;
-  if (count > kMaxResultElements)
+  if (count > kMaxResultElements ||
+      llvm::any_of(shape, [](int64_t d) { return d < 0; }))
     return op->emitOpError("result of shape ")
            << shapeToString(shape) << " is too large";
   return success();
@@ -534,7 +535,11 @@ LogicalResult evalResize(Operation *op, ArrayRef<const Tensor *> operands,
       if (!(scales[i] > 0) || !std::isfinite(scales[i]))
         return op->emitOpError("scale ") << scales[i]
                                           << " must be positive and finite";
-      sizes[i] = (int64_t)std::floor(scales[i] * x.dim(i));
+      double size = std::floor(scales[i] * x.dim(i));
+      if (size > kMaxResultElements)
+        return op->emitOpError("scale ") << scales[i] << " makes dim " << i
+                                         << " too large";
+      sizes[i] = (int64_t)size;
     }
   } else {
     return op->emitOpError("needs non-empty scales or sizes");
@@ -565,7 +570,7 @@ LogicalResult evalResize(Operation *op, ArrayRef<const Tensor *> operands,
                                    std::abs(roiEnd - 1.0) <= 1e-9));
     if (identity)
       continue;
-    if (shape[axis] == 0)
+    if (shape[axis] == 0 && sizes[axis] > 0)
       return op->emitOpError("cannot resize an empty dim to ") << sizes[axis];
     auto samples = resizeAxis(op, resize, shape[axis], sizes[axis],
                               scales[axis], roiStart, roiEnd);
