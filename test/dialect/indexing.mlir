@@ -106,3 +106,32 @@ func.func @detection(%boxes: tensor<1x6x4xf32>, %scores: tensor<1x2x6xf32>, %m: 
   %3 = sluice.grid_sample %x, %g {align_corners = true, mode = "bicubic", padding_mode = "border"} : (tensor<1x3x10x10xf32>, tensor<1x6x7x2xf32>) -> tensor<1x3x6x7xf32>
   return %0, %1, %2, %3 : tensor<?x3xi64>, tensor<?x3xi64>, tensor<5x3x2x2xf32>, tensor<1x3x6x7xf32>
 }
+
+// -----
+
+// Unranked and dynamic operands infer ranked-dynamic or unranked results.
+// CHECK-LABEL: func @unranked
+func.func @unranked(%x: tensor<*xf32>, %i: tensor<*xi64>, %s: tensor<4xf32>, %z: tensor<?xi64>, %c: tensor<?xi1>, %d: tensor<i64>, %v: tensor<2xf32>, %r: tensor<*xf32>, %b: tensor<?xi64>) {
+  // CHECK: sluice.gather_elements {{.*}} -> tensor<*xf32>
+  %0 = sluice.gather_elements %x, %i : (tensor<*xf32>, tensor<*xi64>) -> tensor<*xf32>
+  // CHECK: sluice.gather_nd {{.*}} -> tensor<*xf32>
+  %1 = sluice.gather_nd %x, %i : (tensor<*xf32>, tensor<*xi64>) -> tensor<*xf32>
+  %2 = sluice.scatter_elements %x, %i, %x : (tensor<*xf32>, tensor<*xi64>, tensor<*xf32>) -> tensor<*xf32>
+  %3 = sluice.scatter_nd %x, %i, %x : (tensor<*xf32>, tensor<*xi64>, tensor<*xf32>) -> tensor<*xf32>
+  %4 = sluice.one_hot %i, %d, %v : (tensor<*xi64>, tensor<i64>, tensor<2xf32>) -> tensor<*xf32>
+  // CHECK: sluice.non_zero {{.*}} -> tensor<?x?xi64>
+  %5 = sluice.non_zero %x : (tensor<*xf32>) -> tensor<?x?xi64>
+  %6 = sluice.compress %x, %c {axis = 1 : i64} : (tensor<*xf32>, tensor<?xi1>) -> tensor<*xf32>
+  %7 = sluice.compress %x, %c : (tensor<*xf32>, tensor<?xi1>) -> tensor<?xf32>
+  // CHECK: sluice.resize {{.*}} -> tensor<?x?x?x?xf32>
+  %8 = sluice.resize %x, %s {operandSegmentSizes = array<i32: 1, 0, 1, 0>} : (tensor<*xf32>, tensor<4xf32>) -> tensor<?x?x?x?xf32>
+  // CHECK: sluice.resize {{.*}} -> tensor<*xf32>
+  %9 = sluice.resize %x, %z {operandSegmentSizes = array<i32: 1, 0, 0, 1>} : (tensor<*xf32>, tensor<?xi64>) -> tensor<*xf32>
+  %10:4 = sluice.unique %x {axis = 0 : i64} : (tensor<*xf32>) -> (tensor<*xf32>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>)
+  %11:4 = sluice.unique %x : (tensor<*xf32>) -> (tensor<?xf32>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>)
+  %12 = sluice.non_max_suppression %x, %x {operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>} : (tensor<*xf32>, tensor<*xf32>) -> tensor<?x3xi64>
+  // CHECK: sluice.roi_align {{.*}} -> tensor<?x?x1x1xf32>
+  %13 = sluice.roi_align %x, %r, %b : (tensor<*xf32>, tensor<*xf32>, tensor<?xi64>) -> tensor<?x?x1x1xf32>
+  %14 = sluice.grid_sample %x, %r : (tensor<*xf32>, tensor<*xf32>) -> tensor<?x?x?x?xf32>
+  return
+}
