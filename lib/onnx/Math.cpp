@@ -13,6 +13,8 @@
 
 #include "dialects/sluice/SluiceOps.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <onnx/onnx_pb.h>
 
 using namespace mlir;
@@ -55,13 +57,14 @@ struct WindowAttrs {
 };
 
 /// Reads the window attributes of a conv or pool node whose data input is
-/// input 0. `kernelFromWeight` takes missing kernel_shape from input 1.
-FailureOr<WindowAttrs> readWindow(Binder &b, bool kernelFromWeight) {
+/// input 0. `kernelFromWeight` takes missing kernel_shape from the weight.
+FailureOr<WindowAttrs> readWindow(Binder &b, bool kernelFromWeight,
+                                  unsigned weightInput = 1) {
   auto type = b.rankedType(0);
   WindowAttrs w;
   w.kernel = b.attrInts("kernel_shape");
   if (w.kernel.empty() && kernelFromWeight) {
-    auto weight = b.rankedType(1);
+    auto weight = b.rankedType(weightInput);
     if (!weight || weight.getRank() < 3)
       return b.fail("needs kernel_shape or a ranked weight");
     for (int64_t d : weight.getShape().drop_front(2)) {
@@ -148,7 +151,9 @@ LogicalResult convTransposeHandler(Binder &b) {
         return b.fail("output_shape needs static spatial dims");
       int64_t total = w->strides[d] * (in - 1) + outputPadding[d] +
                       (w->kernel[d] - 1) * w->dilations[d] + 1 - outputShape[d];
-      int64_t small = total / 2, large = total - small;
+      // Floor division as in the ONNX reference: a negative total (output
+      // larger than the natural size) extends the end.
+      int64_t small = llvm::divideFloorSigned(total, 2), large = total - small;
       w->pads[d] = autoPad == "SAME_UPPER" ? small : large;
       w->pads[d + spatial] = autoPad == "SAME_UPPER" ? large : small;
     }
@@ -225,15 +230,55 @@ bool usesOutput(Binder &b, unsigned i) {
 
 LogicalResult batchNormHandler(Binder &b) {
   bool training = b.opset() >= 14 ? b.attrInt("training_mode", 0) != 0
-                                  : b.opset() < 7 && b.attrInt("is_test", 0) == 0 &&
+                                  : b.opset() < 7 &&
+                                        b.attrInt("is_test", 0) == 0 &&
                                         usesOutput(b, 1);
-  if (training || (b.opset() >= 14 && usesOutput(b, 1)))
-    return b.fail("BatchNormalization in training mode is not supported");
   if (b.opset() < 9 && b.attrInt("spatial", 1) == 0)
     return b.fail("BatchNormalization with spatial=0 is not supported");
-  return b.output(b.create<BatchNormOp>(b.input(0), b.input(1), b.input(2),
-                                        b.input(3), b.input(4),
-                                        b.b.getF32FloatAttr(b.attrFloat("epsilon", 1e-5f))));
+  FloatAttr epsilon = b.b.getF32FloatAttr(b.attrFloat("epsilon", 1e-5f));
+  if (!training)
+    return b.output(b.create<BatchNormOp>(b.input(0), b.input(1), b.input(2),
+                                          b.input(3), b.input(4), epsilon));
+  if (b.opset() < 14)
+    return b.fail("BatchNormalization in training mode needs opset >= 14");
+  // Training mode (opset 14+): normalize with the batch statistics (biased
+  // variance) and blend them into the running ones with `momentum`.
+  Value x = b.input(0);
+  auto type = b.rankedType(0);
+  if (!type || type.getRank() < 2)
+    return b.fail("BatchNormalization in training mode needs a ranked input");
+  std::vector<int64_t> axes = {0};
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    axes.push_back(d);
+  Value batchMean =
+      b.create<ReduceOp>(x, b.constI64(axes), ReduceKind::mean, true, false);
+  Value centered = b.create<SubOp>(x, batchMean);
+  Value batchVar = b.create<ReduceOp>(b.create<MulOp>(centered, centered),
+                                      b.constI64(axes), ReduceKind::mean,
+                                      false, false);
+  batchMean =
+      b.create<ReduceOp>(x, b.constI64(axes), ReduceKind::mean, false, false);
+  Value y = b.create<BatchNormOp>(x, b.input(1), b.input(2), batchMean,
+                                  batchVar, epsilon);
+  if (!y)
+    return failure();
+  b.setOutput(0, y);
+  Type element = b.elementType(3);
+  double momentum = b.attrFloat("momentum", 0.9f);
+  auto blend = [&](Value running, Value current) {
+    return b.create<AddOp>(
+        b.create<MulOp>(running, b.constScalar(element, momentum)),
+        b.create<MulOp>(current, b.constScalar(element, 1.0 - momentum)));
+  };
+  for (unsigned i = 1; i < 3; ++i) {
+    if (!usesOutput(b, i))
+      continue;
+    Value running = blend(b.input(i + 2), i == 1 ? batchMean : batchVar);
+    if (!running)
+      return failure();
+    b.setOutput(i, running);
+  }
+  return success();
 }
 
 LogicalResult layerNormHandler(Binder &b) {
@@ -427,7 +472,7 @@ LogicalResult qlinearMatMulHandler(Binder &b) {
 }
 
 LogicalResult qlinearConvHandler(Binder &b) {
-  auto w = readWindow(b, true);
+  auto w = readWindow(b, true, /*weightInput=*/3);
   if (failed(w))
     return failure();
   auto type = b.rankedType(0);
@@ -458,17 +503,21 @@ LogicalResult qlinearConvHandler(Binder &b) {
 template <int gates>
 LogicalResult rnnHandler(Binder &b) {
   StringRef cell = gates == 4 ? "lstm" : gates == 3 ? "gru" : "rnn";
-  if (b.attrInt("layout", 0) != 0)
-    return b.fail("recurrent layout 1 (batch-major) is not supported");
+  // Layout 1 (batch-major) transposes to the op's seq-major layout and back.
+  bool batchMajor = b.attrInt("layout", 0) != 0;
+  auto swap01 = [&](Value v) {
+    return batchMajor ? b.create<TransposeOp>(v, ArrayRef<int64_t>{1, 0, 2}) : v;
+  };
   auto xType = b.rankedType(0);
   if (!xType || !xType.hasStaticShape() || xType.getRank() != 3)
-    return b.fail("recurrent ops need a static (seq, batch, features) input");
+    return b.fail("recurrent ops need a static 3-D input");
   std::string direction = b.attrString("direction", "forward");
   int64_t dirs = direction == "bidirectional" ? 2 : 1;
   if (!b.hasAttr("hidden_size"))
     return b.fail("hidden_size is required");
   int64_t hidden = b.attrInt("hidden_size", 0);
-  int64_t seq = xType.getDimSize(0), batch = xType.getDimSize(1);
+  int64_t seq = xType.getDimSize(batchMajor ? 1 : 0),
+          batch = xType.getDimSize(batchMajor ? 0 : 1);
   auto dtype = dtypeFromType(xType.getElementType());
   if (failed(dtype))
     return b.fail("unsupported element type");
@@ -480,10 +529,11 @@ LogicalResult rnnHandler(Binder &b) {
                    ? b.input(4)
                    : b.constTensor(Tensor::fromInt64(
                          std::vector<int64_t>(batch, seq)));
-  Value h0 = b.hasInput(5) ? b.input(5) : zeros({dirs, batch, hidden});
+  Value h0 = b.hasInput(5) ? swap01(b.input(5)) : zeros({dirs, batch, hidden});
   SmallVector<Value> extras;
   if (gates == 4) {
-    extras.push_back(b.hasInput(6) ? b.input(6) : zeros({dirs, batch, hidden}));
+    extras.push_back(b.hasInput(6) ? swap01(b.input(6))
+                                   : zeros({dirs, batch, hidden}));
     extras.push_back(b.hasInput(7) ? b.input(7) : zeros({dirs, 3 * hidden}));
   }
   std::vector<std::string> defaults =
@@ -510,7 +560,7 @@ LogicalResult rnnHandler(Binder &b) {
   if (b.hasAttr("clip"))
     clip = b.b.getF32FloatAttr(b.attrFloat("clip", 0.0f));
   Operation *op = b.createOp<RnnOp>(
-      b.input(0), b.input(1), b.input(2), bias, lens, h0, ValueRange(extras),
+      swap01(b.input(0)), b.input(1), b.input(2), bias, lens, h0, ValueRange(extras),
       b.b.getStringAttr(cell), b.b.getStringAttr(direction),
       b.b.getI64IntegerAttr(hidden), b.b.getArrayAttr(acts),
       b.b.getDenseF32ArrayAttr(alpha), b.b.getDenseF32ArrayAttr(beta), clip,
@@ -518,8 +568,16 @@ LogicalResult rnnHandler(Binder &b) {
       b.b.getBoolAttr(b.attrInt("input_forget", 0) != 0));
   if (!op)
     return failure();
-  for (unsigned i = 0; i < op->getNumResults() && i < b.numOutputs(); ++i)
-    b.setOutput(i, op->getResult(i));
+  for (unsigned i = 0; i < op->getNumResults() && i < b.numOutputs(); ++i) {
+    Value result = op->getResult(i);
+    if (batchMajor)
+      result = i == 0 ? b.create<TransposeOp>(result,
+                                              ArrayRef<int64_t>{2, 0, 1, 3})
+                      : swap01(result);
+    if (!result)
+      return failure();
+    b.setOutput(i, result);
+  }
   return success();
 }
 
