@@ -169,10 +169,24 @@ LogicalResult inferConvLike(std::optional<Location> loc, StringRef opName,
   return success();
 }
 
-LogicalResult verifyGroup(Operation *op, int64_t group) {
-  if (group < 1)
-    return op->emitOpError("group must be positive, got ") << group;
+/// Window attributes must agree in rank whatever the operand types say.
+LogicalResult verifyWindow(Operation *op, ArrayRef<int64_t> strides,
+                           ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
+  if (dilations.size() != strides.size() || pads.size() != 2 * strides.size())
+    return op->emitOpError("expects as many strides as dilations and twice "
+                           "as many pads, got ")
+           << strides.size() << ", " << dilations.size() << " and "
+           << pads.size();
+  if (llvm::any_of(strides, [](int64_t s) { return s < 1; }) ||
+      llvm::any_of(dilations, [](int64_t d) { return d < 1; }))
+    return op->emitOpError("strides and dilations must be positive");
   return success();
+}
+
+template <typename OpT> LogicalResult verifyConv(OpT op) {
+  if (op.getGroup() < 1)
+    return op.emitOpError("group must be positive, got ") << op.getGroup();
+  return verifyWindow(op, op.getStrides(), op.getDilations(), op.getPads());
 }
 
 /// The shape of a per-axis quantization parameter must be a scalar or a 1-D
@@ -239,7 +253,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   return inferConvLike(loc, "conv", adaptor, element, false, {}, inferred);
 }
 
-LogicalResult ConvOp::verify() { return verifyGroup(*this, getGroup()); }
+LogicalResult ConvOp::verify() { return verifyConv(*this); }
 
 LogicalResult ConvTransposeOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc,
@@ -250,7 +264,9 @@ LogicalResult ConvTransposeOp::inferReturnTypes(
 }
 
 LogicalResult ConvTransposeOp::verify() {
-  return verifyGroup(*this, getGroup());
+  if (getOutputPadding().size() != getStrides().size())
+    return emitOpError("expects one output_padding value per stride");
+  return verifyConv(*this);
 }
 
 LogicalResult ConvIntegerOp::inferReturnTypes(
@@ -260,7 +276,7 @@ LogicalResult ConvIntegerOp::inferReturnTypes(
                        false, {}, inferred);
 }
 
-LogicalResult ConvIntegerOp::verify() { return verifyGroup(*this, getGroup()); }
+LogicalResult ConvIntegerOp::verify() { return verifyConv(*this); }
 
 //===----------------------------------------------------------------------===//
 // PoolOp
@@ -311,7 +327,10 @@ LogicalResult PoolOp::verify() {
     return emitOpError("lp pooling needs p >= 1");
   if (getStorageOrder() != 0 && getStorageOrder() != 1)
     return emitOpError("storage_order must be 0 or 1");
-  return success();
+  if (getKernelShape().size() != getStrides().size() ||
+      llvm::any_of(getKernelShape(), [](int64_t k) { return k < 1; }))
+    return emitOpError("expects one positive kernel dim per stride");
+  return verifyWindow(*this, getStrides(), getDilations(), getPads());
 }
 
 //===----------------------------------------------------------------------===//

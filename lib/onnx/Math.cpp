@@ -213,10 +213,11 @@ LogicalResult globalPoolHandler(Binder &b) {
 LogicalResult globalLpPoolHandler(Binder &b) {
   Type element = b.elementType(0);
   double p = b.opset() < 2 ? b.attrFloat("p", 2.0f) : b.attrInt("p", 2);
-  Value powered = b.create<PowOp>(b.create<AbsOp>(b.input(0)),
-                                  b.constScalar(element, p));
+  Value magnitude = b.create<AbsOp>(b.input(0));
+  Value powered = b.create<PowOp>(magnitude, b.constScalar(element, p));
   Value sum = reduceSpatial(b, powered, ReduceKind::sum);
-  return b.output(b.create<PowOp>(sum, b.constScalar(element, 1.0 / p)));
+  Value inverseP = b.constScalar(element, 1.0 / p);
+  return b.output(b.create<PowOp>(sum, inverseP));
 }
 
 //===----------------------------------------------------------------------===//
@@ -253,9 +254,9 @@ LogicalResult batchNormHandler(Binder &b) {
   Value batchMean =
       b.create<ReduceOp>(x, b.constI64(axes), ReduceKind::mean, true, false);
   Value centered = b.create<SubOp>(x, batchMean);
-  Value batchVar = b.create<ReduceOp>(b.create<MulOp>(centered, centered),
-                                      b.constI64(axes), ReduceKind::mean,
-                                      false, false);
+  Value squares = b.create<MulOp>(centered, centered);
+  Value batchVar = b.create<ReduceOp>(squares, b.constI64(axes),
+                                      ReduceKind::mean, false, false);
   batchMean =
       b.create<ReduceOp>(x, b.constI64(axes), ReduceKind::mean, false, false);
   Value y = b.create<BatchNormOp>(x, b.input(1), b.input(2), batchMean,
@@ -266,9 +267,10 @@ LogicalResult batchNormHandler(Binder &b) {
   Type element = b.elementType(3);
   double momentum = b.attrFloat("momentum", 0.9f);
   auto blend = [&](Value running, Value current) {
-    return b.create<AddOp>(
-        b.create<MulOp>(running, b.constScalar(element, momentum)),
-        b.create<MulOp>(current, b.constScalar(element, 1.0 - momentum)));
+    Value kept = b.create<MulOp>(running, b.constScalar(element, momentum));
+    Value added =
+        b.create<MulOp>(current, b.constScalar(element, 1.0 - momentum));
+    return b.create<AddOp>(kept, added);
   };
   for (unsigned i = 1; i < 3; ++i) {
     if (!usesOutput(b, i))
@@ -323,13 +325,15 @@ LogicalResult mvnHandler(Binder &b) {
   Type element = b.elementType(0);
   Value axes = b.constI64(b.attrInts("axes", {0, 2, 3}));
   Value mean = b.create<ReduceOp>(x, axes, ReduceKind::mean, true, false);
-  Value meanOfSquares = b.create<ReduceOp>(b.create<MulOp>(x, x), axes,
-                                           ReduceKind::mean, true, false);
-  Value variance =
-      b.create<SubOp>(meanOfSquares, b.create<MulOp>(mean, mean));
-  Value stdDev = b.create<AddOp>(b.create<SqrtOp>(variance),
-                                 b.constScalar(element, 1e-9));
-  return b.output(b.create<DivOp>(b.create<SubOp>(x, mean), stdDev));
+  Value squares = b.create<MulOp>(x, x);
+  Value meanOfSquares =
+      b.create<ReduceOp>(squares, axes, ReduceKind::mean, true, false);
+  Value squaredMean = b.create<MulOp>(mean, mean);
+  Value variance = b.create<SubOp>(meanOfSquares, squaredMean);
+  Value root = b.create<SqrtOp>(variance);
+  Value stdDev = b.create<AddOp>(root, b.constScalar(element, 1e-9));
+  Value centered = b.create<SubOp>(x, mean);
+  return b.output(b.create<DivOp>(centered, stdDev));
 }
 
 /// x / ||x||_p along `axis` (p is 1 or 2).
@@ -396,12 +400,12 @@ LogicalResult dynamicQuantizeHandler(Binder &b) {
       b.create<ReduceOp>(x, Value(), ReduceKind::min, false, false), zero);
   Value hi = b.create<MaxOp>(
       b.create<ReduceOp>(x, Value(), ReduceKind::max, false, false), zero);
-  Value scale = b.create<DivOp>(b.create<SubOp>(hi, lo),
-                                b.constScalar(element, 255.0));
+  Value range = b.create<SubOp>(hi, lo);
+  Value scale = b.create<DivOp>(range, b.constScalar(element, 255.0));
   Value zeroPoint = b.create<RoundOp>(
       b.create<SubOp>(zero, b.create<DivOp>(lo, scale)));
-  zeroPoint = b.create<MinOp>(b.create<MaxOp>(zeroPoint, zero),
-                              b.constScalar(element, 255.0));
+  zeroPoint = b.create<MaxOp>(zeroPoint, zero);
+  zeroPoint = b.create<MinOp>(zeroPoint, b.constScalar(element, 255.0));
   if (!zeroPoint)
     return failure();
   zeroPoint = b.castTo(zeroPoint, b.b.getIntegerType(8, false));
@@ -422,17 +426,21 @@ Value zeroPointOr(Binder &b, unsigned zeroInput, unsigned dataInput) {
 }
 
 LogicalResult matMulIntegerHandler(Binder &b) {
-  return b.output(b.create<MatMulIntegerOp>(b.input(0), b.input(1),
-                                            zeroPointOr(b, 2, 0),
-                                            zeroPointOr(b, 3, 1)));
+  // Named values keep the IR order independent of argument evaluation order.
+  Value lhsZero = zeroPointOr(b, 2, 0);
+  Value rhsZero = zeroPointOr(b, 3, 1);
+  return b.output(
+      b.create<MatMulIntegerOp>(b.input(0), b.input(1), lhsZero, rhsZero));
 }
 
 LogicalResult convIntegerHandler(Binder &b) {
   auto w = readWindow(b, true);
   if (failed(w))
     return failure();
+  Value inputZero = zeroPointOr(b, 2, 0);
+  Value weightZero = zeroPointOr(b, 3, 1);
   return b.output(b.create<ConvIntegerOp>(
-      b.input(0), b.input(1), zeroPointOr(b, 2, 0), zeroPointOr(b, 3, 1),
+      b.input(0), b.input(1), inputZero, weightZero,
       ArrayRef<int64_t>(w->strides), ArrayRef<int64_t>(w->dilations),
       ArrayRef<int64_t>(w->pads), (uint64_t)b.attrInt("group", 1)));
 }
@@ -451,9 +459,10 @@ Value broadcastableScale(Binder &b, Value scale, int64_t axis, int64_t rank) {
 /// Requantizes an i32 accumulator: quantize(acc * in_scale * w_scale).
 Value requantize(Binder &b, Value acc, Value inScale, Value wScale,
                  Value outScale, Value outZero) {
-  Type f32 = b.b.getF32Type();
-  Value real = b.create<MulOp>(b.castTo(acc, f32),
-                               b.create<MulOp>(inScale, wScale));
+  if (!acc)
+    return Value();
+  Value accScale = b.create<MulOp>(inScale, wScale);
+  Value real = b.create<MulOp>(b.castTo(acc, b.b.getF32Type()), accScale);
   return b.create<QuantizeLinearOp>(real, outScale, outZero, int64_t(1), true);
 }
 

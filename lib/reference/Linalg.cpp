@@ -158,10 +158,26 @@ template <typename OpT> Window windowOf(OpT op) {
   return w;
 }
 
+/// Checks window attributes that verification only sees for ranked types.
+LogicalResult checkWindow(Operation *op, const Window &win) {
+  size_t spatial = win.strides.size();
+  if (win.dilations.size() != spatial || win.padBegin.size() != spatial ||
+      win.padEnd.size() != spatial)
+    return op->emitOpError("strides, dilations and pads disagree in rank");
+  for (size_t d = 0; d < spatial; ++d)
+    if (win.strides[d] < 1 || win.dilations[d] < 1)
+      return op->emitOpError("strides and dilations must be positive");
+  return success();
+}
+
 /// Checks the runtime shapes of a convolution against its attributes.
 LogicalResult checkConvShapes(Operation *op, const Tensor &x, const Tensor &w,
                               const Window &win, int64_t group,
                               bool transposed) {
+  if (failed(checkWindow(op, win)))
+    return failure();
+  if (group < 1)
+    return op->emitOpError("group must be positive");
   int64_t spatial = (int64_t)win.strides.size();
   if (x.rank() != spatial + 2 || w.rank() != spatial + 2)
     return op->emitOpError("expects input and weight of rank ")
@@ -393,9 +409,15 @@ LogicalResult evalPool(Operation *op, ArrayRef<const Tensor *> operands,
   Window win = windowOf(pool);
   const Tensor &x = *operands[0];
   int64_t spatial = (int64_t)win.strides.size();
+  if (failed(checkWindow(op, win)))
+    return failure();
   if (x.rank() != spatial + 2)
     return op->emitOpError("expects an input of rank ") << spatial + 2;
   ArrayRef<int64_t> kernel = pool.getKernelShape();
+  if ((int64_t)kernel.size() != spatial ||
+      llvm::any_of(kernel, [](int64_t k) { return k < 1; }))
+    return op->emitOpError("kernel_shape must have ")
+           << spatial << " positive dims";
   ArrayRef<int64_t> inSpatial = ArrayRef<int64_t>(x.shape()).drop_front(2);
   std::vector<int64_t> outShape = {x.dim(0), x.dim(1)};
   for (int64_t d = 0; d < spatial; ++d) {
@@ -640,8 +662,10 @@ LogicalResult evalGroupNorm(Operation *op, ArrayRef<const Tensor *> operands,
                             std::vector<Tensor> &results) {
   auto gn = cast<GroupNormOp>(op);
   const Tensor &x = *operands[0];
+  if (x.rank() < 2)
+    return op->emitOpError("expects rank >= 2");
   int64_t groups = gn.getNumGroups(), channels = x.dim(1);
-  if (x.rank() < 2 || groups < 1 || channels % groups)
+  if (groups < 1 || channels % groups)
     return op->emitOpError("channels of ")
            << x.describe() << " do not split into " << groups << " groups";
   // Per-group parameters (opset 18) apply to every channel of the group.
@@ -721,9 +745,6 @@ LogicalResult evalEinsum(Operation *op, ArrayRef<const Tensor *> operands,
       if (it == sizes.end() || it->second == 1)
         sizes[label] = size;
       else if (size != 1 && size != it->second)
-        return op->emitOpError("label sizes differ: ")
-               << it->second << " vs " << size;
-      else if (size == 1 && label < 256)
         return op->emitOpError("label sizes differ: ")
                << it->second << " vs " << size;
     }
@@ -1043,7 +1064,9 @@ LogicalResult evalRnn(Operation *op, ArrayRef<const Tensor *> operands,
       return op->emitOpError("sequence length ")
              << len << " outside [0, " << seq << "]";
   std::vector<Activation> acts = bindActivations(rnn);
-  size_t perDir = acts.size() / dirs;
+  size_t perDir = lstm ? 3 : cell == "gru" ? 2 : 1;
+  if (acts.size() != perDir * dirs)
+    return op->emitOpError("expects ") << perDir * dirs << " activations";
   std::optional<double> clip;
   if (auto c = rnn.getClip())
     clip = c->convertToDouble();

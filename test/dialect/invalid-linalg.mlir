@@ -11,19 +11,43 @@ func.func @conv_channels(%x: tensor<1x3x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> te
 // -----
 
 func.func @conv_pads(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {
-  // expected-error@+2 {{conv expects 2 strides and dilations and 4 pads, got 2, 2 and 2}}
-  // expected-error@+1 {{failed to infer returned types}}
+  // expected-error@+1 {{expects as many strides as dilations and twice as many pads, got 2, 2 and 2}}
   %0 = sluice.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
   return %0 : tensor<1x4x3x3xf32>
 }
 
 // -----
 
-func.func @pool_kernel_rank(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32> {
-  // expected-error@+2 {{pool expects 2 kernel dims, got 1}}
+func.func @conv_spatial_rank(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {
+  // expected-error@+2 {{conv expects 2 strides and dilations and 4 pads, got 3, 3 and 6}}
   // expected-error@+1 {{failed to infer returned types}}
+  %0 = sluice.conv %x, %w {dilations = array<i64: 1, 1, 1>, pads = array<i64: 0, 0, 0, 0, 0, 0>, strides = array<i64: 1, 1, 1>} : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+  return %0 : tensor<1x4x3x3xf32>
+}
+
+// -----
+
+func.func @conv_group(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {
+  // expected-error@+1 {{group must be positive, got 0}}
+  %0 = sluice.conv %x, %w {dilations = array<i64: 1, 1>, group = 0 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+  return %0 : tensor<1x4x3x3xf32>
+}
+
+// -----
+
+func.func @pool_kernel_rank(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32> {
+  // expected-error@+1 {{expects one positive kernel dim per stride}}
   %0 = sluice.pool %x {kind = #sluice<pool_kind max>, kernel_shape = array<i64: 2>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>} : (tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32>
   return %0 : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+func.func @pool_input_rank(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x4xf32> {
+  // expected-error@+2 {{pool expects 2 kernel dims, got 1}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = sluice.pool %x {kind = #sluice<pool_kind max>, kernel_shape = array<i64: 2>, strides = array<i64: 2>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x3x8x8xf32>) -> tensor<1x3x4xf32>
+  return %0 : tensor<1x3x4xf32>
 }
 
 // -----
