@@ -217,6 +217,42 @@ LogicalResult cumSumHandler(Binder &b) {
                                      b.attrInt("reverse", 0) != 0));
 }
 
+/// `target` [N, d1...] as [N, 1, d1...], to broadcast against the class dim.
+/// With at most one dynamic dim a reshape says it directly; otherwise a
+/// trailing 1 is appended (Reshape's 0 copies each dim in place) and moved
+/// to position 1 by a transpose.
+Value unsqueezeClassDim(Binder &b, Value target) {
+  auto type = cast<RankedTensorType>(target.getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> shape(type.getShape());
+  if (llvm::count_if(shape, ShapedType::isDynamic) <= 1) {
+    shape.insert(shape.begin() + 1, 1);
+    for (int64_t &d : shape)
+      if (ShapedType::isDynamic(d))
+        d = -1;
+    return b.create<ReshapeOp>(target, b.constI64(shape), false);
+  }
+  SmallVector<int64_t> copyThenOne(rank, 0), perm{0, rank};
+  copyThenOne.push_back(1);
+  for (int64_t i = 1; i < rank; ++i)
+    perm.push_back(i);
+  Value withOne = b.create<ReshapeOp>(target, b.constI64(copyThenOne), false);
+  return b.create<TransposeOp>(withOne, perm);
+}
+
+/// The class index of every position of `logProb` [N, C, d1...], shaped to
+/// broadcast against it: a constant 0..C-1 of shape [C, 1...] when C is
+/// static, else an exclusive prefix count of ones along the class dim.
+Value classIndices(Binder &b, Value logProb) {
+  auto type = cast<RankedTensorType>(logProb.getType());
+  if (!type.isDynamicDim(1))
+    return iotaAlongDim(b, type.getDimSize(1), type.getRank() - 2);
+  Value one = b.constI64Scalar(1);
+  Value ones = b.create<SelectOp>(b.create<IsNaNOp>(logProb), one, one);
+  return b.create<CumSumOp>(ones, b.constI64Scalar(1), /*exclusive=*/true,
+                            /*reverse=*/false);
+}
+
 /// Negative log-likelihood of `logProb` [N, C, d1...] at the classes
 /// `target` [N, d1...]: loss = -logProb[n, target, d...] * weight[target],
 /// 0 where target == ignore_index, then reduced ("none", "sum", or "mean",
@@ -239,32 +275,20 @@ Value negativeLogLikelihood(Binder &b, Value logProb, Value target,
     (void)b.fail("target must hold integer class indices");
     return Value();
   }
-  int64_t rank = type.getRank(), classes = type.getDimSize(1);
-  if (ShapedType::isDynamic(classes)) {
-    (void)b.fail("the class dim (1) must be static");
-    return Value();
-  }
   std::string reduction = b.attrString("reduction", "mean");
   if (reduction != "none" && reduction != "sum" && reduction != "mean") {
     (void)b.fail("unknown reduction '" + reduction + "'");
     return Value();
   }
-  // target [N, d1...] -> [N, 1, d1...], to broadcast against the classes.
-  SmallVector<int64_t> unsqueezed(targetType.getShape());
-  unsqueezed.insert(unsqueezed.begin() + 1, 1);
-  if (llvm::count_if(unsqueezed, ShapedType::isDynamic) > 1) {
-    (void)b.fail("at most one dynamic dim in the target is supported");
-    return Value();
-  }
-  for (int64_t &d : unsqueezed)
-    if (ShapedType::isDynamic(d))
-      d = -1;
+  int64_t rank = type.getRank();
   Type element = type.getElementType();
   Value zero = b.constScalar(element, 0);
   Value classIds = b.castTo(target, b.b.getI64Type());
-  Value isClass = b.create<EqualOp>(
-      b.create<ReshapeOp>(classIds, b.constI64(unsqueezed), false),
-      iotaAlongDim(b, classes, rank - 2));
+  // Separate statements keep the op order independent of the compiler's
+  // argument evaluation order.
+  Value targetWithClassDim = unsqueezeClassDim(b, classIds);
+  Value positionClasses = classIndices(b, logProb);
+  Value isClass = b.create<EqualOp>(targetWithClassDim, positionClasses);
   Value classDim = b.constI64({1});
   auto pickClass = [&](Value perClass) {
     return b.create<ReduceOp>(b.create<SelectOp>(isClass, perClass, zero),
@@ -275,7 +299,7 @@ Value negativeLogLikelihood(Binder &b, Value logProb, Value target,
   Value picksWeight;
   if (weight) {
     SmallVector<int64_t> weightShape(rank - 1, 1);
-    weightShape[0] = classes;
+    weightShape[0] = -1;
     picksWeight =
         pickClass(b.create<ReshapeOp>(weight, b.constI64(weightShape), false));
   }
