@@ -106,20 +106,38 @@ LogicalResult normalizeHandler(Binder &b, Fn apply) {
   if (b.opset() >= 13)
     return b.output(apply(x, b.attrInt("axis", -1)));
   auto type = b.rankedType(0);
-  if (!type || !type.hasStaticShape())
-    return b.fail(b.opType() + " before opset 13 needs a static input shape");
-  int64_t axis = b.attrInt("axis", 1);
-  if (axis < -type.getRank() || axis > type.getRank())
+  if (!type)
+    return b.fail(b.opType() + " before opset 13 needs a ranked input");
+  int64_t rank = type.getRank(), axis = b.attrInt("axis", 1);
+  if (axis < -rank || axis > rank)
     return b.fail("axis " + Twine(axis) + " out of range for rank " +
-                  Twine(type.getRank()));
+                  Twine(rank));
   if (axis < 0)
-    axis += type.getRank();
+    axis += rank;
+  if (rank == 2 && axis == 1)
+    return b.output(apply(x, 1));
+  // The 2-D shape is [outer, inner]; one of the two may be left to Reshape's
+  // -1 when its dims are dynamic.
   int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    (i < axis ? outer : inner) *= type.getDimSize(i);
-  Value flat = b.create<ReshapeOp>(x, b.constI64({outer, inner}), false);
+  bool outerStatic = true, innerStatic = true;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool isOuter = i < axis;
+    if (type.isDynamicDim(i))
+      (isOuter ? outerStatic : innerStatic) = false;
+    else
+      (isOuter ? outer : inner) *= type.getDimSize(i);
+  }
+  if (!outerStatic && !innerStatic)
+    return b.fail(b.opType() +
+                  " before opset 13 needs static dims on one side of axis");
+  Value flat = b.create<ReshapeOp>(
+      x, b.constI64({outerStatic ? outer : -1, innerStatic ? inner : -1}),
+      false);
   Value y = flat ? apply(flat, 1) : Value();
-  return b.output(b.create<ReshapeOp>(y, b.constI64(type.getShape()), false));
+  Value shape = type.hasStaticShape()
+                    ? b.constI64(type.getShape())
+                    : b.create<ShapeOp>(x, int64_t(0), IntegerAttr());
+  return b.output(b.create<ReshapeOp>(y, shape, false));
 }
 
 template <bool log>
@@ -140,6 +158,23 @@ Value iotaAlongDim(Binder &b, int64_t count, int64_t trailingOnes) {
   return b.constTensor(Tensor::fromInt64(values).reshaped(shape));
 }
 
+/// The index along `axis` of every element of `x`, shaped to broadcast
+/// against `x`: a constant 0..n-1 of shape [n, 1...] when the dim is static,
+/// else an exclusive prefix count of ones along `axis` (the select only
+/// borrows x's shape: both branches are 1).
+Value positionsAlong(Binder &b, Value x, int64_t axis) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (!type.isDynamicDim(axis))
+    return iotaAlongDim(b, type.getDimSize(axis), type.getRank() - 1 - axis);
+  Value one = b.constI64Scalar(1);
+  Value anyCondition = isa<FloatType>(type.getElementType())
+                           ? b.create<IsNaNOp>(x)
+                           : b.create<EqualOp>(x, x);
+  Value ones = b.create<SelectOp>(anyCondition, one, one);
+  return b.create<CumSumOp>(ones, b.constI64Scalar(axis), /*exclusive=*/true,
+                            /*reverse=*/false);
+}
+
 /// Hardmax: 1 at the first maximum along the axis, 0 elsewhere, built as
 /// argmax compared against the positions along that axis.
 LogicalResult hardmaxHandler(Binder &b) {
@@ -157,12 +192,8 @@ LogicalResult hardmaxHandler(Binder &b) {
     }
     if (axis < 0)
       axis += rank;
-    if (type.isDynamicDim(axis)) {
-      (void)b.fail("Hardmax needs a static size along its axis");
-      return Value();
-    }
     Value index = b.create<ArgMaxOp>(x, axis, true, false);
-    Value positions = iotaAlongDim(b, type.getDimSize(axis), rank - 1 - axis);
+    Value positions = positionsAlong(b, x, axis);
     Value isMax = b.create<EqualOp>(index, positions);
     return isMax ? b.castTo(isMax, type.getElementType()) : Value();
   });
@@ -240,19 +271,6 @@ Value unsqueezeClassDim(Binder &b, Value target) {
   return b.create<TransposeOp>(withOne, perm);
 }
 
-/// The class index of every position of `logProb` [N, C, d1...], shaped to
-/// broadcast against it: a constant 0..C-1 of shape [C, 1...] when C is
-/// static, else an exclusive prefix count of ones along the class dim.
-Value classIndices(Binder &b, Value logProb) {
-  auto type = cast<RankedTensorType>(logProb.getType());
-  if (!type.isDynamicDim(1))
-    return iotaAlongDim(b, type.getDimSize(1), type.getRank() - 2);
-  Value one = b.constI64Scalar(1);
-  Value ones = b.create<SelectOp>(b.create<IsNaNOp>(logProb), one, one);
-  return b.create<CumSumOp>(ones, b.constI64Scalar(1), /*exclusive=*/true,
-                            /*reverse=*/false);
-}
-
 /// Negative log-likelihood of `logProb` [N, C, d1...] at the classes
 /// `target` [N, d1...]: loss = -logProb[n, target, d...] * weight[target],
 /// 0 where target == ignore_index, then reduced ("none", "sum", or "mean",
@@ -287,7 +305,7 @@ Value negativeLogLikelihood(Binder &b, Value logProb, Value target,
   // Separate statements keep the op order independent of the compiler's
   // argument evaluation order.
   Value targetWithClassDim = unsqueezeClassDim(b, classIds);
-  Value positionClasses = classIndices(b, logProb);
+  Value positionClasses = positionsAlong(b, logProb, 1);
   Value isClass = b.create<EqualOp>(targetWithClassDim, positionClasses);
   Value classDim = b.constI64({1});
   auto pickClass = [&](Value perClass) {
