@@ -4,7 +4,9 @@
 
 #include "dialects/sluice/SluiceOps.h"
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <limits>
 
 using namespace mlir;
@@ -123,11 +125,164 @@ LogicalResult evalSoftmax(Operation *op, ArrayRef<const Tensor *> operands,
   return success();
 }
 
+/// NaN-aware ordering used by the arg-reductions and TopK: NaN sorts above
+/// every number (as NumPy's sort puts it last), so argmax and largest-k pick
+/// it first and the order stays a strict weak ordering.
+bool lessWithNaN(double a, double b) {
+  if (std::isnan(a))
+    return false;
+  return std::isnan(b) || a < b;
+}
+
+/// Reads one element as a comparable key: exact for integers up to 2^53 and
+/// for every float; int64 beyond that only matters for ties in the last bits.
+struct ElementKeys {
+  const Tensor &t;
+  bool isFloat;
+  explicit ElementKeys(const Tensor &t) : t(t), isFloat(isFloatDType(t.dtype())) {}
+  bool less(int64_t i, int64_t j) const {
+    if (isFloat)
+      return lessWithNaN(t.getDouble(i), t.getDouble(j));
+    return t.getInt(i) < t.getInt(j);
+  }
+};
+
+template <bool isMax>
+LogicalResult evalArgReduce(Operation *op, ArrayRef<const Tensor *> operands,
+                            std::vector<Tensor> &results) {
+  using OpTy = std::conditional_t<isMax, ArgMaxOp, ArgMinOp>;
+  auto argOp = cast<OpTy>(op);
+  const Tensor &x = *operands[0];
+  auto axis = normalizeAxis(op, argOp.getAxis(), x.rank());
+  if (failed(axis))
+    return failure();
+  AxisSplit s = splitAt(x.shape(), *axis);
+  if (s.extent == 0)
+    return op->emitOpError("cannot reduce an empty dim to an index");
+  std::vector<int64_t> outShape;
+  for (int64_t i = 0; i < x.rank(); ++i)
+    if (i != *axis || argOp.getKeepdims())
+      outShape.push_back(i == *axis ? 1 : x.dim(i));
+  Tensor out(DType::I64, outShape);
+  ElementKeys keys(x);
+  bool last = argOp.getSelectLastIndex();
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      int64_t base = o * s.extent * s.inner + in, best = 0;
+      for (int64_t e = 1; e < s.extent; ++e) {
+        int64_t cur = base + e * s.inner, bestAt = base + best * s.inner;
+        // `better` is strict: ties move the answer only for select_last_index.
+        bool better = isMax ? keys.less(bestAt, cur) : keys.less(cur, bestAt);
+        bool tie = !keys.less(bestAt, cur) && !keys.less(cur, bestAt);
+        if (better || (last && tie))
+          best = e;
+      }
+      out.setInt(o * s.inner + in, best);
+    }
+  results.push_back(std::move(out));
+  return success();
+}
+
+LogicalResult evalTopK(Operation *op, ArrayRef<const Tensor *> operands,
+                       std::vector<Tensor> &results) {
+  auto topk = cast<TopKOp>(op);
+  const Tensor &x = *operands[0];
+  auto axis = normalizeAxis(op, topk.getAxis(), x.rank());
+  if (failed(axis))
+    return failure();
+  std::vector<int64_t> kValues = operands[1]->toInt64Vector();
+  if (kValues.size() != 1)
+    return op->emitOpError("k must hold one value, got ") << kValues.size();
+  int64_t k = kValues[0];
+  AxisSplit s = splitAt(x.shape(), *axis);
+  if (k < 0 || k > s.extent)
+    return op->emitOpError("k = ") << k << " out of range for a dim of size "
+                                   << s.extent;
+  std::vector<int64_t> outShape = x.shape();
+  outShape[*axis] = k;
+  Tensor values(x.dtype(), outShape), indices(DType::I64, outShape);
+  ElementKeys keys(x);
+  bool largest = topk.getLargest(), isFloat = isFloatDType(x.dtype());
+  std::vector<int64_t> order(s.extent);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      int64_t base = o * s.extent * s.inner + in;
+      for (int64_t e = 0; e < s.extent; ++e)
+        order[e] = e;
+      // A stable sort keeps equal values in index order (lower index first).
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        int64_t ia = base + a * s.inner, ib = base + b * s.inner;
+        return largest ? keys.less(ib, ia) : keys.less(ia, ib);
+      });
+      for (int64_t e = 0; e < k; ++e) {
+        int64_t from = base + order[e] * s.inner;
+        int64_t to = (o * k + e) * s.inner + in;
+        if (isFloat)
+          values.setDouble(to, x.getDouble(from));
+        else
+          values.setInt(to, x.getInt(from));
+        indices.setInt(to, order[e]);
+      }
+    }
+  results.push_back(std::move(values));
+  results.push_back(std::move(indices));
+  return success();
+}
+
+LogicalResult evalCumSum(Operation *op, ArrayRef<const Tensor *> operands,
+                         std::vector<Tensor> &results) {
+  auto cumsum = cast<CumSumOp>(op);
+  const Tensor &x = *operands[0];
+  std::vector<int64_t> axisValues = operands[1]->toInt64Vector();
+  if (axisValues.size() != 1)
+    return op->emitOpError("axis must hold one value, got ")
+           << axisValues.size();
+  auto axis = normalizeAxis(op, axisValues[0], x.rank());
+  if (failed(axis))
+    return failure();
+  AxisSplit s = splitAt(x.shape(), *axis);
+  Tensor out(x.dtype(), x.shape());
+  bool isFloat = isFloatDType(x.dtype());
+  bool exclusive = cumsum.getExclusive(), reverse = cumsum.getReverse();
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      int64_t base = o * s.extent * s.inner + in;
+      double floatSum = 0;
+      int64_t intSum = 0;
+      for (int64_t step = 0; step < s.extent; ++step) {
+        int64_t e = reverse ? s.extent - 1 - step : step;
+        int64_t at = base + e * s.inner;
+        // Exclusive sums store the running total before adding the element.
+        if (isFloat) {
+          double v = x.getDouble(at);
+          if (!exclusive)
+            floatSum += v;
+          out.setDouble(at, floatSum);
+          if (exclusive)
+            floatSum += v;
+        } else {
+          int64_t v = x.getInt(at);
+          if (!exclusive)
+            intSum += v;
+          out.setInt(at, intSum);
+          if (exclusive)
+            intSum += v;
+        }
+      }
+    }
+  results.push_back(std::move(out));
+  return success();
+}
+
 } // namespace
 
 void registerReductionEvaluators(EvalRegistry &r) {
   r.add(ReduceOp::getOperationName(), evalReduce);
   r.add(SoftmaxOp::getOperationName(), evalSoftmax);
+  r.add(ArgMaxOp::getOperationName(), evalArgReduce<true>);
+  r.add(ArgMinOp::getOperationName(), evalArgReduce<false>);
+  r.add(TopKOp::getOperationName(), evalTopK);
+  r.add(CumSumOp::getOperationName(), evalCumSum);
 }
 
 } // namespace sluice
