@@ -60,6 +60,7 @@ void registerShapeHandlers(OpRegistry &registry);
 void registerIndexingHandlers(OpRegistry &registry);
 void registerReductionHandlers(OpRegistry &registry);
 void registerControlFlowHandlers(OpRegistry &registry);
+void registerSignalHandlers(OpRegistry &registry);
 
 /// Imports a subgraph (If branch, Loop body) into `block`, whose arguments
 /// stand for the subgraph's inputs; the subgraph reads enclosing values by

@@ -90,6 +90,7 @@ const OpRegistry &OpRegistry::get() {
     registerIndexingHandlers(r);
     registerReductionHandlers(r);
     registerControlFlowHandlers(r);
+    registerSignalHandlers(r);
     return r;
   }();
   return registry;
