@@ -61,6 +61,7 @@ void registerIndexingHandlers(OpRegistry &registry);
 void registerReductionHandlers(OpRegistry &registry);
 void registerControlFlowHandlers(OpRegistry &registry);
 void registerSignalHandlers(OpRegistry &registry);
+void registerTrainingHandlers(OpRegistry &registry);
 
 /// Imports a subgraph (If branch, Loop body) into `block`, whose arguments
 /// stand for the subgraph's inputs; the subgraph reads enclosing values by

@@ -91,6 +91,7 @@ const OpRegistry &OpRegistry::get() {
     registerReductionHandlers(r);
     registerControlFlowHandlers(r);
     registerSignalHandlers(r);
+    registerTrainingHandlers(r);
     return r;
   }();
   return registry;
