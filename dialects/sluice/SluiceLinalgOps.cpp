@@ -146,7 +146,8 @@ LogicalResult inferConvLike(std::optional<Location> loc, StringRef opName,
   }
   SmallVector<int64_t> shape = {in[0], outChannels};
   ArrayRef<int64_t> strides = adaptor.getStrides(),
-                    dilations = adaptor.getDilations(), pads = adaptor.getPads();
+                    dilations = adaptor.getDilations(),
+                    pads = adaptor.getPads();
   for (int64_t i = 0; i < spatial; ++i) {
     int64_t x = in[i + 2], k = w[i + 2];
     if (ShapedType::isDynamic(x) || ShapedType::isDynamic(k)) {
@@ -171,7 +172,8 @@ LogicalResult inferConvLike(std::optional<Location> loc, StringRef opName,
 
 /// Window attributes must agree in rank whatever the operand types say.
 LogicalResult verifyWindow(Operation *op, ArrayRef<int64_t> strides,
-                           ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
+                           ArrayRef<int64_t> dilations,
+                           ArrayRef<int64_t> pads) {
   if (dilations.size() != strides.size() || pads.size() != 2 * strides.size())
     return op->emitOpError("expects as many strides as dilations and twice "
                            "as many pads, got ")
@@ -209,8 +211,8 @@ LogicalResult verifyQuantParams(Operation *op, Value input, Value scale,
     return success();
   auto normalized = normalizeAxis(axis, inputType.getRank());
   if (failed(normalized))
-    return op->emitOpError("axis ") << axis << " out of range for rank "
-                                    << inputType.getRank();
+    return op->emitOpError("axis ")
+           << axis << " out of range for rank " << inputType.getRank();
   int64_t dim = inputType.getDimSize(*normalized), n = scaleType.getDimSize(0);
   if (!ShapedType::isDynamic(dim) && !ShapedType::isDynamic(n) && n != 1 &&
       n != dim)
@@ -234,9 +236,10 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                          inferred);
 }
 
-LogicalResult MatMulIntegerOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location> loc,
-    MatMulIntegerOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+LogicalResult
+MatMulIntegerOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                  MatMulIntegerOp::Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   return inferMatMulLike(loc, adaptor.getLhs(), adaptor.getRhs(),
                          IntegerType::get(ctx, 32), inferred);
 }
@@ -249,16 +252,19 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        ConvOp::Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
-  Type element = cast<TensorType>(adaptor.getInput().getType()).getElementType();
+  Type element =
+      cast<TensorType>(adaptor.getInput().getType()).getElementType();
   return inferConvLike(loc, "conv", adaptor, element, false, {}, inferred);
 }
 
 LogicalResult ConvOp::verify() { return verifyConv(*this); }
 
-LogicalResult ConvTransposeOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc,
-    ConvTransposeOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  Type element = cast<TensorType>(adaptor.getInput().getType()).getElementType();
+LogicalResult
+ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  ConvTransposeOp::Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
+  Type element =
+      cast<TensorType>(adaptor.getInput().getType()).getElementType();
   return inferConvLike(loc, "conv_transpose", adaptor, element, true,
                        adaptor.getOutputPadding(), inferred);
 }
@@ -269,9 +275,10 @@ LogicalResult ConvTransposeOp::verify() {
   return verifyConv(*this);
 }
 
-LogicalResult ConvIntegerOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location> loc,
-    ConvIntegerOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+LogicalResult ConvIntegerOp::inferReturnTypes(MLIRContext *ctx,
+                                              std::optional<Location> loc,
+                                              ConvIntegerOp::Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
   return inferConvLike(loc, "conv_integer", adaptor, IntegerType::get(ctx, 32),
                        false, {}, inferred);
 }
@@ -380,12 +387,14 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
-LogicalResult InstanceNormOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc,
-    InstanceNormOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+LogicalResult
+InstanceNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                 InstanceNormOp::Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
   auto type = cast<TensorType>(adaptor.getInput().getType());
   if (type.hasRank() && type.getRank() < 3)
-    return emitOptionalError(loc, "instance_norm expects an input of rank >= 3");
+    return emitOptionalError(loc,
+                             "instance_norm expects an input of rank >= 3");
   inferred.push_back(type);
   return success();
 }
@@ -407,9 +416,9 @@ LogicalResult GroupNormOp::verify() {
   if (groups < 1)
     return emitOpError("num_groups must be positive");
   if (type.hasRank() && !type.isDynamicDim(1) && type.getDimSize(1) % groups)
-    return emitOpError("channels (") << type.getDimSize(1)
-                                     << ") are not divisible by num_groups ("
-                                     << groups << ")";
+    return emitOpError("channels (")
+           << type.getDimSize(1) << ") are not divisible by num_groups ("
+           << groups << ")";
   return success();
 }
 
@@ -427,10 +436,10 @@ LogicalResult LrnOp::inferReturnTypes(MLIRContext *,
 // EinsumOp
 //===----------------------------------------------------------------------===//
 
-std::string EinsumOp::parseEquation(
-    StringRef equation, ArrayRef<int64_t> ranks,
-    SmallVectorImpl<SmallVector<int64_t>> &operandLabels,
-    SmallVectorImpl<int64_t> &outputLabels) {
+std::string
+EinsumOp::parseEquation(StringRef equation, ArrayRef<int64_t> ranks,
+                        SmallVectorImpl<SmallVector<int64_t>> &operandLabels,
+                        SmallVectorImpl<int64_t> &outputLabels) {
   std::string eq;
   for (char c : equation)
     if (c != ' ')
@@ -558,8 +567,8 @@ LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
       }
       if (!ShapedType::isDynamic(size) && size != 1 &&
           !ShapedType::isDynamic(it->second) && size != it->second)
-        return emitOptionalError(loc, "einsum dims of one label differ: ",
-                                 it->second, " vs ", size);
+        return emitOptionalError(
+            loc, "einsum dims of one label differ: ", it->second, " vs ", size);
     }
   SmallVector<int64_t> shape;
   for (int64_t label : outLabels)
@@ -572,7 +581,8 @@ LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
 // DetOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult DetOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult DetOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
                                       DetOp::Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {
   auto type = cast<TensorType>(adaptor.getInput().getType());
@@ -596,9 +606,10 @@ LogicalResult DetOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 // Quantization
 //===----------------------------------------------------------------------===//
 
-LogicalResult QuantizeLinearOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>,
-    QuantizeLinearOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+LogicalResult
+QuantizeLinearOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                   QuantizeLinearOp::Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
   Type element = IntegerType::get(ctx, 8, IntegerType::Unsigned);
   if (Value zp = adaptor.getZeroPoint())
     element = cast<TensorType>(zp.getType()).getElementType();
@@ -612,10 +623,12 @@ LogicalResult QuantizeLinearOp::verify() {
                            getAxis());
 }
 
-LogicalResult DequantizeLinearOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>,
-    DequantizeLinearOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  Type element = cast<TensorType>(adaptor.getScale().getType()).getElementType();
+LogicalResult
+DequantizeLinearOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                     DequantizeLinearOp::Adaptor adaptor,
+                                     SmallVectorImpl<Type> &inferred) {
+  Type element =
+      cast<TensorType>(adaptor.getScale().getType()).getElementType();
   auto type = cast<TensorType>(adaptor.getInput().getType());
   inferred.push_back(type.clone(element));
   return success();
@@ -634,7 +647,8 @@ LogicalResult DequantizeLinearOp::verify() {
 // RnnOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult RnnOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult RnnOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
                                       RnnOp::Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {
   auto type = cast<TensorType>(adaptor.getInput().getType());
@@ -676,11 +690,13 @@ LogicalResult RnnOp::verify() {
   size_t dirs = getDirection() == "bidirectional" ? 2 : 1;
   size_t acts = getActivations().size();
   if (acts != perDirection * dirs)
-    return emitOpError("expects ") << perDirection * dirs
-                                   << " activations, got " << acts;
+    return emitOpError("expects ")
+           << perDirection * dirs << " activations, got " << acts;
   static const std::set<std::string> known = {
-      "Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu",
-      "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
+      "Relu",       "Tanh",        "Sigmoid",
+      "Affine",     "LeakyRelu",   "ThresholdedRelu",
+      "ScaledTanh", "HardSigmoid", "Elu",
+      "Softsign",   "Softplus"};
   for (Attribute a : getActivations())
     if (!known.count(cast<StringAttr>(a).getValue().str()))
       return emitOpError("unknown activation '")
