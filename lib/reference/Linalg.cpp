@@ -11,7 +11,6 @@
 
 #include "dialects/sluice/SluiceOps.h"
 
-#include <cfenv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -869,6 +868,15 @@ FailureOr<std::function<int64_t(int64_t)>> paramIndexer(Operation *op,
       [inner, count](int64_t i) { return (i / inner) % count; });
 }
 
+/// Rounds to the nearest integer, ties to even (ONNX QuantizeLinear),
+/// whatever the floating-point environment's rounding mode.
+double roundHalfEven(double v) {
+  double r = std::round(v); // ties away from zero
+  if (std::fabs(v - std::trunc(v)) == 0.5)
+    r = 2.0 * std::round(v / 2.0);
+  return r;
+}
+
 std::pair<int64_t, int64_t> integerRange(DType type) {
   switch (type) {
   case DType::I8:
@@ -903,13 +911,12 @@ LogicalResult evalQuantizeLinear(Operation *op,
   // the same way.
   bool singlePrecision = x.dtype() != DType::F64;
   Tensor out(type, x.shape());
-  std::fesetround(FE_TONEAREST);
   for (int64_t i = 0; i < x.numElements(); ++i) {
     int64_t p = (*scaleAt)(i);
     double s = scale.getDouble(p);
     double v = singlePrecision ? double(float(x.getDouble(i)) / float(s))
                                : x.getDouble(i) / s;
-    double r = std::nearbyint(v) + double(zero ? zero->getInt(p) : 0);
+    double r = roundHalfEven(v) + double(zero ? zero->getInt(p) : 0);
     r = std::min(std::max(r, double(lo)), double(hi));
     out.setInt(i, std::isnan(v) ? 0 : (int64_t)r);
   }
