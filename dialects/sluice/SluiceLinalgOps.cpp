@@ -9,6 +9,7 @@
 
 #include "dialects/sluice/SluiceOps.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -338,6 +339,75 @@ LogicalResult PoolOp::verify() {
       llvm::any_of(getKernelShape(), [](int64_t k) { return k < 1; }))
     return emitOpError("expects one positive kernel dim per stride");
   return verifyWindow(*this, getStrides(), getDilations(), getPads());
+}
+
+//===----------------------------------------------------------------------===//
+// MaxUnpoolOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MaxUnpoolOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            MaxUnpoolOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto type = cast<TensorType>(adaptor.getInput().getType());
+  Type element = type.getElementType();
+  if (Value outputShape = adaptor.getOutputShape()) {
+    if (auto shape = getConstantIntValues(outputShape)) {
+      if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
+        return emitOptionalError(loc, "max_unpool output_shape is negative");
+      inferred.push_back(RankedTensorType::get(*shape, element));
+      return success();
+    }
+    auto shapeType = cast<TensorType>(outputShape.getType());
+    if (shapeType.hasStaticShape())
+      inferred.push_back(RankedTensorType::get(
+          SmallVector<int64_t>(shapeType.getDimSize(0), kDynamic), element));
+    else
+      inferred.push_back(UnrankedTensorType::get(element));
+    return success();
+  }
+  if (!type.hasRank()) {
+    inferred.push_back(type);
+    return success();
+  }
+  int64_t spatial = type.getRank() - 2;
+  ArrayRef<int64_t> kernel = adaptor.getKernelShape(),
+                    strides = adaptor.getStrides(), pads = adaptor.getPads();
+  if (spatial < 1 || (int64_t)kernel.size() != spatial ||
+      (int64_t)strides.size() != spatial || (int64_t)pads.size() != 2 * spatial)
+    return emitOptionalError(loc, "max_unpool expects ", spatial,
+                             " kernel dims and strides and ", 2 * spatial,
+                             " pads");
+  SmallVector<int64_t> shape = {type.getDimSize(0), type.getDimSize(1)};
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t in = type.getDimSize(i + 2);
+    shape.push_back(ShapedType::isDynamic(in)
+                        ? kDynamic
+                        : (in - 1) * strides[i] + kernel[i] - pads[i] -
+                              pads[i + spatial]);
+    if (shape.back() != kDynamic && shape.back() < 0)
+      return emitOptionalError(loc, "max_unpool output dim ", i,
+                               " would be negative");
+  }
+  inferred.push_back(RankedTensorType::get(shape, element));
+  return success();
+}
+
+LogicalResult MaxUnpoolOp::verify() {
+  if (getKernelShape().size() != getStrides().size() ||
+      getPads().size() != 2 * getStrides().size())
+    return emitOpError("expects as many kernel dims as strides and twice as "
+                       "many pads");
+  if (llvm::any_of(getStrides(), [](int64_t s) { return s < 1; }) ||
+      llvm::any_of(getKernelShape(), [](int64_t k) { return k < 1; }))
+    return emitOpError("kernel dims and strides must be positive");
+  auto inputType = cast<TensorType>(getInput().getType());
+  auto indicesType = cast<TensorType>(getIndices().getType());
+  if (inputType.hasRank() && indicesType.hasRank() &&
+      failed(
+          verifyCompatibleShape(inputType.getShape(), indicesType.getShape())))
+    return emitOpError("indices shape differs from the input's");
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

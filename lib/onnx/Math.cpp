@@ -191,6 +191,21 @@ template <PoolKind kind> LogicalResult poolHandler(Binder &b) {
   return success();
 }
 
+/// MaxUnpool: output_shape (input 2, opset 11) is an operand.
+LogicalResult maxUnpoolHandler(Binder &b) {
+  std::vector<int64_t> kernel = b.attrInts("kernel_shape");
+  if (kernel.empty())
+    return b.fail("MaxUnpool needs kernel_shape");
+  int64_t spatial = (int64_t)kernel.size();
+  std::vector<int64_t> strides =
+      b.attrInts("strides", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> pads =
+      b.attrInts("pads", std::vector<int64_t>(2 * spatial, 0));
+  return b.output(b.create<MaxUnpoolOp>(
+      b.input(0), b.input(1), b.input(2), ArrayRef<int64_t>(kernel),
+      ArrayRef<int64_t>(strides), ArrayRef<int64_t>(pads)));
+}
+
 /// Reduces over every spatial dim (2 .. rank), keeping dims.
 Value reduceSpatial(Binder &b, Value x, ReduceKind kind) {
   auto type = b.rankedType(0);
@@ -602,6 +617,7 @@ void registerMathHandlers(OpRegistry &r) {
   r.on("MaxPool", 1, poolHandler<PoolKind::max>);
   r.on("AveragePool", 1, poolHandler<PoolKind::avg>);
   r.on("LpPool", 1, poolHandler<PoolKind::lp>);
+  r.on("MaxUnpool", 9, maxUnpoolHandler);
   r.on("GlobalMaxPool", 1, globalPoolHandler<ReduceKind::max>);
   r.on("GlobalAveragePool", 1, globalPoolHandler<ReduceKind::mean>);
   r.on("GlobalLpPool", 1, globalLpPoolHandler);

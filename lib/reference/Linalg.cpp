@@ -503,6 +503,65 @@ LogicalResult evalPool(Operation *op, ArrayRef<const Tensor *> operands,
   return success();
 }
 
+/// Scatters every input value to its flat index in the natural output
+/// ((in - 1) * stride + kernel - pads per spatial dim); an explicit
+/// output_shape then places that natural output at its origin, zero-padded at
+/// the end (the ONNX reference behaviour).
+LogicalResult evalMaxUnpool(Operation *op, ArrayRef<const Tensor *> operands,
+                            std::vector<Tensor> &results) {
+  auto unpool = cast<MaxUnpoolOp>(op);
+  const Tensor &x = *operands[0], &indices = *operands[1];
+  if (x.shape() != indices.shape())
+    return op->emitOpError("indices ")
+           << indices.describe() << " do not match the input " << x.describe();
+  ArrayRef<int64_t> kernel = unpool.getKernelShape(),
+                    strides = unpool.getStrides(), pads = unpool.getPads();
+  int64_t spatial = (int64_t)kernel.size();
+  if (x.rank() != spatial + 2)
+    return op->emitOpError("expects an input of rank ") << spatial + 2;
+  std::vector<int64_t> natural = {x.dim(0), x.dim(1)};
+  for (int64_t d = 0; d < spatial; ++d)
+    natural.push_back((x.dim(d + 2) - 1) * strides[d] + kernel[d] - pads[d] -
+                      pads[d + spatial]);
+  if (llvm::any_of(natural, [](int64_t d) { return d < 0; }))
+    return op->emitOpError("output dims would be negative");
+  std::vector<int64_t> outShape = natural;
+  if (unpool.getOutputShape()) {
+    outShape = operands[2]->toInt64Vector();
+    if ((int64_t)outShape.size() != spatial + 2 || outShape[0] != natural[0] ||
+        outShape[1] != natural[1])
+      return op->emitOpError("output_shape ")
+             << shapeToString(outShape) << " does not fit the input "
+             << x.describe();
+    for (int64_t d = 2; d < spatial + 2; ++d)
+      if (outShape[d] < natural[d])
+        return op->emitOpError("output_shape ")
+               << shapeToString(outShape) << " is smaller than the natural "
+               << shapeToString(natural);
+  }
+  Tensor out(resultDType(op), outShape);
+  int64_t count = product(natural);
+  std::vector<int64_t> position;
+  bool isFloat = isFloatDType(out.dtype());
+  std::vector<int64_t> outStrides = out.strides();
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    int64_t index = indices.getInt(i);
+    if (index < 0 || index >= count)
+      return op->emitOpError("index ")
+             << index << " outside an output of " << count << " elements";
+    unravelIndex(index, natural, position);
+    int64_t target = 0;
+    for (size_t d = 0; d < position.size(); ++d)
+      target += position[d] * outStrides[d];
+    if (isFloat)
+      out.setDouble(target, x.getDouble(i));
+    else
+      out.setInt(target, x.getInt(i));
+  }
+  results.push_back(std::move(out));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Normalizations
 //===----------------------------------------------------------------------===//
@@ -955,6 +1014,7 @@ void registerLinalgEvaluators(EvalRegistry &r) {
   r.add(ConvIntegerOp::getOperationName(), evalConvInteger);
   r.add(ConvTransposeOp::getOperationName(), evalConvTranspose);
   r.add(PoolOp::getOperationName(), evalPool);
+  r.add(MaxUnpoolOp::getOperationName(), evalMaxUnpool);
   r.add(BatchNormOp::getOperationName(), evalBatchNorm);
   r.add(LayerNormOp::getOperationName(), evalLayerNorm);
   r.add(InstanceNormOp::getOperationName(), evalInstanceNorm);

@@ -44,15 +44,15 @@ struct LinalgEvaluatorTest : ::testing::Test {
 };
 
 TEST_F(LinalgEvaluatorTest, QuantizeRoundsHalfToEvenAndSaturates) {
-  auto out = run(R"mlir(
+  auto out =
+      run(R"mlir(
     func.func @main(%x: tensor<6xf32>, %s: tensor<f32>, %z: tensor<i8>) -> tensor<6xi8> {
       %0 = sluice.quantize_linear %x, %s, %z : (tensor<6xf32>, tensor<f32>, tensor<i8>) -> tensor<6xi8>
       return %0 : tensor<6xi8>
     })mlir",
-                 {Tensor::fromDoubles(DType::F32, {6},
-                                      {5.0, 7.0, -5.0, -7.0, 1000.0, -1000.0}),
-                  Tensor::scalar(DType::F32, 2.0),
-                  Tensor::scalar(DType::I8, 1.0)});
+          {Tensor::fromDoubles(DType::F32, {6},
+                               {5.0, 7.0, -5.0, -7.0, 1000.0, -1000.0}),
+           Tensor::scalar(DType::F32, 2.0), Tensor::scalar(DType::I8, 1.0)});
   ASSERT_EQ(out.size(), 1u);
   // 2.5 -> 2, 3.5 -> 4, -2.5 -> -2, -3.5 -> -4 (then + 1), clamped to int8.
   EXPECT_EQ(out[0].toInt64Vector(),
@@ -86,14 +86,14 @@ TEST_F(LinalgEvaluatorTest, MatMulIntegerSubtractsZeroPointsExactly) {
 }
 
 TEST_F(LinalgEvaluatorTest, EinsumTraceAndBatchDiagonal) {
-  auto out = run(R"mlir(
+  auto out = run(
+      R"mlir(
     func.func @main(%a: tensor<2x2x2xf32>) -> (tensor<f32>, tensor<2x2xf32>) {
       %0 = sluice.einsum %a {equation = "iij->"} : (tensor<2x2x2xf32>) -> tensor<f32>
       %1 = sluice.einsum %a {equation = "...ii->...i"} : (tensor<2x2x2xf32>) -> tensor<2x2xf32>
       return %0, %1 : tensor<f32>, tensor<2x2xf32>
     })mlir",
-                 {Tensor::fromDoubles(DType::F32, {2, 2, 2},
-                                      {1, 2, 3, 4, 5, 6, 7, 8})});
+      {Tensor::fromDoubles(DType::F32, {2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})});
   ASSERT_EQ(out.size(), 2u);
   // a[0,0,:] + a[1,1,:] = 1 + 2 + 7 + 8.
   EXPECT_EQ(out[0].getDouble(0), 18.0);
@@ -101,13 +101,13 @@ TEST_F(LinalgEvaluatorTest, EinsumTraceAndBatchDiagonal) {
 }
 
 TEST_F(LinalgEvaluatorTest, DeterminantWithPivoting) {
-  auto out = run(R"mlir(
+  auto out = run(
+      R"mlir(
     func.func @main(%a: tensor<3x3xf64>) -> tensor<f64> {
       %0 = sluice.det %a : (tensor<3x3xf64>) -> tensor<f64>
       return %0 : tensor<f64>
     })mlir",
-                 {Tensor::fromDoubles(DType::F64, {3, 3},
-                                      {0, 2, 1, 1, 0, 0, 0, 0, 3})});
+      {Tensor::fromDoubles(DType::F64, {3, 3}, {0, 2, 1, 1, 0, 0, 0, 0, 3})});
   EXPECT_NEAR(out[0].getDouble(0), -6.0, 1e-12);
 }
 
@@ -117,8 +117,9 @@ TEST_F(LinalgEvaluatorTest, MaxPoolIndicesColumnMajor) {
       %0, %1 = sluice.pool %x {kind = #sluice<pool_kind max>, kernel_shape = array<i64: 2, 3>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, storage_order = 1 : i64, return_indices} : (tensor<1x1x2x3xf32>) -> (tensor<1x1x1x1xf32>, tensor<1x1x1x1xi64>)
       return %0, %1 : tensor<1x1x1x1xf32>, tensor<1x1x1x1xi64>
     })mlir";
-  auto out = run(source, {Tensor::fromDoubles(DType::F32, {1, 1, 2, 3},
-                                              {0, 9, 0, 0, 0, 0})});
+  auto out =
+      run(source,
+          {Tensor::fromDoubles(DType::F32, {1, 1, 2, 3}, {0, 9, 0, 0, 0, 0})});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].getDouble(0), 9.0);
   // Element (h=0, w=1): row-major 1, column-major w*H + h = 2.
@@ -147,8 +148,8 @@ TEST_F(LinalgEvaluatorTest, BadRuntimeShapeIsAnErrorNotACrash) {
   ASSERT_TRUE(module);
   context.getDiagEngine().registerHandler([](Diagnostic &) {});
   auto func = cast<func::FuncOp>(module->getBody()->front());
-  auto outputs = sluice::evaluate(
-      func, {Tensor(DType::F32, {1, 3, 4, 4}), Tensor(DType::F32, {2, 2, 3, 3})});
+  auto outputs = sluice::evaluate(func, {Tensor(DType::F32, {1, 3, 4, 4}),
+                                         Tensor(DType::F32, {2, 2, 3, 3})});
   EXPECT_TRUE(failed(outputs));
 }
 
