@@ -354,7 +354,8 @@ LogicalResult mvnHandler(Binder &b) {
   return b.output(b.create<DivOp>(centered, stdDev));
 }
 
-/// x / ||x||_p along `axis` (p is 1 or 2).
+/// x / ||x||_p along `axis` (p is 1 or 2); a zero norm gives 0, not NaN, as
+/// in the ONNX reference.
 LogicalResult lpNormHandler(Binder &b) {
   Value x = b.input(0);
   int64_t p = b.attrInt("p", 2);
@@ -368,7 +369,10 @@ LogicalResult lpNormHandler(Binder &b) {
   else
     norm = b.create<SqrtOp>(b.create<ReduceOp>(b.create<MulOp>(x, x), axes,
                                                ReduceKind::sum, true, false));
-  return b.output(b.create<DivOp>(x, norm));
+  Value zero = b.constScalar(b.elementType(0), 0.0);
+  Value isZero = b.create<EqualOp>(norm, zero);
+  Value quotient = b.create<DivOp>(x, norm);
+  return b.output(b.create<SelectOp>(isZero, zero, quotient));
 }
 
 //===----------------------------------------------------------------------===//
