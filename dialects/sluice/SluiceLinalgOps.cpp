@@ -414,6 +414,25 @@ LogicalResult MaxUnpoolOp::verify() {
 // Normalizations
 //===----------------------------------------------------------------------===//
 
+/// Per-channel parameters must hold one value per channel (dim 1) when both
+/// sizes are known.
+LogicalResult checkPerChannel(std::optional<Location> loc, StringRef opName,
+                              TensorType input, ValueRange params) {
+  if (!input.hasRank() || input.getRank() < 2 || input.isDynamicDim(1))
+    return success();
+  int64_t channels = input.getDimSize(1);
+  for (Value param : params) {
+    auto type = cast<TensorType>(param.getType());
+    if (!type.hasStaticShape())
+      continue;
+    if (type.getNumElements() != channels)
+      return emitOptionalError(loc, opName, " parameter has ",
+                               type.getNumElements(), " values for ", channels,
+                               " channels");
+  }
+  return success();
+}
+
 LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             BatchNormOp::Adaptor adaptor,
@@ -421,6 +440,10 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
   auto type = cast<TensorType>(adaptor.getInput().getType());
   if (type.hasRank() && type.getRank() < 2)
     return emitOptionalError(loc, "batch_norm expects an input of rank >= 2");
+  if (failed(checkPerChannel(loc, "batch_norm", type,
+                             {adaptor.getScale(), adaptor.getBias(),
+                              adaptor.getMean(), adaptor.getVariance()})))
+    return failure();
   inferred.push_back(type);
   return success();
 }
@@ -465,6 +488,9 @@ InstanceNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   if (type.hasRank() && type.getRank() < 3)
     return emitOptionalError(loc,
                              "instance_norm expects an input of rank >= 3");
+  if (failed(checkPerChannel(loc, "instance_norm", type,
+                             {adaptor.getScale(), adaptor.getBias()})))
+    return failure();
   inferred.push_back(type);
   return success();
 }

@@ -134,3 +134,12 @@ func.func @max_unpool_indices(%x: tensor<1x1x2x2xf32>, %i: tensor<1x1x2x3xi64>) 
   %0 = sluice.max_unpool %x, %i {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x1x2x2xf32>, tensor<1x1x2x3xi64>) -> tensor<1x1x4x4xf32>
   return %0 : tensor<1x1x4x4xf32>
 }
+
+// -----
+
+func.func @batch_norm_channels(%x: tensor<2x4x3xf32>, %c: tensor<3xf32>) -> tensor<2x4x3xf32> {
+  // expected-error@+2 {{batch_norm parameter has 3 values for 4 channels}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = sluice.batch_norm %x, %c, %c, %c, %c : (tensor<2x4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x4x3xf32>
+  return %0 : tensor<2x4x3xf32>
+}
