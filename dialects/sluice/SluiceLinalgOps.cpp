@@ -9,6 +9,7 @@
 
 #include "dialects/sluice/SluiceOps.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -146,7 +147,8 @@ LogicalResult inferConvLike(std::optional<Location> loc, StringRef opName,
   }
   SmallVector<int64_t> shape = {in[0], outChannels};
   ArrayRef<int64_t> strides = adaptor.getStrides(),
-                    dilations = adaptor.getDilations(), pads = adaptor.getPads();
+                    dilations = adaptor.getDilations(),
+                    pads = adaptor.getPads();
   for (int64_t i = 0; i < spatial; ++i) {
     int64_t x = in[i + 2], k = w[i + 2];
     if (ShapedType::isDynamic(x) || ShapedType::isDynamic(k)) {
@@ -171,7 +173,8 @@ LogicalResult inferConvLike(std::optional<Location> loc, StringRef opName,
 
 /// Window attributes must agree in rank whatever the operand types say.
 LogicalResult verifyWindow(Operation *op, ArrayRef<int64_t> strides,
-                           ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
+                           ArrayRef<int64_t> dilations,
+                           ArrayRef<int64_t> pads) {
   if (dilations.size() != strides.size() || pads.size() != 2 * strides.size())
     return op->emitOpError("expects as many strides as dilations and twice "
                            "as many pads, got ")
@@ -209,8 +212,8 @@ LogicalResult verifyQuantParams(Operation *op, Value input, Value scale,
     return success();
   auto normalized = normalizeAxis(axis, inputType.getRank());
   if (failed(normalized))
-    return op->emitOpError("axis ") << axis << " out of range for rank "
-                                    << inputType.getRank();
+    return op->emitOpError("axis ")
+           << axis << " out of range for rank " << inputType.getRank();
   int64_t dim = inputType.getDimSize(*normalized), n = scaleType.getDimSize(0);
   if (!ShapedType::isDynamic(dim) && !ShapedType::isDynamic(n) && n != 1 &&
       n != dim)
@@ -234,9 +237,10 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                          inferred);
 }
 
-LogicalResult MatMulIntegerOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location> loc,
-    MatMulIntegerOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+LogicalResult
+MatMulIntegerOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                  MatMulIntegerOp::Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   return inferMatMulLike(loc, adaptor.getLhs(), adaptor.getRhs(),
                          IntegerType::get(ctx, 32), inferred);
 }
@@ -249,16 +253,19 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        ConvOp::Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
-  Type element = cast<TensorType>(adaptor.getInput().getType()).getElementType();
+  Type element =
+      cast<TensorType>(adaptor.getInput().getType()).getElementType();
   return inferConvLike(loc, "conv", adaptor, element, false, {}, inferred);
 }
 
 LogicalResult ConvOp::verify() { return verifyConv(*this); }
 
-LogicalResult ConvTransposeOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc,
-    ConvTransposeOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  Type element = cast<TensorType>(adaptor.getInput().getType()).getElementType();
+LogicalResult
+ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  ConvTransposeOp::Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
+  Type element =
+      cast<TensorType>(adaptor.getInput().getType()).getElementType();
   return inferConvLike(loc, "conv_transpose", adaptor, element, true,
                        adaptor.getOutputPadding(), inferred);
 }
@@ -269,9 +276,10 @@ LogicalResult ConvTransposeOp::verify() {
   return verifyConv(*this);
 }
 
-LogicalResult ConvIntegerOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location> loc,
-    ConvIntegerOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+LogicalResult ConvIntegerOp::inferReturnTypes(MLIRContext *ctx,
+                                              std::optional<Location> loc,
+                                              ConvIntegerOp::Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
   return inferConvLike(loc, "conv_integer", adaptor, IntegerType::get(ctx, 32),
                        false, {}, inferred);
 }
@@ -334,8 +342,96 @@ LogicalResult PoolOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// MaxUnpoolOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MaxUnpoolOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            MaxUnpoolOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto type = cast<TensorType>(adaptor.getInput().getType());
+  Type element = type.getElementType();
+  if (Value outputShape = adaptor.getOutputShape()) {
+    if (auto shape = getConstantIntValues(outputShape)) {
+      if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
+        return emitOptionalError(loc, "max_unpool output_shape is negative");
+      inferred.push_back(RankedTensorType::get(*shape, element));
+      return success();
+    }
+    auto shapeType = cast<TensorType>(outputShape.getType());
+    if (shapeType.hasStaticShape())
+      inferred.push_back(RankedTensorType::get(
+          SmallVector<int64_t>(shapeType.getDimSize(0), kDynamic), element));
+    else
+      inferred.push_back(UnrankedTensorType::get(element));
+    return success();
+  }
+  if (!type.hasRank()) {
+    inferred.push_back(type);
+    return success();
+  }
+  int64_t spatial = type.getRank() - 2;
+  ArrayRef<int64_t> kernel = adaptor.getKernelShape(),
+                    strides = adaptor.getStrides(), pads = adaptor.getPads();
+  if (spatial < 1 || (int64_t)kernel.size() != spatial ||
+      (int64_t)strides.size() != spatial || (int64_t)pads.size() != 2 * spatial)
+    return emitOptionalError(loc, "max_unpool expects ", spatial,
+                             " kernel dims and strides and ", 2 * spatial,
+                             " pads");
+  SmallVector<int64_t> shape = {type.getDimSize(0), type.getDimSize(1)};
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t in = type.getDimSize(i + 2);
+    shape.push_back(ShapedType::isDynamic(in)
+                        ? kDynamic
+                        : (in - 1) * strides[i] + kernel[i] - pads[i] -
+                              pads[i + spatial]);
+    if (shape.back() != kDynamic && shape.back() < 0)
+      return emitOptionalError(loc, "max_unpool output dim ", i,
+                               " would be negative");
+  }
+  inferred.push_back(RankedTensorType::get(shape, element));
+  return success();
+}
+
+LogicalResult MaxUnpoolOp::verify() {
+  if (getKernelShape().size() != getStrides().size() ||
+      getPads().size() != 2 * getStrides().size())
+    return emitOpError("expects as many kernel dims as strides and twice as "
+                       "many pads");
+  if (llvm::any_of(getStrides(), [](int64_t s) { return s < 1; }) ||
+      llvm::any_of(getKernelShape(), [](int64_t k) { return k < 1; }))
+    return emitOpError("kernel dims and strides must be positive");
+  auto inputType = cast<TensorType>(getInput().getType());
+  auto indicesType = cast<TensorType>(getIndices().getType());
+  if (inputType.hasRank() && indicesType.hasRank() &&
+      failed(
+          verifyCompatibleShape(inputType.getShape(), indicesType.getShape())))
+    return emitOpError("indices shape differs from the input's");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Normalizations
 //===----------------------------------------------------------------------===//
+
+/// Per-channel parameters must hold one value per channel (dim 1) when both
+/// sizes are known.
+LogicalResult checkPerChannel(std::optional<Location> loc, StringRef opName,
+                              TensorType input, ValueRange params) {
+  if (!input.hasRank() || input.getRank() < 2 || input.isDynamicDim(1))
+    return success();
+  int64_t channels = input.getDimSize(1);
+  for (Value param : params) {
+    auto type = cast<TensorType>(param.getType());
+    if (!type.hasStaticShape())
+      continue;
+    if (type.getNumElements() != channels)
+      return emitOptionalError(loc, opName, " parameter has ",
+                               type.getNumElements(), " values for ", channels,
+                               " channels");
+  }
+  return success();
+}
 
 LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
@@ -344,6 +440,10 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
   auto type = cast<TensorType>(adaptor.getInput().getType());
   if (type.hasRank() && type.getRank() < 2)
     return emitOptionalError(loc, "batch_norm expects an input of rank >= 2");
+  if (failed(checkPerChannel(loc, "batch_norm", type,
+                             {adaptor.getScale(), adaptor.getBias(),
+                              adaptor.getMean(), adaptor.getVariance()})))
+    return failure();
   inferred.push_back(type);
   return success();
 }
@@ -380,12 +480,17 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
-LogicalResult InstanceNormOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc,
-    InstanceNormOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+LogicalResult
+InstanceNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                 InstanceNormOp::Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
   auto type = cast<TensorType>(adaptor.getInput().getType());
   if (type.hasRank() && type.getRank() < 3)
-    return emitOptionalError(loc, "instance_norm expects an input of rank >= 3");
+    return emitOptionalError(loc,
+                             "instance_norm expects an input of rank >= 3");
+  if (failed(checkPerChannel(loc, "instance_norm", type,
+                             {adaptor.getScale(), adaptor.getBias()})))
+    return failure();
   inferred.push_back(type);
   return success();
 }
@@ -407,9 +512,9 @@ LogicalResult GroupNormOp::verify() {
   if (groups < 1)
     return emitOpError("num_groups must be positive");
   if (type.hasRank() && !type.isDynamicDim(1) && type.getDimSize(1) % groups)
-    return emitOpError("channels (") << type.getDimSize(1)
-                                     << ") are not divisible by num_groups ("
-                                     << groups << ")";
+    return emitOpError("channels (")
+           << type.getDimSize(1) << ") are not divisible by num_groups ("
+           << groups << ")";
   return success();
 }
 
@@ -427,10 +532,10 @@ LogicalResult LrnOp::inferReturnTypes(MLIRContext *,
 // EinsumOp
 //===----------------------------------------------------------------------===//
 
-std::string EinsumOp::parseEquation(
-    StringRef equation, ArrayRef<int64_t> ranks,
-    SmallVectorImpl<SmallVector<int64_t>> &operandLabels,
-    SmallVectorImpl<int64_t> &outputLabels) {
+std::string
+EinsumOp::parseEquation(StringRef equation, ArrayRef<int64_t> ranks,
+                        SmallVectorImpl<SmallVector<int64_t>> &operandLabels,
+                        SmallVectorImpl<int64_t> &outputLabels) {
   std::string eq;
   for (char c : equation)
     if (c != ' ')
@@ -558,8 +663,8 @@ LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
       }
       if (!ShapedType::isDynamic(size) && size != 1 &&
           !ShapedType::isDynamic(it->second) && size != it->second)
-        return emitOptionalError(loc, "einsum dims of one label differ: ",
-                                 it->second, " vs ", size);
+        return emitOptionalError(
+            loc, "einsum dims of one label differ: ", it->second, " vs ", size);
     }
   SmallVector<int64_t> shape;
   for (int64_t label : outLabels)
@@ -572,7 +677,8 @@ LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
 // DetOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult DetOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult DetOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
                                       DetOp::Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {
   auto type = cast<TensorType>(adaptor.getInput().getType());
@@ -596,9 +702,10 @@ LogicalResult DetOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 // Quantization
 //===----------------------------------------------------------------------===//
 
-LogicalResult QuantizeLinearOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>,
-    QuantizeLinearOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+LogicalResult
+QuantizeLinearOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                   QuantizeLinearOp::Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
   Type element = IntegerType::get(ctx, 8, IntegerType::Unsigned);
   if (Value zp = adaptor.getZeroPoint())
     element = cast<TensorType>(zp.getType()).getElementType();
@@ -612,10 +719,12 @@ LogicalResult QuantizeLinearOp::verify() {
                            getAxis());
 }
 
-LogicalResult DequantizeLinearOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>,
-    DequantizeLinearOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  Type element = cast<TensorType>(adaptor.getScale().getType()).getElementType();
+LogicalResult
+DequantizeLinearOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                     DequantizeLinearOp::Adaptor adaptor,
+                                     SmallVectorImpl<Type> &inferred) {
+  Type element =
+      cast<TensorType>(adaptor.getScale().getType()).getElementType();
   auto type = cast<TensorType>(adaptor.getInput().getType());
   inferred.push_back(type.clone(element));
   return success();
@@ -634,7 +743,8 @@ LogicalResult DequantizeLinearOp::verify() {
 // RnnOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult RnnOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult RnnOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
                                       RnnOp::Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {
   auto type = cast<TensorType>(adaptor.getInput().getType());
@@ -676,11 +786,13 @@ LogicalResult RnnOp::verify() {
   size_t dirs = getDirection() == "bidirectional" ? 2 : 1;
   size_t acts = getActivations().size();
   if (acts != perDirection * dirs)
-    return emitOpError("expects ") << perDirection * dirs
-                                   << " activations, got " << acts;
+    return emitOpError("expects ")
+           << perDirection * dirs << " activations, got " << acts;
   static const std::set<std::string> known = {
-      "Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu",
-      "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
+      "Relu",       "Tanh",        "Sigmoid",
+      "Affine",     "LeakyRelu",   "ThresholdedRelu",
+      "ScaledTanh", "HardSigmoid", "Elu",
+      "Softsign",   "Softplus"};
   for (Attribute a : getActivations())
     if (!known.count(cast<StringAttr>(a).getValue().str()))
       return emitOpError("unknown activation '")

@@ -100,6 +100,21 @@ def Sluice_PoolOp : Sluice_InferredOp<"pool"> {
   let hasVerifier = 1;
 }
 
+def Sluice_MaxUnpoolOp : Sluice_InferredOp<"max_unpool"> {
+  let summary = "scatters max-pool values back to their indices, zeros elsewhere";
+  let description = [{
+    `indices` are flat row-major indices into the whole output, as max pooling
+    returns them. The output shape is `output_shape` when given, otherwise
+    (in - 1) * stride + kernel - pad_begin - pad_end per spatial dim.
+  }];
+  let arguments = (ins Sluice_Tensor:$input, TensorOf<[I64]>:$indices,
+                   Optional<1DTensorOf<[I64]>>:$output_shape,
+                   DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
+                   DenseI64ArrayAttr:$pads);
+  let results = (outs Sluice_Tensor:$output);
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//

@@ -98,7 +98,8 @@ FailureOr<WindowAttrs> readWindow(Binder &b, bool kernelFromWeight,
         return b.fail("auto_pad " + autoPad + " needs static spatial dims");
       int64_t out = (in + w.strides[d] - 1) / w.strides[d];
       int64_t span = (w.kernel[d] - 1) * w.dilations[d] + 1;
-      int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[d] + span - in);
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * w.strides[d] + span - in);
       int64_t small = total / 2, large = total - small;
       w.pads[d] = autoPad == "SAME_UPPER" ? small : large;
       w.pads[d + spatial] = autoPad == "SAME_UPPER" ? large : small;
@@ -113,11 +114,10 @@ LogicalResult convHandler(Binder &b) {
   auto w = readWindow(b, true);
   if (failed(w))
     return failure();
-  return b.output(b.create<ConvOp>(b.input(0), b.input(1), b.input(2),
-                                   ArrayRef<int64_t>(w->strides),
-                                   ArrayRef<int64_t>(w->dilations),
-                                   ArrayRef<int64_t>(w->pads),
-                                   (uint64_t)b.attrInt("group", 1)));
+  return b.output(b.create<ConvOp>(
+      b.input(0), b.input(1), b.input(2), ArrayRef<int64_t>(w->strides),
+      ArrayRef<int64_t>(w->dilations), ArrayRef<int64_t>(w->pads),
+      (uint64_t)b.attrInt("group", 1)));
 }
 
 /// Pads follow output_shape when given (total padding split by auto_pad:
@@ -133,7 +133,8 @@ LogicalResult convTransposeHandler(Binder &b) {
     return b.fail("output_padding does not match the kernel rank");
   std::vector<int64_t> outputShape = b.attrInts("output_shape");
   std::string autoPad = b.attrString("auto_pad", "NOTSET");
-  if (outputShape.empty() && (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER")) {
+  if (outputShape.empty() &&
+      (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER")) {
     auto type = b.rankedType(0);
     for (int64_t d = 0; d < spatial; ++d)
       outputShape.push_back(type.getDimSize(d + 2) * w->strides[d]);
@@ -165,8 +166,7 @@ LogicalResult convTransposeHandler(Binder &b) {
 }
 
 /// MaxPool, AveragePool, LpPool.
-template <PoolKind kind>
-LogicalResult poolHandler(Binder &b) {
+template <PoolKind kind> LogicalResult poolHandler(Binder &b) {
   if (!b.hasAttr("kernel_shape"))
     return b.fail("pooling needs kernel_shape");
   auto w = readWindow(b, false);
@@ -191,6 +191,21 @@ LogicalResult poolHandler(Binder &b) {
   return success();
 }
 
+/// MaxUnpool: output_shape (input 2, opset 11) is an operand.
+LogicalResult maxUnpoolHandler(Binder &b) {
+  std::vector<int64_t> kernel = b.attrInts("kernel_shape");
+  if (kernel.empty())
+    return b.fail("MaxUnpool needs kernel_shape");
+  int64_t spatial = (int64_t)kernel.size();
+  std::vector<int64_t> strides =
+      b.attrInts("strides", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> pads =
+      b.attrInts("pads", std::vector<int64_t>(2 * spatial, 0));
+  return b.output(b.create<MaxUnpoolOp>(
+      b.input(0), b.input(1), b.input(2), ArrayRef<int64_t>(kernel),
+      ArrayRef<int64_t>(strides), ArrayRef<int64_t>(pads)));
+}
+
 /// Reduces over every spatial dim (2 .. rank), keeping dims.
 Value reduceSpatial(Binder &b, Value x, ReduceKind kind) {
   auto type = b.rankedType(0);
@@ -204,8 +219,7 @@ Value reduceSpatial(Binder &b, Value x, ReduceKind kind) {
   return b.create<ReduceOp>(x, b.constI64(axes), kind, true, false);
 }
 
-template <ReduceKind kind>
-LogicalResult globalPoolHandler(Binder &b) {
+template <ReduceKind kind> LogicalResult globalPoolHandler(Binder &b) {
   return b.output(reduceSpatial(b, b.input(0), kind));
 }
 
@@ -230,10 +244,10 @@ bool usesOutput(Binder &b, unsigned i) {
 }
 
 LogicalResult batchNormHandler(Binder &b) {
-  bool training = b.opset() >= 14 ? b.attrInt("training_mode", 0) != 0
-                                  : b.opset() < 7 &&
-                                        b.attrInt("is_test", 0) == 0 &&
-                                        usesOutput(b, 1);
+  bool training =
+      b.opset() >= 14
+          ? b.attrInt("training_mode", 0) != 0
+          : b.opset() < 7 && b.attrInt("is_test", 0) == 0 && usesOutput(b, 1);
   if (b.opset() < 9 && b.attrInt("spatial", 1) == 0)
     return b.fail("BatchNormalization with spatial=0 is not supported");
   FloatAttr epsilon = b.b.getF32FloatAttr(b.attrFloat("epsilon", 1e-5f));
@@ -286,9 +300,10 @@ LogicalResult batchNormHandler(Binder &b) {
 LogicalResult layerNormHandler(Binder &b) {
   if (b.attrInt("stash_type", 1) != 1)
     return b.fail("LayerNormalization supports only stash_type 1 (float)");
-  Operation *op = b.createOp<LayerNormOp>(b.input(0), b.input(1), b.input(2),
-                                          b.b.getI64IntegerAttr(b.attrInt("axis", -1)),
-                                          b.b.getF32FloatAttr(b.attrFloat("epsilon", 1e-5f)));
+  Operation *op = b.createOp<LayerNormOp>(
+      b.input(0), b.input(1), b.input(2),
+      b.b.getI64IntegerAttr(b.attrInt("axis", -1)),
+      b.b.getF32FloatAttr(b.attrFloat("epsilon", 1e-5f)));
   if (!op)
     return failure();
   for (unsigned i = 0; i < 3 && i < b.numOutputs(); ++i)
@@ -297,25 +312,28 @@ LogicalResult layerNormHandler(Binder &b) {
 }
 
 LogicalResult instanceNormHandler(Binder &b) {
-  return b.output(b.create<InstanceNormOp>(b.input(0), b.input(1), b.input(2),
-                                           b.b.getF32FloatAttr(b.attrFloat("epsilon", 1e-5f))));
+  return b.output(b.create<InstanceNormOp>(
+      b.input(0), b.input(1), b.input(2),
+      b.b.getF32FloatAttr(b.attrFloat("epsilon", 1e-5f))));
 }
 
 LogicalResult groupNormHandler(Binder &b) {
   if (!b.hasAttr("num_groups"))
     return b.fail("GroupNormalization needs num_groups");
-  return b.output(b.create<GroupNormOp>(b.input(0), b.input(1), b.input(2),
-                                        b.b.getI64IntegerAttr(b.attrInt("num_groups", 1)),
-                                        b.b.getF32FloatAttr(b.attrFloat("epsilon", 1e-5f))));
+  return b.output(b.create<GroupNormOp>(
+      b.input(0), b.input(1), b.input(2),
+      b.b.getI64IntegerAttr(b.attrInt("num_groups", 1)),
+      b.b.getF32FloatAttr(b.attrFloat("epsilon", 1e-5f))));
 }
 
 LogicalResult lrnHandler(Binder &b) {
   if (!b.hasAttr("size"))
     return b.fail("LRN needs size");
-  return b.output(b.create<LrnOp>(b.input(0), b.b.getI64IntegerAttr(b.attrInt("size", 1)),
-                                  b.b.getF32FloatAttr(b.attrFloat("alpha", 1e-4f)),
-                                  b.b.getF32FloatAttr(b.attrFloat("beta", 0.75f)),
-                                  b.b.getF32FloatAttr(b.attrFloat("bias", 1.0f))));
+  return b.output(
+      b.create<LrnOp>(b.input(0), b.b.getI64IntegerAttr(b.attrInt("size", 1)),
+                      b.b.getF32FloatAttr(b.attrFloat("alpha", 1e-4f)),
+                      b.b.getF32FloatAttr(b.attrFloat("beta", 0.75f)),
+                      b.b.getF32FloatAttr(b.attrFloat("bias", 1.0f))));
 }
 
 /// (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`, as the ONNX
@@ -336,7 +354,8 @@ LogicalResult mvnHandler(Binder &b) {
   return b.output(b.create<DivOp>(centered, stdDev));
 }
 
-/// x / ||x||_p along `axis` (p is 1 or 2).
+/// x / ||x||_p along `axis` (p is 1 or 2); a zero norm gives 0, not NaN, as
+/// in the ONNX reference.
 LogicalResult lpNormHandler(Binder &b) {
   Value x = b.input(0);
   int64_t p = b.attrInt("p", 2);
@@ -350,7 +369,10 @@ LogicalResult lpNormHandler(Binder &b) {
   else
     norm = b.create<SqrtOp>(b.create<ReduceOp>(b.create<MulOp>(x, x), axes,
                                                ReduceKind::sum, true, false));
-  return b.output(b.create<DivOp>(x, norm));
+  Value zero = b.constScalar(b.elementType(0), 0.0);
+  Value isZero = b.create<EqualOp>(norm, zero);
+  Value quotient = b.create<DivOp>(x, norm);
+  return b.output(b.create<SelectOp>(isZero, zero, quotient));
 }
 
 //===----------------------------------------------------------------------===//
@@ -361,8 +383,8 @@ LogicalResult einsumHandler(Binder &b) {
   SmallVector<Value> inputs;
   for (unsigned i = 0; i < b.numInputs(); ++i)
     inputs.push_back(b.input(i));
-  return b.output(b.create<EinsumOp>(ValueRange(inputs),
-                                     b.attrString("equation", "")));
+  return b.output(
+      b.create<EinsumOp>(ValueRange(inputs), b.attrString("equation", "")));
 }
 
 LogicalResult detHandler(Binder &b) {
@@ -379,15 +401,14 @@ LogicalResult quantizeHandler(Binder &b) {
     if (!zp.isInteger(8))
       return b.fail("QuantizeLinear supports int8 and uint8 zero points");
   }
-  return b.output(b.create<QuantizeLinearOp>(b.input(0), b.input(1),
-                                             b.input(2), b.attrInt("axis", 1),
+  return b.output(b.create<QuantizeLinearOp>(b.input(0), b.input(1), b.input(2),
+                                             b.attrInt("axis", 1),
                                              b.attrInt("saturate", 1) != 0));
 }
 
 LogicalResult dequantizeHandler(Binder &b) {
-  return b.output(b.create<DequantizeLinearOp>(b.input(0), b.input(1),
-                                               b.input(2),
-                                               b.attrInt("axis", 1)));
+  return b.output(b.create<DequantizeLinearOp>(
+      b.input(0), b.input(1), b.input(2), b.attrInt("axis", 1)));
 }
 
 /// scale = (max(x, 0) - min(x, 0)) / 255, zero point = round(-min / scale)
@@ -402,8 +423,8 @@ LogicalResult dynamicQuantizeHandler(Binder &b) {
       b.create<ReduceOp>(x, Value(), ReduceKind::max, false, false), zero);
   Value range = b.create<SubOp>(hi, lo);
   Value scale = b.create<DivOp>(range, b.constScalar(element, 255.0));
-  Value zeroPoint = b.create<RoundOp>(
-      b.create<SubOp>(zero, b.create<DivOp>(lo, scale)));
+  Value zeroPoint =
+      b.create<RoundOp>(b.create<SubOp>(zero, b.create<DivOp>(lo, scale)));
   zeroPoint = b.create<MaxOp>(zeroPoint, zero);
   zeroPoint = b.create<MinOp>(zeroPoint, b.constScalar(element, 255.0));
   if (!zeroPoint)
@@ -468,16 +489,16 @@ Value requantize(Binder &b, Value acc, Value inScale, Value wScale,
 
 LogicalResult qlinearMatMulHandler(Binder &b) {
   auto out = b.rankedType(0);
-  Value acc = b.create<MatMulIntegerOp>(b.input(0), b.input(3), b.input(2),
-                                        b.input(5));
+  Value acc =
+      b.create<MatMulIntegerOp>(b.input(0), b.input(3), b.input(2), b.input(5));
   auto accType = acc ? dyn_cast<RankedTensorType>(acc.getType()) : nullptr;
   if (!out || !accType)
     return acc ? b.fail("QLinearMatMul needs ranked inputs") : failure();
   int64_t rank = accType.getRank();
   Value aScale = rank >= 2 ? broadcastableScale(b, b.input(1), rank - 2, rank)
                            : b.input(1);
-  return b.output(requantize(b, acc, aScale, b.input(4), b.input(6),
-                             b.input(7)));
+  return b.output(
+      requantize(b, acc, aScale, b.input(4), b.input(6), b.input(7)));
 }
 
 LogicalResult qlinearConvHandler(Binder &b) {
@@ -499,8 +520,8 @@ LogicalResult qlinearConvHandler(Binder &b) {
     acc = b.create<AddOp>(acc, bias);
   }
   Value wScale = broadcastableScale(b, b.input(4), 1, rank);
-  return b.output(requantize(b, acc, b.input(1), wScale, b.input(6),
-                             b.input(7)));
+  return b.output(
+      requantize(b, acc, b.input(1), wScale, b.input(6), b.input(7)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -509,13 +530,13 @@ LogicalResult qlinearConvHandler(Binder &b) {
 
 /// RNN, GRU and LSTM: the absent optional inputs become zeros (full-length
 /// sequences), which needs static shapes.
-template <int gates>
-LogicalResult rnnHandler(Binder &b) {
+template <int gates> LogicalResult rnnHandler(Binder &b) {
   StringRef cell = gates == 4 ? "lstm" : gates == 3 ? "gru" : "rnn";
   // Layout 1 (batch-major) transposes to the op's seq-major layout and back.
   bool batchMajor = b.attrInt("layout", 0) != 0;
   auto swap01 = [&](Value v) {
-    return batchMajor ? b.create<TransposeOp>(v, ArrayRef<int64_t>{1, 0, 2}) : v;
+    return batchMajor ? b.create<TransposeOp>(v, ArrayRef<int64_t>{1, 0, 2})
+                      : v;
   };
   auto xType = b.rankedType(0);
   if (!xType || !xType.hasStaticShape() || xType.getRank() != 3)
@@ -534,10 +555,10 @@ LogicalResult rnnHandler(Binder &b) {
     return b.constTensor(Tensor(*dtype, shape));
   };
   Value bias = b.hasInput(3) ? b.input(3) : zeros({dirs, 2 * gates * hidden});
-  Value lens = b.hasInput(4)
-                   ? b.input(4)
-                   : b.constTensor(Tensor::fromInt64(
-                         std::vector<int64_t>(batch, seq)));
+  Value lens =
+      b.hasInput(4)
+          ? b.input(4)
+          : b.constTensor(Tensor::fromInt64(std::vector<int64_t>(batch, seq)));
   Value h0 = b.hasInput(5) ? swap01(b.input(5)) : zeros({dirs, batch, hidden});
   SmallVector<Value> extras;
   if (gates == 4) {
@@ -546,7 +567,7 @@ LogicalResult rnnHandler(Binder &b) {
     extras.push_back(b.hasInput(7) ? b.input(7) : zeros({dirs, 3 * hidden}));
   }
   std::vector<std::string> defaults =
-      gates == 4 ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+      gates == 4   ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
       : gates == 3 ? std::vector<std::string>{"Sigmoid", "Tanh"}
                    : std::vector<std::string>{"Tanh"};
   SmallVector<Attribute> acts;
@@ -569,8 +590,8 @@ LogicalResult rnnHandler(Binder &b) {
   if (b.hasAttr("clip"))
     clip = b.b.getF32FloatAttr(b.attrFloat("clip", 0.0f));
   Operation *op = b.createOp<RnnOp>(
-      swap01(b.input(0)), b.input(1), b.input(2), bias, lens, h0, ValueRange(extras),
-      b.b.getStringAttr(cell), b.b.getStringAttr(direction),
+      swap01(b.input(0)), b.input(1), b.input(2), bias, lens, h0,
+      ValueRange(extras), b.b.getStringAttr(cell), b.b.getStringAttr(direction),
       b.b.getI64IntegerAttr(hidden), b.b.getArrayAttr(acts),
       b.b.getDenseF32ArrayAttr(alpha), b.b.getDenseF32ArrayAttr(beta), clip,
       b.b.getBoolAttr(b.attrInt("linear_before_reset", 0) != 0),
@@ -580,9 +601,9 @@ LogicalResult rnnHandler(Binder &b) {
   for (unsigned i = 0; i < op->getNumResults() && i < b.numOutputs(); ++i) {
     Value result = op->getResult(i);
     if (batchMajor)
-      result = i == 0 ? b.create<TransposeOp>(result,
-                                              ArrayRef<int64_t>{2, 0, 1, 3})
-                      : swap01(result);
+      result =
+          i == 0 ? b.create<TransposeOp>(result, ArrayRef<int64_t>{2, 0, 1, 3})
+                 : swap01(result);
     if (!result)
       return failure();
     b.setOutput(i, result);
@@ -600,6 +621,7 @@ void registerMathHandlers(OpRegistry &r) {
   r.on("MaxPool", 1, poolHandler<PoolKind::max>);
   r.on("AveragePool", 1, poolHandler<PoolKind::avg>);
   r.on("LpPool", 1, poolHandler<PoolKind::lp>);
+  r.on("MaxUnpool", 9, maxUnpoolHandler);
   r.on("GlobalMaxPool", 1, globalPoolHandler<ReduceKind::max>);
   r.on("GlobalAveragePool", 1, globalPoolHandler<ReduceKind::mean>);
   r.on("GlobalLpPool", 1, globalLpPoolHandler);

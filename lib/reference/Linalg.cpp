@@ -11,7 +11,6 @@
 
 #include "dialects/sluice/SluiceOps.h"
 
-#include <cfenv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -47,8 +46,7 @@ template <typename T> std::vector<T> valuesAs(const Tensor &t) {
     return t.toInt64Vector();
 }
 
-template <typename T>
-void store(Tensor &out, int64_t i, T value) {
+template <typename T> void store(Tensor &out, int64_t i, T value) {
   if constexpr (std::is_same_v<T, double>)
     out.setDouble(i, value);
   else
@@ -62,10 +60,9 @@ void store(Tensor &out, int64_t i, T value) {
 /// NumPy matmul. `lhsZero`/`rhsZero` (integer form only) are subtracted per
 /// row of lhs and per column of rhs (a single value applies everywhere).
 template <typename T>
-LogicalResult matmulImpl(Operation *op, Tensor a, Tensor b,
-                         const std::vector<T> &lhsZero,
-                         const std::vector<T> &rhsZero,
-                         std::vector<Tensor> &results) {
+LogicalResult
+matmulImpl(Operation *op, Tensor a, Tensor b, const std::vector<T> &lhsZero,
+           const std::vector<T> &rhsZero, std::vector<Tensor> &results) {
   bool aVector = a.rank() == 1, bVector = b.rank() == 1;
   if (a.rank() == 0 || b.rank() == 0)
     return op->emitOpError("operands must have rank >= 1");
@@ -219,8 +216,8 @@ std::vector<T> convolve(const std::vector<T> &x, ArrayRef<int64_t> xShape,
       int64_t offset = 0;
       bool inside = true;
       for (int64_t d = 0; d < spatial; ++d) {
-        int64_t pos = o[d] * win.strides[d] - win.padBegin[d] +
-                      k[d] * win.dilations[d];
+        int64_t pos =
+            o[d] * win.strides[d] - win.padBegin[d] + k[d] * win.dilations[d];
         if (pos < 0 || pos >= inSpatial[d]) {
           inside = false;
           break;
@@ -333,8 +330,8 @@ LogicalResult evalConvTranspose(Operation *op,
   std::vector<int64_t> outShape = {batch, outChannels};
   for (int64_t d = 0; d < spatial; ++d) {
     int64_t size = win.strides[d] * (x.dim(d + 2) - 1) + outputPadding[d] +
-                   (w.dim(d + 2) - 1) * win.dilations[d] + 1 -
-                   win.padBegin[d] - win.padEnd[d];
+                   (w.dim(d + 2) - 1) * win.dilations[d] + 1 - win.padBegin[d] -
+                   win.padEnd[d];
     if (size < 0)
       return op->emitOpError("output dim ") << d << " would be negative";
     outShape.push_back(size);
@@ -355,8 +352,8 @@ LogicalResult evalConvTranspose(Operation *op,
       int64_t offset = 0;
       bool inside = true;
       for (int64_t d = 0; d < spatial; ++d) {
-        int64_t pos = i[d] * win.strides[d] + k[d] * win.dilations[d] -
-                      win.padBegin[d];
+        int64_t pos =
+            i[d] * win.strides[d] + k[d] * win.dilations[d] - win.padBegin[d];
         if (pos < 0 || pos >= outSpatial[d]) {
           inside = false;
           break;
@@ -392,8 +389,8 @@ LogicalResult evalConvTranspose(Operation *op,
              << bias.numElements() << " values for " << outChannels
              << " output channels";
     for (size_t e = 0; e < out.size(); ++e)
-      out[e] += bias.getDouble((e / std::max<int64_t>(outSize, 1)) %
-                               outChannels);
+      out[e] +=
+          bias.getDouble((e / std::max<int64_t>(outSize, 1)) % outChannels);
   }
   results.push_back(Tensor::fromDoubles(resultDType(op), outShape, out));
   return success();
@@ -458,8 +455,8 @@ LogicalResult evalPool(Operation *op, ArrayRef<const Tensor *> operands,
         bool inside = true, insidePadded = true;
         int64_t offset = 0;
         for (int64_t d = 0; d < spatial; ++d) {
-          pos[d] = o[d] * win.strides[d] - win.padBegin[d] +
-                   k[d] * win.dilations[d];
+          pos[d] =
+              o[d] * win.strides[d] - win.padBegin[d] + k[d] * win.dilations[d];
           if (pos[d] < 0 || pos[d] >= inSpatial[d])
             inside = false;
           if (pos[d] < -win.padBegin[d] ||
@@ -506,6 +503,65 @@ LogicalResult evalPool(Operation *op, ArrayRef<const Tensor *> operands,
   return success();
 }
 
+/// Scatters every input value to its flat index in the natural output
+/// ((in - 1) * stride + kernel - pads per spatial dim); an explicit
+/// output_shape then places that natural output at its origin, zero-padded at
+/// the end (the ONNX reference behaviour).
+LogicalResult evalMaxUnpool(Operation *op, ArrayRef<const Tensor *> operands,
+                            std::vector<Tensor> &results) {
+  auto unpool = cast<MaxUnpoolOp>(op);
+  const Tensor &x = *operands[0], &indices = *operands[1];
+  if (x.shape() != indices.shape())
+    return op->emitOpError("indices ")
+           << indices.describe() << " do not match the input " << x.describe();
+  ArrayRef<int64_t> kernel = unpool.getKernelShape(),
+                    strides = unpool.getStrides(), pads = unpool.getPads();
+  int64_t spatial = (int64_t)kernel.size();
+  if (x.rank() != spatial + 2)
+    return op->emitOpError("expects an input of rank ") << spatial + 2;
+  std::vector<int64_t> natural = {x.dim(0), x.dim(1)};
+  for (int64_t d = 0; d < spatial; ++d)
+    natural.push_back((x.dim(d + 2) - 1) * strides[d] + kernel[d] - pads[d] -
+                      pads[d + spatial]);
+  if (llvm::any_of(natural, [](int64_t d) { return d < 0; }))
+    return op->emitOpError("output dims would be negative");
+  std::vector<int64_t> outShape = natural;
+  if (unpool.getOutputShape()) {
+    outShape = operands[2]->toInt64Vector();
+    if ((int64_t)outShape.size() != spatial + 2 || outShape[0] != natural[0] ||
+        outShape[1] != natural[1])
+      return op->emitOpError("output_shape ")
+             << shapeToString(outShape) << " does not fit the input "
+             << x.describe();
+    for (int64_t d = 2; d < spatial + 2; ++d)
+      if (outShape[d] < natural[d])
+        return op->emitOpError("output_shape ")
+               << shapeToString(outShape) << " is smaller than the natural "
+               << shapeToString(natural);
+  }
+  Tensor out(resultDType(op), outShape);
+  int64_t count = product(natural);
+  std::vector<int64_t> position;
+  bool isFloat = isFloatDType(out.dtype());
+  std::vector<int64_t> outStrides = out.strides();
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    int64_t index = indices.getInt(i);
+    if (index < 0 || index >= count)
+      return op->emitOpError("index ")
+             << index << " outside an output of " << count << " elements";
+    unravelIndex(index, natural, position);
+    int64_t target = 0;
+    for (size_t d = 0; d < position.size(); ++d)
+      target += position[d] * outStrides[d];
+    if (isFloat)
+      out.setDouble(target, x.getDouble(i));
+    else
+      out.setInt(target, x.getInt(i));
+  }
+  results.push_back(std::move(out));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Normalizations
 //===----------------------------------------------------------------------===//
@@ -539,8 +595,7 @@ LogicalResult evalBatchNorm(Operation *op, ArrayRef<const Tensor *> operands,
   Tensor out(resultDType(op), x.shape());
   for (int64_t i = 0; i < x.numElements(); ++i) {
     int64_t c = (i / plane) % channels;
-    double v = (x.getDouble(i) - params[2][c]) /
-               std::sqrt(params[3][c] + eps);
+    double v = (x.getDouble(i) - params[2][c]) / std::sqrt(params[3][c] + eps);
     out.setDouble(i, v * params[0][c] + params[1][c]);
   }
   results.push_back(std::move(out));
@@ -644,8 +699,7 @@ LogicalResult normalizeGroups(Operation *op, const Tensor &x, int64_t groups,
   return success();
 }
 
-LogicalResult evalInstanceNorm(Operation *op,
-                               ArrayRef<const Tensor *> operands,
+LogicalResult evalInstanceNorm(Operation *op, ArrayRef<const Tensor *> operands,
                                std::vector<Tensor> &results) {
   const Tensor &x = *operands[0];
   if (x.rank() < 3)
@@ -853,9 +907,10 @@ LogicalResult evalDet(Operation *op, ArrayRef<const Tensor *> operands,
 
 /// For element i of `x`, the index into a per-axis parameter of `count`
 /// values (0 for per-tensor parameters).
-FailureOr<std::function<int64_t(int64_t)>>
-paramIndexer(Operation *op, const Tensor &x, const Tensor &param,
-             int64_t axisAttr) {
+FailureOr<std::function<int64_t(int64_t)>> paramIndexer(Operation *op,
+                                                        const Tensor &x,
+                                                        const Tensor &param,
+                                                        int64_t axisAttr) {
   int64_t count = param.numElements();
   if (param.rank() == 0 || (param.rank() == 1 && count == 1))
     return std::function<int64_t(int64_t)>([](int64_t) { return int64_t(0); });
@@ -872,15 +927,31 @@ paramIndexer(Operation *op, const Tensor &x, const Tensor &param,
       [inner, count](int64_t i) { return (i / inner) % count; });
 }
 
+/// Rounds to the nearest integer, ties to even (ONNX QuantizeLinear),
+/// whatever the floating-point environment's rounding mode.
+double roundHalfEven(double v) {
+  double r = std::round(v); // ties away from zero
+  if (std::fabs(v - std::trunc(v)) == 0.5)
+    r = 2.0 * std::round(v / 2.0);
+  return r;
+}
+
 std::pair<int64_t, int64_t> integerRange(DType type) {
   switch (type) {
-  case DType::I8: return {-128, 127};
-  case DType::U8: return {0, 255};
-  case DType::I16: return {-32768, 32767};
-  case DType::U16: return {0, 65535};
-  case DType::I32: return {INT32_MIN, INT32_MAX};
-  case DType::U32: return {0, UINT32_MAX};
-  default: return {INT64_MIN, INT64_MAX};
+  case DType::I8:
+    return {-128, 127};
+  case DType::U8:
+    return {0, 255};
+  case DType::I16:
+    return {-32768, 32767};
+  case DType::U16:
+    return {0, 65535};
+  case DType::I32:
+    return {INT32_MIN, INT32_MAX};
+  case DType::U32:
+    return {0, UINT32_MAX};
+  default:
+    return {INT64_MIN, INT64_MAX};
   }
 }
 
@@ -899,13 +970,12 @@ LogicalResult evalQuantizeLinear(Operation *op,
   // the same way.
   bool singlePrecision = x.dtype() != DType::F64;
   Tensor out(type, x.shape());
-  std::fesetround(FE_TONEAREST);
   for (int64_t i = 0; i < x.numElements(); ++i) {
     int64_t p = (*scaleAt)(i);
     double s = scale.getDouble(p);
     double v = singlePrecision ? double(float(x.getDouble(i)) / float(s))
                                : x.getDouble(i) / s;
-    double r = std::nearbyint(v) + double(zero ? zero->getInt(p) : 0);
+    double r = roundHalfEven(v) + double(zero ? zero->getInt(p) : 0);
     r = std::min(std::max(r, double(lo)), double(hi));
     out.setInt(i, std::isnan(v) ? 0 : (int64_t)r);
   }
@@ -944,6 +1014,7 @@ void registerLinalgEvaluators(EvalRegistry &r) {
   r.add(ConvIntegerOp::getOperationName(), evalConvInteger);
   r.add(ConvTransposeOp::getOperationName(), evalConvTranspose);
   r.add(PoolOp::getOperationName(), evalPool);
+  r.add(MaxUnpoolOp::getOperationName(), evalMaxUnpool);
   r.add(BatchNormOp::getOperationName(), evalBatchNorm);
   r.add(LayerNormOp::getOperationName(), evalLayerNorm);
   r.add(InstanceNormOp::getOperationName(), evalInstanceNorm);
@@ -1004,9 +1075,9 @@ std::vector<Activation> bindActivations(RnnOp op) {
     Activation act;
     act.name = cast<StringAttr>(a).getValue().str();
     static const std::map<std::string, std::pair<double, double>> defaults = {
-        {"Affine", {1.0, 0.0}},      {"LeakyRelu", {0.01, 0.0}},
+        {"Affine", {1.0, 0.0}},        {"LeakyRelu", {0.01, 0.0}},
         {"ThresholdedRelu", {1.0, 0}}, {"ScaledTanh", {1.0, 1.0}},
-        {"HardSigmoid", {0.2, 0.5}}, {"Elu", {1.0, 0.0}}};
+        {"HardSigmoid", {0.2, 0.5}},   {"Elu", {1.0, 0.0}}};
     auto it = defaults.find(act.name);
     if (it != defaults.end()) {
       act.alpha = ai < alphas.size() ? alphas[ai++] : it->second.first;
@@ -1046,10 +1117,12 @@ LogicalResult evalRnn(Operation *op, ArrayRef<const Tensor *> operands,
       failed(expect(*operands[5], {dirs, batch, hidden}, "initial_h")))
     return failure();
   bool lstm = cell == "lstm";
-  if (lstm && (failed(expect(*operands[6], {dirs, batch, hidden}, "initial_c")) ||
-               failed(expect(*operands[7], {dirs, 3 * hidden}, "P"))))
+  if (lstm &&
+      (failed(expect(*operands[6], {dirs, batch, hidden}, "initial_c")) ||
+       failed(expect(*operands[7], {dirs, 3 * hidden}, "P"))))
     return failure();
-  std::vector<double> xv = x.toDoubleVector(), w = operands[1]->toDoubleVector(),
+  std::vector<double> xv = x.toDoubleVector(),
+                      w = operands[1]->toDoubleVector(),
                       r = operands[2]->toDoubleVector(),
                       bias = operands[3]->toDoubleVector(),
                       h0 = operands[5]->toDoubleVector();
@@ -1139,7 +1212,8 @@ LogicalResult evalRnn(Operation *op, ArrayRef<const Tensor *> operands,
                     ? 1.0 - in
                     : f[0](clipped(xw[2 * hidden + i] + hr[2 * hidden + i] +
                                    p[2 * hidden + i] * c[i]));
-            double cand = f[1](clipped(xw[3 * hidden + i] + hr[3 * hidden + i]));
+            double cand =
+                f[1](clipped(xw[3 * hidden + i] + hr[3 * hidden + i]));
             c[i] = forget * c[i] + in * cand;
             double out = f[0](clipped(xw[hidden + i] + hr[hidden + i] +
                                       p[hidden + i] * c[i]));

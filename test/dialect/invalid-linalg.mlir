@@ -126,3 +126,20 @@ func.func @rnn_activations(%x: tensor<5x2x3xf32>, %w: tensor<1x4x3xf32>, %r: ten
   %y:2 = sluice.rnn %x, %w, %r, %b, %lens, %h {activation_alpha = array<f32>, activation_beta = array<f32>, activations = ["Tanh", "Tanh"], cell = "rnn", direction = "forward", hidden_size = 4 : i64} : (tensor<5x2x3xf32>, tensor<1x4x3xf32>, tensor<1x4x4xf32>, tensor<1x8xf32>, tensor<2xi32>, tensor<1x2x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>)
   return %y#1 : tensor<1x2x4xf32>
 }
+
+// -----
+
+func.func @max_unpool_indices(%x: tensor<1x1x2x2xf32>, %i: tensor<1x1x2x3xi64>) -> tensor<1x1x4x4xf32> {
+  // expected-error@+1 {{indices shape differs from the input's}}
+  %0 = sluice.max_unpool %x, %i {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x1x2x2xf32>, tensor<1x1x2x3xi64>) -> tensor<1x1x4x4xf32>
+  return %0 : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+func.func @batch_norm_channels(%x: tensor<2x4x3xf32>, %c: tensor<3xf32>) -> tensor<2x4x3xf32> {
+  // expected-error@+2 {{batch_norm parameter has 3 values for 4 channels}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %0 = sluice.batch_norm %x, %c, %c, %c, %c : (tensor<2x4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x4x3xf32>
+  return %0 : tensor<2x4x3xf32>
+}

@@ -116,3 +116,15 @@ func.func @recurrent(%x: tensor<5x2x3xf32>, %w: tensor<1x16x3xf32>, %r: tensor<1
   %y:3 = sluice.rnn %x, %w, %r, %b, %lens, %h, %h, %p {activation_alpha = array<f32>, activation_beta = array<f32>, activations = ["Sigmoid", "Tanh", "Tanh"], cell = "lstm", direction = "forward", hidden_size = 4 : i64} : (tensor<5x2x3xf32>, tensor<1x16x3xf32>, tensor<1x16x4xf32>, tensor<1x32xf32>, tensor<2xi32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x12xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
   return %y#2 : tensor<1x2x4xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @max_unpool
+func.func @max_unpool(%x: tensor<1x1x2x2xf32>, %i: tensor<1x1x2x2xi64>, %s: tensor<4xi64>) -> tensor<1x1x4x4xf32> {
+  // CHECK: sluice.max_unpool %{{.*}}, %{{.*}} {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>) -> tensor<1x1x4x4xf32>
+  %0 = sluice.max_unpool %x, %i {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>) -> tensor<1x1x4x4xf32>
+  // A runtime output_shape leaves the dims dynamic.
+  // CHECK: sluice.max_unpool {{.*}} -> tensor<?x?x?x?xf32>
+  %1 = sluice.max_unpool %x, %i, %s {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  return %0 : tensor<1x1x4x4xf32>
+}
