@@ -2,6 +2,7 @@
 
 #include "dialects/sluice/SluiceOps.h"
 
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
@@ -355,6 +356,12 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1 && getInputs()[0].getType() == getType())
+    return getInputs()[0];
+  return {};
+}
+
 LogicalResult ConcatOp::verify() {
   if (getInputs().empty())
     return emitOpError("needs at least one input");
@@ -498,6 +505,42 @@ LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
     shape.push_back(llvm::is_contained(*axes, d) ? 1 : inputDims[next++]);
   inferred.push_back(RankedTensorType::get(shape, element));
   return success();
+}
+
+namespace {
+/// Rewrites a squeeze or unsqueeze between static shapes to a reshape to a
+/// constant shape, the one rank-changing op later phases need to know.
+template <typename OpTy>
+struct StaticRankChangeToReshape : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    auto inType = dyn_cast<RankedTensorType>(op.getInput().getType());
+    auto outType = dyn_cast<RankedTensorType>(op.getType());
+    if (!inType || !outType || !inType.hasStaticShape() ||
+        !outType.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "shapes are not static");
+    auto shapeType =
+        RankedTensorType::get({outType.getRank()}, rewriter.getI64Type());
+    Value shape = ConstantOp::create(
+        rewriter, op.getLoc(),
+        DenseElementsAttr::get(shapeType, outType.getShape()));
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, outType, op.getInput(), shape,
+                                           false);
+    return success();
+  }
+};
+} // namespace
+
+void SqueezeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                            MLIRContext *context) {
+  patterns.add<StaticRankChangeToReshape<SqueezeOp>>(context);
+}
+
+void UnsqueezeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                              MLIRContext *context) {
+  patterns.add<StaticRankChangeToReshape<UnsqueezeOp>>(context);
 }
 
 //===----------------------------------------------------------------------===//

@@ -62,6 +62,7 @@ def Sluice_ConcatOp : Sluice_InferredOp<"concat", [SameOperandsElementType,
   let arguments = (ins Variadic<Sluice_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Sluice_Tensor:$output);
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Sluice_SplitOp : Sluice_InferredOp<"split"> {
@@ -86,18 +87,21 @@ def Sluice_SplitOp : Sluice_InferredOp<"split"> {
 // Squeeze and unsqueeze with constant axes on a static shape import as
 // reshape. These ops carry the cases reshape cannot: axes that are runtime
 // values (ONNX >= 13 takes them as an input) and inputs with dynamic dims,
-// where the target shape of a reshape is not a constant. The simplify phase
-// rewrites them to reshape once shapes and axes are known.
+// where the target shape of a reshape is not a constant. Their canonicalizers
+// (run by the simplify phase) rewrite them to reshape once both the input and
+// the result shape are static.
 def Sluice_SqueezeOp : Sluice_InferredOp<"squeeze"> {
   let summary = "removes the size-1 dims at `axes` (every size-1 dim when absent)";
   let arguments = (ins Sluice_Tensor:$input, Optional<1DTensorOf<[I64]>>:$axes);
   let results = (outs Sluice_Tensor:$output);
+  let hasCanonicalizer = 1;
 }
 
 def Sluice_UnsqueezeOp : Sluice_InferredOp<"unsqueeze"> {
   let summary = "inserts size-1 dims at `axes` (positions in the result)";
   let arguments = (ins Sluice_Tensor:$input, 1DTensorOf<[I64]>:$axes);
   let results = (outs Sluice_Tensor:$output);
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//
