@@ -68,8 +68,8 @@ LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
 LogicalResult SoftmaxOp::verify() {
   auto type = cast<TensorType>(getInput().getType());
   if (type.hasRank() && failed(normalizeAxis(getAxis(), type.getRank())))
-    return emitOpError("axis ") << (int64_t)getAxis() << " out of range for rank "
-                                << type.getRank();
+    return emitOpError("axis ")
+           << (int64_t)getAxis() << " out of range for rank " << type.getRank();
   return success();
 }
 

@@ -71,7 +71,8 @@ LogicalResult composedReduceHandler(Binder &b) {
   x = b.castTo(x, floatElement);
   Value result;
   if (op == "ReduceL2") {
-    result = b.create<SqrtOp>(p.reduce(b, b.create<MulOp>(x, x), ReduceKind::sum));
+    result =
+        b.create<SqrtOp>(p.reduce(b, b.create<MulOp>(x, x), ReduceKind::sum));
   } else if (op == "ReduceLogSum") {
     result = b.create<LogOp>(p.reduce(b, x, ReduceKind::sum));
   } else {
@@ -330,11 +331,12 @@ Value negativeLogLikelihood(Binder &b, Value logProb, Value target,
     if (!picksWeight)
       return Value();
   }
-  Value loss = b.create<NegOp>(picksWeight ? b.create<MulOp>(picked, picksWeight)
-                                           : picked);
+  Value loss = b.create<NegOp>(
+      picksWeight ? b.create<MulOp>(picked, picksWeight) : picked);
   if (reduction == "none")
     return loss;
-  Value total = b.create<ReduceOp>(loss, Value(), ReduceKind::sum, false, false);
+  Value total =
+      b.create<ReduceOp>(loss, Value(), ReduceKind::sum, false, false);
   if (reduction == "sum")
     return total;
   if (!picksWeight)
@@ -358,7 +360,8 @@ LogicalResult softmaxCrossEntropyHandler(Binder &b) {
   Value logProb = b.create<SoftmaxOp>(b.input(0), int64_t(1), true);
   if (!logProb)
     return failure();
-  if (failed(b.output(negativeLogLikelihood(b, logProb, b.input(1), b.input(2)))))
+  Value loss = negativeLogLikelihood(b, logProb, b.input(1), b.input(2));
+  if (failed(b.output(loss)))
     return failure();
   if (b.numOutputs() > 1)
     b.setOutput(1, logProb);

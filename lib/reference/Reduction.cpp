@@ -139,7 +139,8 @@ bool lessWithNaN(double a, double b) {
 struct ElementKeys {
   const Tensor &t;
   bool isFloat;
-  explicit ElementKeys(const Tensor &t) : t(t), isFloat(isFloatDType(t.dtype())) {}
+  explicit ElementKeys(const Tensor &t)
+      : t(t), isFloat(isFloatDType(t.dtype())) {}
   bool less(int64_t i, int64_t j) const {
     if (isFloat)
       return lessWithNaN(t.getDouble(i), t.getDouble(j));
