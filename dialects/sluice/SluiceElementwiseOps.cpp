@@ -37,7 +37,7 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 //===----------------------------------------------------------------------===//
 
 OpFoldResult CastOp::fold(FoldAdaptor) {
-  if (getInput().getType() == getType())
+  if (getInput().getType() == getType() && !getTruncateBf16())
     return getInput();
   return {};
 }

@@ -27,7 +27,13 @@ def Sluice_ConstantOp : Sluice_Op<"constant", [ConstantLike,
 
 def Sluice_CastOp : Sluice_Op<"cast", [SameOperandsAndResultShape]> {
   let summary = "element type conversion (ONNX Cast semantics: saturating float to int truncates toward zero)";
-  let arguments = (ins Sluice_Tensor:$input);
+  let description = [{
+    Floats narrow with round-to-nearest-even. With `truncate_bf16`, a float
+    to bfloat16 conversion instead drops the low 16 bits, as ONNX's reference
+    did before opset 19 (its backend test data for Cast expects that).
+  }];
+  let arguments = (ins Sluice_Tensor:$input,
+                   DefaultValuedAttr<BoolAttr, "false">:$truncate_bf16);
   let results = (outs Sluice_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasFolder = 1;

@@ -118,7 +118,14 @@ LogicalResult castHandler(Binder &b) {
     return b.fail("Cast to unsupported type " +
                   onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)to));
   Type element = typeFromDType(b.b.getContext(), dtype);
-  return b.output(b.castTo(b.input(0), element));
+  Value x = b.input(0);
+  if (element.isBF16() && b.opset() < 19 && isa<FloatType>(b.elementType(0)) &&
+      !b.elementType(0).isBF16()) {
+    // Before opset 19, ONNX's reference truncated floats to bfloat16.
+    auto type = cast<TensorType>(x.getType()).clone(element);
+    return b.output(CastOp::create(b.b, b.loc, type, x, /*truncate_bf16=*/true));
+  }
+  return b.output(b.castTo(x, element));
 }
 
 LogicalResult castLikeHandler(Binder &b) {

@@ -5,6 +5,7 @@
 #include "dialects/sluice/SluiceOps.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace mlir;
 using namespace sluice;
@@ -111,7 +112,23 @@ LogicalResult evalConstant(Operation *op, ArrayRef<const Tensor *>,
 
 LogicalResult evalCast(Operation *op, ArrayRef<const Tensor *> operands,
                        std::vector<Tensor> &results) {
-  results.push_back(operands[0]->castTo(resultDType(op)));
+  const Tensor &x = *operands[0];
+  DType to = resultDType(op);
+  if (to == DType::BF16 && isFloatDType(x.dtype()) &&
+      cast<CastOp>(op).getTruncateBf16()) {
+    // Keep the high half of each float's bits (round toward zero).
+    Tensor out(to, x.shape());
+    auto *bits = out.mutableData<uint16_t>();
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      float f = (float)x.getDouble(i);
+      uint32_t word;
+      std::memcpy(&word, &f, 4);
+      bits[i] = (uint16_t)(word >> 16);
+    }
+    results.push_back(std::move(out));
+    return success();
+  }
+  results.push_back(x.castTo(to));
   return success();
 }
 

@@ -69,6 +69,19 @@ TEST_F(EvaluatorTest, IntegerDivisionTruncatesAndModFollowsDivisor) {
   EXPECT_EQ(out[1].toInt64Vector(), (std::vector<int64_t>{1, -1}));
 }
 
+TEST_F(EvaluatorTest, Bfloat16CastRoundsOrTruncates) {
+  // 1 + 2^-8 + 2^-9 lies above the midpoint between two bfloat16 values.
+  auto out = run(R"mlir(
+    func.func @main(%x: tensor<1xf32>) -> (tensor<1xbf16>, tensor<1xbf16>) {
+      %0 = sluice.cast %x : tensor<1xf32> -> tensor<1xbf16>
+      %1 = sluice.cast %x {truncate_bf16 = true} : tensor<1xf32> -> tensor<1xbf16>
+      return %0, %1 : tensor<1xbf16>, tensor<1xbf16>
+    })mlir",
+                 {sluice::Tensor::fromDoubles(sluice::DType::F32, {1}, {1.0 + 1.0 / 256 + 1.0 / 512})});
+  EXPECT_EQ(out[0].getDouble(0), 1.0 + 1.0 / 128);
+  EXPECT_EQ(out[1].getDouble(0), 1.0);
+}
+
 TEST_F(EvaluatorTest, WrongInputCountFails) {
   module = parseSourceString<ModuleOp>(R"mlir(
     func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
