@@ -14,19 +14,6 @@ using namespace sluice;
 // ShapeOp
 //===----------------------------------------------------------------------===//
 
-/// The [start, end) dim range of Shape (opset 15 semantics: clamped, negative
-/// values count from the back).
-static std::pair<int64_t, int64_t> shapeRange(int64_t rank, int64_t start,
-                                              std::optional<int64_t> end) {
-  auto clamp = [&](int64_t v) {
-    if (v < 0)
-      v += rank;
-    return std::clamp<int64_t>(v, 0, rank);
-  };
-  int64_t s = clamp(start), e = end ? clamp(*end) : rank;
-  return {s, std::max(s, e)};
-}
-
 LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx,
                                         std::optional<Location>,
                                         ShapeOp::Adaptor adaptor,
@@ -231,29 +218,6 @@ normalizeAxes(std::optional<Location> loc, ArrayRef<int64_t> axes, int64_t rank,
 //===----------------------------------------------------------------------===//
 // SliceOp
 //===----------------------------------------------------------------------===//
-
-/// ONNX Slice clamping for one axis of size `dim` (static): the first index
-/// and the element count. INT64 extremes (INT_MAX ends) are safe here.
-static std::pair<int64_t, int64_t> sliceRange(int64_t dim, int64_t start,
-                                              int64_t end, int64_t step) {
-  if (dim == 0)
-    return {0, 0};
-  if (start < 0)
-    start += dim;
-  if (end < 0)
-    end += dim;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-    return {start, end > start ? (end - start - 1) / step + 1 : 0};
-  }
-  start = std::clamp<int64_t>(start, 0, dim - 1);
-  end = std::clamp<int64_t>(end, -1, dim - 1);
-  // Any step at least as long as the dim takes one element; INT64_MIN
-  // cannot be negated.
-  int64_t stride = step == INT64_MIN ? INT64_MAX : -step;
-  return {start, start > end ? (start - end - 1) / stride + 1 : 0};
-}
 
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,

@@ -6,6 +6,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace sluice {
@@ -143,6 +145,38 @@ std::optional<SmallVector<double>> getConstantFloatValues(Value value) {
   for (int64_t v : *ints)
     values.push_back((double)v);
   return values;
+}
+
+std::pair<int64_t, int64_t> shapeRange(int64_t rank, int64_t start,
+                                       std::optional<int64_t> end) {
+  auto clamp = [&](int64_t v) {
+    if (v < 0)
+      v += rank;
+    return std::clamp<int64_t>(v, 0, rank);
+  };
+  int64_t s = clamp(start), e = end ? clamp(*end) : rank;
+  return {s, std::max(s, e)};
+}
+
+std::pair<int64_t, int64_t> sliceRange(int64_t dim, int64_t start, int64_t end,
+                                       int64_t step) {
+  if (dim == 0)
+    return {0, 0};
+  if (start < 0)
+    start += dim;
+  if (end < 0)
+    end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    return {start, end > start ? (end - start - 1) / step + 1 : 0};
+  }
+  start = std::clamp<int64_t>(start, 0, dim - 1);
+  end = std::clamp<int64_t>(end, -1, dim - 1);
+  // Any step at least as long as the dim takes one element; INT64_MIN
+  // cannot be negated.
+  int64_t stride = step == INT64_MIN ? INT64_MAX : -step;
+  return {start, start > end ? (start - end - 1) / stride + 1 : 0};
 }
 
 std::optional<SmallVector<int64_t>> getShape(Value value) {

@@ -58,6 +58,16 @@ std::optional<SmallVector<int64_t>> getConstantIntValues(Value value);
 /// The floating-point values of a constant operand (integers are converted).
 std::optional<SmallVector<double>> getConstantFloatValues(Value value);
 
+/// The [start, end) dim range of ONNX Shape (opset 15): negative values
+/// count from the back, both are clamped to [0, rank].
+std::pair<int64_t, int64_t> shapeRange(int64_t rank, int64_t start,
+                                       std::optional<int64_t> end);
+
+/// ONNX Slice clamping for one axis of (static) size `dim`: the first index
+/// and the element count. INT64 extremes (INT_MAX ends) are safe.
+std::pair<int64_t, int64_t> sliceRange(int64_t dim, int64_t start, int64_t end,
+                                       int64_t step);
+
 /// Shape of a ranked tensor value or nullopt for unranked.
 std::optional<SmallVector<int64_t>> getShape(Value value);
 

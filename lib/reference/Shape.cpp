@@ -19,13 +19,7 @@ LogicalResult evalShape(Operation *op, ArrayRef<const Tensor *> operands,
   auto shapeOp = cast<ShapeOp>(op);
   const auto &shape = operands[0]->shape();
   int64_t rank = shape.size();
-  auto clamp = [&](int64_t v) {
-    if (v < 0)
-      v += rank;
-    return std::clamp<int64_t>(v, 0, rank);
-  };
-  int64_t start = clamp(shapeOp.getStart());
-  int64_t end = shapeOp.getEnd() ? clamp(*shapeOp.getEnd()) : rank;
+  auto [start, end] = shapeRange(rank, shapeOp.getStart(), shapeOp.getEnd());
   std::vector<int64_t> dims;
   for (int64_t i = start; i < end; ++i)
     dims.push_back(shape[i]);
@@ -158,28 +152,6 @@ FailureOr<std::vector<int64_t>> normalizeAxes(Operation *op,
     out.push_back(*a);
   }
   return out;
-}
-
-/// ONNX Slice clamping for one axis: first index and element count.
-std::pair<int64_t, int64_t> sliceRange(int64_t dim, int64_t start, int64_t end,
-                                       int64_t step) {
-  if (dim == 0)
-    return {0, 0};
-  if (start < 0)
-    start += dim;
-  if (end < 0)
-    end += dim;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-    return {start, end > start ? (end - start - 1) / step + 1 : 0};
-  }
-  start = std::clamp<int64_t>(start, 0, dim - 1);
-  end = std::clamp<int64_t>(end, -1, dim - 1);
-  // Any step at least as long as the dim takes one element; INT64_MIN
-  // cannot be negated.
-  int64_t stride = step == INT64_MIN ? INT64_MAX : -step;
-  return {start, start > end ? (start - end - 1) / stride + 1 : 0};
 }
 
 LogicalResult evalSlice(Operation *op, ArrayRef<const Tensor *> operands,
