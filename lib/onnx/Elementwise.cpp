@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/onnx/Binder.h"
+#include "lib/onnx/Expr.h"
 #include "lib/reference/Evaluator.h"
 #include "lib/support/TensorFiles.h"
 
@@ -157,28 +158,6 @@ LogicalResult clipHandler(Binder &b) {
     x = b.create<MinOp>(x, hi);
   return b.output(x);
 }
-
-/// Small expression helpers for activation decompositions.
-struct Expr {
-  Binder &b;
-  Type element;
-  Value c(double v) { return b.constScalar(element, v); }
-  Value add(Value x, Value y) { return b.create<AddOp>(x, y); }
-  Value sub(Value x, Value y) { return b.create<SubOp>(x, y); }
-  Value mul(Value x, Value y) { return b.create<MulOp>(x, y); }
-  Value div(Value x, Value y) { return b.create<DivOp>(x, y); }
-  Value max(Value x, Value y) { return b.create<MaxOp>(x, y); }
-  Value min(Value x, Value y) { return b.create<MinOp>(x, y); }
-  Value exp(Value x) { return b.create<ExpOp>(x); }
-  Value less(Value x, Value y) { return b.create<LessOp>(x, y); }
-  Value greater(Value x, Value y) { return b.create<GreaterOp>(x, y); }
-  Value select(Value c, Value x, Value y) { return b.create<SelectOp>(c, x, y); }
-  /// log(1 + exp(x)) computed stably as max(x, 0) + log(1 + exp(-|x|)).
-  Value softplus(Value x) {
-    Value negAbs = b.create<NegOp>(b.create<AbsOp>(x));
-    return add(max(x, c(0)), b.create<LogOp>(add(c(1), exp(negAbs))));
-  }
-};
 
 LogicalResult activationHandler(Binder &b) {
   Value x = b.input(0);

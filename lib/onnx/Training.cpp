@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/onnx/Binder.h"
+#include "lib/onnx/Expr.h"
 
 #include "dialects/sluice/SluiceOps.h"
 
@@ -18,22 +19,12 @@ namespace {
 
 constexpr const char *kTrainingDomain = "ai.onnx.preview.training";
 
-/// Elementwise helpers in the element type of the optimized tensors.
-struct Math {
-  Binder &b;
-  Type element;
-  Value c(double v) { return b.constScalar(element, v); }
-  Value add(Value x, Value y) { return b.create<AddOp>(x, y); }
-  Value sub(Value x, Value y) { return b.create<SubOp>(x, y); }
-  Value mul(Value x, Value y) { return b.create<MulOp>(x, y); }
-  Value div(Value x, Value y) { return b.create<DivOp>(x, y); }
-  Value sqrt(Value x) { return b.create<SqrtOp>(x); }
-  /// T > 0 ? whenPositive : otherwise, T being the int64 step count.
-  Value ifStarted(Value t, Value whenPositive, Value otherwise) {
-    Value started = b.create<GreaterOp>(t, b.constScalar(getElementTypeOrSelf(t.getType()), 0));
-    return b.create<SelectOp>(started, whenPositive, otherwise);
-  }
-};
+/// T > 0 ? whenPositive : otherwise, T being the int64 step count.
+Value ifStarted(Binder &b, Value t, Value whenPositive, Value otherwise) {
+  Value started =
+      b.create<GreaterOp>(t, b.constScalar(getElementTypeOrSelf(t.getType()), 0));
+  return b.create<SelectOp>(started, whenPositive, otherwise);
+}
 
 /// Splits the inputs after (R, T) into `groups` equal groups of tensors.
 FailureOr<SmallVector<SmallVector<Value>>> tensorGroups(Binder &b, unsigned groups) {
@@ -52,7 +43,7 @@ LogicalResult adagradHandler(Binder &b) {
   if (failed(groups))
     return failure();
   auto [xs, gs, hs] = std::tie((*groups)[0], (*groups)[1], (*groups)[2]);
-  Math m{b, b.elementType(2)};
+  Expr m{b, b.elementType(2)};
   double decay = b.attrFloat("decay_factor", 0.0f);
   double epsilon = b.attrFloat("epsilon", 1e-6f);
   double norm = b.attrFloat("norm_coefficient", 0.0f);
@@ -74,14 +65,14 @@ LogicalResult momentumHandler(Binder &b) {
   if (failed(groups))
     return failure();
   auto [xs, gs, vs] = std::tie((*groups)[0], (*groups)[1], (*groups)[2]);
-  Math m{b, b.elementType(2)};
+  Expr m{b, b.elementType(2)};
   double alpha = b.attrFloat("alpha", 0), beta = b.attrFloat("beta", 0);
   double norm = b.attrFloat("norm_coefficient", 0);
   std::string mode = b.attrString("mode", "standard");
   if (mode != "standard" && mode != "nesterov")
     return b.fail("Momentum mode must be 'standard' or 'nesterov', got '" + mode + "'");
   Value r = b.castTo(b.input(0), m.element);
-  Value betaAdjusted = m.ifStarted(b.input(1), m.c(beta), m.c(1));
+  Value betaAdjusted = ifStarted(b, b.input(1), m.c(beta), m.c(1));
   for (size_t i = 0; i < xs.size(); ++i) {
     Value g = m.add(m.mul(m.c(norm), xs[i]), gs[i]);
     Value v = m.add(m.mul(m.c(alpha), vs[i]), m.mul(betaAdjusted, g));
@@ -98,7 +89,7 @@ LogicalResult adamHandler(Binder &b) {
     return failure();
   auto [xs, gs, vs, hs] =
       std::tie((*groups)[0], (*groups)[1], (*groups)[2], (*groups)[3]);
-  Math m{b, b.elementType(2)};
+  Expr m{b, b.elementType(2)};
   double alpha = b.attrFloat("alpha", 0.9f), beta = b.attrFloat("beta", 0.999f);
   double epsilon = b.attrFloat("epsilon", 1e-6f);
   double norm = b.attrFloat("norm_coefficient", 0), post = b.attrFloat("norm_coefficient_post", 0);
@@ -107,7 +98,7 @@ LogicalResult adamHandler(Binder &b) {
   // Bias correction: R * sqrt(1 - beta^T) / (1 - alpha^T) once T > 0.
   Value alphaT = b.create<PowOp>(m.c(alpha), t), betaT = b.create<PowOp>(m.c(beta), t);
   Value corrected = m.div(m.mul(r, m.sqrt(m.sub(m.c(1), betaT))), m.sub(m.c(1), alphaT));
-  Value rAdjusted = m.ifStarted(b.input(1), corrected, r);
+  Value rAdjusted = ifStarted(b, b.input(1), corrected, r);
   for (size_t i = 0; i < xs.size(); ++i) {
     Value g = m.add(m.mul(m.c(norm), xs[i]), gs[i]);
     Value v = m.add(m.mul(m.c(alpha), vs[i]), m.mul(m.c(1 - alpha), g));
