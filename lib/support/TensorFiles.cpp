@@ -387,6 +387,15 @@ bool readValueFile(const std::string &path, RuntimeValue::Kind kind,
     value = std::move(t);
     return true;
   }
+  const char *what =
+      kind == RuntimeValue::Kind::Sequence ? "a sequence" : "an optional";
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0)
+    return error = path + ": a .npy file holds a tensor, but the model expects " +
+                   what + " here (pass an ONNX " +
+                   (kind == RuntimeValue::Kind::Sequence ? "SequenceProto"
+                                                         : "OptionalProto") +
+                   " .pb)",
+           false;
   std::string data;
   if (!readWholeFile(path, data, error))
     return false;
