@@ -15,9 +15,10 @@ static SequenceType sequenceOf(Type element) {
   return SequenceType::get(element.getContext(), cast<TensorType>(element));
 }
 
-LogicalResult SequenceEmptyOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, SequenceEmptyOp::Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+SequenceEmptyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  SequenceEmptyOp::Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   Type dtype = adaptor.getDtype();
   if (!dtype || isa<ShapedType>(dtype))
     return emitOptionalError(loc, "dtype must be an element type, got ", dtype);
@@ -30,7 +31,8 @@ LogicalResult SequenceConstructOp::inferReturnTypes(
     SequenceConstructOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
   ValueRange inputs = adaptor.getInputs();
   if (inputs.empty())
-    return emitOptionalError(loc, "needs at least one tensor (use sequence_empty)");
+    return emitOptionalError(loc,
+                             "needs at least one tensor (use sequence_empty)");
   Type joined = inputs.front().getType();
   for (Value v : inputs.drop_front()) {
     auto next = joinTypes(joined, v.getType());
@@ -43,20 +45,24 @@ LogicalResult SequenceConstructOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult SequenceInsertOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, SequenceInsertOp::Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+SequenceInsertOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   SequenceInsertOp::Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
   auto sequence = cast<SequenceType>(adaptor.getInputSequence().getType());
-  auto joined = joinTypes(sequence.getElementType(), adaptor.getTensor().getType());
+  auto joined =
+      joinTypes(sequence.getElementType(), adaptor.getTensor().getType());
   if (failed(joined))
-    return emitOptionalError(loc, "cannot insert a ", adaptor.getTensor().getType(),
-                             " into a ", sequence);
+    return emitOptionalError(loc, "cannot insert a ",
+                             adaptor.getTensor().getType(), " into a ",
+                             sequence);
   inferred.push_back(sequenceOf(*joined));
   return success();
 }
 
 /// A position operand must be a scalar (a single element).
-static LogicalResult checkPosition(std::optional<Location> loc, Value position) {
+static LogicalResult checkPosition(std::optional<Location> loc,
+                                   Value position) {
   if (!position)
     return success();
   auto type = cast<TensorType>(position.getType());
@@ -65,28 +71,31 @@ static LogicalResult checkPosition(std::optional<Location> loc, Value position) 
   return success();
 }
 
-LogicalResult SequenceAtOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, SequenceAtOp::Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult SequenceAtOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             SequenceAtOp::Adaptor adaptor,
+                                             SmallVectorImpl<Type> &inferred) {
   if (failed(checkPosition(loc, adaptor.getPosition())))
     return failure();
-  inferred.push_back(
-      cast<SequenceType>(adaptor.getInputSequence().getType()).getElementType());
+  inferred.push_back(cast<SequenceType>(adaptor.getInputSequence().getType())
+                         .getElementType());
   return success();
 }
 
-LogicalResult SequenceEraseOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, SequenceEraseOp::Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+SequenceEraseOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  SequenceEraseOp::Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   if (failed(checkPosition(loc, adaptor.getPosition())))
     return failure();
   inferred.push_back(adaptor.getInputSequence().getType());
   return success();
 }
 
-LogicalResult SequenceLengthOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, SequenceLengthOp::Adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+SequenceLengthOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                   SequenceLengthOp::Adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
   inferred.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 64)));
   return success();
 }
@@ -115,9 +124,10 @@ LogicalResult ConcatFromSequenceOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult SplitToSequenceOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, SplitToSequenceOp::Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+SplitToSequenceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    SplitToSequenceOp::Adaptor adaptor,
+                                    SmallVectorImpl<Type> &inferred) {
   auto type = cast<TensorType>(adaptor.getInput().getType());
   if (!type.hasRank()) {
     inferred.push_back(sequenceOf(type));
@@ -180,9 +190,10 @@ LogicalResult OptionalHasElementOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult OptionalGetElementOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, OptionalGetElementOp::Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+OptionalGetElementOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       OptionalGetElementOp::Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
   Type type = adaptor.getInput().getType();
   if (auto optional = dyn_cast<OptionalType>(type))
     type = optional.getElementType();
@@ -204,7 +215,8 @@ LogicalResult SequenceMapOp::verify() {
     Type perIteration = input.getType();
     if (auto sequence = dyn_cast<SequenceType>(perIteration))
       perIteration = sequence.getElementType();
-    if (!areCompatibleResultTypes(TypeRange{perIteration}, TypeRange{arg.getType()}))
+    if (!areCompatibleResultTypes(TypeRange{perIteration},
+                                  TypeRange{arg.getType()}))
       return emitOpError("body argument ")
              << index << " has type " << arg.getType() << ", incompatible with "
              << perIteration;
@@ -212,13 +224,15 @@ LogicalResult SequenceMapOp::verify() {
   auto yield = cast<YieldOp>(body.getTerminator());
   if (yield.getValues().size() != getNumResults())
     return emitOpError("body yields ")
-           << yield.getValues().size() << " values, expected " << getNumResults();
+           << yield.getValues().size() << " values, expected "
+           << getNumResults();
   for (auto [index, pair] :
        llvm::enumerate(llvm::zip(yield.getValues(), getOutputs()))) {
     auto [value, output] = pair;
     TensorType element = cast<SequenceType>(output.getType()).getElementType();
     if (!isa<TensorType>(value.getType()) ||
-        !areCompatibleResultTypes(TypeRange{value.getType()}, TypeRange{element}))
+        !areCompatibleResultTypes(TypeRange{value.getType()},
+                                  TypeRange{element}))
       return emitOpError("body value ")
              << index << " has type " << value.getType()
              << ", incompatible with result element type " << element;

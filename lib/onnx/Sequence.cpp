@@ -25,8 +25,10 @@ LogicalResult sequenceEmptyHandler(Binder &b) {
   DType dtype;
   int64_t onnxType = b.attrInt("dtype", onnx::TensorProto::FLOAT);
   if (!dtypeFromOnnx((int)onnxType, dtype))
-    return b.fail("SequenceEmpty dtype " + Twine(onnxType) + " is not supported");
-  return b.output(b.create<SequenceEmptyOp>(typeFromDType(b.b.getContext(), dtype)));
+    return b.fail("SequenceEmpty dtype " + Twine(onnxType) +
+                  " is not supported");
+  return b.output(
+      b.create<SequenceEmptyOp>(typeFromDType(b.b.getContext(), dtype)));
 }
 
 LogicalResult sequenceConstructHandler(Binder &b) {
@@ -109,13 +111,15 @@ LogicalResult sequenceMapHandler(Binder &b) {
       return b.fail("SequenceMap input " + Twine(i) + " is an optional");
     inputs.push_back(v);
     auto sequence = dyn_cast<SequenceType>(v.getType());
-    argTypes.push_back(sequence ? Type(sequence.getElementType()) : v.getType());
+    argTypes.push_back(sequence ? Type(sequence.getElementType())
+                                : v.getType());
   }
   if (inputs.empty() || !isa<SequenceType>(inputs[0].getType()))
     return b.fail("SequenceMap's first input must be a sequence");
   SmallVector<Type> placeholders(
       b.numOutputs(),
-      SequenceType::get(b.b.getContext(), UnrankedTensorType::get(b.b.getF32Type())));
+      SequenceType::get(b.b.getContext(),
+                        UnrankedTensorType::get(b.b.getF32Type())));
   auto op = SequenceMapOp::create(b.b, b.loc, placeholders, inputs);
   Block *block = new Block();
   op.getBody().push_back(block);

@@ -29,13 +29,15 @@ std::string RuntimeValue::describe() const {
   case Kind::Tensor:
     return tensorValue.describe();
   case Kind::Sequence: {
-    std::string text = "sequence of " + std::to_string(sequenceElements.size()) + " [";
+    std::string text =
+        "sequence of " + std::to_string(sequenceElements.size()) + " [";
     for (size_t i = 0; i < sequenceElements.size() && i < 3; ++i)
       text += (i ? ", " : "") + sequenceElements[i].describe();
     return text + (sequenceElements.size() > 3 ? ", ...]" : "]");
   }
   case Kind::Optional:
-    return hasValue() ? "optional(" + value().describe() + ")" : "optional(none)";
+    return hasValue() ? "optional(" + value().describe() + ")"
+                      : "optional(none)";
   }
   return "";
 }

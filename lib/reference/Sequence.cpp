@@ -27,7 +27,8 @@ using Results = std::vector<RuntimeValue>;
 FailureOr<Tensor> tensorOperand(Operation *op, const RuntimeValue *v,
                                 StringRef what) {
   if (!v->isTensor())
-    return op->emitOpError() << what << " must be a tensor, got " << v->describe();
+    return op->emitOpError()
+           << what << " must be a tensor, got " << v->describe();
   return v->tensor();
 }
 
@@ -99,7 +100,8 @@ LogicalResult evalSequenceInsert(Operation *op, Operands operands,
   return success();
 }
 
-LogicalResult evalSequenceAt(Operation *op, Operands operands, Results &results) {
+LogicalResult evalSequenceAt(Operation *op, Operands operands,
+                             Results &results) {
   auto elements = sequenceOperand(op, operands[0]);
   if (failed(elements))
     return failure();
@@ -134,7 +136,8 @@ LogicalResult evalSequenceLength(Operation *op, Operands operands,
   auto elements = sequenceOperand(op, operands[0]);
   if (failed(elements))
     return failure();
-  results.push_back(Tensor::fromInt64({(int64_t)elements->size()}).reshaped({}));
+  results.push_back(
+      Tensor::fromInt64({(int64_t)elements->size()}).reshaped({}));
   return success();
 }
 
@@ -148,7 +151,8 @@ LogicalResult evalConcatFromSequence(Operation *op, Operands operands,
     return op->emitOpError("cannot concatenate an empty sequence");
   const Tensor &first = (*elements)[0];
   bool newAxis = concat.getNewAxis();
-  auto axis = normalizeAxis(op, concat.getAxis(), first.rank() + (newAxis ? 1 : 0));
+  auto axis =
+      normalizeAxis(op, concat.getAxis(), first.rank() + (newAxis ? 1 : 0));
   if (failed(axis))
     return failure();
   // With new_axis every element gains a dim of 1 at `axis` (a stack).
@@ -167,8 +171,8 @@ LogicalResult evalConcatFromSequence(Operation *op, Operands operands,
       same = d == *axis || t.dim(d) == shape[d];
     if (!same)
       return op->emitOpError("cannot concatenate ")
-             << t.describe() << " with " << pieces[0].describe() << " along axis "
-             << *axis;
+             << t.describe() << " with " << pieces[0].describe()
+             << " along axis " << *axis;
     shape[*axis] += t.dim(*axis);
   }
   Tensor out(first.dtype(), shape);
@@ -216,7 +220,8 @@ LogicalResult evalSplitToSequence(Operation *op, Operands operands,
     } else {
       if (llvm::any_of(values, [](int64_t v) { return v < 0; }) ||
           std::accumulate(values.begin(), values.end(), int64_t(0)) != length)
-        return op->emitOpError("split sizes must be non-negative and add up to ")
+        return op->emitOpError(
+                   "split sizes must be non-negative and add up to ")
                << length;
       sizes = values;
     }
@@ -285,11 +290,14 @@ void registerSequenceEvaluators(EvalRegistry &r) {
   r.addValueFn(SequenceAtOp::getOperationName(), evalSequenceAt);
   r.addValueFn(SequenceEraseOp::getOperationName(), evalSequenceErase);
   r.addValueFn(SequenceLengthOp::getOperationName(), evalSequenceLength);
-  r.addValueFn(ConcatFromSequenceOp::getOperationName(), evalConcatFromSequence);
+  r.addValueFn(ConcatFromSequenceOp::getOperationName(),
+               evalConcatFromSequence);
   r.addValueFn(SplitToSequenceOp::getOperationName(), evalSplitToSequence);
   r.addValueFn(OptionalOp::getOperationName(), evalOptional);
-  r.addValueFn(OptionalHasElementOp::getOperationName(), evalOptionalHasElement);
-  r.addValueFn(OptionalGetElementOp::getOperationName(), evalOptionalGetElement);
+  r.addValueFn(OptionalHasElementOp::getOperationName(),
+               evalOptionalHasElement);
+  r.addValueFn(OptionalGetElementOp::getOperationName(),
+               evalOptionalGetElement);
 }
 
 } // namespace sluice

@@ -27,13 +27,14 @@ struct SequenceEvaluatorTest : ::testing::Test {
     context.loadDialect<sluice::SluiceDialect, func::FuncDialect>();
   }
 
-  FailureOr<std::vector<RuntimeValue>> run(const char *source,
-                                           const std::vector<RuntimeValue> &inputs) {
+  FailureOr<std::vector<RuntimeValue>>
+  run(const char *source, const std::vector<RuntimeValue> &inputs) {
     module = parseSourceString<ModuleOp>(source, &context);
     EXPECT_TRUE(module);
     if (!module)
       return failure();
-    return sluice::evaluate(cast<func::FuncOp>(module->getBody()->front()), inputs);
+    return sluice::evaluate(cast<func::FuncOp>(module->getBody()->front()),
+                            inputs);
   }
 
   MLIRContext context;
@@ -79,19 +80,22 @@ TEST_F(SequenceEvaluatorTest, StackAlongLastAxis) {
 }
 
 TEST_F(SequenceEvaluatorTest, OutOfRangePositionFails) {
-  ScopedDiagnosticHandler silence(&context, [](Diagnostic &) { return success(); });
-  auto out = run(R"mlir(
+  ScopedDiagnosticHandler silence(&context,
+                                  [](Diagnostic &) { return success(); });
+  auto out =
+      run(R"mlir(
     func.func @main(%s: !sluice.sequence<tensor<*xf32>>, %p: tensor<i64>) -> tensor<*xf32> {
       %0 = sluice.sequence_at %s, %p : (!sluice.sequence<tensor<*xf32>>, tensor<i64>) -> tensor<*xf32>
       return %0 : tensor<*xf32>
     })mlir",
-                 {RuntimeValue::sequence({Tensor::fromDoubles(DType::F32, {1}, {1})}),
-                  Tensor::fromInt64({1}).reshaped({})});
+          {RuntimeValue::sequence({Tensor::fromDoubles(DType::F32, {1}, {1})}),
+           Tensor::fromInt64({1}).reshaped({})});
   EXPECT_TRUE(failed(out));
 }
 
 TEST_F(SequenceEvaluatorTest, InputKindMustMatch) {
-  ScopedDiagnosticHandler silence(&context, [](Diagnostic &) { return success(); });
+  ScopedDiagnosticHandler silence(&context,
+                                  [](Diagnostic &) { return success(); });
   auto out = run(R"mlir(
     func.func @main(%o: !sluice.optional<tensor<2xf32>>) -> tensor<i1> {
       %0 = sluice.optional_has_element %o : (!sluice.optional<tensor<2xf32>>) -> tensor<i1>
@@ -112,7 +116,8 @@ TEST_F(SequenceEvaluatorTest, InputKindMustMatch) {
 // Reverse input and reverse output cancel: the output holds running sums
 // from the end, in input order, stacked along axis 1.
 TEST_F(SequenceEvaluatorTest, ReverseScanAlongAxisOne) {
-  auto out = run(R"mlir(
+  auto out =
+      run(R"mlir(
     func.func @main(%init: tensor<2xf32>, %x: tensor<3x2xf32>) -> (tensor<2xf32>, tensor<2x?xf32>) {
       %0:2 = sluice.scan(%init, %x : tensor<2xf32>, tensor<3x2xf32>) -> tensor<2xf32>, tensor<2x?xf32> {
       ^bb0(%acc: tensor<2xf32>, %next: tensor<2xf32>):
@@ -121,17 +126,19 @@ TEST_F(SequenceEvaluatorTest, ReverseScanAlongAxisOne) {
       } {num_scan_inputs = 1 : i64, scan_input_axes = array<i64: 0>, scan_input_directions = array<i64: 1>, scan_output_axes = array<i64: 1>, scan_output_directions = array<i64: 1>}
       return %0#0, %0#1 : tensor<2xf32>, tensor<2x?xf32>
     })mlir",
-                 {Tensor::fromDoubles(DType::F32, {2}, {0, 0}),
-                  Tensor::fromDoubles(DType::F32, {3, 2}, {1, 10, 2, 20, 3, 30})});
+          {Tensor::fromDoubles(DType::F32, {2}, {0, 0}),
+           Tensor::fromDoubles(DType::F32, {3, 2}, {1, 10, 2, 20, 3, 30})});
   ASSERT_TRUE(succeeded(out));
   EXPECT_EQ(values((*out)[0].tensor()), (std::vector<double>{6, 60}));
   // Iterations see rows 3, 2, 1 (sums 3, 5, 6); reversed output: 6, 5, 3.
   EXPECT_EQ((*out)[1].tensor().shape(), (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(values((*out)[1].tensor()), (std::vector<double>{6, 5, 3, 60, 50, 30}));
+  EXPECT_EQ(values((*out)[1].tensor()),
+            (std::vector<double>{6, 5, 3, 60, 50, 30}));
 }
 
 TEST_F(SequenceEvaluatorTest, BatchedScanRunsPerBatchElement) {
-  auto out = run(R"mlir(
+  auto out =
+      run(R"mlir(
     func.func @main(%init: tensor<2x1xf32>, %x: tensor<2x3x1xf32>) -> (tensor<2x1xf32>, tensor<2x?x1xf32>) {
       %0:2 = sluice.scan(%init, %x : tensor<2x1xf32>, tensor<2x3x1xf32>) -> tensor<2x1xf32>, tensor<2x?x1xf32> {
       ^bb0(%acc: tensor<1xf32>, %next: tensor<1xf32>):
@@ -140,11 +147,12 @@ TEST_F(SequenceEvaluatorTest, BatchedScanRunsPerBatchElement) {
       } {batched, num_scan_inputs = 1 : i64, scan_input_axes = array<i64: 0>, scan_input_directions = array<i64: 0>, scan_output_axes = array<i64: 0>, scan_output_directions = array<i64: 0>}
       return %0#0, %0#1 : tensor<2x1xf32>, tensor<2x?x1xf32>
     })mlir",
-                 {Tensor::fromDoubles(DType::F32, {2, 1}, {0, 100}),
-                  Tensor::fromDoubles(DType::F32, {2, 3, 1}, {1, 2, 3, 4, 5, 6})});
+          {Tensor::fromDoubles(DType::F32, {2, 1}, {0, 100}),
+           Tensor::fromDoubles(DType::F32, {2, 3, 1}, {1, 2, 3, 4, 5, 6})});
   ASSERT_TRUE(succeeded(out));
   EXPECT_EQ(values((*out)[0].tensor()), (std::vector<double>{6, 115}));
-  EXPECT_EQ(values((*out)[1].tensor()), (std::vector<double>{1, 3, 6, 104, 109, 115}));
+  EXPECT_EQ(values((*out)[1].tensor()),
+            (std::vector<double>{1, 3, 6, 104, 109, 115}));
 }
 
 } // namespace
