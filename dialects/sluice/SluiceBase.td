@@ -29,7 +29,10 @@ def Sluice_Dialect : Dialect {
   }];
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
 }
+
+include "dialects/sluice/SluiceTypeDefs.td"
 
 //===----------------------------------------------------------------------===//
 // Type constraints

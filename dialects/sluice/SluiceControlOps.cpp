@@ -14,8 +14,7 @@ static LogicalResult verifyYieldTypes(Operation *op, TypeRange yielded,
                              << " values, expected " << expected.size();
   for (auto [index, pair] : llvm::enumerate(llvm::zip(yielded, expected))) {
     auto [y, e] = pair;
-    if (getElementTypeOrSelf(y) != getElementTypeOrSelf(e) ||
-        !areCompatibleResultTypes(y, e))
+    if (!areCompatibleResultTypes(y, e))
       return op->emitOpError() << what << " value " << index << " has type " << y
                                << ", incompatible with " << e;
   }
@@ -56,6 +55,40 @@ LogicalResult LoopOp::verify() {
   TypeRange yielded = yield.getValues().getTypes();
   return verifyYieldTypes(*this, yielded.drop_front().take_front(carried),
                           TypeRange(getResultTypes()).take_front(carried), "body carried");
+}
+
+LogicalResult ScanOp::verify() {
+  int64_t numInputs = getInputs().size();
+  int64_t numScanInputs = getNumScanInputs();
+  if (numScanInputs < 1 || numScanInputs > numInputs)
+    return emitOpError("num_scan_inputs is ")
+           << numScanInputs << ", must be in [1, " << numInputs << "]";
+  int64_t numStates = numInputs - numScanInputs;
+  if ((int64_t)getScanInputAxes().size() != numScanInputs ||
+      (int64_t)getScanInputDirections().size() != numScanInputs)
+    return emitOpError("needs one scan input axis and direction per scan input");
+  if ((int64_t)getNumResults() < numStates)
+    return emitOpError("has ") << getNumResults() << " results, fewer than its "
+                               << numStates << " states";
+  int64_t numScanOutputs = getNumResults() - numStates;
+  if ((int64_t)getScanOutputAxes().size() != numScanOutputs ||
+      (int64_t)getScanOutputDirections().size() != numScanOutputs)
+    return emitOpError("needs one scan output axis and direction per scan output");
+  for (ArrayRef<int64_t> directions :
+       {getScanInputDirections(), getScanOutputDirections()})
+    if (llvm::any_of(directions, [](int64_t d) { return d != 0 && d != 1; }))
+      return emitOpError("directions must be 0 (forward) or 1 (reverse)");
+  Block &body = getBody().front();
+  if ((int64_t)body.getNumArguments() != numInputs)
+    return emitOpError("body takes ")
+           << body.getNumArguments() << " arguments, expected " << numInputs
+           << " (states, scan input slices)";
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().size() != getNumResults())
+    return emitOpError("body yields ")
+           << yield.getValues().size() << " values, expected " << getNumResults()
+           << " (states, scan output slices)";
+  return success();
 }
 
 #define GET_OP_CLASSES

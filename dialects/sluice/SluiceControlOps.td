@@ -14,9 +14,9 @@ include "dialects/sluice/SluiceBase.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 def Sluice_YieldOp : Op<Sluice_Dialect, "yield", [Pure, Terminator,
-    ParentOneOf<["IfOp", "LoopOp"]>]> {
-  let summary = "returns values from an if branch or a loop body";
-  let arguments = (ins Variadic<AnyTensor>:$values);
+    ParentOneOf<["IfOp", "LoopOp", "ScanOp", "SequenceMapOp"]>]> {
+  let summary = "returns values from an if branch, a loop, scan or sequence_map body";
+  let arguments = (ins Variadic<Sluice_AnyValue>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
@@ -25,7 +25,7 @@ def Sluice_IfOp : Op<Sluice_Dialect, "if", [
     NoRegionArguments]> {
   let summary = "ONNX If: runs one of two regions on a scalar condition";
   let arguments = (ins TensorOf<[I1]>:$condition);
-  let results = (outs Variadic<AnyTensor>:$outputs);
+  let results = (outs Variadic<Sluice_AnyValue>:$outputs);
   let regions = (region SizedRegion<1>:$then_region, SizedRegion<1>:$else_region);
   let assemblyFormat = [{
     $condition `:` type($condition) (`->` type($outputs)^)? $then_region `else` $else_region attr-dict
@@ -45,12 +45,45 @@ def Sluice_LoopOp : Op<Sluice_Dialect, "loop", [AttrSizedOperandSegments,
   }];
   let arguments = (ins Optional<TensorOf<[I64]>>:$max_trip_count,
                        Optional<TensorOf<[I1]>>:$initial_condition,
-                       Variadic<AnyTensor>:$initial_values);
-  let results = (outs Variadic<AnyTensor>:$outputs);
+                       Variadic<Sluice_AnyValue>:$initial_values);
+  let results = (outs Variadic<Sluice_AnyValue>:$outputs);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     `(` ($max_trip_count^ `:` type($max_trip_count))? `)` `(` ($initial_condition^ `:` type($initial_condition))? `)`
     (`carried` `(` $initial_values^ `:` type($initial_values) `)`)? (`->` type($outputs)^)? $body attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Sluice_ScanOp : Op<Sluice_Dialect, "scan", [SingleBlock,
+    RecursiveMemoryEffects]> {
+  let summary = "ONNX Scan: runs a body over slices of scan inputs, carrying state";
+  let description = [{
+    `inputs` are the initial states followed by `num_scan_inputs` scan
+    inputs. Iteration i slices every scan input along its scan axis (the
+    i-th slice, or the i-th from the end where its direction is 1); the body
+    takes (states..., slices...) and yields (states..., scan output slices...).
+    Results are the final states followed by the scan outputs, the yielded
+    slices stacked along each output's axis (in reverse where its direction
+    is 1). With `batched` (ONNX Scan-8), dim 0 of every input and result is a
+    batch dim the body does not see: the scan runs once per batch element.
+
+    A region op rather than a lowering to sluice.loop plus gather and concat:
+    reverse directions and per-output axes would need a reverse op and a
+    transpose per value, and the batched form one more loop level, while the
+    evaluator implements all of it directly in a few lines.
+  }];
+  let arguments = (ins Variadic<Sluice_AnyValue>:$inputs,
+                       I64Attr:$num_scan_inputs,
+                       DenseI64ArrayAttr:$scan_input_axes,
+                       DenseI64ArrayAttr:$scan_input_directions,
+                       DenseI64ArrayAttr:$scan_output_axes,
+                       DenseI64ArrayAttr:$scan_output_directions,
+                       UnitAttr:$batched);
+  let results = (outs Variadic<AnyTensor>:$outputs);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` ($inputs^ `:` type($inputs))? `)` (`->` type($outputs)^)? $body attr-dict
   }];
   let hasVerifier = 1;
 }

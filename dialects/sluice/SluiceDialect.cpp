@@ -14,10 +14,17 @@ using namespace sluice;
 #define GET_ATTRDEF_CLASSES
 #include "dialects/sluice/SluiceAttrs.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/sluice/SluiceTypeDefs.cpp.inc"
+
 void SluiceDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "dialects/sluice/SluiceAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/sluice/SluiceTypeDefs.cpp.inc"
       >();
   addOperations<
 #define GET_OP_LIST
@@ -43,6 +50,19 @@ void SluiceDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/sluice/SluiceControlOps.cpp.inc"
       >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/sluice/SluiceSequenceOps.cpp.inc"
+      >();
+}
+
+LogicalResult
+OptionalType::verify(function_ref<InFlightDiagnostic()> emitError,
+                     Type elementType) {
+  if (!isa<TensorType, SequenceType>(elementType))
+    return emitError() << "optional holds a tensor or a sequence, not "
+                       << elementType;
+  return success();
 }
 
 Operation *SluiceDialect::materializeConstant(OpBuilder &builder,

@@ -24,6 +24,9 @@
 #define GET_ATTRDEF_CLASSES
 #include "dialects/sluice/SluiceAttrs.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/sluice/SluiceTypeDefs.h.inc"
+
 #include "dialects/sluice/SluiceTypes.h"
 
 #define GET_OP_CLASSES
@@ -36,7 +39,13 @@
 #include "dialects/sluice/SluiceIndexingOps.h.inc"
 #define GET_OP_CLASSES
 #include "dialects/sluice/SluiceReductionOps.h.inc"
+// sluice.yield may sit in a sequence_map body, declared by a later family.
+namespace sluice {
+class SequenceMapOp;
+} // namespace sluice
 #define GET_OP_CLASSES
 #include "dialects/sluice/SluiceControlOps.h.inc"
+#define GET_OP_CLASSES
+#include "dialects/sluice/SluiceSequenceOps.h.inc"
 
 #endif // SLUICE_DIALECTS_SLUICE_SLUICEOPS_H

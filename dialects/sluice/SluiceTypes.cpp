@@ -1,6 +1,7 @@
 //===- SluiceTypes.cpp - shape and type helpers shared by op families -----===//
 
 #include "dialects/sluice/SluiceTypes.h"
+#include "dialects/sluice/SluiceOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -16,6 +17,21 @@ bool areCompatibleResultTypes(TypeRange inferred, TypeRange declared) {
   if (inferred.size() != declared.size())
     return false;
   for (auto [a, b] : llvm::zip(inferred, declared)) {
+    // Sequences and optionals are compatible when what they hold is.
+    if (auto sa = dyn_cast<SequenceType>(a)) {
+      auto sb = dyn_cast<SequenceType>(b);
+      if (!sb || !areCompatibleResultTypes(TypeRange{sa.getElementType()},
+                                           TypeRange{sb.getElementType()}))
+        return false;
+      continue;
+    }
+    if (auto oa = dyn_cast<OptionalType>(a)) {
+      auto ob = dyn_cast<OptionalType>(b);
+      if (!ob || !areCompatibleResultTypes(TypeRange{oa.getElementType()},
+                                           TypeRange{ob.getElementType()}))
+        return false;
+      continue;
+    }
     auto ta = dyn_cast<TensorType>(a);
     auto tb = dyn_cast<TensorType>(b);
     if (!ta || !tb) {
@@ -184,6 +200,52 @@ std::optional<SmallVector<int64_t>> getShape(Value value) {
   if (!type)
     return std::nullopt;
   return SmallVector<int64_t>(type.getShape());
+}
+
+FailureOr<Type> joinTypes(Type a, Type b) {
+  if (auto sa = dyn_cast<SequenceType>(a)) {
+    auto sb = dyn_cast<SequenceType>(b);
+    if (!sb)
+      return failure();
+    auto element = joinTypes(sa.getElementType(), sb.getElementType());
+    if (failed(element))
+      return failure();
+    return Type(SequenceType::get(a.getContext(), cast<TensorType>(*element)));
+  }
+  if (auto oa = dyn_cast<OptionalType>(a)) {
+    auto ob = dyn_cast<OptionalType>(b);
+    if (!ob)
+      return failure();
+    auto element = joinTypes(oa.getElementType(), ob.getElementType());
+    if (failed(element))
+      return failure();
+    return Type(OptionalType::get(a.getContext(), *element));
+  }
+  auto ta = dyn_cast<TensorType>(a), tb = dyn_cast<TensorType>(b);
+  if (!ta || !tb || ta.getElementType() != tb.getElementType())
+    return failure();
+  if (!ta.hasRank() || !tb.hasRank() || ta.getRank() != tb.getRank())
+    return Type(UnrankedTensorType::get(ta.getElementType()));
+  SmallVector<int64_t> shape;
+  for (auto [x, y] : llvm::zip(ta.getShape(), tb.getShape()))
+    shape.push_back(x == y ? x : ShapedType::kDynamic);
+  return Type(RankedTensorType::get(shape, ta.getElementType()));
+}
+
+Type relaxShapes(Type type) {
+  if (auto sequence = dyn_cast<SequenceType>(type))
+    return SequenceType::get(
+        type.getContext(),
+        UnrankedTensorType::get(sequence.getElementType().getElementType()));
+  if (auto optional = dyn_cast<OptionalType>(type))
+    return OptionalType::get(type.getContext(),
+                             relaxShapes(optional.getElementType()));
+  auto tensor = dyn_cast<TensorType>(type);
+  if (!tensor || !tensor.hasRank())
+    return type;
+  return RankedTensorType::get(
+      SmallVector<int64_t>(tensor.getRank(), ShapedType::kDynamic),
+      tensor.getElementType());
 }
 
 } // namespace sluice

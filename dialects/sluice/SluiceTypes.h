@@ -34,6 +34,16 @@ using mlir::Value;
 /// This lets a declared type be more static than what inference could derive.
 bool areCompatibleResultTypes(TypeRange inferred, TypeRange declared);
 
+/// The most specific type both `a` and `b` are instances of: tensors of one
+/// element type keep equal dims, differing dims become dynamic, differing
+/// ranks unranked; sequences and optionals join what they hold. Fails on
+/// different element types or kinds (If branches, sequence elements).
+FailureOr<Type> joinTypes(Type a, Type b);
+/// A type every later value of a loop-carried `type` is an instance of:
+/// tensors keep their rank with dynamic dims, sequence elements become
+/// unranked (a loop may insert tensors of any shape).
+Type relaxShapes(Type type);
+
 /// Broadcasts two shapes NumPy-style (dynamic dims stay dynamic unless the
 /// other side is static and not 1). Fails on static dims that disagree.
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,

@@ -28,6 +28,7 @@ namespace onnx {
 class NodeProto;
 class AttributeProto;
 class GraphProto;
+class TypeProto;
 } // namespace onnx
 
 namespace sluice::onnx_import {
@@ -62,6 +63,12 @@ void registerReductionHandlers(OpRegistry &registry);
 void registerControlFlowHandlers(OpRegistry &registry);
 void registerSignalHandlers(OpRegistry &registry);
 void registerTrainingHandlers(OpRegistry &registry);
+void registerSequenceHandlers(OpRegistry &registry);
+
+/// The MLIR type of an ONNX TypeProto: a tensor, a sequence of tensors, or
+/// an optional tensor or sequence. Null (with `why` set) for anything else.
+mlir::Type typeFromOnnx(mlir::MLIRContext &context, const onnx::TypeProto &type,
+                        std::string &why);
 
 /// Imports a subgraph (If branch, Loop body) into `block`, whose arguments
 /// stand for the subgraph's inputs; the subgraph reads enclosing values by

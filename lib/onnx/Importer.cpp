@@ -92,6 +92,7 @@ const OpRegistry &OpRegistry::get() {
     registerControlFlowHandlers(r);
     registerSignalHandlers(r);
     registerTrainingHandlers(r);
+    registerSequenceHandlers(r);
     return r;
   }();
   return registry;
@@ -296,6 +297,49 @@ std::string onnxTypeName(int onnxType) {
       (onnx::TensorProto::DataType)onnxType);
 }
 
+} // namespace
+
+Type typeFromOnnx(MLIRContext &ctx, const onnx::TypeProto &type,
+                  std::string &why) {
+  if (type.has_tensor_type()) {
+    const auto &tensorType = type.tensor_type();
+    Type element = elementTypeFromOnnx(ctx, tensorType.elem_type());
+    if (!element) {
+      why = "has unsupported element type " + onnxTypeName(tensorType.elem_type());
+      return {};
+    }
+    if (!tensorType.has_shape())
+      return UnrankedTensorType::get(element);
+    SmallVector<int64_t> shape;
+    for (const auto &dim : tensorType.shape().dim())
+      shape.push_back(dim.has_dim_value() ? dim.dim_value() : ShapedType::kDynamic);
+    return RankedTensorType::get(shape, element);
+  }
+  if (type.has_sequence_type()) {
+    const auto &element = type.sequence_type().elem_type();
+    if (!element.has_tensor_type()) {
+      why = "is a sequence of non-tensors (only sequences of tensors are supported)";
+      return {};
+    }
+    Type tensor = typeFromOnnx(ctx, element, why);
+    return tensor ? SequenceType::get(&ctx, cast<TensorType>(tensor)) : Type();
+  }
+  if (type.has_optional_type()) {
+    const auto &element = type.optional_type().elem_type();
+    if (!element.has_tensor_type() && !element.has_sequence_type()) {
+      why = "is an optional of neither a tensor nor a sequence";
+      return {};
+    }
+    Type held = typeFromOnnx(ctx, element, why);
+    return held ? OptionalType::get(&ctx, held) : Type();
+  }
+  why = "is not a tensor, sequence or optional (maps and sparse tensors are "
+        "not supported)";
+  return {};
+}
+
+namespace {
+
 class GraphImporter : public SubgraphImporter {
 public:
   GraphImporter(MLIRContext &ctx, const std::string &path,
@@ -444,9 +488,18 @@ LogicalResult GraphImporter::importSubgraph(const onnx::GraphProto &graph,
 }
 
 FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &input) {
-  if (!input.type().has_tensor_type())
-    return fail("input '" + input.name() +
-                "' is not a tensor (sequence, map and optional inputs are not supported)");
+  if (!input.type().has_tensor_type()) {
+    // Sequences and optionals: their element shapes are runtime properties,
+    // so --shape does not apply to them.
+    std::string why;
+    Type type = typeFromOnnx(ctx, input.type(), why);
+    if (!type)
+      return fail("input '" + input.name() + "' " + why);
+    if (options.inputShapes.count(input.name()))
+      return fail("--shape for input '" + input.name() +
+                  "' does not apply: it is not a tensor");
+    return type;
+  }
   const auto &tensorType = input.type().tensor_type();
   Type element = elementTypeFromOnnx(ctx, tensorType.elem_type());
   if (!element)

@@ -141,8 +141,15 @@ LogicalResult splitHandler(Binder &b) {
 
 /// Squeeze and Unsqueeze: axes attribute before opset 13, input after.
 Value axesOperand(Binder &b) {
-  if (b.opset() >= 13)
-    return asI64(b, b.input(1));
+  if (b.opset() >= 13) {
+    Value axes = asI64(b, b.input(1));
+    // A scalar axes input means one axis (the ONNX reference accepts it, and
+    // the Loop sequence tests feed one).
+    auto type = axes ? dyn_cast<RankedTensorType>(axes.getType()) : nullptr;
+    if (type && type.getRank() == 0)
+      axes = b.create<ReshapeOp>(axes, b.constI64({1}), false);
+    return axes;
+  }
   if (!b.hasAttr("axes"))
     return Value();
   return b.constI64(b.attrInts("axes"));

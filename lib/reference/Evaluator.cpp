@@ -1,6 +1,7 @@
 //===- Evaluator.cpp - the reference evaluator of sluice ops --------------===//
 
 #include "lib/reference/Evaluator.h"
+#include "lib/reference/EvalUtils.h"
 
 #include "dialects/sluice/SluiceOps.h"
 
@@ -10,6 +11,7 @@
 #include "mlir/IR/BuiltinDialect.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace mlir;
@@ -24,6 +26,7 @@ const EvalRegistry &EvalRegistry::get() {
     registerShapeEvaluators(r);
     registerIndexingEvaluators(r);
     registerReductionEvaluators(r);
+    registerSequenceEvaluators(r);
     return r;
   }();
   return registry;
@@ -33,9 +36,18 @@ void EvalRegistry::add(StringRef opName, EvalFn fn) {
   functions[opName] = std::move(fn);
 }
 
+void EvalRegistry::addValueFn(StringRef opName, ValueEvalFn fn) {
+  valueFunctions[opName] = std::move(fn);
+}
+
 const EvalFn *EvalRegistry::lookup(StringRef opName) const {
   auto it = functions.find(opName);
   return it == functions.end() ? nullptr : &it->second;
+}
+
+const ValueEvalFn *EvalRegistry::lookupValueFn(StringRef opName) const {
+  auto it = valueFunctions.find(opName);
+  return it == valueFunctions.end() ? nullptr : &it->second;
 }
 
 FailureOr<DType> dtypeFromType(Type type) {
@@ -186,31 +198,109 @@ LogicalResult evaluateOp(Operation *op, ArrayRef<const Tensor *> operands,
 
 namespace {
 
+/// The kind of runtime value a type stands for.
+RuntimeValue::Kind kindOf(Type type) {
+  if (isa<SequenceType>(type))
+    return RuntimeValue::Kind::Sequence;
+  if (isa<OptionalType>(type))
+    return RuntimeValue::Kind::Optional;
+  return RuntimeValue::Kind::Tensor;
+}
+
+StringRef kindName(RuntimeValue::Kind kind) {
+  switch (kind) {
+  case RuntimeValue::Kind::Tensor: return "a tensor";
+  case RuntimeValue::Kind::Sequence: return "a sequence";
+  case RuntimeValue::Kind::Optional: return "an optional";
+  }
+  return "";
+}
+
+/// Slice `index` of `tensor` along `axis`, that axis dropped.
+Tensor takeSlice(const Tensor &tensor, int64_t axis, int64_t index) {
+  std::vector<int64_t> shape = tensor.shape();
+  int64_t outer = 1, inner = dtypeSize(tensor.dtype()), length = shape[axis];
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (size_t i = axis + 1; i < shape.size(); ++i)
+    inner *= shape[i];
+  shape.erase(shape.begin() + axis);
+  Tensor slice(tensor.dtype(), shape);
+  const char *src = static_cast<const char *>(tensor.rawData());
+  char *dst = static_cast<char *>(slice.mutableData());
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(dst + o * inner, src + (o * length + index) * inner, inner);
+  return slice;
+}
+
+/// Stacks equally shaped `slices` along a new `axis` (`elementShape` gives
+/// the slice shape when there are none).
+Tensor stackSlices(ArrayRef<Tensor> slices, int64_t axis, DType dtype,
+                   std::vector<int64_t> elementShape) {
+  if (!slices.empty())
+    elementShape = slices[0].shape();
+  std::vector<int64_t> shape = elementShape;
+  shape.insert(shape.begin() + axis, (int64_t)slices.size());
+  Tensor stacked(dtype, shape);
+  int64_t outer = 1, inner = dtypeSize(dtype), length = slices.size();
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= elementShape[i];
+  for (size_t i = axis; i < elementShape.size(); ++i)
+    inner *= elementShape[i];
+  char *dst = static_cast<char *>(stacked.mutableData());
+  for (int64_t k = 0; k < length; ++k) {
+    const char *src = static_cast<const char *>(slices[k].rawData());
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + (o * length + k) * inner, src + o * inner, inner);
+  }
+  return stacked;
+}
+
 /// Runs blocks of ops, keeping one value map for all nested scopes (SSA
 /// values are unique, and regions read their enclosing scope's values).
+/// Tensor ops go through their EvalFn; ops on sequences and optionals
+/// through their ValueEvalFn; region ops are run here.
 class Interpreter {
 public:
   /// Runs `block` with `arguments` bound to its arguments; the terminator's
   /// operands are returned in `yielded`.
-  LogicalResult runBlock(Block &block, ArrayRef<Tensor> arguments,
-                         std::vector<Tensor> &yielded);
+  LogicalResult runBlock(Block &block, ArrayRef<RuntimeValue> arguments,
+                         std::vector<RuntimeValue> &yielded);
 
 private:
   LogicalResult runOp(Operation &op);
   LogicalResult runIf(IfOp op);
   LogicalResult runLoop(LoopOp op);
-  const Tensor *lookup(Operation &op, Value value) {
+  LogicalResult runScan(ScanOp op);
+  LogicalResult runScanOnce(ScanOp op, std::vector<Tensor> states,
+                            ArrayRef<Tensor> scanInputs,
+                            std::vector<Tensor> &results);
+  LogicalResult runSequenceMap(SequenceMapOp op);
+  const RuntimeValue *lookup(Value value) {
     auto it = values.find(value);
     return it == values.end() ? nullptr : &it->second;
   }
+  /// The tensor bound to `value`; null (with an error on `op`) otherwise.
+  const Tensor *lookupTensor(Operation *op, Value value) {
+    const RuntimeValue *v = lookup(value);
+    if (!v) {
+      op->emitOpError("operand has no value");
+      return nullptr;
+    }
+    if (!v->isTensor()) {
+      op->emitOpError("expected a tensor operand, got ") << v->describe();
+      return nullptr;
+    }
+    return &v->tensor();
+  }
 
-  llvm::DenseMap<Value, Tensor> values;
+  llvm::DenseMap<Value, RuntimeValue> values;
 };
 
-LogicalResult Interpreter::runBlock(Block &block, ArrayRef<Tensor> arguments,
-                                    std::vector<Tensor> &yielded) {
-  for (auto [arg, tensor] : llvm::zip(block.getArguments(), arguments))
-    values[arg] = tensor;
+LogicalResult Interpreter::runBlock(Block &block, ArrayRef<RuntimeValue> arguments,
+                                    std::vector<RuntimeValue> &yielded) {
+  for (auto [arg, value] : llvm::zip(block.getArguments(), arguments))
+    values[arg] = value;
   // Free each value of this block after its last use (a use inside a nested
   // region counts as a use by the op holding the region), so that large
   // models fit in memory.
@@ -231,10 +321,10 @@ LogicalResult Interpreter::runBlock(Block &block, ArrayRef<Tensor> arguments,
     if (op.hasTrait<OpTrait::IsTerminator>()) {
       yielded.clear();
       for (Value v : op.getOperands()) {
-        const Tensor *t = lookup(op, v);
-        if (!t)
+        const RuntimeValue *value = lookup(v);
+        if (!value)
           return op.emitOpError("operand has no value");
-        yielded.push_back(*t);
+        yielded.push_back(*value);
       }
       return success();
     }
@@ -251,11 +341,39 @@ LogicalResult Interpreter::runOp(Operation &op) {
     return runIf(ifOp);
   if (auto loop = dyn_cast<LoopOp>(op))
     return runLoop(loop);
+  if (auto scan = dyn_cast<ScanOp>(op))
+    return runScan(scan);
+  if (auto map = dyn_cast<SequenceMapOp>(op))
+    return runSequenceMap(map);
+  if (const ValueEvalFn *fn =
+          EvalRegistry::get().lookupValueFn(op.getName().getStringRef())) {
+    SmallVector<const RuntimeValue *> operands;
+    for (Value v : op.getOperands()) {
+      const RuntimeValue *value = lookup(v);
+      if (!value)
+        return op.emitOpError("operand has no value");
+      operands.push_back(value);
+    }
+    std::vector<RuntimeValue> results;
+    if (failed((*fn)(&op, operands, results)))
+      return failure();
+    if (results.size() != op.getNumResults())
+      return op.emitOpError("evaluator produced ")
+             << results.size() << " results, expected " << op.getNumResults();
+    for (auto [value, result] : llvm::zip(op.getResults(), results)) {
+      if (result.kind() != kindOf(value.getType()))
+        return op.emitOpError("evaluated ")
+               << kindName(result.kind()) << " for a result of type "
+               << value.getType();
+      values[value] = std::move(result);
+    }
+    return success();
+  }
   SmallVector<const Tensor *> operands;
   for (Value v : op.getOperands()) {
-    const Tensor *t = lookup(op, v);
+    const Tensor *t = lookupTensor(&op, v);
     if (!t)
-      return op.emitOpError("operand has no value");
+      return failure();
     operands.push_back(t);
   }
   std::vector<Tensor> results;
@@ -267,59 +385,69 @@ LogicalResult Interpreter::runOp(Operation &op) {
 }
 
 LogicalResult Interpreter::runIf(IfOp op) {
-  const Tensor *condition = lookup(*op, op.getCondition());
-  if (!condition || condition->numElements() != 1)
+  const Tensor *condition = lookupTensor(op, op.getCondition());
+  if (!condition)
+    return failure();
+  if (condition->numElements() != 1)
     return op.emitOpError("condition must hold exactly one element");
   Region &region = condition->getInt(0) ? op.getThenRegion() : op.getElseRegion();
-  std::vector<Tensor> yielded;
+  std::vector<RuntimeValue> yielded;
   if (failed(runBlock(region.front(), {}, yielded)))
     return failure();
-  for (auto [value, tensor] : llvm::zip(op.getResults(), yielded))
-    values[value] = std::move(tensor);
+  for (auto [value, result] : llvm::zip(op.getResults(), yielded))
+    values[value] = std::move(result);
   return success();
 }
 
 LogicalResult Interpreter::runLoop(LoopOp op) {
   std::optional<int64_t> maxTrips;
   if (Value m = op.getMaxTripCount()) {
-    const Tensor *t = lookup(*op, m);
-    if (!t || t->numElements() != 1)
+    const Tensor *t = lookupTensor(op, m);
+    if (!t)
+      return failure();
+    if (t->numElements() != 1)
       return op.emitOpError("trip count must hold exactly one element");
     maxTrips = t->getInt(0);
   }
   bool condition = true;
   if (Value c = op.getInitialCondition()) {
-    const Tensor *t = lookup(*op, c);
-    if (!t || t->numElements() != 1)
+    const Tensor *t = lookupTensor(op, c);
+    if (!t)
+      return failure();
+    if (t->numElements() != 1)
       return op.emitOpError("condition must hold exactly one element");
     condition = t->getInt(0) != 0;
   }
   if (!maxTrips && !op.getInitialCondition())
     return op.emitOpError("has neither a trip count nor a condition: it would never end");
-  std::vector<Tensor> carried;
+  std::vector<RuntimeValue> carried;
   for (Value v : op.getInitialValues()) {
-    const Tensor *t = lookup(*op, v);
-    if (!t)
+    const RuntimeValue *value = lookup(v);
+    if (!value)
       return op.emitOpError("operand has no value");
-    carried.push_back(*t);
+    carried.push_back(*value);
   }
   size_t numScans = op.getNumResults() - carried.size();
   std::vector<std::vector<Tensor>> scans(numScans);
   Block &body = op.getBody().front();
   for (int64_t i = 0; (!maxTrips || i < *maxTrips) && condition; ++i) {
-    std::vector<Tensor> arguments{Tensor::fromInt64({i}).reshaped({}),
-                                  Tensor::scalar(DType::Bool, 1)};
+    std::vector<RuntimeValue> arguments{Tensor::fromInt64({i}).reshaped({}),
+                                        Tensor::scalar(DType::Bool, 1)};
     arguments.insert(arguments.end(), carried.begin(), carried.end());
-    std::vector<Tensor> yielded;
+    std::vector<RuntimeValue> yielded;
     if (failed(runBlock(body, arguments, yielded)))
       return failure();
-    if (yielded[0].numElements() != 1)
+    if (!yielded[0].isTensor() || yielded[0].tensor().numElements() != 1)
       return op.emitOpError("body condition must hold exactly one element");
-    condition = yielded[0].getInt(0) != 0;
+    condition = yielded[0].tensor().getInt(0) != 0;
     for (size_t k = 0; k < carried.size(); ++k)
       carried[k] = yielded[1 + k];
-    for (size_t k = 0; k < numScans; ++k)
-      scans[k].push_back(yielded[1 + carried.size() + k]);
+    for (size_t k = 0; k < numScans; ++k) {
+      const RuntimeValue &scan = yielded[1 + carried.size() + k];
+      if (!scan.isTensor())
+        return op.emitOpError("scan output ") << k << " is not a tensor";
+      scans[k].push_back(scan.tensor());
+    }
   }
   for (size_t k = 0; k < carried.size(); ++k)
     values[op.getResult(k)] = carried[k];
@@ -351,15 +479,175 @@ LogicalResult Interpreter::runLoop(LoopOp op) {
   return success();
 }
 
+LogicalResult Interpreter::runScanOnce(ScanOp op, std::vector<Tensor> states,
+                                       ArrayRef<Tensor> scanInputs,
+                                       std::vector<Tensor> &results) {
+  ArrayRef<int64_t> inputAxes = op.getScanInputAxes();
+  ArrayRef<int64_t> inputDirections = op.getScanInputDirections();
+  ArrayRef<int64_t> outputAxes = op.getScanOutputAxes();
+  ArrayRef<int64_t> outputDirections = op.getScanOutputDirections();
+  SmallVector<int64_t> axes;
+  int64_t length = -1;
+  for (auto [j, input] : llvm::enumerate(scanInputs)) {
+    auto axis = normalizeAxis(op, inputAxes[j], input.rank());
+    if (failed(axis))
+      return failure();
+    axes.push_back(*axis);
+    if (length >= 0 && input.dim(*axis) != length)
+      return op.emitOpError("scan inputs have different lengths: ")
+             << length << " and " << input.dim(*axis);
+    length = input.dim(*axis);
+  }
+  size_t numStates = states.size();
+  size_t numOutputs = op.getNumResults() - numStates;
+  std::vector<std::vector<Tensor>> outputs(numOutputs);
+  Block &body = op.getBody().front();
+  for (int64_t t = 0; t < length; ++t) {
+    std::vector<RuntimeValue> arguments(states.begin(), states.end());
+    for (auto [j, input] : llvm::enumerate(scanInputs))
+      arguments.push_back(
+          takeSlice(input, axes[j], inputDirections[j] ? length - 1 - t : t));
+    std::vector<RuntimeValue> yielded;
+    if (failed(runBlock(body, arguments, yielded)))
+      return failure();
+    for (const RuntimeValue &v : yielded)
+      if (!v.isTensor())
+        return op.emitOpError("body yields ") << v.describe() << ", not a tensor";
+    for (size_t k = 0; k < numStates; ++k)
+      states[k] = yielded[k].tensor();
+    for (size_t k = 0; k < numOutputs; ++k) {
+      const Tensor &slice = yielded[numStates + k].tensor();
+      if (!outputs[k].empty() && (slice.shape() != outputs[k][0].shape() ||
+                                  slice.dtype() != outputs[k][0].dtype()))
+        return op.emitOpError("scan output ")
+               << k << " changes shape or type across iterations";
+      outputs[k].push_back(slice);
+    }
+  }
+  for (BlockArgument arg : body.getArguments())
+    values.erase(arg);
+  results = std::move(states);
+  for (size_t k = 0; k < numOutputs; ++k) {
+    auto type = cast<TensorType>(op.getResult(numStates + k).getType());
+    auto dtype = dtypeFromType(type.getElementType());
+    if (failed(dtype))
+      return op.emitOpError("unsupported scan output element type");
+    int64_t sliceRank = outputs[k].empty()
+                            ? (type.hasRank() ? type.getRank() - 1 : 0)
+                            : outputs[k][0].rank();
+    auto axis = normalizeAxis(op, outputAxes[k], sliceRank + 1);
+    if (failed(axis))
+      return failure();
+    if (outputDirections[k])
+      std::reverse(outputs[k].begin(), outputs[k].end());
+    std::vector<int64_t> emptyShape(std::max<int64_t>(sliceRank, 0), 0);
+    results.push_back(stackSlices(outputs[k], *axis, *dtype, emptyShape));
+  }
+  return success();
+}
+
+LogicalResult Interpreter::runScan(ScanOp op) {
+  std::vector<Tensor> inputs;
+  for (Value v : op.getInputs()) {
+    const Tensor *t = lookupTensor(op, v);
+    if (!t)
+      return failure();
+    inputs.push_back(*t);
+  }
+  size_t numStates = inputs.size() - op.getNumScanInputs();
+  std::vector<Tensor> results;
+  if (!op.getBatched()) {
+    if (failed(runScanOnce(op, {inputs.begin(), inputs.begin() + numStates},
+                           ArrayRef<Tensor>(inputs).drop_front(numStates), results)))
+      return failure();
+  } else {
+    // Scan-8: dim 0 of every input is a batch dim; scan each batch element
+    // and stack the results back along dim 0.
+    int64_t batch = -1;
+    for (const Tensor &t : inputs) {
+      if (t.rank() < 1 || (batch >= 0 && t.dim(0) != batch))
+        return op.emitOpError("batched scan inputs must share their dim 0");
+      batch = t.dim(0);
+    }
+    std::vector<std::vector<Tensor>> perResult(op.getNumResults());
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<Tensor> sliced;
+      for (const Tensor &t : inputs)
+        sliced.push_back(takeSlice(t, 0, b));
+      std::vector<Tensor> batchResults;
+      if (failed(runScanOnce(op, {sliced.begin(), sliced.begin() + numStates},
+                             ArrayRef<Tensor>(sliced).drop_front(numStates),
+                             batchResults)))
+        return failure();
+      for (size_t k = 0; k < batchResults.size(); ++k)
+        perResult[k].push_back(batchResults[k]);
+    }
+    for (auto [k, slices] : llvm::enumerate(perResult)) {
+      auto type = cast<TensorType>(op.getResult(k).getType());
+      results.push_back(stackSlices(slices, 0,
+                                    *dtypeFromType(type.getElementType()), {}));
+    }
+  }
+  for (auto [value, tensor] : llvm::zip(op.getResults(), results))
+    values[value] = std::move(tensor);
+  return success();
+}
+
+LogicalResult Interpreter::runSequenceMap(SequenceMapOp op) {
+  SmallVector<const RuntimeValue *> inputs;
+  for (Value v : op.getInputs()) {
+    const RuntimeValue *value = lookup(v);
+    if (!value)
+      return op.emitOpError("operand has no value");
+    inputs.push_back(value);
+  }
+  if (!inputs[0]->isSequence())
+    return op.emitOpError("first input must be a sequence");
+  size_t length = inputs[0]->elements().size();
+  for (auto [i, input] : llvm::enumerate(inputs))
+    if (input->isSequence() && input->elements().size() != length)
+      return op.emitOpError("input ")
+             << i << " has " << input->elements().size()
+             << " elements, the first input has " << length;
+  std::vector<std::vector<Tensor>> outputs(op.getNumResults());
+  Block &body = op.getBody().front();
+  for (size_t n = 0; n < length; ++n) {
+    std::vector<RuntimeValue> arguments;
+    for (const RuntimeValue *input : inputs)
+      arguments.push_back(input->isSequence() ? RuntimeValue(input->elements()[n])
+                                              : *input);
+    std::vector<RuntimeValue> yielded;
+    if (failed(runBlock(body, arguments, yielded)))
+      return failure();
+    for (auto [k, v] : llvm::enumerate(yielded)) {
+      if (!v.isTensor())
+        return op.emitOpError("body yields ") << v.describe() << ", not a tensor";
+      outputs[k].push_back(v.tensor());
+    }
+  }
+  for (BlockArgument arg : body.getArguments())
+    values.erase(arg);
+  for (auto [value, elements] : llvm::zip(op.getResults(), outputs))
+    values[value] = RuntimeValue::sequence(std::move(elements));
+  return success();
+}
+
 } // namespace
 
-FailureOr<std::vector<Tensor>> evaluate(func::FuncOp func,
-                                        const std::vector<Tensor> &inputs) {
+FailureOr<std::vector<RuntimeValue>>
+evaluate(func::FuncOp func, const std::vector<RuntimeValue> &inputs) {
   if (inputs.size() != func.getNumArguments())
     return func.emitError("expected ")
            << func.getNumArguments() << " inputs, got " << inputs.size();
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(inputs, func.getArgumentTypes()))) {
+    auto [input, type] = pair;
+    if (input.kind() != kindOf(type))
+      return func.emitError("input ")
+             << i << " is " << kindName(input.kind()) << ", the model expects "
+             << kindName(kindOf(type)) << " (" << type << ")";
+  }
   Interpreter interpreter;
-  std::vector<Tensor> outputs;
+  std::vector<RuntimeValue> outputs;
   if (failed(interpreter.runBlock(func.getBody().front(), inputs, outputs)))
     return failure();
   return outputs;

@@ -14,6 +14,7 @@
 #ifndef SLUICE_LIB_REFERENCE_EVALUATOR_H
 #define SLUICE_LIB_REFERENCE_EVALUATOR_H
 
+#include "lib/reference/RuntimeValue.h"
 #include "lib/reference/Tensor.h"
 
 #include "mlir/IR/Operation.h"
@@ -35,16 +36,25 @@ using EvalFn = std::function<mlir::LogicalResult(
     mlir::Operation *op, llvm::ArrayRef<const Tensor *> operands,
     std::vector<Tensor> &results)>;
 
+/// Evaluates one op whose operands or results may be sequences or
+/// optionals (the sequence family); same contract as EvalFn otherwise.
+using ValueEvalFn = std::function<mlir::LogicalResult(
+    mlir::Operation *op, llvm::ArrayRef<const RuntimeValue *> operands,
+    std::vector<RuntimeValue> &results)>;
+
 class EvalRegistry {
 public:
   /// The registry with every family's evaluators.
   static const EvalRegistry &get();
   void add(llvm::StringRef opName, EvalFn fn);
+  void addValueFn(llvm::StringRef opName, ValueEvalFn fn);
   const EvalFn *lookup(llvm::StringRef opName) const;
+  const ValueEvalFn *lookupValueFn(llvm::StringRef opName) const;
   bool contains(llvm::StringRef opName) const { return lookup(opName); }
 
 private:
   llvm::StringMap<EvalFn> functions;
+  llvm::StringMap<ValueEvalFn> valueFunctions;
 };
 
 void registerElementwiseEvaluators(EvalRegistry &registry);
@@ -52,6 +62,7 @@ void registerLinalgEvaluators(EvalRegistry &registry);
 void registerShapeEvaluators(EvalRegistry &registry);
 void registerIndexingEvaluators(EvalRegistry &registry);
 void registerReductionEvaluators(EvalRegistry &registry);
+void registerSequenceEvaluators(EvalRegistry &registry);
 
 /// The tensor a `sluice.constant` holds (aliases a dense_resource blob).
 mlir::FailureOr<Tensor> tensorFromAttr(mlir::Attribute attr);
@@ -75,9 +86,10 @@ mlir::LogicalResult evaluateOp(mlir::Operation *op,
                                std::vector<Tensor> &results);
 
 /// Runs `func` on `inputs`; fails (with diagnostics emitted) on a bad input or
-/// an op without an evaluator.
-mlir::FailureOr<std::vector<Tensor>> evaluate(mlir::func::FuncOp func,
-                                              const std::vector<Tensor> &inputs);
+/// an op without an evaluator. Inputs and outputs are tensors, sequences or
+/// optionals as the function's types say.
+mlir::FailureOr<std::vector<RuntimeValue>>
+evaluate(mlir::func::FuncOp func, const std::vector<RuntimeValue> &inputs);
 
 } // namespace sluice
 

@@ -2,6 +2,7 @@
 
 #include "lib/support/TensorFiles.h"
 
+#include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
@@ -354,6 +355,83 @@ bool writeTensorProtoFile(const std::string &path, const Tensor &tensor,
   if (!out || !proto.SerializeToOstream(&out)) {
     error = path + ": cannot write file";
     return false;
+  }
+  return true;
+}
+
+/// The tensors of a SequenceProto (sequences of tensors only).
+static bool sequenceFromProto(const onnx::SequenceProto &proto,
+                              std::vector<Tensor> &elements, std::string &error) {
+  if (proto.elem_type() != onnx::SequenceProto::TENSOR &&
+      proto.elem_type() != onnx::SequenceProto::UNDEFINED)
+    return error = "sequences of " +
+                   onnx::SequenceProto::DataType_Name(
+                       (onnx::SequenceProto::DataType)proto.elem_type()) +
+                   " are not supported (only sequences of tensors)",
+           false;
+  for (const auto &tensorProto : proto.tensor_values()) {
+    Tensor t;
+    if (!tensorFromProto(tensorProto, t, error))
+      return false;
+    elements.push_back(std::move(t));
+  }
+  return true;
+}
+
+bool readValueFile(const std::string &path, RuntimeValue::Kind kind,
+                   RuntimeValue &value, std::string &error) {
+  if (kind == RuntimeValue::Kind::Tensor) {
+    Tensor t;
+    if (!readTensorFile(path, t, error))
+      return false;
+    value = std::move(t);
+    return true;
+  }
+  const char *what =
+      kind == RuntimeValue::Kind::Sequence ? "a sequence" : "an optional";
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0)
+    return error = path + ": a .npy file holds a tensor, but the model expects " +
+                   what + " here (pass an ONNX " +
+                   (kind == RuntimeValue::Kind::Sequence ? "SequenceProto"
+                                                         : "OptionalProto") +
+                   " .pb)",
+           false;
+  std::string data;
+  if (!readWholeFile(path, data, error))
+    return false;
+  if (kind == RuntimeValue::Kind::Sequence) {
+    onnx::SequenceProto proto;
+    std::vector<Tensor> elements;
+    if (!proto.ParseFromString(data))
+      return error = path + ": not a valid ONNX SequenceProto", false;
+    if (!sequenceFromProto(proto, elements, error))
+      return error = path + ": " + error, false;
+    value = RuntimeValue::sequence(std::move(elements));
+    return true;
+  }
+  onnx::OptionalProto proto;
+  if (!proto.ParseFromString(data))
+    return error = path + ": not a valid ONNX OptionalProto", false;
+  if (proto.has_tensor_value()) {
+    Tensor t;
+    if (!tensorFromProto(proto.tensor_value(), t, error))
+      return error = path + ": " + error, false;
+    value = RuntimeValue::optional(std::move(t));
+  } else if (proto.has_sequence_value()) {
+    std::vector<Tensor> elements;
+    if (!sequenceFromProto(proto.sequence_value(), elements, error))
+      return error = path + ": " + error, false;
+    value = RuntimeValue::optional(RuntimeValue::sequence(std::move(elements)));
+  } else if (proto.elem_type() != onnx::OptionalProto::UNDEFINED &&
+             proto.elem_type() != onnx::OptionalProto::TENSOR &&
+             proto.elem_type() != onnx::OptionalProto::SEQUENCE) {
+    return error = path + ": optionals of " +
+                   onnx::OptionalProto::DataType_Name(
+                       (onnx::OptionalProto::DataType)proto.elem_type()) +
+                   " are not supported",
+           false;
+  } else {
+    value = RuntimeValue::none();
   }
   return true;
 }

@@ -9,6 +9,7 @@
 #ifndef SLUICE_LIB_SUPPORT_TENSORFILES_H
 #define SLUICE_LIB_SUPPORT_TENSORFILES_H
 
+#include "lib/reference/RuntimeValue.h"
 #include "lib/reference/Tensor.h"
 
 #include <string>
@@ -26,6 +27,13 @@ bool readTensorFile(const std::string &path, Tensor &tensor, std::string &error,
 bool readNpy(const std::string &path, Tensor &tensor, std::string &error);
 bool readTensorProtoFile(const std::string &path, Tensor &tensor,
                          std::string &error, std::string *name = nullptr);
+
+/// Reads a value of `kind` from `path`: a tensor as readTensorFile does; a
+/// sequence or an optional from an ONNX SequenceProto / OptionalProto .pb
+/// (the ONNX backend tests' format). The kind comes from the model: the
+/// three protos cannot be told apart from their bytes alone.
+bool readValueFile(const std::string &path, RuntimeValue::Kind kind,
+                   RuntimeValue &value, std::string &error);
 
 /// Writes by extension (.npy or .pb).
 bool writeTensorFile(const std::string &path, const Tensor &tensor,

@@ -21,9 +21,14 @@ struct EvaluatorTest : ::testing::Test {
     module = parseSourceString<ModuleOp>(source, &context);
     EXPECT_TRUE(module);
     auto func = cast<func::FuncOp>(module->getBody()->front());
-    auto outputs = sluice::evaluate(func, inputs);
+    auto outputs = sluice::evaluate(
+        func, std::vector<sluice::RuntimeValue>(inputs.begin(), inputs.end()));
     EXPECT_TRUE(succeeded(outputs));
-    return succeeded(outputs) ? *outputs : std::vector<sluice::Tensor>{};
+    std::vector<sluice::Tensor> tensors;
+    if (succeeded(outputs))
+      for (const sluice::RuntimeValue &value : *outputs)
+        tensors.push_back(value.tensor());
+    return tensors;
   }
 
   MLIRContext context;

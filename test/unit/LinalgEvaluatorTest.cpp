@@ -34,9 +34,14 @@ struct LinalgEvaluatorTest : ::testing::Test {
     if (!module)
       return {};
     auto func = cast<func::FuncOp>(module->getBody()->front());
-    auto outputs = sluice::evaluate(func, inputs);
+    auto outputs = sluice::evaluate(
+        func, std::vector<sluice::RuntimeValue>(inputs.begin(), inputs.end()));
     EXPECT_TRUE(succeeded(outputs));
-    return succeeded(outputs) ? *outputs : std::vector<Tensor>{};
+    std::vector<Tensor> tensors;
+    if (succeeded(outputs))
+      for (const sluice::RuntimeValue &value : *outputs)
+        tensors.push_back(value.tensor());
+    return tensors;
   }
 
   MLIRContext context;

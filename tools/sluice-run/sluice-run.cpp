@@ -4,7 +4,8 @@
 //              [--rtol=1e-3 --atol=1e-7] [--iters=N --warmup=W]
 //              [--save-outputs=DIR] [--random-inputs] [--shape=NAME=2x128]
 //
-// Inputs and expected outputs are ONNX TensorProto .pb or NumPy .npy files,
+// Inputs and expected outputs are ONNX TensorProto .pb or NumPy .npy files
+// (SequenceProto / OptionalProto .pb where the model takes or makes those),
 // positional in the graph's order or NAME=FILE. Exits 0 only when every
 // expected output matches within tolerance (|got - want| <= atol + rtol*|want|,
 // the ONNX backend tests' rule), 1 on a mismatch, 2 on any other error.
@@ -13,6 +14,7 @@
 
 #include "lib/onnx/Importer.h"
 #include "lib/pipeline/Pipeline.h"
+#include "dialects/sluice/SluiceOps.h"
 #include "lib/reference/Evaluator.h"
 #include "lib/support/TensorFiles.h"
 #include "tools/common/ToolSupport.h"
@@ -47,7 +49,8 @@ Runs a model on the reference evaluator, checks and times it.
                         shapes, see --shape)
   --shape=NAME=2x128    bind an input's shape (repeatable)
   --iters=N --warmup=W  time N runs after W warm-up runs; print median, p90
-  --save-outputs=DIR    write each output as DIR/<name>.npy
+  --save-outputs=DIR    write each output as DIR/<name>.npy (a sequence as
+                        DIR/<name>_0.npy, <name>_1.npy ...)
   --reference           run MODEL.onnx on the reference evaluator
   -h, --help            this help
 
@@ -137,11 +140,22 @@ std::pair<std::string, std::string> splitNamed(const std::string &arg) {
   return {arg.substr(0, eq), arg.substr(eq + 1)};
 }
 
-/// Reads tensors given positionally or by name into slots of `names`.
-std::vector<std::optional<sluice::Tensor>>
-readTensors(const std::vector<std::string> &args,
-            const std::vector<std::string> &names, const char *what) {
-  std::vector<std::optional<sluice::Tensor>> slots(names.size());
+/// The kind of runtime value a graph input or output of `type` carries.
+sluice::RuntimeValue::Kind kindOf(Type type) {
+  if (isa<sluice::SequenceType>(type))
+    return sluice::RuntimeValue::Kind::Sequence;
+  if (isa<sluice::OptionalType>(type))
+    return sluice::RuntimeValue::Kind::Optional;
+  return sluice::RuntimeValue::Kind::Tensor;
+}
+
+/// Reads values given positionally or by name into slots of `names`; each
+/// file is read as the kind its slot's type says (tensor, sequence, optional).
+std::vector<std::optional<sluice::RuntimeValue>>
+readValues(const std::vector<std::string> &args,
+           const std::vector<std::string> &names, TypeRange types,
+           const char *what) {
+  std::vector<std::optional<sluice::RuntimeValue>> slots(names.size());
   size_t position = 0;
   for (const std::string &arg : args) {
     auto [name, file] = splitNamed(arg);
@@ -157,22 +171,25 @@ readTensors(const std::vector<std::string> &args,
         die(file + ": the model has no " + what + " named '" + name + "'");
       index = it - names.begin();
     }
-    sluice::Tensor tensor;
+    sluice::RuntimeValue value;
     std::string error;
-    if (!sluice::readTensorFile(file, tensor, error))
+    if (!sluice::readValueFile(file, kindOf(types[index]), value, error))
       die(error);
-    slots[index] = std::move(tensor);
+    slots[index] = std::move(value);
   }
   return slots;
 }
 
 /// ONNX 1.12's backend data stores bfloat16 tensors as uint16 bit patterns:
 /// read those as bfloat16 where the model says bfloat16.
-void reinterpretBf16(std::optional<sluice::Tensor> &tensor, Type expected) {
-  if (tensor && expected.isBF16() && tensor->dtype() == sluice::DType::U16)
-    tensor = sluice::Tensor::alias(sluice::DType::BF16, tensor->shape(),
-                                   tensor->rawData(),
-                                   std::make_shared<sluice::Tensor>(*tensor));
+void reinterpretBf16(std::optional<sluice::RuntimeValue> &value, Type expected) {
+  if (!value || !value->isTensor())
+    return;
+  sluice::Tensor &tensor = value->tensor();
+  if (expected.isBF16() && tensor.dtype() == sluice::DType::U16)
+    tensor = sluice::Tensor::alias(sluice::DType::BF16, tensor.shape(),
+                                   tensor.rawData(),
+                                   std::make_shared<sluice::Tensor>(tensor));
 }
 
 std::vector<std::string> namesOf(func::FuncOp func, const char *attr) {
@@ -231,6 +248,43 @@ bool compareOutput(const std::string &name, const sluice::Tensor &got,
   return bad == 0;
 }
 
+/// Compares one output of any kind: a sequence element by element (each
+/// printed as NAME[i]), an optional by presence and then its value.
+bool compareValue(const std::string &name, const sluice::RuntimeValue &got,
+                  const sluice::RuntimeValue &want, double rtol, double atol) {
+  if (got.kind() != want.kind()) {
+    std::printf("output '%s': got %s, expected %s: MISMATCH\n", name.c_str(),
+                got.describe().c_str(), want.describe().c_str());
+    return false;
+  }
+  if (got.isTensor())
+    return compareOutput(name, got.tensor(), want.tensor(), rtol, atol);
+  if (got.isOptional()) {
+    if (got.hasValue() != want.hasValue()) {
+      std::printf("output '%s': got %s, expected %s: MISMATCH\n", name.c_str(),
+                  got.describe().c_str(), want.describe().c_str());
+      return false;
+    }
+    if (!got.hasValue()) {
+      std::printf("output '%s' optional(none): ok\n", name.c_str());
+      return true;
+    }
+    return compareValue(name, got.value(), want.value(), rtol, atol);
+  }
+  if (got.elements().size() != want.elements().size()) {
+    std::printf("output '%s': got a sequence of %zu elements, expected %zu: MISMATCH\n",
+                name.c_str(), got.elements().size(), want.elements().size());
+    return false;
+  }
+  bool match = true;
+  for (size_t i = 0; i < got.elements().size(); ++i)
+    match &= compareOutput(name + "[" + std::to_string(i) + "]", got.elements()[i],
+                           want.elements()[i], rtol, atol);
+  if (got.elements().empty())
+    std::printf("output '%s' empty sequence: ok\n", name.c_str());
+  return match;
+}
+
 std::string safeFileName(const std::string &name) {
   std::string s;
   for (char c : name)
@@ -256,11 +310,23 @@ int main(int argc, char **argv) {
   std::vector<std::string> outputNames = namesOf(func, "sluice.output_names");
 
   // Bind inputs: check dtypes and declared dims, then specialize shapes.
-  auto given = readTensors(options.inputs, inputNames, "input");
+  auto given = readValues(options.inputs, inputNames,
+                          func.getFunctionType().getInputs(), "input");
   std::mt19937 rng(0);
-  std::vector<sluice::Tensor> inputs;
+  std::vector<sluice::RuntimeValue> inputs;
   for (size_t i = 0; i < inputNames.size(); ++i) {
-    auto type = cast<TensorType>(func.getArgument(i).getType());
+    Type argType = func.getArgument(i).getType();
+    if (!isa<TensorType>(argType)) {
+      // Sequences and optionals: no generation, no shape specialization (the
+      // evaluator checks element types as it goes).
+      if (!given[i])
+        die(options.model + ": input '" + inputNames[i] + "' is " +
+            (isa<sluice::SequenceType>(argType) ? "a sequence" : "an optional") +
+            "; pass it as a .pb file (--random-inputs makes tensors only)");
+      inputs.push_back(*given[i]);
+      continue;
+    }
+    auto type = cast<TensorType>(argType);
     auto dtype = sluice::dtypeFromType(type.getElementType());
     reinterpretBf16(given[i], type.getElementType());
     if (!given[i]) {
@@ -270,11 +336,11 @@ int main(int argc, char **argv) {
       if (!type.hasStaticShape())
         die(options.model + ": input '" + inputNames[i] +
             "' has a dynamic shape; bind it with --shape to generate it");
-      given[i] = randomTensor(*dtype, std::vector<int64_t>(type.getShape().begin(),
-                                                           type.getShape().end()),
-                              rng);
+      given[i] = sluice::RuntimeValue(randomTensor(
+          *dtype, std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+          rng));
     }
-    const sluice::Tensor &t = *given[i];
+    const sluice::Tensor &t = given[i]->tensor();
     if (t.dtype() != *dtype)
       die(options.model + ": input '" + inputNames[i] + "' expects element type " +
           sluice::dtypeName(*dtype) + ", got " + t.describe());
@@ -335,13 +401,29 @@ int main(int argc, char **argv) {
     if (auto ec = llvm::sys::fs::create_directories(options.saveOutputs))
       die(options.saveOutputs + ": cannot create folder: " + ec.message());
     for (size_t i = 0; i < outputs->size(); ++i) {
-      std::string path = options.saveOutputs + "/" + safeFileName(outputNames[i]) + ".npy";
-      if (!sluice::writeNpy(path, (*outputs)[i], error))
-        die(error);
+      std::string stem = options.saveOutputs + "/" + safeFileName(outputNames[i]);
+      const sluice::RuntimeValue *value = &(*outputs)[i];
+      // An optional is saved as what it holds (nothing when empty).
+      if (value->isOptional()) {
+        if (!value->hasValue())
+          continue;
+        value = &value->value();
+      }
+      if (value->isTensor()) {
+        if (!sluice::writeNpy(stem + ".npy", value->tensor(), error))
+          die(error);
+        continue;
+      }
+      // A sequence: one file per element, NAME_0.npy, NAME_1.npy ...
+      for (size_t k = 0; k < value->elements().size(); ++k)
+        if (!sluice::writeNpy(stem + "_" + std::to_string(k) + ".npy",
+                              value->elements()[k], error))
+          die(error);
     }
   }
 
-  auto expected = readTensors(options.expects, outputNames, "output");
+  auto expected = readValues(options.expects, outputNames, func.getResultTypes(),
+                             "output");
   bool allMatch = true;
   for (size_t i = 0; i < outputs->size(); ++i) {
     reinterpretBf16(expected[i], getElementTypeOrSelf(func.getResultTypes()[i]));
@@ -350,8 +432,8 @@ int main(int argc, char **argv) {
                   (*outputs)[i].describe().c_str());
       continue;
     }
-    allMatch &= compareOutput(outputNames[i], (*outputs)[i], *expected[i],
-                              options.rtol, options.atol);
+    allMatch &= compareValue(outputNames[i], (*outputs)[i], *expected[i],
+                             options.rtol, options.atol);
   }
   return allMatch ? 0 : 1;
 }
