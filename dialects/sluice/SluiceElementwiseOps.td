@@ -25,16 +25,24 @@ def Sluice_ConstantOp : Sluice_Op<"constant", [ConstantLike,
   let hasVerifier = 1;
 }
 
+/// Cast's operand and result: any numeric tensor, or a tensor of strings.
+def Sluice_CastTensor : TensorOf<[Sluice_ElementType, Sluice_StringElement]>;
+
 def Sluice_CastOp : Sluice_Op<"cast", [SameOperandsAndResultShape]> {
   let summary = "element type conversion (ONNX Cast semantics: saturating float to int truncates toward zero)";
   let description = [{
     Floats narrow with round-to-nearest-even. With `truncate_bf16`, a float
     to bfloat16 conversion instead drops the low 16 bits, as ONNX's reference
     did before opset 19 (its backend test data for Cast expects that).
+    Operand and result may also be tensors of `!sluice.string`: numbers
+    become shortest round-trip text, text parses as a number (`NaN`, `INF`,
+    `-INF` accepted).
   }];
-  let arguments = (ins Sluice_Tensor:$input,
+  // The only op that takes string tensors: ONNX Cast converts numbers to
+  // their shortest round-trip text and parses text back into numbers.
+  let arguments = (ins Sluice_CastTensor:$input,
                    DefaultValuedAttr<BoolAttr, "false">:$truncate_bf16);
-  let results = (outs Sluice_Tensor:$output);
+  let results = (outs Sluice_CastTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasFolder = 1;
 }

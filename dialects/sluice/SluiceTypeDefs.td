@@ -40,6 +40,22 @@ def Sluice_OptionalType : Sluice_Type<"Optional", "optional"> {
   let genVerifyDecl = 1;
 }
 
+def Sluice_StringType : Sluice_Type<"String", "string"> {
+  let summary = "a variable-length text element (ONNX STRING)";
+  let description = [{
+    `tensor<3x!sluice.string>`: the element type of ONNX string tensors. It is
+    deliberately not part of `Sluice_ElementType`: no arithmetic, indexing or
+    shape op may see strings (their evaluators copy fixed-size elements).
+    Only `sluice.cast` accepts string tensors, to convert text to and from
+    numbers, plus the generic plumbing (function boundaries, control flow).
+  }];
+}
+
+/// Strings as an element type constraint, for the few ops that take them.
+def Sluice_StringElement
+    : Type<CPred<"::llvm::isa<::sluice::StringType>($_self)">, "string",
+           "::sluice::StringType">;
+
 def Sluice_Sequence : Type<CPred<"::llvm::isa<::sluice::SequenceType>($_self)">,
                            "sequence", "::sluice::SequenceType">;
 def Sluice_Optional : Type<CPred<"::llvm::isa<::sluice::OptionalType>($_self)">,

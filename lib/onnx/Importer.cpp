@@ -220,6 +220,12 @@ Value Binder::constScalar(Type element, double value) {
 }
 
 Value Binder::constTensor(const Tensor &tensor) {
+  // Constant attributes cannot hold strings (no MLIR elements attribute
+  // does); a null value makes the node fail with this message.
+  if (tensor.dtype() == DType::String) {
+    (void)fail("string constants are not supported");
+    return {};
+  }
   auto type = RankedTensorType::get(tensor.shape(),
                                     typeFromDType(b.getContext(), tensor.dtype()));
   return sluice::ConstantOp::create(
@@ -606,6 +612,9 @@ LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) 
   if (!dtypeFromOnnx(tensor.data_type(), dtype))
     return fail("initializer '" + tensor.name() + "' has unsupported data type " +
                 onnxTypeName(tensor.data_type()));
+  if (dtype == DType::String)
+    return fail("initializer '" + tensor.name() +
+                "': string constants are not supported");
   std::vector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
   for (int64_t d : shape)
     if (d < 0)

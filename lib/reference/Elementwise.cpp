@@ -128,6 +128,11 @@ LogicalResult evalCast(Operation *op, ArrayRef<const Tensor *> operands,
     results.push_back(std::move(out));
     return success();
   }
+  if (x.dtype() == DType::String && to != DType::String)
+    for (int64_t i = 0; i < x.numElements(); ++i)
+      if (!parseNumber(x.getString(i)))
+        return op->emitOpError("cannot parse '")
+               << x.getString(i) << "' as a number";
   results.push_back(x.castTo(to));
   return success();
 }

@@ -55,6 +55,7 @@ FailureOr<DType> dtypeFromType(Type type) {
   if (type.isF16()) return DType::F16;
   if (type.isBF16()) return DType::BF16;
   if (type.isF64()) return DType::F64;
+  if (isa<StringType>(type)) return DType::String;
   if (auto integer = dyn_cast<IntegerType>(type)) {
     bool isUnsigned = integer.isUnsigned();
     switch (integer.getWidth()) {
@@ -85,6 +86,7 @@ Type typeFromDType(MLIRContext *ctx, DType type) {
   case DType::U32: return b.getIntegerType(32, false);
   case DType::U64: return b.getIntegerType(64, false);
   case DType::Bool: return b.getI1Type();
+  case DType::String: return StringType::get(ctx);
   }
   return {};
 }
@@ -226,6 +228,14 @@ Tensor takeSlice(const Tensor &tensor, int64_t axis, int64_t index) {
     inner *= shape[i];
   shape.erase(shape.begin() + axis);
   Tensor slice(tensor.dtype(), shape);
+  if (tensor.dtype() == DType::String) { // elements are objects, not bytes
+    int64_t width = inner / (int64_t)dtypeSize(DType::String);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < width; ++j)
+        slice.setString(o * width + j,
+                        tensor.getString((o * length + index) * width + j));
+    return slice;
+  }
   const char *src = static_cast<const char *>(tensor.rawData());
   char *dst = static_cast<char *>(slice.mutableData());
   for (int64_t o = 0; o < outer; ++o)
@@ -247,6 +257,15 @@ Tensor stackSlices(ArrayRef<Tensor> slices, int64_t axis, DType dtype,
     outer *= elementShape[i];
   for (size_t i = axis; i < elementShape.size(); ++i)
     inner *= elementShape[i];
+  if (dtype == DType::String) { // elements are objects, not bytes
+    int64_t width = inner / (int64_t)dtypeSize(DType::String);
+    for (int64_t k = 0; k < length; ++k)
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < width; ++j)
+          stacked.setString((o * length + k) * width + j,
+                            slices[k].getString(o * width + j));
+    return stacked;
+  }
   char *dst = static_cast<char *>(stacked.mutableData());
   for (int64_t k = 0; k < length; ++k) {
     const char *src = static_cast<const char *>(slices[k].rawData());
@@ -467,8 +486,14 @@ LogicalResult Interpreter::runLoop(LoopOp op) {
       if (t.shape() != scans[k][0].shape() || t.dtype() != stacked.dtype())
         return op.emitOpError("scan output ")
                << k << " changes shape or type across iterations";
-      std::memcpy(static_cast<char *>(stacked.mutableData()) + offset,
-                  t.rawData(), t.byteSize());
+      if (t.dtype() == DType::String) { // elements are objects, not bytes
+        int64_t first = offset / dtypeSize(DType::String);
+        for (int64_t i = 0; i < t.numElements(); ++i)
+          stacked.setString(first + i, t.getString(i));
+      } else {
+        std::memcpy(static_cast<char *>(stacked.mutableData()) + offset,
+                    t.rawData(), t.byteSize());
+      }
       offset += t.byteSize();
     }
     values[result] = std::move(stacked);

@@ -2,6 +2,8 @@
 
 #include "lib/reference/Tensor.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +31,8 @@ size_t dtypeSize(DType type) {
   case DType::U8:
   case DType::Bool:
     return 1;
+  case DType::String:
+    return sizeof(std::string);
   }
   return 1;
 }
@@ -48,12 +52,13 @@ const char *dtypeName(DType type) {
   case DType::U32: return "u32";
   case DType::U64: return "u64";
   case DType::Bool: return "bool";
+  case DType::String: return "string";
   }
   return "?";
 }
 
 std::optional<DType> parseDType(const std::string &name) {
-  for (int i = 0; i <= (int)DType::Bool; ++i)
+  for (int i = 0; i <= (int)DType::String; ++i)
     if (name == dtypeName((DType)i))
       return (DType)i;
   return std::nullopt;
@@ -165,6 +170,11 @@ static std::shared_ptr<void> allocate(size_t bytes) {
 
 Tensor::Tensor(DType type, std::vector<int64_t> shape)
     : dtype_(type), shape_(std::move(shape)) {
+  if (type == DType::String) {
+    strings_ = std::make_shared<std::vector<std::string>>(numElements());
+    data_ = strings_->data();
+    return;
+  }
   auto storage = allocate(byteSize());
   data_ = storage.get();
   owner_ = std::move(storage);
@@ -172,6 +182,8 @@ Tensor::Tensor(DType type, std::vector<int64_t> shape)
 
 Tensor Tensor::alias(DType type, std::vector<int64_t> shape, const void *data,
                      std::shared_ptr<const void> owner) {
+  if (type == DType::String) // strings own their storage
+    return copyOf(type, std::move(shape), data);
   Tensor t;
   t.dtype_ = type;
   t.shape_ = std::move(shape);
@@ -184,6 +196,11 @@ Tensor Tensor::alias(DType type, std::vector<int64_t> shape, const void *data,
 Tensor Tensor::copyOf(DType type, std::vector<int64_t> shape,
                       const void *data) {
   Tensor t(type, std::move(shape));
+  if (type == DType::String) {
+    std::copy_n(static_cast<const std::string *>(data), t.numElements(),
+                t.strings_->begin());
+    return t;
+  }
   if (t.byteSize())
     std::memcpy(t.data_, data, t.byteSize());
   return t;
@@ -212,6 +229,13 @@ std::vector<int64_t> Tensor::strides() const {
 }
 
 void *Tensor::mutableData() {
+  if (dtype_ == DType::String) {
+    if (strings_.use_count() > 1) {
+      strings_ = std::make_shared<std::vector<std::string>>(*strings_);
+      data_ = strings_->data();
+    }
+    return data_;
+  }
   if (aliased_ || owner_.use_count() > 1) {
     auto storage = allocate(byteSize());
     if (byteSize())
@@ -243,6 +267,10 @@ double Tensor::getDouble(int64_t i) const {
   case DType::BF16: return bfloat16ToFloat(static_cast<const uint16_t *>(p)[i]);
   case DType::F64: return static_cast<const double *>(p)[i];
   case DType::U64: return (double)static_cast<const uint64_t *>(p)[i];
+  case DType::String: {
+    auto value = parseNumber(getString(i));
+    return value ? *value : std::nan("");
+  }
   default: return (double)getInt(i);
   }
 }
@@ -259,6 +287,16 @@ int64_t Tensor::getInt(int64_t i) const {
   case DType::U32: return static_cast<const uint32_t *>(p)[i];
   case DType::U64: return (int64_t) static_cast<const uint64_t *>(p)[i];
   case DType::Bool: return static_cast<const uint8_t *>(p)[i] != 0;
+  case DType::String: {
+    // Integers parse exactly (no trip through double) when they can.
+    const std::string &text = getString(i);
+    int64_t value = 0;
+    const char *begin = text.data() + (!text.empty() && text[0] == '+');
+    auto [end, ec] = std::from_chars(begin, text.data() + text.size(), value);
+    if (ec == std::errc() && end == text.data() + text.size())
+      return value;
+    return saturatingToInt64(getDouble(i));
+  }
   default:
     return saturatingToInt64(getDouble(i));
   }
@@ -272,6 +310,7 @@ void Tensor::setDouble(int64_t i, double v) {
   case DType::BF16: static_cast<uint16_t *>(p)[i] = floatToBfloat16((float)v); return;
   case DType::F64: static_cast<double *>(p)[i] = v; return;
   case DType::Bool: static_cast<uint8_t *>(p)[i] = v != 0; return;
+  case DType::String: setString(i, formatNumber(DType::F64, v)); return;
   case DType::U64:
     static_cast<uint64_t *>(p)[i] =
         std::isnan(v) || v <= 0 ? 0 : v >= 1.8446744073709552e19 ? ~0ull : (uint64_t)v;
@@ -293,8 +332,75 @@ void Tensor::setInt(int64_t i, int64_t v) {
   case DType::U32: static_cast<uint32_t *>(p)[i] = (uint32_t)v; return;
   case DType::U64: static_cast<uint64_t *>(p)[i] = (uint64_t)v; return;
   case DType::Bool: static_cast<uint8_t *>(p)[i] = v != 0; return;
+  case DType::String: setString(i, std::to_string(v)); return;
   default: setDouble(i, (double)v); return;
   }
+}
+
+const std::string &Tensor::getString(int64_t i) const {
+  if (dtype_ != DType::String)
+    throw std::logic_error("getString on " + describe());
+  return (*strings_)[i];
+}
+
+void Tensor::setString(int64_t i, std::string value) {
+  if (dtype_ != DType::String)
+    throw std::logic_error("setString on " + describe());
+  mutableData();
+  (*strings_)[i] = std::move(value);
+}
+
+std::optional<double> parseNumber(const std::string &text) {
+  // strtod takes "nan", "inf", "infinity" in any case with an optional sign,
+  // which covers ONNX's "NaN", "INF", "+INF" and "-INF"; it also skips
+  // leading blanks, which is harmless.
+  if (text.empty())
+    return std::nullopt;
+  char *end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size())
+    return std::nullopt;
+  return value;
+}
+
+std::string formatNumber(DType type, double value) {
+  if (!isFloatDType(type))
+    return std::to_string((int64_t)value);
+  if (std::isnan(value))
+    return "nan";
+  if (std::isinf(value))
+    return value < 0 ? "-inf" : "inf";
+  // Shortest round-trip digits for the value's own precision, laid out as
+  // Python's repr (which NumPy's str follows): positional for decimal
+  // exponents in [-4, 16) with at least one fractional digit ("1.0"),
+  // scientific otherwise ("1e-05", "1.5e+16").
+  char buf[64];
+  std::to_chars_result r;
+  if (type == DType::F64)
+    r = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::scientific);
+  else
+    r = std::to_chars(buf, buf + sizeof buf, (float)value,
+                      std::chars_format::scientific);
+  std::string sci(buf, r.ptr);
+  size_t e = sci.find('e');
+  std::string sign = sci[0] == '-' ? "-" : "";
+  std::string mantissa = sci.substr(sign.size(), e - sign.size());
+  int exponent = std::atoi(sci.c_str() + e + 1);
+  std::string digits;
+  for (char c : mantissa)
+    if (c != '.')
+      digits += c;
+  if (exponent < -4 || exponent >= 16)
+    return sci;
+  std::string out;
+  if (exponent < 0) {
+    out = "0." + std::string(-exponent - 1, '0') + digits;
+  } else if ((int)digits.size() <= exponent + 1) {
+    out = digits + std::string(exponent + 1 - digits.size(), '0') + ".0";
+  } else {
+    out = digits.substr(0, exponent + 1) + "." + digits.substr(exponent + 1);
+  }
+  return sign + out;
 }
 
 Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
@@ -311,6 +417,31 @@ Tensor Tensor::castTo(DType type) const {
     return *this;
   Tensor out(type, shape_);
   int64_t n = numElements();
+  if (type == DType::String) {
+    // Each number prints in its own type's precision; bool as "1"/"0".
+    for (int64_t i = 0; i < n; ++i) {
+      if (isFloatDType(dtype_))
+        out.setString(i, formatNumber(dtype_, getDouble(i)));
+      else if (dtype_ == DType::U64)
+        out.setString(i, std::to_string((uint64_t)getInt(i)));
+      else
+        out.setString(i, std::to_string(getInt(i)));
+    }
+    return out;
+  }
+  if (dtype_ == DType::String) {
+    // Text parses as a number, then converts like a number of that kind.
+    for (int64_t i = 0; i < n; ++i) {
+      if (isFloatDType(type))
+        out.setDouble(i, getDouble(i));
+      else if (type == DType::U64 && !getString(i).empty() &&
+               getString(i)[0] != '-')
+        out.setDouble(i, getDouble(i));
+      else
+        out.setInt(i, getInt(i));
+    }
+    return out;
+  }
   bool fromFloat = isFloatDType(dtype_);
   bool toFloat = isFloatDType(type);
   for (int64_t i = 0; i < n; ++i) {

@@ -18,9 +18,12 @@
 
 namespace sluice {
 
-/// Element types the evaluator supports.
+/// Element types the evaluator supports. String tensors hold one
+/// std::string per element (ONNX STRING); only Cast and the tensor files see
+/// them, since the dialect lets no other op take strings, so the byte-wise
+/// paths (memcpy, rawData) never meet them.
 enum class DType : uint8_t {
-  F32, F16, BF16, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool
+  F32, F16, BF16, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool, String
 };
 
 size_t dtypeSize(DType type);
@@ -77,6 +80,11 @@ public:
   void setDouble(int64_t index, double value);
   void setInt(int64_t index, int64_t value);
 
+  /// String elements (DType::String only). getDouble/getInt on strings
+  /// parse them and setDouble/setInt format them, so castTo works both ways.
+  const std::string &getString(int64_t index) const;
+  void setString(int64_t index, std::string value);
+
   /// Same storage, new shape (element count must match).
   Tensor reshaped(std::vector<int64_t> shape) const;
   /// Element-type conversion with ONNX Cast semantics.
@@ -98,7 +106,18 @@ private:
   std::shared_ptr<const void> owner_;
   void *data_ = nullptr;
   bool aliased_ = false;
+  /// Storage of DType::String tensors (data_ points at its elements); shared
+  /// between copies like owner_ and copied on write.
+  std::shared_ptr<std::vector<std::string>> strings_;
 };
+
+/// Parses ONNX Cast's textual numbers ("3.5", "1e-5", "NaN", "INF",
+/// "-INF"); nullopt when `text` is not a number.
+std::optional<double> parseNumber(const std::string &text);
+/// The shortest text that reads back as the same value of `type` (float32
+/// values print as float32, "0.1" rather than "0.10000000149011612"), as
+/// NumPy's str does for ONNX's reference.
+std::string formatNumber(DType type, double value);
 
 } // namespace sluice
 

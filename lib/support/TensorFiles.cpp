@@ -62,6 +62,7 @@ static const char *npyDescr(DType type) {
   case DType::U64: return "<u8";
   case DType::Bool: return "|b1";
   case DType::BF16: return "<V2"; // NumPy has no bfloat16: raw 2-byte values
+  case DType::String: return ""; // .npy strings are fixed-width or pickled
   }
   return "";
 }
@@ -133,6 +134,10 @@ bool readNpy(const std::string &path, Tensor &tensor, std::string &error) {
       break;
     }
   }
+  if (!found && descr.size() > 1 &&
+      (descr[1] == 'U' || descr[1] == 'S' || descr[1] == 'O'))
+    return fail("string tensors (dtype " + descr +
+                ") are not supported in .npy files; use a .pb TensorProto");
   if (!found)
     return fail("unsupported dtype " + descr);
   std::vector<int64_t> shape;
@@ -163,6 +168,10 @@ bool readNpy(const std::string &path, Tensor &tensor, std::string &error) {
 }
 
 bool writeNpy(const std::string &path, const Tensor &tensor, std::string &error) {
+  if (tensor.dtype() == DType::String) {
+    error = path + ": string tensors cannot be written as .npy; use .pb";
+    return false;
+  }
   std::string shape = "(";
   for (size_t i = 0; i < tensor.shape().size(); ++i)
     shape += std::to_string(tensor.shape()[i]) + ", ";
@@ -213,6 +222,7 @@ bool dtypeFromOnnx(int onnxType, DType &dtype) {
   case TP::UINT32: dtype = DType::U32; return true;
   case TP::UINT64: dtype = DType::U64; return true;
   case TP::BOOL: dtype = DType::Bool; return true;
+  case TP::STRING: dtype = DType::String; return true;
   default: return false;
   }
 }
@@ -233,6 +243,7 @@ int onnxFromDType(DType dtype) {
   case DType::U32: return TP::UINT32;
   case DType::U64: return TP::UINT64;
   case DType::Bool: return TP::BOOL;
+  case DType::String: return TP::STRING;
   }
   return TP::UNDEFINED;
 }
@@ -265,7 +276,13 @@ bool tensorFromProto(const onnx::TensorProto &proto, Tensor &tensor,
             " values for shape " + shapeToString(shape);
     return false;
   };
-  if (proto.has_raw_data()) {
+  if (dtype == DType::String) {
+    // Strings live in string_data only (raw_data cannot hold them).
+    if (proto.string_data_size() != n)
+      return sizeError(proto.string_data_size());
+    for (int64_t i = 0; i < n; ++i)
+      t.setString(i, proto.string_data(i));
+  } else if (proto.has_raw_data()) {
     if (proto.raw_data().size() != t.byteSize())
       return sizeError(proto.raw_data().size() / dtypeSize(dtype));
     if (n)
@@ -349,8 +366,13 @@ bool writeTensorProtoFile(const std::string &path, const Tensor &tensor,
   proto.set_data_type(onnxFromDType(tensor.dtype()));
   for (int64_t d : tensor.shape())
     proto.add_dims(d);
-  proto.set_raw_data(std::string(static_cast<const char *>(tensor.rawData()),
-                                 tensor.byteSize()));
+  if (tensor.dtype() == DType::String) {
+    for (int64_t i = 0; i < tensor.numElements(); ++i)
+      proto.add_string_data(tensor.getString(i));
+  } else {
+    proto.set_raw_data(std::string(static_cast<const char *>(tensor.rawData()),
+                                   tensor.byteSize()));
+  }
   std::ofstream out(path, std::ios::binary);
   if (!out || !proto.SerializeToOstream(&out)) {
     error = path + ": cannot write file";

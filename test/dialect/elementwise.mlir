@@ -48,3 +48,15 @@ func.func @select_cast_constant(%c: tensor<3xi1>, %x: tensor<3xf32>) -> tensor<3
   %1 = sluice.cast %0 : tensor<3xf32> -> tensor<3xf16>
   return %1 : tensor<3xf16>
 }
+
+// -----
+
+// Strings: only sluice.cast takes them, to print and parse numbers.
+// CHECK-LABEL: func @cast_string
+func.func @cast_string(%x: tensor<3xf32>) -> tensor<3xi64> {
+  // CHECK: %[[S:.+]] = sluice.cast %{{.*}} : tensor<3xf32> -> tensor<3x!sluice.string>
+  %0 = sluice.cast %x : tensor<3xf32> -> tensor<3x!sluice.string>
+  // CHECK: sluice.cast %[[S]] : tensor<3x!sluice.string> -> tensor<3xi64>
+  %1 = sluice.cast %0 : tensor<3x!sluice.string> -> tensor<3xi64>
+  return %1 : tensor<3xi64>
+}

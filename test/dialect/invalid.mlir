@@ -90,3 +90,12 @@ func.func @loop_body_arguments(%n: tensor<i64>, %x: tensor<2xf32>) -> tensor<2xf
   }
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+// Strings are not numbers: only sluice.cast may take them.
+func.func @add_strings(%x: tensor<3x!sluice.string>) -> tensor<3x!sluice.string> {
+  // expected-error@+1 {{operand #0 must be tensor of}}
+  %0 = sluice.add %x, %x : (tensor<3x!sluice.string>, tensor<3x!sluice.string>) -> tensor<3x!sluice.string>
+  return %0 : tensor<3x!sluice.string>
+}

@@ -78,3 +78,19 @@ TEST(TensorFiles, MissingFileNamesThePath) {
   EXPECT_FALSE(readTensorFile("/nonexistent/x.npy", back, error));
   EXPECT_NE(error.find("/nonexistent/x.npy"), std::string::npos);
 }
+
+TEST(TensorFiles, StringTensorsUseProtoStringData) {
+  Tensor t(DType::String, {2});
+  t.setString(0, "0.5");
+  t.setString(1, "-INF");
+  std::string path = tempPath("strings.pb"), error;
+  ASSERT_TRUE(writeTensorProtoFile(path, t, "s", error)) << error;
+  Tensor back;
+  ASSERT_TRUE(readTensorProtoFile(path, back, error)) << error;
+  ASSERT_EQ(back.dtype(), DType::String);
+  EXPECT_EQ(back.getString(0), "0.5");
+  EXPECT_EQ(back.getString(1), "-INF");
+  // .npy has no variable-length strings: a clear error, not garbage.
+  EXPECT_FALSE(writeNpy(tempPath("strings.npy"), t, error));
+  EXPECT_NE(error.find("string"), std::string::npos) << error;
+}

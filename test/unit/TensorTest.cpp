@@ -55,3 +55,49 @@ TEST(Tensor, StridesAreRowMajor) {
   EXPECT_EQ(t.byteSize(), 24u);
   EXPECT_EQ(t.describe(), "i8[2x3x4]");
 }
+
+TEST(Tensor, FloatsPrintAsShortestRoundTripText) {
+  Tensor t = Tensor::fromDoubles(DType::F32, {6},
+                                 {0.039187793, 1.0, -2.5, 1e-5, 1e16, NAN});
+  Tensor s = t.castTo(DType::String);
+  ASSERT_EQ(s.dtype(), DType::String);
+  EXPECT_EQ(s.getString(0), "0.039187793"); // float32 precision, not double
+  EXPECT_EQ(s.getString(1), "1.0");
+  EXPECT_EQ(s.getString(2), "-2.5");
+  EXPECT_EQ(s.getString(3), "1e-05");
+  EXPECT_EQ(s.getString(4), "1e+16");
+  EXPECT_EQ(s.getString(5), "nan");
+  // The text reads back as the same float32 values.
+  Tensor back = s.castTo(DType::F32);
+  for (int64_t i = 0; i < 5; ++i)
+    EXPECT_EQ(back.getDouble(i), t.getDouble(i)) << i;
+  EXPECT_TRUE(std::isnan(back.getDouble(5)));
+}
+
+TEST(Tensor, StringsParseNanInfAndIntegers) {
+  Tensor s(DType::String, {6});
+  const char *texts[] = {"NaN", "INF", "+INF", "-INF", "9007199254740993", "3.7"};
+  for (int64_t i = 0; i < 6; ++i)
+    s.setString(i, texts[i]);
+  Tensor f = s.castTo(DType::F32);
+  EXPECT_TRUE(std::isnan(f.getDouble(0)));
+  EXPECT_EQ(f.getDouble(1), INFINITY);
+  EXPECT_EQ(f.getDouble(2), INFINITY);
+  EXPECT_EQ(f.getDouble(3), -INFINITY);
+  Tensor i64 = s.castTo(DType::I64);
+  EXPECT_EQ(i64.getInt(4), 9007199254740993); // exact, not through double
+  EXPECT_EQ(i64.getInt(5), 3);                // truncates like float to int
+  EXPECT_FALSE(parseNumber("abc"));
+  EXPECT_FALSE(parseNumber(""));
+  EXPECT_EQ(Tensor::fromInt64({-7}).castTo(DType::String).getString(0), "-7");
+}
+
+TEST(Tensor, StringStorageIsCopiedOnWrite) {
+  Tensor a(DType::String, {2});
+  a.setString(0, "x");
+  Tensor b = a.reshaped({1, 2});
+  b.setString(0, "y");
+  EXPECT_EQ(a.getString(0), "x");
+  EXPECT_EQ(b.getString(0), "y");
+  EXPECT_EQ(a.describe(), "string[2]");
+}

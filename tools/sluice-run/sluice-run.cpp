@@ -222,6 +222,18 @@ bool compareOutput(const std::string &name, const sluice::Tensor &got,
                 got.describe().c_str(), want.describe().c_str());
     return false;
   }
+  if (got.dtype() == sluice::DType::String) {
+    // Text has no tolerance: elements match exactly or not at all.
+    int64_t bad = 0;
+    for (int64_t i = 0; i < got.numElements(); ++i)
+      bad += got.getString(i) != want.getString(i);
+    std::printf("output '%s' %s: %s\n", name.c_str(), got.describe().c_str(),
+                bad ? "MISMATCH" : "ok");
+    if (bad)
+      std::printf("  %lld of %lld strings differ\n", (long long)bad,
+                  (long long)got.numElements());
+    return bad == 0;
+  }
   double maxAbs = 0, maxRel = 0;
   int64_t bad = 0;
   for (int64_t i = 0; i < got.numElements(); ++i) {

@@ -36,3 +36,18 @@ func.func @fold_weight_transpose() -> tensor<2x4xf32> {
   %t = sluice.transpose %w {perm = array<i64: 1, 0>} : (tensor<4x2xf32>) -> tensor<2x4xf32>
   return %t : tensor<2x4xf32>
 }
+
+// -----
+
+// No elements attribute can hold strings: a cast to strings stays an op, and
+// a cast back from it is not folded through it either.
+// CHECK-LABEL: func @no_string_constants
+// LIMIT-LABEL: func @no_string_constants
+func.func @no_string_constants() -> tensor<2xf32> {
+  %c = sluice.constant dense<[1.5, 2.0]> : tensor<2xf32>
+  // CHECK: %[[S:.+]] = sluice.cast %{{.*}} : tensor<2xf32> -> tensor<2x!sluice.string>
+  %s = sluice.cast %c : tensor<2xf32> -> tensor<2x!sluice.string>
+  // CHECK: sluice.cast %[[S]] : tensor<2x!sluice.string> -> tensor<2xf32>
+  %f = sluice.cast %s : tensor<2x!sluice.string> -> tensor<2xf32>
+  return %f : tensor<2xf32>
+}
