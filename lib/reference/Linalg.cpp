@@ -189,6 +189,40 @@ LogicalResult checkConvShapes(Operation *op, const Tensor &x, const Tensor &w,
   return success();
 }
 
+/// For every (position a on `outer`, kernel position k), the flat offset of
+/// a*stride + k*dilation - padBegin on `target`, or -1 where that falls
+/// outside it (into padding). Convolution gathers through this table (outer =
+/// output, target = input); transposed convolution scatters (the reverse).
+std::vector<int64_t> windowOffsets(ArrayRef<int64_t> outer,
+                                   ArrayRef<int64_t> kernel,
+                                   ArrayRef<int64_t> target, const Window &win) {
+  int64_t spatial = outer.size();
+  int64_t outerSize = product(outer), kSize = product(kernel);
+  std::vector<int64_t> offsets(outerSize * kSize, -1);
+  std::vector<int64_t> a(spatial, 0), k(spatial, 0);
+  for (int64_t ai = 0; ai < outerSize; ++ai) {
+    std::fill(k.begin(), k.end(), 0);
+    for (int64_t ki = 0; ki < kSize; ++ki) {
+      int64_t offset = 0;
+      bool inside = true;
+      for (int64_t d = 0; d < spatial; ++d) {
+        int64_t pos =
+            a[d] * win.strides[d] + k[d] * win.dilations[d] - win.padBegin[d];
+        if (pos < 0 || pos >= target[d]) {
+          inside = false;
+          break;
+        }
+        offset = offset * target[d] + pos;
+      }
+      if (inside)
+        offsets[ai * kSize + ki] = offset;
+      nextIndex(k, kernel);
+    }
+    nextIndex(a, outer);
+  }
+  return offsets;
+}
+
 /// out[n, m, o...] = sum over the group's channels and the kernel of
 /// x[n, c, o*s - pb + k*d] * w[m, c', k...], skipping padding.
 template <typename T>
@@ -197,7 +231,6 @@ std::vector<T> convolve(const std::vector<T> &x, ArrayRef<int64_t> xShape,
                         const Window &win, int64_t group,
                         ArrayRef<int64_t> outShape, T xZero,
                         const std::vector<T> &wZero) {
-  int64_t spatial = (int64_t)xShape.size() - 2;
   int64_t batch = xShape[0], channels = xShape[1], outChannels = wShape[0];
   int64_t cPerGroup = channels / group, mPerGroup = outChannels / group;
   ArrayRef<int64_t> inSpatial = xShape.drop_front(2),
@@ -206,30 +239,9 @@ std::vector<T> convolve(const std::vector<T> &x, ArrayRef<int64_t> xShape,
   int64_t inSize = product(inSpatial), kSize = product(kernel),
           outSize = product(outSpatial);
   std::vector<T> out(batch * outChannels * outSize, T(0));
-  // Precompute, for every (output position, kernel position), the input
-  // offset or -1 when it falls into padding.
-  std::vector<int64_t> offsets(outSize * kSize, -1);
-  std::vector<int64_t> o(spatial, 0), k(spatial, 0);
-  for (int64_t oi = 0; oi < outSize; ++oi) {
-    std::fill(k.begin(), k.end(), 0);
-    for (int64_t ki = 0; ki < kSize; ++ki) {
-      int64_t offset = 0;
-      bool inside = true;
-      for (int64_t d = 0; d < spatial; ++d) {
-        int64_t pos =
-            o[d] * win.strides[d] - win.padBegin[d] + k[d] * win.dilations[d];
-        if (pos < 0 || pos >= inSpatial[d]) {
-          inside = false;
-          break;
-        }
-        offset = offset * inSpatial[d] + pos;
-      }
-      if (inside)
-        offsets[oi * kSize + ki] = offset;
-      nextIndex(k, kernel);
-    }
-    nextIndex(o, outSpatial);
-  }
+  // For every (output position, kernel position): the input offset, or -1
+  // when it falls into padding.
+  std::vector<int64_t> offsets = windowOffsets(outSpatial, kernel, inSpatial, win);
   for (int64_t n = 0; n < batch; ++n)
     for (int64_t m = 0; m < outChannels; ++m) {
       int64_t g = m / mPerGroup;
@@ -343,29 +355,9 @@ LogicalResult evalConvTranspose(Operation *op,
           outSize = product(outSpatial);
   std::vector<double> xv = x.toDoubleVector(), wv = w.toDoubleVector();
   std::vector<double> out(batch * outChannels * outSize, 0.0);
-  // Output offset of every (input position, kernel position), or -1.
-  std::vector<int64_t> offsets(inSize * kSize, -1);
-  std::vector<int64_t> i(spatial, 0), k(spatial, 0);
-  for (int64_t ii = 0; ii < inSize; ++ii) {
-    std::fill(k.begin(), k.end(), 0);
-    for (int64_t ki = 0; ki < kSize; ++ki) {
-      int64_t offset = 0;
-      bool inside = true;
-      for (int64_t d = 0; d < spatial; ++d) {
-        int64_t pos =
-            i[d] * win.strides[d] + k[d] * win.dilations[d] - win.padBegin[d];
-        if (pos < 0 || pos >= outSpatial[d]) {
-          inside = false;
-          break;
-        }
-        offset = offset * outSpatial[d] + pos;
-      }
-      if (inside)
-        offsets[ii * kSize + ki] = offset;
-      nextIndex(k, kernel);
-    }
-    nextIndex(i, inSpatial);
-  }
+  // Output offset of every (input position, kernel position), or -1: the
+  // transposed convolution scatters along the same windows conv gathers.
+  std::vector<int64_t> offsets = windowOffsets(inSpatial, kernel, outSpatial, win);
   for (int64_t n = 0; n < batch; ++n)
     for (int64_t c = 0; c < channels; ++c) {
       int64_t g = c / cPerGroup;
