@@ -10,10 +10,7 @@
 
 #include "dialects/sluice/SluiceOps.h"
 
-#include "mlir/IR/DialectResourceBlobManager.h"
-#include "mlir/IR/Matchers.h"
 
-#include <cstring>
 
 using namespace mlir;
 using namespace sluice;
@@ -44,32 +41,6 @@ static LogicalResult checkScatterReduction(Operation *op,
   if (kind && *kind == ReduceKind::mean)
     return op->emitOpError("reduction must be sum, prod, max or min");
   return success();
-}
-
-/// The values of a constant float operand. Beyond getConstantFloatValues,
-/// this reads f32 constants held as dense_resource blobs, which is how the
-/// importer stores float vectors such as Resize's scales.
-static std::optional<SmallVector<double>> constantFloats(Value value) {
-  if (auto values = getConstantFloatValues(value))
-    return values;
-  DenseResourceElementsAttr attr;
-  if (!value || !matchPattern(value, m_Constant(&attr)) ||
-      !attr.getElementType().isF32())
-    return std::nullopt;
-  AsmResourceBlob *blob = attr.getRawHandle().getBlob();
-  if (!blob)
-    return std::nullopt;
-  ArrayRef<char> data = blob->getData();
-  int64_t count = attr.getType().getNumElements();
-  if ((int64_t)data.size() != count * (int64_t)sizeof(float))
-    return std::nullopt;
-  SmallVector<double> values;
-  for (int64_t i = 0; i < count; ++i) {
-    float v;
-    std::memcpy(&v, data.data() + i * sizeof(float), sizeof(float));
-    values.push_back(v);
-  }
-  return values;
 }
 
 //===----------------------------------------------------------------------===//
@@ -412,7 +383,7 @@ LogicalResult ResizeOp::inferReturnTypes(MLIRContext *,
         shape[i] = (*values)[i];
       }
     }
-  } else if (auto values = constantFloats(scales)) {
+  } else if (auto values = getConstantFloatValues(scales)) {
     for (int64_t i = 0; i < rank; ++i) {
       double scale = (float)(*values)[i];
       if (!(scale > 0))

@@ -4,10 +4,12 @@
 #include "dialects/sluice/SluiceOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
 
 #include <algorithm>
+#include <cstring>
 
 using namespace mlir;
 
@@ -147,6 +149,21 @@ std::optional<SmallVector<double>> getConstantFloatValues(Value value) {
   if (!matchPattern(value, m_Constant(&attr)))
     return std::nullopt;
   SmallVector<double> values;
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    // The importer keeps float vectors (Resize scales, ...) as blobs, which
+    // have no APFloat iterator: read f32 blobs directly.
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    int64_t count = resource.getType().getNumElements();
+    if (!blob || !resource.getElementType().isF32() ||
+        (int64_t)blob->getData().size() != count * (int64_t)sizeof(float))
+      return std::nullopt;
+    for (int64_t i = 0; i < count; ++i) {
+      float v;
+      std::memcpy(&v, blob->getData().data() + i * sizeof(float), sizeof(float));
+      values.push_back(v);
+    }
+    return values;
+  }
   if (isa<FloatType>(attr.getElementType())) {
     auto maybeValues = attr.tryGetValues<APFloat>();
     if (!maybeValues)

@@ -65,7 +65,8 @@ FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 /// (sluice.constant or anything ConstantLike) holding integers.
 std::optional<SmallVector<int64_t>> getConstantIntValues(Value value);
 
-/// The floating-point values of a constant operand (integers are converted).
+/// The floating-point values of a constant operand (integers are converted;
+/// f32 dense_resource blobs are read too).
 std::optional<SmallVector<double>> getConstantFloatValues(Value value);
 
 /// The [start, end) dim range of ONNX Shape (opset 15): negative values
