@@ -25,6 +25,10 @@ namespace sluice {
 /// program order; updates the function's result types.
 mlir::LogicalResult propagateShapes(mlir::func::FuncOp func, int64_t maxElements);
 
+/// Bytes a static tensor of `type` takes in a buffer (i1: one byte per
+/// element); -1 when the shape is not static.
+int64_t storageBytes(mlir::Type type);
+
 /// Parses "2x128" ("scalar" or "" for rank 0) into dims.
 mlir::FailureOr<std::vector<int64_t>> parseShape(llvm::StringRef text);
 

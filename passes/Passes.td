@@ -48,4 +48,45 @@ def SpecializeShapesPass : Pass<"sluice-specialize-shapes", "mlir::func::FuncOp"
   let dependentDialects = ["sluice::SluiceDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// fuse
+//===----------------------------------------------------------------------===//
+
+def FormKernelsPass : Pass<"sluice-form-kernels", "mlir::func::FuncOp"> {
+  let summary = "Puts every compute op into exactly one sluice.kernel group";
+  let description = [{
+    The first form of the fuse phase: one group per op (the fusion passes grow
+    groups later). Matmuls, convolutions and transposed convolutions on
+    floating-point tensors become library calls (`library = "gemm"` /
+    `"conv"`): BLAS and cuBLASLt/cuDNN beat generated code there. Values used
+    inside a group (including inside nested regions) become its inputs, except
+    small dense constants (scalars, shapes, axes), which are cloned into the
+    body so that code generation reads them as compile-time values. Kernels
+    are named `k<N>_<op>` in program order.
+  }];
+  let options = [
+    Option<"maxInlineElements", "max-inline-elements", "int64_t", "256",
+           "Largest dense constant (in elements) cloned into a kernel body">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// plan
+//===----------------------------------------------------------------------===//
+
+def PlanBuffersPass : Pass<"sluice-plan-buffers", "mlir::func::FuncOp"> {
+  let summary = "Places every kernel result in one arena by liveness, or in an output";
+  let description = [{
+    Walks the function's kernels in program order. A kernel result the
+    function returns is written straight into the caller's output buffer (the
+    first time it is returned); every other result gets a 64-byte aligned
+    offset in one arena per run, reusing the space of values whose last use
+    has passed (first fit). Annotates each kernel with `arena_offsets`
+    (one per result: the offset, or -(k+1) for output k) and the function
+    with `sluice.arena_bytes`. Needs static shapes.
+  }];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
 #endif // SLUICE_PASSES_TD

@@ -54,6 +54,10 @@ void SluiceDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/sluice/SluiceSequenceOps.cpp.inc"
       >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/sluice/SluiceKernelOps.cpp.inc"
+      >();
 }
 
 LogicalResult

@@ -47,5 +47,7 @@ class SequenceMapOp;
 #include "dialects/sluice/SluiceControlOps.h.inc"
 #define GET_OP_CLASSES
 #include "dialects/sluice/SluiceSequenceOps.h.inc"
+#define GET_OP_CLASSES
+#include "dialects/sluice/SluiceKernelOps.h.inc"
 
 #endif // SLUICE_DIALECTS_SLUICE_SLUICEOPS_H

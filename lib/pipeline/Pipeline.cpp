@@ -39,7 +39,21 @@ void buildSimplifyPipeline(OpPassManager &pm, const CompilerOptions &) {
   pm.addPass(createCanonicalizerPass());
 }
 
+void buildFusePipeline(OpPassManager &pm, const CompilerOptions &) {
+  pm.addNestedPass<func::FuncOp>(sluice::createFormKernelsPass());
+}
+
+void buildPlanPipeline(OpPassManager &pm, const CompilerOptions &) {
+  pm.addNestedPass<func::FuncOp>(sluice::createPlanBuffersPass());
+}
+
 void registerPipelines() {
+  PassPipelineRegistration<>(
+      "sluice-fuse-pipeline", "The fuse phase: kernel groups and library calls",
+      [](OpPassManager &pm) { buildFusePipeline(pm, CompilerOptions()); });
+  PassPipelineRegistration<>(
+      "sluice-plan-pipeline", "The plan phase: arena offsets by liveness",
+      [](OpPassManager &pm) { buildPlanPipeline(pm, CompilerOptions()); });
   PassPipelineRegistration<>(
       "sluice-simplify-pipeline",
       "The simplify phase: shape propagation, folding, canonicalization, CSE",
@@ -62,11 +76,6 @@ bool parseShapeOption(StringRef text,
 LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
                         Phase after, Phase stopAfter, std::string &error,
                         std::vector<PhaseTiming> *timings) {
-  if (stopAfter > kLastImplementedPhase) {
-    error += std::string("phase '") + phaseName(stopAfter) +
-             "' is not available in this build (phases: import, simplify)\n";
-    return failure();
-  }
   MLIRContext &context = *module.getContext();
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error)
@@ -74,20 +83,31 @@ LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
                diag.str() + "\n";
     return success();
   });
-  if (after < Phase::Simplify && stopAfter >= Phase::Simplify) {
+  struct Step {
+    Phase phase;
+    void (*build)(OpPassManager &, const CompilerOptions &);
+  };
+  // recognize, compress and parallelize have no passes yet: models pass
+  // through them unchanged. emit is the caller's (it writes files).
+  const Step steps[] = {{Phase::Simplify, buildSimplifyPipeline},
+                        {Phase::Fuse, buildFusePipeline},
+                        {Phase::Plan, buildPlanPipeline}};
+  for (const Step &step : steps) {
+    if (after >= step.phase || stopAfter < step.phase)
+      continue;
     auto start = std::chrono::steady_clock::now();
     PassManager pm(&context);
-    buildSimplifyPipeline(pm, options);
+    step.build(pm, options);
     if (failed(pm.run(module))) {
       if (error.empty())
-        error = "simplify phase failed\n";
+        error = std::string(phaseName(step.phase)) + " phase failed\n";
       return failure();
     }
     if (timings)
       timings->push_back(
-          {"simplify", std::chrono::duration<double, std::milli>(
-                           std::chrono::steady_clock::now() - start)
-                           .count()});
+          {phaseName(step.phase), std::chrono::duration<double, std::milli>(
+                                      std::chrono::steady_clock::now() - start)
+                                      .count()});
   }
   return success();
 }
@@ -97,11 +117,6 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
                                    const CompilerOptions &options,
                                    Phase stopAfter, std::string &error,
                                    std::vector<PhaseTiming> *timings) {
-  if (stopAfter > kLastImplementedPhase) {
-    error = std::string("phase '") + phaseName(stopAfter) +
-            "' is not available in this build (phases: import, simplify)\n";
-    return nullptr;
-  }
   auto start = std::chrono::steady_clock::now();
   onnx_import::ImportOptions importOptions;
   importOptions.inputShapes = options.inputShapes;

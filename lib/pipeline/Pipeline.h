@@ -26,9 +26,11 @@ enum class Phase { Import, Simplify, Recognize, Compress, Parallelize, Fuse, Pla
 const char *phaseName(Phase phase);
 std::optional<Phase> parsePhase(llvm::StringRef name);
 /// The last phase this build implements.
-constexpr Phase kLastImplementedPhase = Phase::Simplify;
+constexpr Phase kLastImplementedPhase = Phase::Emit;
 
 struct CompilerOptions {
+  /// Code generation target ("cpu"; "cuda" arrives with the cuda issue).
+  std::string target = "cpu";
   /// Input shapes (`--shape=NAME=2x128`) bound at import.
   std::map<std::string, std::vector<int64_t>> inputShapes;
 };
@@ -36,6 +38,12 @@ struct CompilerOptions {
 /// simplify: shape propagation with constant folding of shape subgraphs,
 /// then canonicalization and CSE (which also remove dead code).
 void buildSimplifyPipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
+
+/// fuse: every compute op into one sluice.kernel group or library call.
+void buildFusePipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
+
+/// plan: buffer liveness and arena offsets.
+void buildPlanPipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
 
 /// Registers every phase pipeline with the pass registry (for sluice-opt).
 void registerPipelines();

@@ -1,0 +1,36 @@
+//===- Bundle.h - write a bundle folder and build its library -----*- C++ -*-===//
+//
+// The last step of the emit phase: the bundle folder DESIGN.md describes
+// (manifest.json, the compiled library, weights.bin 64-byte aligned), built
+// by invoking the system C++ compiler on the emitted source.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_CODEGEN_BUNDLE_BUNDLE_H
+#define SLUICE_CODEGEN_BUNDLE_BUNDLE_H
+
+#include "codegen/cpu/CpuEmitter.h"
+
+#include <string>
+
+namespace sluice::codegen {
+
+struct BundleOptions {
+  std::string directory;   ///< the bundle folder (created)
+  std::string modelName;   ///< for the manifest
+  bool progress = true;    ///< progress lines on stderr for long steps
+  /// Compiler flags after the defaults (-O2 -march=native -fopenmp ...).
+  std::vector<std::string> extraFlags;
+};
+
+/// Writes the bundle and compiles model.so. On failure returns false with a
+/// one-line `error` naming the file or the compiler's first error.
+bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
+                    std::string &error, double *compileSeconds = nullptr);
+
+/// The C++ compiler command used: $SLUICE_CXX, else $CXX, else "c++".
+std::string cxxCompiler();
+
+} // namespace sluice::codegen
+
+#endif // SLUICE_CODEGEN_BUNDLE_BUNDLE_H

@@ -1,0 +1,115 @@
+//===- CpuEmitter.h - kernel groups to one C++ source (cpu target) -*- C++ -*-===//
+//
+// The cpu target's emit phase: a planned module (kernel groups with arena
+// offsets) becomes one C++ translation unit exporting the bundle ABI
+// (include/sluice/bundle_abi.h), plus the weights blob and the manifest's
+// facts. Elementwise groups go through the shared scalar-expression emitter
+// wrapped in OpenMP loops; every other op has an emitter function in the
+// registry below (codegen/cpu/ops/), which writes the body of the kernel's
+// C++ function, usually a call into the kernel templates of
+// codegen/include/sluice_gen/cpu_*.h with compile-time shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_CODEGEN_CPU_CPUEMITTER_H
+#define SLUICE_CODEGEN_CPU_CPUEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace sluice::codegen {
+
+/// What an op emitter sees. The op sits in a kernel body; `in[i]` names a
+/// pointer (`const T *`, T = storageType of the element type) to operand i,
+/// `out[i]` a pointer (`T *`) to result i. Operands that are small constants
+/// are also readable at compile time (getConstantIntValues and friends on
+/// op->getOperand(i)). Emitters append statements to `body`; the function
+/// returns 0 after them. An emitter that cannot handle the op's form returns
+/// failure with an error on the op ("cpu target: ...").
+struct CpuOpContext {
+  mlir::Operation *op;
+  std::vector<std::string> in, out;
+  std::string kernelName;
+  std::string body;
+  std::set<std::string> *headers;
+  /// Adds `#include "<header>"` (e.g. "sluice_gen/cpu_movement.h").
+  void include(const std::string &header) { headers->insert(header); }
+  /// A statement that fails the run with `message` (a C++ string literal
+  /// expression, e.g. "\"index out of range\"").
+  std::string fail(const std::string &messageExpr) const {
+    return "return sluice_fail(args, \"" + kernelName + "\", " + messageExpr + ");";
+  }
+  /// The thread count expression for OpenMP clauses and library calls.
+  static constexpr const char *threads = "args->num_threads";
+};
+
+using CpuOpEmitFn = std::function<mlir::LogicalResult(CpuOpContext &)>;
+
+class CpuOpRegistry {
+public:
+  static const CpuOpRegistry &get();
+  void add(llvm::StringRef opName, CpuOpEmitFn fn) { fns[opName] = std::move(fn); }
+  const CpuOpEmitFn *lookup(llvm::StringRef opName) const {
+    auto it = fns.find(opName);
+    return it == fns.end() ? nullptr : &it->second;
+  }
+
+private:
+  llvm::StringMap<CpuOpEmitFn> fns;
+};
+
+// One registration function per op family (codegen/cpu/ops/*.cpp).
+void registerCpuLinalgEmitters(CpuOpRegistry &registry);
+void registerCpuMovementEmitters(CpuOpRegistry &registry);
+void registerCpuReductionEmitters(CpuOpRegistry &registry);
+void registerCpuNNEmitters(CpuOpRegistry &registry);
+void registerCpuMiscEmitters(CpuOpRegistry &registry);
+
+/// Formatting helpers for emitters.
+/// `{1, 2, 3}` (int64_t values; "{0}" for an empty list so arrays stay legal).
+std::string cArray(llvm::ArrayRef<int64_t> values);
+/// `static const int64_t name[] = {...};\n`
+std::string cStaticArray(const std::string &name, llvm::ArrayRef<int64_t> values);
+/// A C++ string literal of `text`.
+std::string cString(llvm::StringRef text);
+/// Static shape of a value's ranked tensor type.
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value value);
+mlir::Type elementOf(mlir::Value value);
+
+/// One tensor at the bundle boundary.
+struct TensorInfo {
+  std::string name, dtype; ///< dtype: NumPy's name (float32, bool ...)
+  std::vector<int64_t> shape;
+};
+
+/// One step of a run (a kernel or a library call), for the manifest.
+struct StepInfo {
+  std::string name, kind, op, node;
+};
+
+struct CpuModel {
+  std::string source;              ///< the C++ translation unit
+  std::vector<unsigned char> weights;
+  int64_t arenaBytes = 0;
+  std::vector<TensorInfo> inputs, outputs;
+  std::vector<StepInfo> steps;
+  int64_t kernels = 0, libraryCalls = 0;
+  bool usesBlas = false;
+};
+
+/// Emits the planned function `main` of `module` (after the fuse and plan
+/// phases). Fails with errors on the ops; unsupported ops are all reported
+/// at once ("unsupported ops on target cpu (N): ...").
+mlir::FailureOr<CpuModel> emitCpuModel(mlir::ModuleOp module);
+
+/// NumPy's name of an element type.
+std::string numpyDtype(mlir::Type elementType);
+
+} // namespace sluice::codegen
+
+#endif // SLUICE_CODEGEN_CPU_CPUEMITTER_H

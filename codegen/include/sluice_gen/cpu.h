@@ -1,0 +1,38 @@
+//===- sluice_gen/cpu.h - scaffolding of generated cpu kernels -*- C++ -*-===//
+//
+// Included first by every cpu-target bundle source: the bundle ABI, the
+// scalar helpers shared with the cuda target, the failure path and the step
+// macro of the run function (tracing hooks around every kernel and library
+// call, and early return on failure).
+//
+//===----------------------------------------------------------------------===//
+#ifndef SLUICE_GEN_CPU_H
+#define SLUICE_GEN_CPU_H
+
+#include "sluice/bundle_abi.h"
+#include "sluice_gen/scalar.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/// Writes "<kernel>: <message>" into the run's error buffer; returns 1.
+static inline int32_t sluice_fail(const SluiceRunArgs *args, const char *kernel,
+                                  const char *message) {
+  if (args->error && args->error_size)
+    snprintf(args->error, args->error_size, "%s: %s", kernel, message);
+  return 1;
+}
+
+#define SLUICE_STEP(index, call)                                               \
+  do {                                                                         \
+    if (args->trace)                                                           \
+      args->trace->begin(args->trace->user, index);                            \
+    int32_t sluice_status = (call);                                            \
+    if (args->trace)                                                           \
+      args->trace->end(args->trace->user, index);                              \
+    if (sluice_status)                                                         \
+      return sluice_status;                                                    \
+  } while (0)
+
+#endif // SLUICE_GEN_CPU_H

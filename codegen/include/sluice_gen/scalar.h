@@ -1,0 +1,212 @@
+//===- sluice_gen/scalar.h - scalar helpers for generated kernels -*- C++ -*-===//
+//
+// Included by every generated kernel source, host (cpu target) and device
+// (cuda target) alike: the scalar-expression emitter (codegen/common) spells
+// elementwise ops as calls of these helpers, so one emitted expression
+// compiles with c++ and nvcc. Semantics follow the reference evaluator
+// (lib/reference/Elementwise.cpp): NaN-propagating min/max, Python-style
+// integer mod, integer division by zero yields 0, round half to even.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SLUICE_GEN_SCALAR_H
+#define SLUICE_GEN_SCALAR_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define SLUICE_HD __host__ __device__ __forceinline__
+#else
+#define SLUICE_HD inline
+#endif
+
+/// Half-precision storage: the bits, converted to float for arithmetic.
+struct sluice_f16 { uint16_t bits; };
+struct sluice_bf16 { uint16_t bits; };
+
+SLUICE_HD float sluice_bits_to_float(uint32_t word) {
+  float f;
+  memcpy(&f, &word, 4);
+  return f;
+}
+SLUICE_HD uint32_t sluice_float_to_bits(float f) {
+  uint32_t word;
+  memcpy(&word, &f, 4);
+  return word;
+}
+
+SLUICE_HD float sluice_load(sluice_bf16 v) { return sluice_bits_to_float((uint32_t)v.bits << 16); }
+SLUICE_HD float sluice_load(sluice_f16 v) {
+  uint32_t sign = (uint32_t)(v.bits & 0x8000) << 16;
+  uint32_t exponent = (v.bits >> 10) & 0x1f, mantissa = v.bits & 0x3ff;
+  if (exponent == 0) {
+    if (mantissa == 0)
+      return sluice_bits_to_float(sign);
+    float f = (float)mantissa * 5.9604644775390625e-8f; // 2^-24
+    return sign ? -f : f;
+  }
+  if (exponent == 31)
+    return sluice_bits_to_float(sign | 0x7f800000u | (mantissa << 13));
+  return sluice_bits_to_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+template <typename T> SLUICE_HD T sluice_load(T v) { return v; }
+
+/// float -> bf16, round to nearest even (NaN stays NaN).
+SLUICE_HD sluice_bf16 sluice_to_bf16(float f) {
+  uint32_t word = sluice_float_to_bits(f);
+  sluice_bf16 r;
+  if ((word & 0x7fffffffu) > 0x7f800000u) {
+    r.bits = (uint16_t)((word >> 16) | 0x40);
+    return r;
+  }
+  word += 0x7fffu + ((word >> 16) & 1);
+  r.bits = (uint16_t)(word >> 16);
+  return r;
+}
+/// float -> bf16 keeping the high half (ONNX Cast to bfloat16 before opset 19).
+SLUICE_HD sluice_bf16 sluice_to_bf16_truncate(float f) {
+  sluice_bf16 r;
+  r.bits = (uint16_t)(sluice_float_to_bits(f) >> 16);
+  return r;
+}
+/// float -> f16, round to nearest even, overflow to infinity.
+SLUICE_HD sluice_f16 sluice_to_f16(float f) {
+  uint32_t word = sluice_float_to_bits(f);
+  uint32_t sign = (word >> 16) & 0x8000;
+  uint32_t absWord = word & 0x7fffffffu;
+  sluice_f16 r;
+  if (absWord > 0x7f800000u) { r.bits = (uint16_t)(sign | 0x7e00); return r; }
+  if (absWord >= 0x477ff000u) { r.bits = (uint16_t)(sign | 0x7c00); return r; }
+  if (absWord < 0x38800000u) { // subnormal or zero in f16
+    float a = sluice_bits_to_float(absWord) * 16777216.0f; // 2^24
+    uint32_t m = (uint32_t)a;
+    float rest = a - (float)m;
+    if (rest > 0.5f || (rest == 0.5f && (m & 1)))
+      ++m;
+    r.bits = (uint16_t)(sign | m);
+    return r;
+  }
+  uint32_t rounded = absWord + 0xfffu + ((absWord >> 13) & 1);
+  r.bits = (uint16_t)(sign | (((rounded >> 13) - (112u << 10)) & 0x7fff));
+  return r;
+}
+
+/// Stores a computed value into a storage type.
+template <typename T> struct sluice_store_t {
+  template <typename V> SLUICE_HD static T apply(V v) { return (T)v; }
+};
+template <> struct sluice_store_t<sluice_f16> {
+  template <typename V> SLUICE_HD static sluice_f16 apply(V v) { return sluice_to_f16((float)v); }
+};
+template <> struct sluice_store_t<sluice_bf16> {
+  template <typename V> SLUICE_HD static sluice_bf16 apply(V v) { return sluice_to_bf16((float)v); }
+};
+template <> struct sluice_store_t<bool> {
+  template <typename V> SLUICE_HD static bool apply(V v) { return v != 0; }
+};
+#define SLUICE_STORE(T, v) sluice_store_t<T>::apply(v)
+
+// Math on float and double with one spelling (the C library's f-suffixed
+// functions exist on the host and in CUDA device code).
+#define SLUICE_UNARY_MATH(name, fn)                                            \
+  SLUICE_HD float sl_##name(float x) { return fn##f(x); }                      \
+  SLUICE_HD double sl_##name(double x) { return fn(x); }
+SLUICE_UNARY_MATH(exp, exp)
+SLUICE_UNARY_MATH(log, log)
+SLUICE_UNARY_MATH(sqrt, sqrt)
+SLUICE_UNARY_MATH(tanh, tanh)
+SLUICE_UNARY_MATH(erf, erf)
+SLUICE_UNARY_MATH(sin, sin)
+SLUICE_UNARY_MATH(cos, cos)
+SLUICE_UNARY_MATH(tan, tan)
+SLUICE_UNARY_MATH(asin, asin)
+SLUICE_UNARY_MATH(acos, acos)
+SLUICE_UNARY_MATH(atan, atan)
+SLUICE_UNARY_MATH(sinh, sinh)
+SLUICE_UNARY_MATH(cosh, cosh)
+SLUICE_UNARY_MATH(asinh, asinh)
+SLUICE_UNARY_MATH(acosh, acosh)
+SLUICE_UNARY_MATH(atanh, atanh)
+SLUICE_UNARY_MATH(ceil, ceil)
+SLUICE_UNARY_MATH(floor, floor)
+SLUICE_UNARY_MATH(fabs, fabs)
+SLUICE_UNARY_MATH(round_even, nearbyint)
+#undef SLUICE_UNARY_MATH
+SLUICE_HD float sl_pow(float a, float b) { return powf(a, b); }
+SLUICE_HD double sl_pow(double a, double b) { return pow(a, b); }
+SLUICE_HD float sl_fmod(float a, float b) { return fmodf(a, b); }
+SLUICE_HD double sl_fmod(double a, double b) { return fmod(a, b); }
+SLUICE_HD int64_t sl_pow(int64_t base, int64_t exponent) {
+  if (exponent < 0)
+    return base == 1 ? 1 : base == -1 ? ((exponent % 2) ? -1 : 1) : 0;
+  int64_t result = 1;
+  while (exponent) {
+    if (exponent & 1)
+      result *= base;
+    base *= base;
+    exponent >>= 1;
+  }
+  return result;
+}
+
+template <typename T> SLUICE_HD bool sl_isnan(T v) { return v != v; }
+SLUICE_HD bool sl_isnan(int64_t) { return false; }
+template <typename T> SLUICE_HD T sl_abs(T v) { return v < 0 ? -v : v; }
+SLUICE_HD float sl_abs(float v) { return fabsf(v); }
+SLUICE_HD double sl_abs(double v) { return fabs(v); }
+template <typename T> SLUICE_HD T sl_sign(T v) {
+  return sl_isnan(v) ? v : (T)((v > 0) - (v < 0));
+}
+template <typename T> SLUICE_HD T sl_relu(T v) {
+  return v > 0 ? v : (sl_isnan(v) ? v : (T)0);
+}
+template <typename T> SLUICE_HD T sl_sigmoid(T v) {
+  return (T)1 / ((T)1 + sl_exp(-v));
+}
+template <typename T> SLUICE_HD T sl_max(T a, T b) {
+  return (sl_isnan(a) || sl_isnan(b)) ? (T)NAN : (a > b ? a : b);
+}
+template <typename T> SLUICE_HD T sl_min(T a, T b) {
+  return (sl_isnan(a) || sl_isnan(b)) ? (T)NAN : (a < b ? a : b);
+}
+SLUICE_HD int64_t sl_max(int64_t a, int64_t b) { return a > b ? a : b; }
+SLUICE_HD int64_t sl_min(int64_t a, int64_t b) { return a < b ? a : b; }
+SLUICE_HD int64_t sl_div(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
+template <typename T> SLUICE_HD T sl_div(T a, T b) { return a / b; }
+/// ONNX Mod with fmod=0: the result takes the divisor's sign.
+template <typename T> SLUICE_HD T sl_pymod(T a, T b) {
+  T r = sl_fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+SLUICE_HD int64_t sl_pymod(int64_t a, int64_t b) {
+  if (b == 0)
+    return 0;
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+SLUICE_HD int64_t sl_cmod(int64_t a, int64_t b) { return b == 0 ? 0 : a % b; }
+template <typename T> SLUICE_HD T sl_cmod(T a, T b) { return sl_fmod(a, b); }
+SLUICE_HD int64_t sl_shl(int64_t a, int64_t b) {
+  return b >= 64 ? 0 : (int64_t)((uint64_t)a << b);
+}
+SLUICE_HD int64_t sl_shr(int64_t a, int64_t b) {
+  return b >= 64 ? 0 : (int64_t)((uint64_t)a >> b);
+}
+template <typename T> SLUICE_HD bool sl_isinf(T v, bool positive, bool negative) {
+  return isinf((double)v) && ((v > 0 && positive) || (v < 0 && negative));
+}
+
+/// Float to integer as ONNX Cast does it: toward zero, NaN to 0, saturating
+/// at the int64 range (narrower types then wrap, like the evaluator).
+SLUICE_HD int64_t sl_f2i(double v) {
+  if (v != v)
+    return 0;
+  if (v >= 9.2233720368547758e18)
+    return INT64_MAX;
+  if (v <= -9.2233720368547758e18)
+    return INT64_MIN;
+  return (int64_t)v;
+}
+
+#endif // SLUICE_GEN_SCALAR_H
