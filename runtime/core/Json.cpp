@@ -283,7 +283,7 @@ private:
         break;
       }
       default:
-        --pos;
+        pos -= 2; // point at the backslash
         return fail(std::string("invalid escape '\\") + e + "'");
       }
     }
