@@ -158,14 +158,14 @@ public:
   /// Copies input `index`; `bytes` must match the manifest.
   bool setInput(size_t index, const void *data, size_t bytes,
                 std::string *error = nullptr) {
-    return detail::check(
-        sluice_context_set_input(context, index, data, bytes), error);
+    return detail::check(sluice_context_set_input(context, index, data, bytes),
+                         error);
   }
   /// Binds input `index` without copying; `data` must outlive its use.
   bool bindInput(size_t index, const void *data, size_t bytes,
                  std::string *error = nullptr) {
-    return detail::check(
-        sluice_context_bind_input(context, index, data, bytes), error);
+    return detail::check(sluice_context_bind_input(context, index, data, bytes),
+                         error);
   }
   bool setNumThreads(int32_t threads, std::string *error = nullptr) {
     return detail::check(sluice_context_set_num_threads(context, threads),

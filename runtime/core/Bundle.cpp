@@ -33,7 +33,8 @@ std::unique_ptr<Bundle> Bundle::load(const std::string &dir,
     return nullptr;
   }
   if (!S_ISDIR(info.st_mode)) {
-    error = "bundle '" + dir + "' is not a folder (a bundle is the folder "
+    error = "bundle '" + dir +
+            "' is not a folder (a bundle is the folder "
             "sluice-compile writes)";
     return nullptr;
   }
@@ -53,7 +54,8 @@ bool Bundle::mapWeights(std::string &error) {
       weights_ = kNoWeights;
       return true;
     }
-    error = file + ": cannot open the bundle's weights: " + std::strerror(errno);
+    error =
+        file + ": cannot open the bundle's weights: " + std::strerror(errno);
     return false;
   }
   struct stat info;
@@ -98,8 +100,8 @@ bool Bundle::openLibrary(std::string &error) {
   library_ = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library_) {
     const char *why = ::dlerror();
-    error = file + ": cannot load the model library: " +
-            (why ? why : "unknown error");
+    error = file +
+            ": cannot load the model library: " + (why ? why : "unknown error");
     return false;
   }
   auto abi = reinterpret_cast<int32_t (*)()>(

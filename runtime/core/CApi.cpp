@@ -128,8 +128,7 @@ SluiceStatus sluice_model_num_inputs(const SluiceModel *model, size_t *count) {
   return SLUICE_OK;
 }
 
-SluiceStatus sluice_model_num_outputs(const SluiceModel *model,
-                                      size_t *count) {
+SluiceStatus sluice_model_num_outputs(const SluiceModel *model, size_t *count) {
   if (!model || !count)
     return nullArgument("sluice_model_num_outputs");
   *count = model->outputs.size();
@@ -169,8 +168,7 @@ SluiceStatus sluice_model_name(const SluiceModel *model, const char **name) {
   return SLUICE_OK;
 }
 
-SluiceStatus sluice_model_arena_bytes(const SluiceModel *model,
-                                      size_t *bytes) {
+SluiceStatus sluice_model_arena_bytes(const SluiceModel *model, size_t *bytes) {
   return modelQuery<size_t>(
       model, bytes, "sluice_model_arena_bytes",
       [](const sluice::runtime::Manifest &m) { return (size_t)m.arenaBytes; });
@@ -184,8 +182,7 @@ SluiceStatus sluice_model_weights_bytes(const SluiceModel *model,
                             });
 }
 
-SluiceStatus sluice_model_num_kernels(const SluiceModel *model,
-                                      size_t *count) {
+SluiceStatus sluice_model_num_kernels(const SluiceModel *model, size_t *count) {
   if (!model || !count)
     return nullArgument("sluice_model_num_kernels");
   *count = model->kernels.size();
@@ -291,8 +288,7 @@ SluiceStatus sluice_context_enable_trace(SluiceContext *context, int on) {
   return SLUICE_OK;
 }
 
-SluiceStatus sluice_context_run_time(const SluiceContext *context,
-                                     double *us) {
+SluiceStatus sluice_context_run_time(const SluiceContext *context, double *us) {
   if (!context || !us)
     return nullArgument("sluice_context_run_time");
   *us = context->cpu.runMicroseconds();

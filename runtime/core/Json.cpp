@@ -322,7 +322,8 @@ private:
         return fail("invalid number (no digits in the exponent)");
     }
     value.kind = JsonValue::Kind::Number;
-    value.number = std::strtod(text.substr(start, pos - start).c_str(), nullptr);
+    value.number =
+        std::strtod(text.substr(start, pos - start).c_str(), nullptr);
     return true;
   }
 };

@@ -24,10 +24,9 @@ size_t dtypeBytes(const std::string &name) {
   static const struct {
     const char *name;
     size_t bytes;
-  } kTable[] = {{"float32", 4}, {"float64", 8}, {"float16", 2},
-                {"bfloat16", 2}, {"int8", 1},   {"int16", 2},
-                {"int32", 4},    {"int64", 8},  {"uint8", 1},
-                {"uint16", 2},   {"uint32", 4}, {"uint64", 8},
+  } kTable[] = {{"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2},
+                {"int8", 1},    {"int16", 2},   {"int32", 4},   {"int64", 8},
+                {"uint8", 1},   {"uint16", 2},  {"uint32", 4},  {"uint64", 8},
                 {"bool", 1}};
   for (const auto &entry : kTable)
     if (name == entry.name)
@@ -119,8 +118,8 @@ private:
 
 /// A file name the manifest gives must stay inside the bundle folder.
 bool plainFileName(const std::string &name) {
-  return !name.empty() && name.find('/') == std::string::npos &&
-         name != "." && name != "..";
+  return !name.empty() && name.find('/') == std::string::npos && name != "." &&
+         name != "..";
 }
 
 bool readTensors(const JsonValue &root, const char *key,
@@ -143,7 +142,7 @@ bool readTensors(const JsonValue &root, const char *key,
     spec.elementBytes = dtypeBytes(spec.dtype);
     if (!spec.elementBytes)
       return top.reject("'" + where + "' has unknown dtype '" + spec.dtype +
-                      "'");
+                        "'");
     const JsonValue *shape = reader.require("shape", JsonValue::Kind::Array);
     if (!shape)
       return false;
@@ -154,8 +153,9 @@ bool readTensors(const JsonValue &root, const char *key,
       if (!reader.toInteger(shape->array[d], what, dim))
         return false;
       if (dim < 0)
-        return top.reject("'" + what + "' must not be negative (shapes in a "
-                        "bundle are static)");
+        return top.reject("'" + what +
+                          "' must not be negative (shapes in a "
+                          "bundle are static)");
       spec.shape.push_back(dim);
       elements *= (size_t)dim;
     }
@@ -197,15 +197,16 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
     return false;
   int major = -1, minor = -1;
   if (std::sscanf(manifest.version.c_str(), "%d.%d", &major, &minor) != 2) {
-    error = file + ": version '" + manifest.version + "' is not major.minor.patch";
+    error =
+        file + ": version '" + manifest.version + "' is not major.minor.patch";
     return false;
   }
   if (major != SLUICE_VERSION_MAJOR || minor != SLUICE_VERSION_MINOR) {
-    error = "bundle '" + bundleDir + "' was written by Sluice " +
-            manifest.version + "; this runtime (" SLUICE_VERSION_STRING
-            ") runs bundles of version " +
-            std::to_string(SLUICE_VERSION_MAJOR) + "." +
-            std::to_string(SLUICE_VERSION_MINOR) + ".x";
+    error =
+        "bundle '" + bundleDir + "' was written by Sluice " + manifest.version +
+        "; this runtime (" SLUICE_VERSION_STRING ") runs bundles of version " +
+        std::to_string(SLUICE_VERSION_MAJOR) + "." +
+        std::to_string(SLUICE_VERSION_MINOR) + ".x";
     return false;
   }
   if (!reader.integer("abi", manifest.abi))
@@ -230,7 +231,8 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
     return false;
   if (!plainFileName(manifest.library))
     return reader.reject("'library' must be a file name in the bundle folder, "
-                       "got '" + manifest.library + "'");
+                         "got '" +
+                         manifest.library + "'");
   const JsonValue *weights = reader.require("weights", JsonValue::Kind::Object);
   if (!weights)
     return false;
@@ -241,13 +243,14 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
     return false;
   if (!plainFileName(manifest.weightsFile))
     return reader.reject("'weights.file' must be a file name in the bundle "
-                       "folder, got '" + manifest.weightsFile + "'");
+                         "folder, got '" +
+                         manifest.weightsFile + "'");
   // mmap gives page alignment; a bundle asking for more cannot be honoured.
   if (manifest.weightsAlignment == 0 || manifest.weightsAlignment > 4096 ||
       (manifest.weightsAlignment & (manifest.weightsAlignment - 1)))
     return reader.reject("'weights.alignment' must be a power of two up to "
-                       "4096, got " +
-                       std::to_string(manifest.weightsAlignment));
+                         "4096, got " +
+                         std::to_string(manifest.weightsAlignment));
   if (!reader.size("arena_bytes", manifest.arenaBytes) ||
       !reader.integer("world_size", manifest.worldSize))
     return false;
@@ -286,8 +289,10 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
         !kernelReader.string("node", kernel.node, /*optional=*/true))
       return false;
     if (kernel.kind != "kernel" && kernel.kind != "library")
-      return reader.reject("'" + where + ".kind' must be 'kernel' or "
-                         "'library', got '" + kernel.kind + "'");
+      return reader.reject("'" + where +
+                           ".kind' must be 'kernel' or "
+                           "'library', got '" +
+                           kernel.kind + "'");
     manifest.kernels.push_back(std::move(kernel));
   }
   return true;

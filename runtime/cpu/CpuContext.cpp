@@ -58,8 +58,7 @@ bool CpuContext::setInput(size_t index, const void *data, size_t bytes,
   const TensorSpec &spec = manifest.inputs[index];
   if (bytes != spec.bytes) {
     error = "bundle '" + bundle.dir() + "': input '" + spec.name + "' takes " +
-            std::to_string(spec.bytes) + " bytes, got " +
-            std::to_string(bytes);
+            std::to_string(spec.bytes) + " bytes, got " + std::to_string(bytes);
     return false;
   }
   if (!data && bytes) {
@@ -85,8 +84,10 @@ bool CpuContext::setInput(size_t index, const void *data, size_t bytes,
 
 bool CpuContext::setNumThreads(int32_t threads, std::string &error) {
   if (threads < 1) {
-    error = "bundle '" + bundle.dir() + "': thread count must be at least "
-            "1, got " + std::to_string(threads);
+    error = "bundle '" + bundle.dir() +
+            "': thread count must be at least "
+            "1, got " +
+            std::to_string(threads);
     return false;
   }
   numThreads = threads;

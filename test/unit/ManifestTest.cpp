@@ -81,7 +81,8 @@ TEST(Manifest, RefusesWhatThisRuntimeCannotRun) {
   EXPECT_EQ(errorOf(with("\"version\": \"" SLUICE_VERSION_STRING "\"",
                          "\"version\": \"9.1.0\"")),
             "bundle '/b/my model.sluice' was written by Sluice 9.1.0; this "
-            "runtime (" SLUICE_VERSION_STRING ") runs bundles of version 0.3.x");
+            "runtime (" SLUICE_VERSION_STRING
+            ") runs bundles of version 0.3.x");
   EXPECT_EQ(errorOf(with("\"world_size\": 1", "\"world_size\": 4")),
             "bundle '/b/my model.sluice' is planned for 4 ranks; this runtime "
             "runs single-rank bundles");
@@ -103,10 +104,10 @@ TEST(Manifest, NamesTheBadKey) {
   EXPECT_EQ(errorOf(with("\"alignment\": 64", "\"alignment\": 48")),
             file + "'weights.alignment' must be a power of two up to 4096, "
                    "got 48");
-  EXPECT_EQ(errorOf(with("\"library\": \"model.so\"",
-                         "\"library\": \"../evil.so\"")),
-            file + "'library' must be a file name in the bundle folder, got "
-                   "'../evil.so'");
+  EXPECT_EQ(
+      errorOf(with("\"library\": \"model.so\"", "\"library\": \"../evil.so\"")),
+      file + "'library' must be a file name in the bundle folder, got "
+             "'../evil.so'");
   EXPECT_EQ(errorOf(with("\"dtype\": \"int64\"", "\"dtype\": \"complex64\"")),
             file + "'inputs[1]' has unknown dtype 'complex64'");
   EXPECT_EQ(errorOf(with("\"shape\": [3]", "\"shape\": [-1]")),

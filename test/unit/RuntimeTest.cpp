@@ -137,8 +137,9 @@ TEST(Runtime, ContextErrors) {
   x[0] = -12345;
   ASSERT_TRUE(context.setInput(0, x, sizeof x, &error)) << error;
   EXPECT_FALSE(context.run(&error));
-  EXPECT_EQ(error, "bundle '" + dir + "': run failed: k1_bias (node '/Add'): "
-                   "refused the magic input -12345");
+  EXPECT_EQ(error, "bundle '" + dir +
+                       "': run failed: k1_bias (node '/Add'): "
+                       "refused the magic input -12345");
 
   SluiceModel *raw = nullptr;
   EXPECT_EQ(sluice_model_load(nullptr, &raw), SLUICE_ERROR_INVALID_ARGUMENT);
@@ -232,13 +233,15 @@ TEST(Runtime, BadBundles) {
 
   dir = copyBundle("abi");
   editManifest(dir, "\"abi\": 1", "\"abi\": 7");
-  EXPECT_EQ(loadError(dir), "bundle '" + dir + "' uses bundle ABI 7; this "
-                                               "runtime supports ABI 1");
+  EXPECT_EQ(loadError(dir), "bundle '" + dir +
+                                "' uses bundle ABI 7; this "
+                                "runtime supports ABI 1");
 
   dir = copyBundle("cuda");
   editManifest(dir, "\"target\": \"cpu\"", "\"target\": \"cuda\"");
-  EXPECT_EQ(loadError(dir), "bundle '" + dir + "' is for target 'cuda'; this "
-                                               "runtime runs cpu bundles");
+  EXPECT_EQ(loadError(dir), "bundle '" + dir +
+                                "' is for target 'cuda'; this "
+                                "runtime runs cpu bundles");
 
   dir = copyBundle("no-weights");
   editManifest(dir, "\"bytes\": 32", "\"bytes\": 0");
@@ -248,6 +251,7 @@ TEST(Runtime, BadBundles) {
   EXPECT_EQ(loadError(dir + "/nothing"),
             "bundle '" + dir + "/nothing': No such file or directory");
   EXPECT_EQ(loadError(dir + "/manifest.json"),
-            "bundle '" + dir + "/manifest.json' is not a folder (a bundle is "
-                               "the folder sluice-compile writes)");
+            "bundle '" + dir +
+                "/manifest.json' is not a folder (a bundle is "
+                "the folder sluice-compile writes)");
 }
