@@ -31,6 +31,13 @@
 extern "C" {
 #endif
 
+/* The library hides everything but this API. */
+#if defined(__GNUC__)
+#define SLUICE_RT_API __attribute__((visibility("default")))
+#else
+#define SLUICE_RT_API
+#endif
+
 typedef enum SluiceStatus {
   SLUICE_OK = 0,
   SLUICE_ERROR_INVALID_ARGUMENT = 1, /* null pointer, bad index, wrong size */
@@ -68,72 +75,72 @@ typedef struct SluiceTraceEvent {
 } SluiceTraceEvent;
 
 /* The runtime's version, SLUICE_VERSION_STRING. */
-const char *sluice_runtime_version(void);
+SLUICE_RT_API const char *sluice_runtime_version(void);
 /* The calling thread's last error message ("" if none). */
-const char *sluice_last_error(void);
+SLUICE_RT_API const char *sluice_last_error(void);
 
 /*---- Models ---------------------------------------------------------------*/
 
 /* Loads the bundle in `bundle_dir`: reads and checks manifest.json, maps
  * weights.bin and opens the model library. */
-SluiceStatus sluice_model_load(const char *bundle_dir, SluiceModel **out);
+SLUICE_RT_API SluiceStatus sluice_model_load(const char *bundle_dir, SluiceModel **out);
 /* Frees a model (null is fine). */
-SluiceStatus sluice_model_free(SluiceModel *model);
+SLUICE_RT_API SluiceStatus sluice_model_free(SluiceModel *model);
 
-SluiceStatus sluice_model_num_inputs(const SluiceModel *model, size_t *count);
-SluiceStatus sluice_model_num_outputs(const SluiceModel *model, size_t *count);
-SluiceStatus sluice_model_input(const SluiceModel *model, size_t index,
+SLUICE_RT_API SluiceStatus sluice_model_num_inputs(const SluiceModel *model, size_t *count);
+SLUICE_RT_API SluiceStatus sluice_model_num_outputs(const SluiceModel *model, size_t *count);
+SLUICE_RT_API SluiceStatus sluice_model_input(const SluiceModel *model, size_t index,
                                 SluiceTensorInfo *info);
-SluiceStatus sluice_model_output(const SluiceModel *model, size_t index,
+SLUICE_RT_API SluiceStatus sluice_model_output(const SluiceModel *model, size_t index,
                                  SluiceTensorInfo *info);
 /* "cpu". */
-SluiceStatus sluice_model_target(const SluiceModel *model, const char **target);
+SLUICE_RT_API SluiceStatus sluice_model_target(const SluiceModel *model, const char **target);
 /* The version of sluice-compile that wrote the bundle. */
-SluiceStatus sluice_model_version(const SluiceModel *model,
+SLUICE_RT_API SluiceStatus sluice_model_version(const SluiceModel *model,
                                   const char **version);
 /* The manifest's "model" name ("" if absent). */
-SluiceStatus sluice_model_name(const SluiceModel *model, const char **name);
-SluiceStatus sluice_model_arena_bytes(const SluiceModel *model, size_t *bytes);
-SluiceStatus sluice_model_weights_bytes(const SluiceModel *model,
+SLUICE_RT_API SluiceStatus sluice_model_name(const SluiceModel *model, const char **name);
+SLUICE_RT_API SluiceStatus sluice_model_arena_bytes(const SluiceModel *model, size_t *bytes);
+SLUICE_RT_API SluiceStatus sluice_model_weights_bytes(const SluiceModel *model,
                                         size_t *bytes);
-SluiceStatus sluice_model_num_kernels(const SluiceModel *model, size_t *count);
-SluiceStatus sluice_model_kernel(const SluiceModel *model, size_t index,
+SLUICE_RT_API SluiceStatus sluice_model_num_kernels(const SluiceModel *model, size_t *count);
+SLUICE_RT_API SluiceStatus sluice_model_kernel(const SluiceModel *model, size_t index,
                                  SluiceKernelInfo *info);
 
 /*---- Contexts -------------------------------------------------------------*/
 
 /* A context for running `model`; it allocates the arena and the outputs. */
-SluiceStatus sluice_context_create(const SluiceModel *model,
+SLUICE_RT_API SluiceStatus sluice_context_create(const SluiceModel *model,
                                    SluiceContext **out);
 /* Frees a context (null is fine). */
-SluiceStatus sluice_context_free(SluiceContext *context);
+SLUICE_RT_API SluiceStatus sluice_context_free(SluiceContext *context);
 
 /* Copies input `index` from `data`; `bytes` must equal the input's size. */
-SluiceStatus sluice_context_set_input(SluiceContext *context, size_t index,
+SLUICE_RT_API SluiceStatus sluice_context_set_input(SluiceContext *context, size_t index,
                                       const void *data, size_t bytes);
 /* Binds input `index` to caller memory without copying; `data` must stay
  * valid and unchanged until the context is freed or the input is set again. */
-SluiceStatus sluice_context_bind_input(SluiceContext *context, size_t index,
+SLUICE_RT_API SluiceStatus sluice_context_bind_input(SluiceContext *context, size_t index,
                                        const void *data, size_t bytes);
 /* OpenMP threads for each run (>= 1; the default is the hardware's). */
-SluiceStatus sluice_context_set_num_threads(SluiceContext *context,
+SLUICE_RT_API SluiceStatus sluice_context_set_num_threads(SluiceContext *context,
                                             int32_t num_threads);
 /* Runs the model once; every input must have been set. */
-SluiceStatus sluice_context_run(SluiceContext *context);
+SLUICE_RT_API SluiceStatus sluice_context_run(SluiceContext *context);
 /* Output `index` of the last run, owned by the context and valid until its
  * next run or its free. */
-SluiceStatus sluice_context_output(const SluiceContext *context, size_t index,
+SLUICE_RT_API SluiceStatus sluice_context_output(const SluiceContext *context, size_t index,
                                    const void **data, size_t *bytes);
 
 /* Tracing: when on, each run records one event per kernel or library call.
  * Off by default (it costs two clock reads per call). */
-SluiceStatus sluice_context_enable_trace(SluiceContext *context, int on);
+SLUICE_RT_API SluiceStatus sluice_context_enable_trace(SluiceContext *context, int on);
 /* The last run's duration in microseconds (traced or not). */
-SluiceStatus sluice_context_run_time(const SluiceContext *context,
+SLUICE_RT_API SluiceStatus sluice_context_run_time(const SluiceContext *context,
                                      double *us);
 /* The last traced run's events, in the order the calls began; the array is
  * owned by the context and valid until its next run or its free. */
-SluiceStatus sluice_context_trace(const SluiceContext *context,
+SLUICE_RT_API SluiceStatus sluice_context_trace(const SluiceContext *context,
                                   const SluiceTraceEvent **events,
                                   size_t *count);
 
