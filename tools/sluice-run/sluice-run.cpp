@@ -553,8 +553,8 @@ int runBundle(const Options &options) {
     std::sort(times.begin(), times.end());
     double median = times[times.size() / 2];
     double p90 = times[std::min(times.size() - 1, (size_t)(times.size() * 0.9))];
-    std::printf("latency over %d runs (cpu target, %d threads): median %.3f "
-                "ms, p90 %.3f ms\n",
+    std::printf("latency over %d runs (cpu target, %d threads): median %.4g "
+                "ms, p90 %.4g ms\n",
                 options.iters, threads, median, p90);
   }
 
