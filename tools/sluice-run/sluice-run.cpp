@@ -67,6 +67,10 @@ the reference evaluator, checks and times it.
   --trace=FILE.json     bundles: write a Chrome trace (Perfetto,
                         chrome://tracing) of one run, an event per kernel
                         and library call
+  --contexts=N          bundles: also run the model on N threads at once,
+                        each with its own context, for --iters runs (or
+                        one), check every thread's outputs against the
+                        first run's and print the throughput
   --threads=N           bundles: OpenMP threads per run (default: all the
                         hardware's)
   --reference           run MODEL.onnx on the reference evaluator
@@ -87,6 +91,7 @@ struct Options {
   bool bundle = false; ///< OUT.sluice: run through the runtime
   std::string trace;
   int threads = 0; ///< 0: the hardware's concurrency
+  int contexts = 1; ///< bundles: contexts running at once on their own threads
 };
 
 [[noreturn]] void die(const std::string &message) {
@@ -128,6 +133,10 @@ Options parseArgs(int argc, char **argv) {
       o.saveOutputs = args.flagValue("--save-outputs");
     } else if (args.is("--trace")) {
       o.trace = args.flagValue("--trace");
+    } else if (args.is("--contexts")) {
+      o.contexts = (int)parseNumber("--contexts", args.flagValue("--contexts"));
+      if (o.contexts < 1)
+        die("--contexts must be at least 1");
     } else if (args.is("--threads")) {
       o.threads = (int)parseNumber("--threads", args.flagValue("--threads"));
       if (o.threads < 1)
@@ -556,6 +565,55 @@ int runBundle(const Options &options) {
     std::printf("latency over %d runs (cpu target, %d threads): median %.4g "
                 "ms, p90 %.4g ms\n",
                 options.iters, threads, median, p90);
+  }
+
+  // Several contexts on their own threads, all running the one model.
+  if (options.contexts > 1) {
+    int runs = std::max(options.iters, 1);
+    std::vector<std::string> failures(options.contexts);
+    auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> workers;
+    for (int c = 0; c < options.contexts; ++c)
+      workers.emplace_back([&, c] {
+        std::string err;
+        sluice::rt::Context own;
+        if (!own.create(model, &err) || !own.setNumThreads(threads, &err)) {
+          failures[c] = err;
+          return;
+        }
+        for (size_t i = 0; i < bound.size(); ++i)
+          if (!own.bindInput(i, bound[i].rawData(), bound[i].byteSize(), &err)) {
+            failures[c] = err;
+            return;
+          }
+        for (int r = 0; r < runs; ++r)
+          if (!own.run(&err)) {
+            failures[c] = err;
+            return;
+          }
+        for (size_t i = 0; i < results.size(); ++i) {
+          size_t bytes = 0;
+          const void *data = own.output(i, &bytes);
+          sluice::Tensor got = sluice::Tensor::copyOf(results[i].dtype(), results[i].shape(), data);
+          for (int64_t e = 0; e < got.numElements(); ++e) {
+            double a = got.getDouble(e), b = results[i].getDouble(e);
+            if (std::fabs(a - b) > 1e-5 + 1e-5 * std::fabs(b) && !(std::isnan(a) && std::isnan(b))) {
+              failures[c] = "output '" + outputNames[i] + "' differs from the first run's at element " +
+                            std::to_string(e);
+              return;
+            }
+          }
+        }
+      });
+    for (std::thread &w : workers)
+      w.join();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (int c = 0; c < options.contexts; ++c)
+      if (!failures[c].empty())
+        die(options.model + ": context " + std::to_string(c) + " of " +
+            std::to_string(options.contexts) + ": " + failures[c]);
+    std::printf("%d contexts x %d runs at once: all outputs agree with the first run; "
+                "%.1f runs/s\n", options.contexts, runs, options.contexts * runs / seconds);
   }
 
   // One more run, traced, so that timings above carry no tracing cost.
