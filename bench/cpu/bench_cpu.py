@@ -32,6 +32,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -297,17 +298,25 @@ def compile_sluice(name, out, stamp, args):
     log(f"{name}: compiling: {' '.join(cmd)}")
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=args.compile_timeout)
-    except subprocess.TimeoutExpired:
-        return dict(ok=False, status=f"compile timed out after {args.compile_timeout} s")
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
     except OSError as e:
         return dict(ok=False, status=f"cannot run sluice-compile: {e}")
+    # Stream sluice-compile's progress lines (a big model's build takes minutes).
+    timer = threading.Timer(args.compile_timeout, proc.kill)
+    timer.start()
+    lines = []
+    for line in proc.stderr:
+        lines.append(line.rstrip("\n"))
+        log(f"{name}:   {lines[-1]}")
+    proc.wait()
+    timed_out = not timer.is_alive()
+    timer.cancel()
     seconds = time.perf_counter() - start
+    if timed_out and proc.returncode != 0:
+        return dict(ok=False, status=f"compile timed out after {args.compile_timeout} s")
     if proc.returncode != 0:
-        err = proc.stderr.strip()
-        for line in err.splitlines():
-            log(f"{name}: {line}")
+        err = "\n".join(lines).strip()
         if "unsupported ops" in err:
             status = unsupported_summary(err)
         else:
@@ -521,7 +530,7 @@ def main():
                          "rows of other labels are kept in --write-doc)")
     ap.add_argument("--compile-arg", action="append", default=[], metavar="ARG",
                     help="extra argument for sluice-compile, as --compile-arg=--flag (repeatable; "
-                         "to compare configurations)")
+                         "with --label, to compare configurations)")
     ap.add_argument("--rtol", type=float, default=1e-3, help="output check vs ORT")
     ap.add_argument("--atol", type=float, default=1e-4, help="output check vs ORT")
     ap.add_argument("--write-doc", metavar="FILE",
