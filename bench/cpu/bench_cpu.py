@@ -390,13 +390,14 @@ def machine_info(args):
     import onnxruntime as ort
     commit = "unknown"
     try:
-        commit = subprocess.run(["git", "-C", args.bin, "rev-parse", "--short", "HEAD"],
+        commit = subprocess.run(["git", "-C", args.bin if os.path.isdir(args.bin) else ROOT, "rev-parse", "--short", "HEAD"],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                 check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         pass
     return dict(cpu=cpu, cores=os.cpu_count(), threads=args.threads, ort=ort.__version__,
-                date=datetime.date.today().isoformat(), commit=commit)
+                date=datetime.date.today().isoformat(), commit=commit,
+                load=os.getloadavg()[0])
 
 
 def fmt(v, spec=".2f"):
@@ -473,7 +474,8 @@ Reproduce (exports into `build/bench/` on first use, then compiles and times):
 ```
 
 Last run: {info['date']}, CPU {info['cpu']}, {info['cores']} cores, {info['threads']} threads,
-ONNX Runtime {info['ort']}, Sluice commit {info["commit"]}.
+ONNX Runtime {info['ort']}, Sluice commit {info["commit"]}, load average
+{info['load']:.2f} at the start.
 
 {md_row(HEADER)}
 {md_row(['---'] * len(HEADER))}
@@ -500,6 +502,7 @@ def write_doc(path, new_rows, info):
         merged.append(new_by_key.pop(key(r), r))
     merged += [r for r in new_rows if key(r) in new_by_key]
     out = before + section_text(merged, info) + ("\n" + after if after else "")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         f.write(out)
     log(f"wrote section '{SECTION}' of {path}")
@@ -547,6 +550,8 @@ def main():
     for n in names:
         if n not in MODELS:
             ap.error(f"unknown model '{n}' (known: {', '.join(MODELS)})")
+    if args.skip_sluice and args.write_doc:
+        ap.error("--write-doc records Sluice's numbers: drop --skip-sluice")
     if args.iters < 1 or args.warmup < 0 or args.threads < 1:
         ap.error("--iters and --threads must be >= 1, --warmup >= 0")
     args.bin = os.path.abspath(args.bin)
@@ -558,7 +563,10 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     info = machine_info(args)
     log(f"CPU {info['cpu']}, {info['cores']} cores, {args.threads} threads, "
-        f"ONNX Runtime {info['ort']}, bin {args.bin}, cache {args.out}")
+        f"ONNX Runtime {info['ort']}, load average {info['load']:.2f}, bin {args.bin}, "
+        f"cache {args.out}")
+    if info["load"] > 0.5:
+        log(f"note: the machine is busy (load average {info['load']:.2f}): timings are noisy")
 
     results = []
     for name in names:
