@@ -308,12 +308,26 @@ LogicalResult emitPad(CpuOpContext &ctx) {
       table.push_back(i * inStrides[d]);
     }
   }
+  // The longest run of the innermost dim's table reading consecutive
+  // elements: the interior that is copied as a block.
+  int64_t inner = outShape.back(), base = starts.back(), runBegin = 0, runEnd = 0;
+  for (int64_t i = 0; i < inner;) {
+    int64_t j = i + 1;
+    if (table[base + i] >= 0)
+      while (j < inner && table[base + j] == table[base + j - 1] + 1)
+        ++j;
+    if (table[base + i] >= 0 && j - i > runEnd - runBegin) {
+      runBegin = i;
+      runEnd = j;
+    }
+    i = j;
+  }
   ctx.include(kHeader);
   s += "  " + cStaticArray("pad_shape", outShape) + "  " +
        cStaticArray("pad_table_start", starts) + "  " + cStaticArray("pad_table", table);
   s += "  sluice_table_gather<" + type + ">(" + CpuOpContext::threads + ", " + str(rank) +
-       ", pad_shape, pad_table_start, pad_table, " + fill + ", " + ctx.in[0] + ", " +
-       ctx.out[0] + ");\n";
+       ", pad_shape, pad_table_start, pad_table, " + str(runBegin) + ", " + str(runEnd) +
+       ", " + fill + ", " + ctx.in[0] + ", " + ctx.out[0] + ");\n";
   return success();
 }
 

@@ -119,11 +119,14 @@ static inline void sluice_fill(int threads, int64_t n, T value, T *dst) {
 /// dst (contiguous, `shape`) from per-dim tables: the element at idx is
 /// src[sum_d table[tableStart[d] + idx[d]]], or `fill` where any of those
 /// table entries is negative (pad in every mode: each dim's table holds the
-/// source offset of each output position, -1 outside the input).
+/// source offset of each output position, -1 outside the input). Positions
+/// [runBegin, runEnd) of the innermost dim read consecutive source elements
+/// (the unpadded interior) and are copied with memcpy.
 template <typename T>
 static inline void sluice_table_gather(int threads, int64_t rank, const int64_t *shape,
                                        const int64_t *tableStart, const int64_t *table,
-                                       T fill, const T *__restrict src, T *__restrict dst) {
+                                       int64_t runBegin, int64_t runEnd, T fill,
+                                       const T *__restrict src, T *__restrict dst) {
   int64_t inner = shape[rank - 1], rows = 1;
   for (int64_t d = 0; d + 1 < rank; ++d)
     rows *= shape[d];
@@ -146,7 +149,13 @@ static inline void sluice_table_gather(int threads, int64_t rank, const int64_t 
       continue;
     }
     const T *in = src + from;
-    for (int64_t i = 0; i < inner; ++i) {
+    for (int64_t i = 0; i < runBegin; ++i) {
+      int64_t t = innerTable[i];
+      out[i] = t < 0 ? fill : in[t];
+    }
+    if (runEnd > runBegin)
+      memcpy(out + runBegin, in + innerTable[runBegin], (size_t)(runEnd - runBegin) * sizeof(T));
+    for (int64_t i = runEnd; i < inner; ++i) {
       int64_t t = innerTable[i];
       out[i] = t < 0 ? fill : in[t];
     }
