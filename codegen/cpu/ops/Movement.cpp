@@ -105,7 +105,7 @@ void emitStridedCopy(CpuOpContext &ctx, ArrayRef<int64_t> shape, ArrayRef<int64_
       unitDim = d;
   s += "  {\n    " + cStaticArray("view_shape", dims) + "    " +
        cStaticArray("view_strides", st);
-  if (unitDim >= 0 && st.back() != 1 && dims.back() >= 4 && dims[unitDim] >= 4) {
+  if (unitDim >= 0 && st.back() != 1 && dims.back() >= 2 && dims[unitDim] >= 4) {
     s += "    sluice_tiled_copy<" + type + ">(" + CpuOpContext::threads + ", " +
          str(rank) + ", view_shape, view_strides, " + str(offset) + ", " +
          str(unitDim) + ", " + src + ", " + dst + ");\n  }\n";
