@@ -46,7 +46,14 @@ std::string tensorList(const std::vector<TensorInfo> &tensors) {
          ", \"dtype\": " + jsonString(tensors[i].dtype) + ", \"shape\": [";
     for (size_t d = 0; d < tensors[i].shape.size(); ++d)
       s += (d ? ", " : "") + std::to_string(tensors[i].shape[d]);
-    s += "]}";
+    s += "]";
+    if (!tensors[i].maxShape.empty()) {
+      s += ", \"max_shape\": [";
+      for (size_t d = 0; d < tensors[i].maxShape.size(); ++d)
+        s += (d ? ", " : "") + std::to_string(tensors[i].maxShape[d]);
+      s += "]";
+    }
+    s += "}";
   }
   return s + (tensors.empty() ? "]" : "\n  ]");
 }

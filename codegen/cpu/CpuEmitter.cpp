@@ -259,6 +259,24 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
   bool bad = false;
   auto boundary = [&](Value v, const std::string &name, std::vector<TensorInfo> &into) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
+    // An output with data-dependent dims, straight from the op that bounds them.
+    if (type && !type.hasStaticShape() && &into == &model.outputs && !numpyDtype(type.getElementType()).empty())
+      if (auto kernel = v.getDefiningOp<KernelOp>()) {
+        auto result = cast<OpResult>(v);
+        Value inner = kernel.getBody().front().getTerminator()->getOperand(result.getResultNumber());
+        auto bound = inner.getDefiningOp()
+                         ? upperBoundShape(inner.getDefiningOp(), cast<OpResult>(inner).getResultNumber())
+                         : std::nullopt;
+        if (bound) {
+          into.push_back({name, numpyDtype(type.getElementType()),
+                          std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+                          *bound});
+          for (int64_t &d : into.back().shape)
+            if (ShapedType::isDynamic(d))
+              d = -1;
+          return;
+        }
+      }
     if (!type || !type.hasStaticShape() || numpyDtype(type.getElementType()).empty()) {
       emitError(v.getLoc()) << "cpu target: '" << name << "' has type " << v.getType()
                             << "; bundles need static shapes of numeric types "
@@ -267,7 +285,7 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
       return;
     }
     into.push_back({name, numpyDtype(type.getElementType()),
-                    std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
+                    std::vector<int64_t>(type.getShape().begin(), type.getShape().end()), {}});
   };
   for (auto [i, arg] : llvm::enumerate(block.getArguments()))
     boundary(arg, inputNames[i], model.inputs);
@@ -400,8 +418,16 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
       }
       for (auto [i, result] : llvm::enumerate(inner->getResults())) {
         // Results are yielded in order by construction (one op per group).
-        (void)result;
         ctx.out.push_back("out" + std::to_string(i));
+        std::string dims;
+        if (!cast<RankedTensorType>(result.getType()).hasStaticShape()) {
+          int64_t offset = offsets[i];
+          if (offset >= 0)
+            return inner->emitOpError("cpu target: a result with data-dependent dims "
+                                      "must be a graph output");
+          dims = "args->output_dims[" + std::to_string(-offset - 1) + "]";
+        }
+        ctx.outDims.push_back(dims);
       }
       if (inner->getNumResults() != yield.getNumOperands() ||
           llvm::any_of(llvm::enumerate(yield.getValues()), [&](auto p) {
@@ -458,6 +484,9 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
       return func.emitError("cpu target: an output has no buffer");
     if (where[value] == out)
       continue;
+    if (!cast<RankedTensorType>(value.getType()).hasStaticShape())
+      return func.emitError("cpu target: output ")
+             << index << " has data-dependent dims and is returned twice";
     int64_t bytes = 1;
     for (int64_t d : shapeOf(value))
       bytes *= d;

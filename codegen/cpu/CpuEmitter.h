@@ -34,6 +34,11 @@ namespace sluice::codegen {
 struct CpuOpContext {
   mlir::Operation *op;
   std::vector<std::string> in, out;
+  /// For a result with data-dependent dims (its type has dynamic dims): an
+  /// `int64_t *` expression (the graph output's dims, rank entries) where
+  /// the emitted code must store the actual extent of every dynamic dim;
+  /// its buffer holds the op's upper bound (upperBoundShape). "" otherwise.
+  std::vector<std::string> outDims;
   std::string kernelName;
   std::string body;
   std::set<std::string> *headers;
@@ -84,8 +89,16 @@ mlir::Type elementOf(mlir::Value value);
 /// One tensor at the bundle boundary.
 struct TensorInfo {
   std::string name, dtype; ///< dtype: NumPy's name (float32, bool ...)
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;    ///< -1: a data-dependent dim
+  std::vector<int64_t> maxShape; ///< bounds; empty when the shape is static
 };
+
+/// The largest shape result `index` of `op` can take when its type has
+/// data-dependent (dynamic) dims: NonZero, Compress, Unique and
+/// NonMaxSuppression results are bounded by their inputs' sizes. None for
+/// other ops.
+std::optional<std::vector<int64_t>> upperBoundShape(mlir::Operation *op,
+                                                    unsigned index);
 
 /// One step of a run (a kernel or a library call), for the manifest.
 struct StepInfo {

@@ -187,6 +187,14 @@ public:
       *bytes = n;
     return data;
   }
+  /// Dims of output `index` as the last run shaped them.
+  std::vector<int64_t> outputDims(size_t index) const {
+    const int64_t *dims = nullptr;
+    int32_t rank = 0;
+    if (sluice_context_output_dims(context, index, &dims, &rank) != SLUICE_OK)
+      return {};
+    return std::vector<int64_t>(dims, dims + rank);
+  }
   /// The last run's duration in microseconds.
   double runMicroseconds() const {
     double us = 0;

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever SluiceRunArgs or the exported functions change. */
-#define SLUICE_BUNDLE_ABI_VERSION 1
+#define SLUICE_BUNDLE_ABI_VERSION 2
 
 /* Called around every kernel and library call when tracing is on; `step` is
  * the index into the manifest's "kernels" array. */
@@ -29,11 +29,18 @@ typedef struct SluiceTraceHooks {
   void (*end)(void *user, int32_t step);
 } SluiceTraceHooks;
 
-/* One run's buffers. Shapes are static: the manifest gives every input's and
- * output's dtype and shape, and the arena's size. */
+/* One run's buffers. Shapes are static except data-dependent output dims
+ * (NonZero, Unique, NonMaxSuppression ...): the manifest gives every input's
+ * and output's dtype and shape (-1 for such a dim, with the output's
+ * "max_shape" bounding it), and the arena's size. */
 typedef struct SluiceRunArgs {
   const void *const *inputs;     /* one per graph input, graph order */
-  void *const *outputs;          /* one per graph output, caller-allocated */
+  void *const *outputs;          /* one per graph output, caller-allocated
+                                    (at its manifest "max_shape" if any) */
+  int64_t *const *output_dims;   /* one per graph output: its dims, filled
+                                    with the manifest's shape before the run;
+                                    the model writes the actual extent of
+                                    every data-dependent (-1) dim */
   unsigned char *arena;          /* manifest "arena_bytes", 64-byte aligned */
   const unsigned char *weights;  /* weights.bin, mapped, 64-byte aligned */
   int32_t num_threads;           /* >= 1: OpenMP threads for this run */

@@ -54,8 +54,11 @@ typedef struct SluiceTensorInfo {
   const char *name;
   const char *dtype; /* NumPy's name: "float32", "int64", "bool" ... */
   int32_t rank;
-  const int64_t *dims; /* `rank` static dims */
-  size_t bytes;        /* element count times element size */
+  const int64_t *dims; /* `rank` dims; -1 marks an output's data-dependent
+                          dim (NonZero, Unique ...): its extent is known
+                          after a run (sluice_context_output_dims) */
+  size_t bytes;        /* element count times element size (at the bound
+                          of data-dependent dims) */
 } SluiceTensorInfo;
 
 /* One generated kernel or library call, as the manifest lists them. */
@@ -131,6 +134,13 @@ SLUICE_RT_API SluiceStatus sluice_context_run(SluiceContext *context);
  * next run or its free. */
 SLUICE_RT_API SluiceStatus sluice_context_output(const SluiceContext *context, size_t index,
                                    const void **data, size_t *bytes);
+
+/* Dims of output `index` as the last run shaped it (data-dependent dims
+ * resolved; before any run, their bounds); owned by the context and valid
+ * until its next run or its free. */
+SLUICE_RT_API SluiceStatus sluice_context_output_dims(const SluiceContext *context,
+                                        size_t index, const int64_t **dims,
+                                        int32_t *rank);
 
 /* Tracing: when on, each run records one event per kernel or library call.
  * Off by default (it costs two clock reads per call). */

@@ -281,6 +281,22 @@ SluiceStatus sluice_context_output(const SluiceContext *context, size_t index,
   return SLUICE_OK;
 }
 
+SluiceStatus sluice_context_output_dims(const SluiceContext *context, size_t index,
+                                        const int64_t **dims, int32_t *rank) {
+  if (!context || !dims || !rank)
+    return nullArgument("sluice_context_output_dims");
+  size_t count = context->cpu.numOutputs();
+  if (index >= count)
+    return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                "sluice_context_output_dims: the bundle has " +
+                    std::to_string(count) + " outputs; no index " +
+                    std::to_string(index));
+  const std::vector<int64_t> &shape = context->cpu.outputDims(index);
+  *dims = shape.data();
+  *rank = (int32_t)shape.size();
+  return SLUICE_OK;
+}
+
 SluiceStatus sluice_context_enable_trace(SluiceContext *context, int on) {
   if (!context)
     return nullArgument("sluice_context_enable_trace");

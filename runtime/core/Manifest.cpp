@@ -146,18 +146,35 @@ bool readTensors(const JsonValue &root, const char *key,
     const JsonValue *shape = reader.require("shape", JsonValue::Kind::Array);
     if (!shape)
       return false;
+    // Outputs may bound data-dependent dims (-1) with "max_shape".
+    const JsonValue *maxShape = nullptr;
+    for (const auto &[key, value] : entry.object)
+      if (key == "max_shape")
+        maxShape = &value;
+    if (maxShape && (!maxShape->isArray() ||
+                     maxShape->array.size() != shape->array.size()))
+      return top.reject("'" + where +
+                        ".max_shape' must be an array as long as its shape");
     size_t elements = 1;
     for (size_t d = 0; d < shape->array.size(); ++d) {
       int64_t dim;
       std::string what = where + ".shape[" + std::to_string(d) + "]";
       if (!reader.toInteger(shape->array[d], what, dim))
         return false;
-      if (dim < 0)
+      int64_t bound = dim;
+      if (dim == -1 && maxShape) {
+        std::string boundWhat = where + ".max_shape[" + std::to_string(d) + "]";
+        if (!reader.toInteger(maxShape->array[d], boundWhat, bound))
+          return false;
+      }
+      if (dim < -1 || bound < 0)
         return top.reject("'" + what +
                           "' must not be negative (shapes in a "
-                          "bundle are static)");
+                          "bundle are static; only an output's data-dependent "
+                          "dim may be -1, bounded by its max_shape)");
       spec.shape.push_back(dim);
-      elements *= (size_t)dim;
+      spec.maxShape.push_back(bound);
+      elements *= (size_t)bound;
     }
     spec.bytes = elements * spec.elementBytes;
     tensors.push_back(std::move(spec));
@@ -272,6 +289,11 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
   if (!readTensors(root, "inputs", file, manifest.inputs, error) ||
       !readTensors(root, "outputs", file, manifest.outputs, error))
     return false;
+  for (const TensorSpec &input : manifest.inputs)
+    for (int64_t dim : input.shape)
+      if (dim < 0)
+        return reader.reject("input '" + input.name +
+                             "' has a data-dependent dim; only outputs may");
 
   const JsonValue *kernels = reader.require("kernels", JsonValue::Kind::Array);
   if (!kernels)

@@ -20,9 +20,10 @@ namespace sluice::runtime {
 struct TensorSpec {
   std::string name;
   std::string dtype; ///< NumPy's name: "float32", "int64", "bool" ...
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;    ///< -1: a data-dependent dim (outputs only)
+  std::vector<int64_t> maxShape; ///< the bound of every dim (== shape if static)
   size_t elementBytes = 0;
-  size_t bytes = 0; ///< elements times elementBytes
+  size_t bytes = 0; ///< elements of maxShape times elementBytes
 };
 
 struct KernelSpec {

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
 #include "runtime/cpu/CpuContext.h"
 
 #include <cstring>
@@ -32,6 +33,9 @@ bool CpuContext::init(std::string &error) {
     return false;
   }
   outputs.resize(manifest.outputs.size());
+  outputShapes.clear();
+  for (const TensorSpec &spec : manifest.outputs)
+    outputShapes.push_back(spec.maxShape);
   for (size_t i = 0; i < outputs.size(); ++i)
     if (!outputs[i].allocate(manifest.outputs[i].bytes)) {
       error = "bundle '" + bundle.dir() + "': cannot allocate output '" +
@@ -127,8 +131,13 @@ bool CpuContext::run(std::string &error) {
       return false;
     }
   std::vector<void *> outputPointers(outputs.size());
-  for (size_t i = 0; i < outputs.size(); ++i)
+  std::vector<int64_t *> dimPointers(outputs.size());
+  outputShapes.resize(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
     outputPointers[i] = outputs[i].data();
+    outputShapes[i] = manifest.outputs[i].shape;
+    dimPointers[i] = outputShapes[i].data();
+  }
 
   SluiceTraceHooks hooks = {this, &CpuContext::traceBegin,
                             &CpuContext::traceEnd};
@@ -136,6 +145,7 @@ bool CpuContext::run(std::string &error) {
   SluiceRunArgs args = {};
   args.inputs = inputs.data();
   args.outputs = outputPointers.data();
+  args.output_dims = dimPointers.data();
   args.arena = arena.data();
   args.weights = bundle.weights();
   args.num_threads = numThreads;
@@ -158,7 +168,28 @@ bool CpuContext::run(std::string &error) {
                               std::to_string(status) + " without a message");
     return false;
   }
+  // A data-dependent extent beyond its bound would mean the library wrote
+  // past the output buffer: refuse it rather than hand it out.
+  for (size_t i = 0; i < outputs.size(); ++i)
+    for (size_t d = 0; d < outputShapes[i].size(); ++d)
+      if (outputShapes[i][d] < 0 || outputShapes[i][d] > manifest.outputs[i].maxShape[d]) {
+        error = "bundle '" + bundle.dir() + "': run gave output '" +
+                manifest.outputs[i].name + "' dim " + std::to_string(d) + " = " +
+                std::to_string(outputShapes[i][d]) + ", outside 0.." +
+                std::to_string(manifest.outputs[i].maxShape[d]);
+        return false;
+      }
   return true;
+}
+
+size_t CpuContext::outputBytes(size_t index) const {
+  const TensorSpec &spec = bundle.manifest().outputs[index];
+  if (index >= outputShapes.size())
+    return spec.bytes;
+  size_t elements = 1;
+  for (int64_t d : outputShapes[index])
+    elements *= (size_t)std::max<int64_t>(d, 0);
+  return elements * spec.elementBytes;
 }
 
 } // namespace sluice::runtime

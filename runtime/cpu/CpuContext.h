@@ -60,8 +60,12 @@ public:
 
   size_t numOutputs() const { return outputs.size(); }
   const AlignedBuffer &output(size_t index) const { return outputs[index]; }
-  size_t outputBytes(size_t index) const {
-    return bundle.manifest().outputs[index].bytes;
+  /// Bytes of output `index` as the last run shaped it.
+  size_t outputBytes(size_t index) const;
+  /// Dims of output `index` as the last run shaped them (data-dependent dims
+  /// resolved; before any run, the manifest's bounds).
+  const std::vector<int64_t> &outputDims(size_t index) const {
+    return outputShapes[index];
   }
   double runMicroseconds() const { return lastRunUs; }
   const std::vector<SluiceTraceEvent> &trace() const { return events; }
@@ -74,6 +78,7 @@ private:
   const Bundle &bundle;
   AlignedBuffer arena;
   std::vector<AlignedBuffer> inputCopies, outputs;
+  std::vector<std::vector<int64_t>> outputShapes;
   std::vector<const void *> inputs; ///< null until set
   int32_t numThreads = 1;
   bool tracing = false;

@@ -15,7 +15,7 @@ const char *kDir = "/b/my model.sluice";
 
 std::string validManifest() {
   return R"({"format": "sluice-bundle", "version": ")" SLUICE_VERSION_STRING
-         R"(", "abi": 1, "target": "cpu",
+         R"(", "abi": 2, "target": "cpu",
  "model": "mlp", "library": "model.so",
  "weights": {"file": "weights.bin", "bytes": 4096, "alignment": 64},
  "arena_bytes": 1024, "world_size": 1, "gpu_architectures": [],
@@ -75,9 +75,9 @@ TEST(Manifest, RefusesWhatThisRuntimeCannotRun) {
   EXPECT_EQ(errorOf(with("\"target\": \"cpu\"", "\"target\": \"cuda\"")),
             "bundle '/b/my model.sluice' is for target 'cuda'; this runtime "
             "runs cpu bundles");
-  EXPECT_EQ(errorOf(with("\"abi\": 1", "\"abi\": 2")),
-            "bundle '/b/my model.sluice' uses bundle ABI 2; this runtime "
-            "supports ABI 1");
+  EXPECT_EQ(errorOf(with("\"abi\": 2", "\"abi\": 1")),
+            "bundle '/b/my model.sluice' uses bundle ABI 1; this runtime "
+            "supports ABI 2");
   EXPECT_EQ(errorOf(with("\"version\": \"" SLUICE_VERSION_STRING "\"",
                          "\"version\": \"9.1.0\"")),
             "bundle '/b/my model.sluice' was written by Sluice 9.1.0; this "
@@ -95,7 +95,7 @@ TEST(Manifest, NamesTheBadKey) {
   std::string file = std::string(kDir) + "/manifest.json: ";
   EXPECT_EQ(errorOf(with("\"arena_bytes\": 1024,", "")),
             file + "missing key 'arena_bytes'");
-  EXPECT_EQ(errorOf(with("\"abi\": 1", "\"abi\": \"1\"")),
+  EXPECT_EQ(errorOf(with("\"abi\": 2", "\"abi\": \"2\"")),
             file + "key 'abi' must be a number, got a string");
   EXPECT_EQ(errorOf(with("\"bytes\": 4096", "\"bytes\": -1")),
             file + "key 'weights.bytes' must not be negative");
@@ -112,7 +112,11 @@ TEST(Manifest, NamesTheBadKey) {
             file + "'inputs[1]' has unknown dtype 'complex64'");
   EXPECT_EQ(errorOf(with("\"shape\": [3]", "\"shape\": [-1]")),
             file + "'inputs[1].shape[0]' must not be negative (shapes in a "
-                   "bundle are static)");
+                   "bundle are static; only an output's data-dependent dim "
+                   "may be -1, bounded by its max_shape)");
+  // Outputs may have a data-dependent dim bounded by max_shape; inputs not.
+  EXPECT_EQ(errorOf(with("\"shape\": [3]", "\"shape\": [-1], \"max_shape\": [3]")),
+            file + "input 'ids' has a data-dependent dim; only outputs may");
   EXPECT_EQ(errorOf(with("\"shape\": [3]", "\"shape\": 3")),
             file + "key 'inputs[1].shape' must be an array, got a number");
   EXPECT_EQ(errorOf(with("{\"name\": \"y\", ", "{")),

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sluice/Runtime.h"
+#include "sluice/bundle_abi.h"
 #include "sluice/version.h"
 
 #include <gtest/gtest.h>
@@ -232,10 +233,11 @@ TEST(Runtime, BadBundles) {
                                 ") runs bundles of version 0.3.x");
 
   dir = copyBundle("abi");
-  editManifest(dir, "\"abi\": 1", "\"abi\": 7");
+  editManifest(dir, "\"abi\": 2", "\"abi\": 7");
   EXPECT_EQ(loadError(dir), "bundle '" + dir +
                                 "' uses bundle ABI 7; this "
-                                "runtime supports ABI 1");
+                                "runtime supports ABI " +
+                                std::to_string(SLUICE_BUNDLE_ABI_VERSION));
 
   dir = copyBundle("cuda");
   editManifest(dir, "\"target\": \"cpu\"", "\"target\": \"cuda\"");

@@ -543,7 +543,7 @@ int runBundle(const Options &options) {
     size_t bytes = 0;
     const void *data = context.output(i, &bytes);
     results.push_back(
-        sluice::Tensor::copyOf(dtypeOf(outputs[i]), outputs[i].shape, data));
+        sluice::Tensor::copyOf(dtypeOf(outputs[i]), context.outputDims(i), data));
   }
 
   if (options.iters > 0) {
