@@ -1,0 +1,203 @@
+//===- sluice_gen/cpu_nn_blas.h - BLAS convolutions -*- C++ -*-===//
+//
+// Float convolutions of the cpu target as OpenBLAS GEMMs: im2col + GEMM per
+// (sample, group), and GEMM + col2im for the transposed form. Separate from
+// cpu_nn.h so that bundles without float convolutions do not link OpenBLAS.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SLUICE_GEN_CPU_NN_BLAS_H
+#define SLUICE_GEN_CPU_NN_BLAS_H
+
+#include "sluice_gen/cpu_blas.h"
+#include "sluice_gen/cpu_nn.h"
+
+/// col[(c*kSize + k) * outSize + o] = x[c, o*s - pb + k*d] (0 in padding),
+/// for `cpg` channels starting at `xc`.
+template <typename T>
+static inline void sluice_im2col(int threads, const sluice_window &g, int64_t cpg,
+                                 const T *xc, T *col) {
+  const int64_t inSize = g.inSize(), kSize = g.kSize(), outSize = g.outSize();
+  const int64_t rows = cpg * kSize;
+  (void)inSize;
+#pragma omp parallel for num_threads(threads) if (rows * outSize > 32768) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t c = r / kSize, kIdx = r % kSize;
+    const int64_t k0 = kIdx / (g.k[1] * g.k[2]), k1 = (kIdx / g.k[2]) % g.k[1],
+                  k2 = kIdx % g.k[2];
+    const T *xp = xc + c * inSize;
+    T *dst = col + r * outSize;
+    for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+      const int64_t i0 = o0 * g.s[0] - g.pb[0] + k0 * g.d[0];
+      for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+        const int64_t i1 = o1 * g.s[1] - g.pb[1] + k1 * g.d[1];
+        T *d = dst + (o0 * g.out[1] + o1) * g.out[2];
+        if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) {
+          for (int64_t o2 = 0; o2 < g.out[2]; ++o2)
+            d[o2] = T(0);
+          continue;
+        }
+        const T *row = xp + (i0 * g.in[1] + i1) * g.in[2];
+        const int64_t base = k2 * g.d[2] - g.pb[2], s2 = g.s[2];
+        if (s2 == 1) {
+          // Contiguous: zeros, a copy, zeros.
+          int64_t lo = base < 0 ? -base : 0;
+          int64_t hi = g.in[2] - base;
+          if (hi > g.out[2])
+            hi = g.out[2];
+          if (lo > g.out[2])
+            lo = g.out[2];
+          if (hi < lo)
+            hi = lo;
+          for (int64_t o2 = 0; o2 < lo; ++o2)
+            d[o2] = T(0);
+          if (hi > lo)
+            memcpy(d + lo, row + lo + base, (size_t)(hi - lo) * sizeof(T));
+          for (int64_t o2 = hi; o2 < g.out[2]; ++o2)
+            d[o2] = T(0);
+        } else {
+          for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+            const int64_t i2 = o2 * s2 + base;
+            d[o2] = (i2 < 0 || i2 >= g.in[2]) ? T(0) : row[i2];
+          }
+        }
+      }
+    }
+  }
+}
+
+/// Adds bias[m] to every (n, m) plane.
+template <typename T>
+static inline void sluice_add_channel_bias(int threads, int64_t batch, int64_t channels,
+                                           int64_t plane, const T *bias, T *out) {
+#pragma omp parallel for collapse(2) num_threads(threads) if (batch * channels * plane > 32768)
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t m = 0; m < channels; ++m) {
+      T *p = out + (n * channels + m) * plane;
+      const T b = bias[m];
+      for (int64_t i = 0; i < plane; ++i)
+        p[i] += b;
+    }
+}
+
+/// Convolution as one GEMM per (sample, group): out_g = W_g x col_g, where
+/// W_g is (M/group) x (C/group * kSize) and col_g the im2col matrix. A
+/// pointwise (1x1, stride 1, unpadded) convolution reads x directly.
+/// Returns nonzero when the workspace cannot be allocated.
+template <typename T>
+static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int64_t batch,
+                                       int64_t channels, int64_t outChannels, int64_t group,
+                                       const T *x, const T *w, const T *bias, T *out) {
+  const int64_t cpg = channels / group, mpg = outChannels / group;
+  const int64_t inSize = g.inSize(), kSize = g.kSize(), outSize = g.outSize();
+  if (batch * outChannels * outSize == 0)
+    return 0;
+  bool pointwise = kSize == 1 && inSize == outSize;
+  for (int i = 0; i < 3; ++i)
+    pointwise = pointwise && g.s[i] == 1 && g.pb[i] == 0 && g.in[i] == g.out[i];
+  T *col = nullptr;
+  if (!pointwise && cpg * kSize > 0) {
+    col = (T *)malloc((size_t)(cpg * kSize * outSize) * sizeof(T));
+    if (!col)
+      return 1;
+  }
+  sluice_blas_threads(threads);
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t grp = 0; grp < group; ++grp) {
+      const T *xc = x + (n * channels + grp * cpg) * inSize;
+      T *oc = out + (n * outChannels + grp * mpg) * outSize;
+      if (cpg * kSize == 0) {
+        for (int64_t i = 0; i < mpg * outSize; ++i)
+          oc[i] = T(0);
+        continue;
+      }
+      const T *b = xc;
+      if (!pointwise) {
+        sluice_im2col(threads, g, cpg, xc, col);
+        b = col;
+      }
+      sluice_gemm<T>::run(mpg, outSize, cpg * kSize, w + grp * mpg * cpg * kSize,
+                          cpg * kSize, b, outSize, oc, outSize);
+    }
+  free(col);
+  if (bias)
+    sluice_add_channel_bias(threads, batch, outChannels, outSize, bias, out);
+  return 0;
+}
+
+/// C (m x n) = A^T x B with A stored k x m (row-major).
+static inline void sluice_gemm_tn(int64_t m, int64_t n, int64_t k, const float *a,
+                                  const float *b, float *c) {
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
+              (int)m, b, (int)n, 0.0f, c, (int)n);
+}
+static inline void sluice_gemm_tn(int64_t m, int64_t n, int64_t k, const double *a,
+                                  const double *b, double *c) {
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, a,
+              (int)m, b, (int)n, 0.0, c, (int)n);
+}
+
+/// Transposed convolution: per (sample, group) col = W_g^T x X_g with W_g
+/// (C/group) x (M/group * kSize), then col2im scatters col[(m, k), i] to
+/// out[m, i*s - pb + k*d] (sizes here: `g.in` is the input, `g.out` the
+/// cropped output). Each output channel is owned by one thread.
+template <typename T>
+static inline int32_t sluice_conv_transpose_gemm(int threads, const sluice_window &g,
+                                                 int64_t batch, int64_t channels,
+                                                 int64_t outChannels, int64_t group,
+                                                 const T *x, const T *w, const T *bias,
+                                                 T *out) {
+  const int64_t cpg = channels / group, mpg = outChannels / group;
+  const int64_t inSize = g.inSize(), kSize = g.kSize(), outSize = g.outSize();
+  const int64_t total = batch * outChannels * outSize;
+  for (int64_t i = 0; i < total; ++i)
+    out[i] = T(0);
+  if (total == 0 || inSize == 0 || kSize == 0)
+    goto bias_only;
+  {
+    T *col = (T *)malloc((size_t)(mpg * kSize * inSize) * sizeof(T));
+    if (!col)
+      return 1;
+    sluice_blas_threads(threads);
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t grp = 0; grp < group; ++grp) {
+        const T *xc = x + (n * channels + grp * cpg) * inSize;
+        if (cpg == 0)
+          continue;
+        sluice_gemm_tn(mpg * kSize, inSize, cpg, w + grp * cpg * mpg * kSize, xc, col);
+#pragma omp parallel for num_threads(threads) if (mpg * kSize * inSize > 32768)
+        for (int64_t m = 0; m < mpg; ++m) {
+          T *op = out + (n * outChannels + grp * mpg + m) * outSize;
+          for (int64_t kIdx = 0; kIdx < kSize; ++kIdx) {
+            const int64_t k0 = kIdx / (g.k[1] * g.k[2]), k1 = (kIdx / g.k[2]) % g.k[1],
+                          k2 = kIdx % g.k[2];
+            const T *src = col + (m * kSize + kIdx) * inSize;
+            for (int64_t i0 = 0; i0 < g.in[0]; ++i0) {
+              const int64_t p0 = i0 * g.s[0] - g.pb[0] + k0 * g.d[0];
+              if (p0 < 0 || p0 >= g.out[0])
+                continue;
+              for (int64_t i1 = 0; i1 < g.in[1]; ++i1) {
+                const int64_t p1 = i1 * g.s[1] - g.pb[1] + k1 * g.d[1];
+                if (p1 < 0 || p1 >= g.out[1])
+                  continue;
+                const T *s = src + (i0 * g.in[1] + i1) * g.in[2];
+                T *d = op + (p0 * g.out[1] + p1) * g.out[2];
+                for (int64_t i2 = 0; i2 < g.in[2]; ++i2) {
+                  const int64_t p2 = i2 * g.s[2] - g.pb[2] + k2 * g.d[2];
+                  if (p2 >= 0 && p2 < g.out[2])
+                    d[p2] += s[i2];
+                }
+              }
+            }
+          }
+        }
+      }
+    free(col);
+  }
+bias_only:
+  if (bias)
+    sluice_add_channel_bias(threads, batch, outChannels, outSize, bias, out);
+  return 0;
+}
+
+
+#endif // SLUICE_GEN_CPU_NN_BLAS_H
