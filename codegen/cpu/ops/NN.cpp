@@ -13,6 +13,9 @@
 #include "codegen/common/ScalarEmitter.h"
 #include "dialects/sluice/SluiceOps.h"
 
+#include <cstdio>
+#include <map>
+
 using namespace mlir;
 
 namespace sluice::codegen {
@@ -149,6 +152,215 @@ LogicalResult emitPool(CpuOpContext &ctx) {
   return success();
 }
 
+int64_t numElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// (inner, params) of a per-tensor or per-axis quantization parameter.
+FailureOr<std::pair<int64_t, int64_t>> paramLayout(Operation *op, Value x, Value param,
+                                                   int64_t axis) {
+  ArrayRef<int64_t> xs = shapeOf(x), ps = shapeOf(param);
+  int64_t count = numElements(ps);
+  if (ps.empty() || (ps.size() == 1 && count == 1))
+    return std::make_pair(int64_t(1), int64_t(1));
+  int64_t rank = xs.size();
+  if (ps.size() != 1 || axis < -rank || axis >= rank)
+    return op->emitOpError("cpu target: unsupported quantization parameter layout");
+  if (axis < 0)
+    axis += rank;
+  if (xs[axis] != count)
+    return op->emitOpError("cpu target: per-axis parameter size mismatch");
+  return std::make_pair(numElements(xs.drop_front(axis + 1)), count);
+}
+
+LogicalResult emitQuantizeLinear(CpuOpContext &ctx) {
+  auto q = cast<QuantizeLinearOp>(ctx.op);
+  auto layout = paramLayout(ctx.op, q.getInput(), q.getScale(), q.getAxis());
+  if (failed(layout))
+    return failure();
+  Type rt = elementOf(q.getOutput());
+  unsigned width = rt.getIntOrFloatBitWidth();
+  bool isUnsigned = rt.isUnsignedInteger();
+  double lo, hi;
+  if (width >= 64) {
+    lo = isUnsigned ? 0.0 : -9223372036854775808.0;
+    hi = isUnsigned ? 18446744073709551615.0 : 9223372036854775807.0;
+  } else if (isUnsigned) {
+    lo = 0;
+    hi = double((uint64_t(1) << width) - 1);
+  } else {
+    lo = -double(int64_t(1) << (width - 1));
+    hi = double((int64_t(1) << (width - 1)) - 1);
+  }
+  char range[96];
+  snprintf(range, sizeof(range), "%.17g, %.17g", lo, hi);
+  bool single = !elementOf(q.getInput()).isF64();
+  std::string zero = q.getZeroPoint() ? ctx.in[2] : "(const int64_t *)nullptr";
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  sluice_quantize(args->num_threads, " + str(numElements(shapeOf(q.getInput()))) +
+              ", " + str(layout->first) + ", " + str(layout->second) + ", " +
+              (single ? "true" : "false") + ", " + ctx.in[0] + ", " + ctx.in[1] + ", " + zero +
+              ", " + range + ", " + ctx.out[0] + ");\n";
+  return success();
+}
+
+LogicalResult emitDequantizeLinear(CpuOpContext &ctx) {
+  auto dq = cast<DequantizeLinearOp>(ctx.op);
+  auto layout = paramLayout(ctx.op, dq.getInput(), dq.getScale(), dq.getAxis());
+  if (failed(layout))
+    return failure();
+  std::string zero = dq.getZeroPoint() ? ctx.in[2] : "(const int64_t *)nullptr";
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  sluice_dequantize(args->num_threads, " +
+              str(numElements(shapeOf(dq.getInput()))) + ", " + str(layout->first) + ", " +
+              str(layout->second) + ", " + ctx.in[0] + ", " + ctx.in[1] + ", " + zero + ", " +
+              ctx.out[0] + ");\n";
+  return success();
+}
+
+LogicalResult emitMatMulInteger(CpuOpContext &ctx) {
+  auto mm = cast<MatMulIntegerOp>(ctx.op);
+  std::vector<int64_t> as(shapeOf(mm.getLhs()).begin(), shapeOf(mm.getLhs()).end()),
+      bs(shapeOf(mm.getRhs()).begin(), shapeOf(mm.getRhs()).end());
+  if (as.empty() || bs.empty())
+    return mm.emitOpError("cpu target: matmul_integer operands must have rank >= 1");
+  if (as.size() == 1)
+    as.insert(as.begin(), 1);
+  if (bs.size() == 1)
+    bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  size_t batchRank = std::max(as.size(), bs.size()) - 2;
+  auto batchDim = [&](const std::vector<int64_t> &s, size_t d) -> int64_t {
+    int64_t idx = (int64_t)d - (int64_t)(batchRank - (s.size() - 2));
+    return idx < 0 ? 1 : s[idx];
+  };
+  std::vector<int64_t> batch(batchRank);
+  int64_t batches = 1;
+  for (size_t d = 0; d < batchRank; ++d) {
+    batch[d] = std::max(batchDim(as, d), batchDim(bs, d));
+    batches *= batch[d];
+  }
+  if (batches > (1 << 20))
+    return mm.emitOpError("cpu target: too many matmul batches");
+  std::vector<int64_t> aOff, bOff;
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t rest = i, ao = 0, bo = 0, aStride = m * k, bStride = k * n;
+    for (int64_t d = (int64_t)batchRank - 1; d >= 0; --d) {
+      int64_t c = rest % batch[d];
+      rest /= batch[d];
+      int64_t ad = batchDim(as, d), bd = batchDim(bs, d);
+      ao += (ad == 1 ? 0 : c) * aStride;
+      bo += (bd == 1 ? 0 : c) * bStride;
+      aStride *= ad;
+      bStride *= bd;
+    }
+    aOff.push_back(ao);
+    bOff.push_back(bo);
+  }
+  int64_t az = numElements(shapeOf(mm.getLhsZeroPoint())),
+          bz = numElements(shapeOf(mm.getRhsZeroPoint()));
+  if ((az != 1 && az != m) || (bz != 1 && bz != n))
+    return mm.emitOpError("cpu target: zero points must be scalars or per row / column");
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  " + cStaticArray("a_off", aOff) + "  " + cStaticArray("b_off", bOff);
+  ctx.body += "  sluice_matmul_integer(args->num_threads, " + str(batches) + ", " + str(m) +
+              ", " + str(n) + ", " + str(k) + ", " + ctx.in[0] + ", a_off, " + ctx.in[1] +
+              ", b_off, " + ctx.in[2] + ", " + str(az) + ", " + ctx.in[3] + ", " + str(bz) +
+              ", " + ctx.out[0] + ");\n";
+  return success();
+}
+
+LogicalResult emitDet(CpuOpContext &ctx) {
+  ArrayRef<int64_t> x = shapeOf(ctx.op->getOperand(0));
+  if (x.size() < 2 || x.back() != x[x.size() - 2])
+    return ctx.op->emitOpError("cpu target: det expects square matrices");
+  int64_t n = x.back();
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  static double work[" + str(std::max<int64_t>(n * n, 1)) + "];\n";
+  ctx.body += "  sluice_det(" + str(numElements(x.drop_back(2))) + ", " + str(n) + ", " +
+              ctx.in[0] + ", " + ctx.out[0] + ", work);\n";
+  return success();
+}
+
+LogicalResult emitEinsum(CpuOpContext &ctx) {
+  auto einsum = cast<EinsumOp>(ctx.op);
+  SmallVector<int64_t> ranks;
+  for (Value v : einsum.getInputs())
+    ranks.push_back(shapeOf(v).size());
+  SmallVector<SmallVector<int64_t>> labels;
+  SmallVector<int64_t> outLabels;
+  std::string error = EinsumOp::parseEquation(einsum.getEquation(), ranks, labels, outLabels);
+  if (!error.empty())
+    return einsum.emitOpError("cpu target: equation: ") << error;
+  std::map<int64_t, int64_t> sizes;
+  for (auto [v, operandLabels] : llvm::zip(einsum.getInputs(), labels))
+    for (auto [d, label] : llvm::enumerate(operandLabels)) {
+      int64_t size = shapeOf(v)[d];
+      auto it = sizes.find(label);
+      if (it == sizes.end() || it->second == 1)
+        sizes[label] = size;
+    }
+  std::vector<int64_t> all(outLabels.begin(), outLabels.end());
+  for (auto [label, size] : sizes)
+    if (!llvm::is_contained(outLabels, label))
+      all.push_back(label);
+  if (all.size() > 64)
+    return einsum.emitOpError("cpu target: too many einsum labels");
+  std::map<int64_t, size_t> position;
+  std::vector<int64_t> extents, strides;
+  for (auto [i, label] : llvm::enumerate(all)) {
+    position[label] = i;
+    extents.push_back(sizes[label]);
+  }
+  for (auto [v, operandLabels] : llvm::zip(einsum.getInputs(), labels)) {
+    ArrayRef<int64_t> shape = shapeOf(v);
+    std::vector<int64_t> s(all.size(), 0), tStrides(shape.size(), 1);
+    for (int64_t d = (int64_t)shape.size() - 2; d >= 0; --d)
+      tStrides[d] = tStrides[d + 1] * shape[d + 1];
+    for (auto [d, label] : llvm::enumerate(operandLabels))
+      if (shape[d] != 1 || sizes[label] == 1)
+        s[position[label]] += tStrides[d];
+    strides.insert(strides.end(), s.begin(), s.end());
+  }
+  std::string t = storageType(elementOf(einsum.getInputs()[0]));
+  std::string ptrs;
+  for (size_t i = 0; i < einsum.getInputs().size(); ++i)
+    ptrs += (i ? ", " : "") + ctx.in[i];
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  " + cStaticArray("extents", extents) + "  " + cStaticArray("strides", strides);
+  ctx.body += "  const " + t + " *const operands[] = {" + ptrs + "};\n";
+  ctx.body += "  sluice_einsum(args->num_threads, " + str(einsum.getInputs().size()) +
+              ", operands, " + str(all.size()) + ", " + str(outLabels.size()) +
+              ", extents, strides, " +
+              (isa<FloatType>(elementOf(einsum.getOutput())) ? "false" : "true") + ", " +
+              ctx.out[0] + ");\n";
+  return success();
+}
+
+LogicalResult emitMaxUnpool(CpuOpContext &ctx) {
+  auto unpool = cast<MaxUnpoolOp>(ctx.op);
+  ArrayRef<int64_t> x = shapeOf(unpool.getInput());
+  ArrayRef<int64_t> kernel = unpool.getKernelShape(), strides = unpool.getStrides(),
+                    pads = unpool.getPads();
+  int64_t spatial = kernel.size();
+  if ((int64_t)x.size() != spatial + 2 || (int64_t)strides.size() != spatial ||
+      (int64_t)pads.size() != 2 * spatial)
+    return unpool.emitOpError("cpu target: max_unpool attributes do not match the input");
+  std::vector<int64_t> natural = {x[0], x[1]};
+  for (int64_t d = 0; d < spatial; ++d)
+    natural.push_back((x[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + spatial]);
+  ArrayRef<int64_t> out = shapeOf(unpool.getOutput());
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  " + cStaticArray("natural", natural) + "  " + cStaticArray("out_shape", out);
+  ctx.body += "  if (sluice_max_unpool(" + str(numElements(x)) + ", " + str(natural.size()) +
+              ", natural, out_shape, " + ctx.in[0] + ", " + ctx.in[1] + ", " + ctx.out[0] +
+              "))\n    " + ctx.fail("\"index outside the output\"") + "\n";
+  return success();
+}
+
 } // namespace
 
 void registerCpuNNEmitters(CpuOpRegistry &registry) {
@@ -156,6 +368,12 @@ void registerCpuNNEmitters(CpuOpRegistry &registry) {
   registry.add(ConvIntegerOp::getOperationName(), emitConvInteger);
   registry.add(ConvTransposeOp::getOperationName(), emitConvTranspose);
   registry.add(PoolOp::getOperationName(), emitPool);
+  registry.add(QuantizeLinearOp::getOperationName(), emitQuantizeLinear);
+  registry.add(DequantizeLinearOp::getOperationName(), emitDequantizeLinear);
+  registry.add(MatMulIntegerOp::getOperationName(), emitMatMulInteger);
+  registry.add(DetOp::getOperationName(), emitDet);
+  registry.add(EinsumOp::getOperationName(), emitEinsum);
+  registry.add(MaxUnpoolOp::getOperationName(), emitMaxUnpool);
 }
 
 } // namespace sluice::codegen

@@ -204,4 +204,175 @@ static inline void sluice_pool(int threads, const sluice_window &g, int64_t plan
     }
 }
 
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+/// Round to nearest, ties to even (as the evaluator's roundHalfEven).
+static inline double sluice_round_half_even(double v) {
+  double r = round(v);
+  if (fabs(v - trunc(v)) == 0.5)
+    r = 2.0 * round(v / 2.0);
+  return r;
+}
+
+/// y = clamp(round_half_even(x / scale) + zero, lo, hi); parameters are
+/// per tensor (params == 1) or per index (i / inner) % params. `single`:
+/// divide in fp32 like the ONNX reference.
+template <typename X, typename S, typename Z, typename O>
+static inline void sluice_quantize(int threads, int64_t count, int64_t inner, int64_t params,
+                                   bool single, const X *x, const S *scale, const Z *zero,
+                                   double lo, double hi, O *out) {
+#pragma omp parallel for num_threads(threads) if (count > 32768)
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t p = params == 1 ? 0 : (i / inner) % params;
+    const double xv = (double)sluice_load(x[i]), s = (double)sluice_load(scale[p]);
+    const double v = single ? (double)((float)xv / (float)s) : xv / s;
+    double r = sluice_round_half_even(v) + (zero ? (double)zero[p] : 0.0);
+    r = r < lo ? lo : r > hi ? hi : r;
+    out[i] = SLUICE_STORE(O, v != v ? (int64_t)0 : (int64_t)r);
+  }
+}
+
+/// y = (x - zero) * scale, parameters as in sluice_quantize.
+template <typename X, typename S, typename Z, typename O>
+static inline void sluice_dequantize(int threads, int64_t count, int64_t inner, int64_t params,
+                                     const X *x, const S *scale, const Z *zero, O *out) {
+#pragma omp parallel for num_threads(threads) if (count > 32768)
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t p = params == 1 ? 0 : (i / inner) % params;
+    const int64_t z = zero ? (int64_t)zero[p] : 0;
+    out[i] = SLUICE_STORE(O, (double)((int64_t)x[i] - z) * (double)sluice_load(scale[p]));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Integer matmul, determinant, einsum, max unpooling
+//===----------------------------------------------------------------------===//
+
+/// Batched (a - aZero[row]) x (b - bZero[col]) in int64, wrapped on store.
+/// Zero point counts: 0 none, 1 shared, else one per row / column.
+template <typename A, typename B, typename ZA, typename ZB, typename O>
+static inline void sluice_matmul_integer(int threads, int64_t batches, int64_t m, int64_t n,
+                                         int64_t k, const A *a, const int64_t *aOff,
+                                         const B *b, const int64_t *bOff, const ZA *aZero,
+                                         int64_t aZeroCount, const ZB *bZero,
+                                         int64_t bZeroCount, O *out) {
+#pragma omp parallel for collapse(2) num_threads(threads) if (batches * m * n * k > 65536)
+  for (int64_t bi = 0; bi < batches; ++bi)
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t za = aZeroCount == 0 ? 0 : aZeroCount == 1 ? (int64_t)aZero[0] : (int64_t)aZero[i];
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t zb = bZeroCount == 0 ? 0 : bZeroCount == 1 ? (int64_t)bZero[0] : (int64_t)bZero[j];
+        int64_t sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += ((int64_t)a[aOff[bi] + i * k + p] - za) * ((int64_t)b[bOff[bi] + p * n + j] - zb);
+        out[(bi * m + i) * n + j] = SLUICE_STORE(O, sum);
+      }
+    }
+}
+
+/// Determinants of `batches` n x n matrices: LU with partial pivoting in
+/// double. `work` holds n * n doubles.
+template <typename T>
+static inline void sluice_det(int64_t batches, int64_t n, const T *x, T *out, double *work) {
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    double *a = work;
+    for (int64_t i = 0; i < n * n; ++i)
+      a[i] = (double)sluice_load(x[bi * n * n + i]);
+    double det = 1.0;
+    for (int64_t c = 0; c < n && det != 0.0; ++c) {
+      int64_t pivot = c;
+      for (int64_t r = c + 1; r < n; ++r)
+        if (fabs(a[r * n + c]) > fabs(a[pivot * n + c]))
+          pivot = r;
+      if (a[pivot * n + c] == 0.0) {
+        det = 0.0;
+        break;
+      }
+      if (pivot != c) {
+        for (int64_t j = 0; j < n; ++j) {
+          double t = a[c * n + j];
+          a[c * n + j] = a[pivot * n + j];
+          a[pivot * n + j] = t;
+        }
+        det = -det;
+      }
+      det *= a[c * n + c];
+      for (int64_t r = c + 1; r < n; ++r) {
+        double f = a[r * n + c] / a[c * n + c];
+        for (int64_t j = c; j < n; ++j)
+          a[r * n + j] -= f * a[c * n + j];
+      }
+    }
+    out[bi] = SLUICE_STORE(T, det);
+  }
+}
+
+/// Einsum over `labels` label positions (output labels first, `outLabels`
+/// of them): out[o] = sum over the summed labels of prod_k x_k[offset_k],
+/// offset_k = sum_d index[d] * strides[k * labels + d]. Double arithmetic.
+template <typename T, typename O>
+static inline void sluice_einsum(int threads, int64_t operands, const T *const *x,
+                                 int64_t labels, int64_t outLabels, const int64_t *extents,
+                                 const int64_t *strides, bool integer, O *out) {
+  int64_t outCount = 1, sumCount = 1;
+  for (int64_t d = 0; d < labels; ++d)
+    (d < outLabels ? outCount : sumCount) *= extents[d];
+#pragma omp parallel for num_threads(threads) if (outCount * sumCount > 65536)
+  for (int64_t o = 0; o < outCount; ++o) {
+    int64_t index[64];
+    int64_t rest = o;
+    for (int64_t d = outLabels - 1; d >= 0; --d) {
+      index[d] = rest % extents[d];
+      rest /= extents[d];
+    }
+    double acc = 0.0;
+    for (int64_t s = 0; s < sumCount; ++s) {
+      rest = s;
+      for (int64_t d = labels - 1; d >= outLabels; --d) {
+        index[d] = rest % extents[d];
+        rest /= extents[d];
+      }
+      double term = 1.0;
+      for (int64_t k = 0; k < operands; ++k) {
+        int64_t offset = 0;
+        for (int64_t d = 0; d < labels; ++d)
+          offset += index[d] * strides[k * labels + d];
+        term *= (double)sluice_load(x[k][offset]);
+      }
+      acc += term;
+    }
+    out[o] = integer ? SLUICE_STORE(O, (int64_t)acc) : SLUICE_STORE(O, acc);
+  }
+}
+
+/// Scatters x[i] to the flat index indices[i] of the natural output (rank
+/// `rank`, sizes `natural`), placed at the origin of the real output
+/// (`outShape`, zero elsewhere). Returns 1 for an index out of range.
+template <typename T>
+static inline int32_t sluice_max_unpool(int64_t count, int64_t rank, const int64_t *natural,
+                                        const int64_t *outShape, const T *x,
+                                        const int64_t *indices, T *out) {
+  int64_t naturalCount = 1, outCount = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    naturalCount *= natural[d];
+    outCount *= outShape[d];
+  }
+  memset((void *)out, 0, (size_t)outCount * sizeof(T));
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t index = indices[i];
+    if (index < 0 || index >= naturalCount)
+      return 1;
+    int64_t target = 0, stride = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      target += (index % natural[d]) * stride;
+      index /= natural[d];
+      stride *= outShape[d];
+    }
+    out[target] = x[i];
+  }
+  return 0;
+}
+
 #endif // SLUICE_GEN_CPU_NN_H
