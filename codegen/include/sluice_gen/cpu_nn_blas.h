@@ -11,6 +11,45 @@
 #include "sluice_gen/cpu_blas.h"
 #include "sluice_gen/cpu_nn.h"
 
+/// C = A x B (row-major, leading dims given) split into tiles over the
+/// OpenMP team, each tile a single-threaded OpenBLAS call. OpenBLAS's own
+/// (pthread) workers and OpenMP's spin-waiting team fight over the cores
+/// when both run: the kernels around a GEMM use OpenMP, so the GEMM does too.
+template <typename T>
+static inline void sluice_gemm_parallel(int threads, int64_t m, int64_t n, int64_t k,
+                                        const T *a, int64_t lda, const T *b, int64_t ldb,
+                                        T *c, int64_t ldc) {
+  sluice_blas_threads(1);
+  if (threads < 1)
+    threads = 1;
+  if (threads == 1 || m * n * k < (1 << 17)) {
+    sluice_gemm<T>::run(m, n, k, a, lda, b, ldb, c, ldc);
+    return;
+  }
+  // Column blocks of at least 64 (a multiple of 16), then row blocks of at
+  // least 16 for the remaining threads.
+  int64_t colBlock = (n + threads - 1) / threads;
+  colBlock = (colBlock + 15) / 16 * 16;
+  if (colBlock < 64)
+    colBlock = 64;
+  const int64_t colBlocks = (n + colBlock - 1) / colBlock;
+  int64_t rowBlocks = threads / colBlocks;
+  if (rowBlocks > m / 16)
+    rowBlocks = m / 16;
+  if (rowBlocks < 1)
+    rowBlocks = 1;
+  const int64_t rowBlock = (m + rowBlocks - 1) / rowBlocks;
+  const int64_t tiles = colBlocks * rowBlocks;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t r0 = (t / colBlocks) * rowBlock, c0 = (t % colBlocks) * colBlock;
+    const int64_t rows = m - r0 < rowBlock ? m - r0 : rowBlock;
+    const int64_t cols = n - c0 < colBlock ? n - c0 : colBlock;
+    if (rows > 0 && cols > 0)
+      sluice_gemm<T>::run(rows, cols, k, a + r0 * lda, lda, b + c0, ldb, c + r0 * ldc + c0, ldc);
+  }
+}
+
 /// col[(c*kSize + k) * outSize + o] = x[c, o*s - pb + k*d] (0 in padding),
 /// for `cpg` channels starting at `xc`.
 template <typename T>
@@ -100,7 +139,6 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
     if (!col)
       return 1;
   }
-  sluice_blas_threads(threads);
   for (int64_t n = 0; n < batch; ++n)
     for (int64_t grp = 0; grp < group; ++grp) {
       const T *xc = x + (n * channels + grp * cpg) * inSize;
@@ -115,8 +153,8 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
         sluice_im2col(threads, g, cpg, xc, col);
         b = col;
       }
-      sluice_gemm<T>::run(mpg, outSize, cpg * kSize, w + grp * mpg * cpg * kSize,
-                          cpg * kSize, b, outSize, oc, outSize);
+      sluice_gemm_parallel<T>(threads, mpg, outSize, cpg * kSize, w + grp * mpg * cpg * kSize,
+                              cpg * kSize, b, outSize, oc, outSize);
     }
   free(col);
   if (bias)
@@ -124,16 +162,33 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
   return 0;
 }
 
-/// C (m x n) = A^T x B with A stored k x m (row-major).
-static inline void sluice_gemm_tn(int64_t m, int64_t n, int64_t k, const float *a,
-                                  const float *b, float *c) {
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
-              (int)m, b, (int)n, 0.0f, c, (int)n);
+/// C (m x n) = A^T x B with A stored k x m (row-major), B k x n: column
+/// blocks over the OpenMP team, single-threaded OpenBLAS calls (see
+/// sluice_gemm_parallel).
+static inline void sluice_gemm_tn_block(int64_t m, int64_t cols, int64_t k, const float *a,
+                                        const float *b, int64_t ld, float *c) {
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)cols, (int)k, 1.0f, a,
+              (int)m, b, (int)ld, 0.0f, c, (int)ld);
 }
-static inline void sluice_gemm_tn(int64_t m, int64_t n, int64_t k, const double *a,
-                                  const double *b, double *c) {
-  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, a,
-              (int)m, b, (int)n, 0.0, c, (int)n);
+static inline void sluice_gemm_tn_block(int64_t m, int64_t cols, int64_t k, const double *a,
+                                        const double *b, int64_t ld, double *c) {
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)cols, (int)k, 1.0, a,
+              (int)m, b, (int)ld, 0.0, c, (int)ld);
+}
+template <typename T>
+static inline void sluice_gemm_tn(int threads, int64_t m, int64_t n, int64_t k, const T *a,
+                                  const T *b, T *c) {
+  sluice_blas_threads(1);
+  int64_t colBlock = threads > 1 ? (n + threads - 1) / threads : n;
+  colBlock = (colBlock + 15) / 16 * 16;
+  if (colBlock < 64)
+    colBlock = 64;
+  const int64_t colBlocks = (n + colBlock - 1) / colBlock;
+#pragma omp parallel for num_threads(threads) if (colBlocks > 1 && m * n * k >= (1 << 17))
+  for (int64_t t = 0; t < colBlocks; ++t) {
+    const int64_t c0 = t * colBlock, cols = n - c0 < colBlock ? n - c0 : colBlock;
+    sluice_gemm_tn_block(m, cols, k, a, b + c0, n, c + c0);
+  }
 }
 
 /// Transposed convolution: per (sample, group) col = W_g^T x X_g with W_g
@@ -157,13 +212,12 @@ static inline int32_t sluice_conv_transpose_gemm(int threads, const sluice_windo
     T *col = (T *)malloc((size_t)(mpg * kSize * inSize) * sizeof(T));
     if (!col)
       return 1;
-    sluice_blas_threads(threads);
     for (int64_t n = 0; n < batch; ++n)
       for (int64_t grp = 0; grp < group; ++grp) {
         const T *xc = x + (n * channels + grp * cpg) * inSize;
         if (cpg == 0)
           continue;
-        sluice_gemm_tn(mpg * kSize, inSize, cpg, w + grp * cpg * mpg * kSize, xc, col);
+        sluice_gemm_tn(threads, mpg * kSize, inSize, cpg, w + grp * cpg * mpg * kSize, xc, col);
 #pragma omp parallel for num_threads(threads) if (mpg * kSize * inSize > 32768)
         for (int64_t m = 0; m < mpg; ++m) {
           T *op = out + (n * outChannels + grp * mpg + m) * outSize;
