@@ -12,7 +12,10 @@
 
 #include "codegen/common/ScalarEmitter.h"
 #include "dialects/sluice/SluiceOps.h"
+#include "dialects/sluice/SluiceTypes.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -361,6 +364,214 @@ LogicalResult emitMaxUnpool(CpuOpContext &ctx) {
   return success();
 }
 
+/// Taps and weights of one resized axis (the evaluator's resizeAxis).
+struct ResizeAxis {
+  int64_t ntaps = 0;
+  std::vector<int64_t> taps;
+  std::vector<double> weights;
+  std::vector<int64_t> extrapolate;
+};
+
+ResizeAxis resizeAxis(ResizeOp resize, int64_t in, int64_t out, double scale, double roiStart,
+                      double roiEnd) {
+  StringRef mode = resize.getMode();
+  StringRef transform = resize.getCoordinateTransformationMode();
+  StringRef nearest = resize.getNearestMode();
+  double a = resize.getCubicCoeffA().convertToFloat();
+  bool excludeOutside = resize.getExcludeOutside();
+  double outLength = scale * in;
+  ResizeAxis r;
+  r.ntaps = mode == "nearest" || mode == "linear" ? 2 : 4;
+  for (int64_t y = 0; y < out; ++y) {
+    double x;
+    bool extrapolate = false;
+    if (transform == "align_corners") {
+      x = outLength == 1 ? 0.0 : y * (in - 1) / (outLength - 1);
+    } else if (transform == "asymmetric") {
+      x = y / scale;
+    } else if (transform == "tf_crop_and_resize") {
+      x = outLength == 1 ? (roiEnd - roiStart) * (in - 1) / 2
+                         : y * (roiEnd - roiStart) * (in - 1) / (outLength - 1);
+      x += roiStart * (in - 1);
+      extrapolate = x < 0 || x > in - 1;
+    } else if (transform == "pytorch_half_pixel") {
+      x = outLength == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+    } else if (transform == "tf_half_pixel_for_nn") {
+      x = (y + 0.5) / scale;
+    } else {
+      x = (y + 0.5) / scale - 0.5;
+    }
+    r.extrapolate.push_back(extrapolate);
+    if (extrapolate) {
+      for (int64_t i = 0; i < r.ntaps; ++i) {
+        r.taps.push_back(0);
+        r.weights.push_back(0.0);
+      }
+      continue;
+    }
+    double floorX = std::floor(x);
+    bool integral = x == floorX;
+    int64_t base = integral ? (int64_t)floorX - 1 : (int64_t)floorX;
+    double ratio = integral ? 1.0 : x - floorX;
+    std::vector<double> weights;
+    if (mode == "nearest") {
+      bool up;
+      if (integral || nearest == "ceil")
+        up = true;
+      else if (nearest == "floor")
+        up = false;
+      else if (nearest == "round_prefer_ceil")
+        up = ratio >= 0.5;
+      else
+        up = ratio > 0.5;
+      weights = {up ? 0.0 : 1.0, up ? 1.0 : 0.0};
+    } else if (mode == "linear") {
+      weights = {1 - ratio, ratio};
+    } else {
+      auto far = [&](double v) { return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a; };
+      auto near = [&](double v) { return ((a + 2) * v - (a + 3)) * v * v + 1; };
+      weights = {far(ratio + 1), near(ratio), near(1 - ratio), far(2 - ratio)};
+    }
+    int64_t n = weights.size(), first = base - (n / 2 - 1);
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t tap = first + i;
+      if (excludeOutside && (tap < 0 || tap >= in))
+        weights[i] = 0;
+      total += weights[i];
+      r.taps.push_back(std::clamp<int64_t>(tap, 0, in - 1));
+    }
+    if (excludeOutside && total != 0)
+      for (double &w : weights)
+        w /= total;
+    r.weights.insert(r.weights.end(), weights.begin(), weights.end());
+  }
+  return r;
+}
+
+/// Float values of a constant operand, seen through the kernel boundary:
+/// constants too big to be cloned into the group (dense_resource blobs are
+/// never cloned) are kernel inputs defined by a top-level constant.
+std::optional<SmallVector<double>> constantFloats(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    if (Operation *parent = arg.getOwner()->getParentOp())
+      if (isa<KernelOp>(parent) && arg.getArgNumber() < parent->getNumOperands())
+        value = parent->getOperand(arg.getArgNumber());
+  return getConstantFloatValues(value);
+}
+
+std::string cDoubleArray(const std::string &name, ArrayRef<double> values) {
+  std::string s = "static const double " + name + "[] = {";
+  for (size_t i = 0; i < values.size(); ++i) {
+    char buf[40];
+    snprintf(buf, sizeof(buf), "%.17g", values[i]);
+    s += (i ? ", " : "") + std::string(buf);
+  }
+  if (values.empty())
+    s += "0";
+  return s + "};\n";
+}
+
+LogicalResult emitResize(CpuOpContext &ctx) {
+  auto resize = cast<ResizeOp>(ctx.op);
+  ArrayRef<int64_t> x = shapeOf(resize.getInput()), o = shapeOf(resize.getOutput());
+  int64_t rank = x.size();
+  std::vector<double> scales(rank, 1.0);
+  if (resize.getSizes()) {
+    for (int64_t i = 0; i < rank; ++i)
+      scales[i] = x[i] ? (double)o[i] / x[i] : 1.0;
+  } else {
+    auto values = resize.getScales() ? constantFloats(resize.getScales())
+                                     : std::nullopt;
+    if (!values || (int64_t)values->size() != rank)
+      return resize.emitOpError("cpu target: resize needs constant scales");
+    for (int64_t i = 0; i < rank; ++i)
+      scales[i] = (float)(*values)[i];
+  }
+  bool cropping = resize.getCoordinateTransformationMode() == "tf_crop_and_resize";
+  std::vector<double> roi;
+  if (resize.getRoi()) {
+    auto values = constantFloats(resize.getRoi());
+    if (values && (int64_t)values->size() == 2 * rank)
+      roi.assign(values->begin(), values->end());
+    else if (cropping)
+      return resize.emitOpError("cpu target: tf_crop_and_resize needs a constant roi");
+  } else if (cropping) {
+    return resize.emitOpError("cpu target: tf_crop_and_resize needs a roi");
+  }
+  int64_t maxCount = 1, count = 1;
+  for (int64_t d : x)
+    count *= d;
+  maxCount = count;
+  std::vector<int64_t> shape(x.begin(), x.end());
+  std::string &s = ctx.body;
+  std::string calls;
+  int axes = 0;
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    double roiStart = roi.empty() ? 0.0 : roi[axis];
+    double roiEnd = roi.empty() ? 1.0 : roi[axis + rank];
+    bool identity = std::abs(scales[axis] - 1.0) <= 1e-9 && o[axis] == shape[axis] &&
+                    (!cropping || (std::abs(roiStart) <= 1e-9 && std::abs(roiEnd - 1.0) <= 1e-9));
+    if (identity)
+      continue;
+    if (shape[axis] == 0 && o[axis] > 0)
+      return resize.emitOpError("cpu target: cannot resize an empty dim");
+    ResizeAxis r = resizeAxis(resize, shape[axis], o[axis], scales[axis], roiStart, roiEnd);
+    std::string id = std::to_string(axes++);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= shape[d];
+    for (int64_t d = axis + 1; d < rank; ++d)
+      inner *= shape[d];
+    s += "  " + cStaticArray("taps" + id, r.taps) + "  " +
+         cDoubleArray("weights" + id, r.weights);
+    s += "  static const unsigned char extrapolate" + id + "[] = {";
+    for (size_t i = 0; i < r.extrapolate.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(r.extrapolate[i]);
+    s += r.extrapolate.empty() ? "0};\n" : "};\n";
+    char extrapolation[40];
+    snprintf(extrapolation, sizeof(extrapolation), "%.17g",
+             (double)resize.getExtrapolationValue().convertToFloat());
+    calls += "  sluice_resize_axis(args->num_threads, " + str(outer) + ", " + str(shape[axis]) +
+             ", " + str(o[axis]) + ", " + str(inner) + ", " + str(r.ntaps) + ", taps" + id +
+             ", weights" + id + ", extrapolate" + id + ", " + extrapolation +
+             ", src, dst);\n  { double *t = src; src = dst; dst = t; }\n";
+    shape[axis] = o[axis];
+    count = outer * o[axis] * inner;
+    maxCount = std::max(maxCount, count);
+  }
+  Type et = elementOf(resize.getInput());
+  bool integer = !isa<FloatType>(et);
+  double lo = 0, hi = 0;
+  if (integer) {
+    unsigned width = et.getIntOrFloatBitWidth();
+    if (width == 1) {
+      hi = 1;
+    } else if (width >= 64) {
+      lo = -9.2e18;
+      hi = 9.2e18;
+    } else if (et.isUnsignedInteger()) {
+      hi = double((uint64_t(1) << width) - 1);
+    } else {
+      lo = -double(int64_t(1) << (width - 1));
+      hi = double((int64_t(1) << (width - 1)) - 1);
+    }
+  }
+  char range[96];
+  snprintf(range, sizeof(range), "%.17g, %.17g", lo, hi);
+  ctx.include("sluice_gen/cpu_nn.h");
+  s += "  double *src = (double *)malloc(" + str(std::max<int64_t>(maxCount, 1)) +
+       " * sizeof(double)), *dst = (double *)malloc(" + str(std::max<int64_t>(maxCount, 1)) +
+       " * sizeof(double));\n";
+  s += "  if (!src || !dst) { free(src); free(dst); " + ctx.fail("\"out of memory\"") + " }\n";
+  s += "  sluice_to_double(" + str(numElements(x)) + ", " + ctx.in[0] + ", src);\n";
+  s += calls;
+  s += "  sluice_from_double(" + str(numElements(o)) + ", src, " +
+       (integer ? "true" : "false") + ", " + range + ", " + ctx.out[0] + ");\n";
+  s += "  free(src);\n  free(dst);\n";
+  return success();
+}
+
 } // namespace
 
 void registerCpuNNEmitters(CpuOpRegistry &registry) {
@@ -374,6 +585,7 @@ void registerCpuNNEmitters(CpuOpRegistry &registry) {
   registry.add(DetOp::getOperationName(), emitDet);
   registry.add(EinsumOp::getOperationName(), emitEinsum);
   registry.add(MaxUnpoolOp::getOperationName(), emitMaxUnpool);
+  registry.add(ResizeOp::getOperationName(), emitResize);
 }
 
 } // namespace sluice::codegen

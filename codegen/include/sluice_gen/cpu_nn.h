@@ -375,4 +375,60 @@ static inline int32_t sluice_max_unpool(int64_t count, int64_t rank, const int64
   return 0;
 }
 
+//===----------------------------------------------------------------------===//
+// Resize
+//===----------------------------------------------------------------------===//
+
+/// One axis of a separable resize on double data viewed as (outer, in,
+/// inner) -> (outer, out, inner): dst[o, y, i] = sum_t weights[y, t] *
+/// src[o, taps[y, t], i] (zero weights skipped, in tap order as the
+/// evaluator adds them), or `extrapolation` where extrapolate[y].
+static inline void sluice_resize_axis(int threads, int64_t outer, int64_t in, int64_t out,
+                                      int64_t inner, int64_t ntaps, const int64_t *taps,
+                                      const double *weights, const unsigned char *extrapolate,
+                                      double extrapolation, const double *src, double *dst) {
+#pragma omp parallel for collapse(2) num_threads(threads) if (outer * out * inner * ntaps > 32768)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t y = 0; y < out; ++y) {
+      double *d = dst + (o * out + y) * inner;
+      if (extrapolate[y]) {
+        for (int64_t i = 0; i < inner; ++i)
+          d[i] = extrapolation;
+        continue;
+      }
+      for (int64_t i = 0; i < inner; ++i)
+        d[i] = 0.0;
+      for (int64_t t = 0; t < ntaps; ++t) {
+        const double w = weights[y * ntaps + t];
+        if (w == 0)
+          continue;
+        const double *sp = src + (o * in + taps[y * ntaps + t]) * inner;
+        for (int64_t i = 0; i < inner; ++i)
+          d[i] += w * sp[i];
+      }
+    }
+}
+
+/// Loads `count` elements into doubles.
+template <typename T>
+static inline void sluice_to_double(int64_t count, const T *x, double *d) {
+  for (int64_t i = 0; i < count; ++i)
+    d[i] = (double)sluice_load(x[i]);
+}
+
+/// Stores doubles; integers round half to even and saturate to [lo, hi].
+template <typename T>
+static inline void sluice_from_double(int64_t count, const double *d, bool integer, double lo,
+                                      double hi, T *out) {
+  for (int64_t i = 0; i < count; ++i) {
+    if (integer) {
+      double v = nearbyint(d[i]);
+      v = v < lo ? lo : v > hi ? hi : v;
+      out[i] = SLUICE_STORE(T, (int64_t)v);
+    } else {
+      out[i] = SLUICE_STORE(T, d[i]);
+    }
+  }
+}
+
 #endif // SLUICE_GEN_CPU_NN_H
