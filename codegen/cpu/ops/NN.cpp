@@ -572,6 +572,43 @@ LogicalResult emitResize(CpuOpContext &ctx) {
   return success();
 }
 
+LogicalResult emitRoiAlign(CpuOpContext &ctx) {
+  auto align = cast<RoiAlignOp>(ctx.op);
+  ArrayRef<int64_t> x = shapeOf(align.getInput()), rois = shapeOf(align.getRois());
+  if (x.size() != 4 || rois.size() != 2 || rois[1] != 4)
+    return align.emitOpError("cpu target: roi_align expects X [N, C, H, W], rois [R, 4]");
+  char scale[40];
+  snprintf(scale, sizeof(scale), "%.17g", (double)align.getSpatialScale().convertToFloat());
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  if (int32_t status = sluice_roi_align(args->num_threads, " + str(x[0]) + ", " +
+              str(x[1]) + ", " + str(x[2]) + ", " + str(x[3]) + ", " + str(rois[0]) + ", " +
+              str(align.getOutputHeight()) + ", " + str(align.getOutputWidth()) + ", " +
+              str(align.getSamplingRatio()) + ", " + scale + ", " +
+              (align.getCoordinateTransformationMode() == "half_pixel" ? "true" : "false") +
+              ", " + (align.getMode() == "max" ? "true" : "false") + ", " + ctx.in[0] + ", " +
+              ctx.in[1] + ", " + ctx.in[2] + ", " + ctx.out[0] + "))\n    " +
+              ctx.fail("status == 2 ? \"out of memory\" : \"batch index out of range or roi not finite\"") +
+              "\n";
+  return success();
+}
+
+LogicalResult emitGridSample(CpuOpContext &ctx) {
+  auto sample = cast<GridSampleOp>(ctx.op);
+  ArrayRef<int64_t> x = shapeOf(sample.getInput()), grid = shapeOf(sample.getGrid());
+  if (x.size() != 4 || grid.size() != 4 || grid[3] != 2)
+    return sample.emitOpError("cpu target: grid_sample supports 4-D inputs only");
+  StringRef mode = sample.getMode(), padding = sample.getPaddingMode();
+  int modeCode = mode == "nearest" ? 1 : mode == "bilinear" ? 0 : 2;
+  int paddingCode = padding == "border" ? 1 : padding == "reflection" ? 2 : 0;
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  sluice_grid_sample(args->num_threads, " + str(x[0]) + ", " + str(x[1]) + ", " +
+              str(x[2]) + ", " + str(x[3]) + ", " + str(grid[1]) + ", " + str(grid[2]) + ", " +
+              std::to_string(modeCode) + ", " + std::to_string(paddingCode) + ", " +
+              (sample.getAlignCorners() ? "true" : "false") + ", " + ctx.in[0] + ", " +
+              ctx.in[1] + ", " + ctx.out[0] + ");\n";
+  return success();
+}
+
 } // namespace
 
 void registerCpuNNEmitters(CpuOpRegistry &registry) {
@@ -586,6 +623,8 @@ void registerCpuNNEmitters(CpuOpRegistry &registry) {
   registry.add(EinsumOp::getOperationName(), emitEinsum);
   registry.add(MaxUnpoolOp::getOperationName(), emitMaxUnpool);
   registry.add(ResizeOp::getOperationName(), emitResize);
+  registry.add(RoiAlignOp::getOperationName(), emitRoiAlign);
+  registry.add(GridSampleOp::getOperationName(), emitGridSample);
 }
 
 } // namespace sluice::codegen

@@ -431,4 +431,233 @@ static inline void sluice_from_double(int64_t count, const double *d, bool integ
   }
 }
 
+//===----------------------------------------------------------------------===//
+// RoiAlign, GridSample
+//===----------------------------------------------------------------------===//
+
+struct sluice_roi_tap {
+  int64_t pos[4];
+  double w[4];
+};
+
+/// RoiAlign as the evaluator's evalRoiAlign: bilinear taps per sample point
+/// (shared by the channels), then the average or max over each bin.
+/// Returns 1 for a batch index out of range or a non-finite roi, 2 when out
+/// of memory.
+template <typename T, typename R>
+static inline int32_t sluice_roi_align(int threads, int64_t batches, int64_t channels,
+                                       int64_t height, int64_t width, int64_t numRois,
+                                       int64_t pooledH, int64_t pooledW, int64_t samplingRatio,
+                                       double spatialScale, bool halfPixel, bool maxMode,
+                                       const T *x, const R *rois, const int64_t *batchIndices,
+                                       T *out) {
+  for (int64_t n = 0; n < numRois; ++n) {
+    const int64_t batch = batchIndices[n];
+    if (batch < 0 || batch >= batches)
+      return 1;
+    const double offset = halfPixel ? 0.5 : 0.0;
+    const double startW = (double)sluice_load(rois[n * 4 + 0]) * spatialScale - offset;
+    const double startH = (double)sluice_load(rois[n * 4 + 1]) * spatialScale - offset;
+    const double endW = (double)sluice_load(rois[n * 4 + 2]) * spatialScale - offset;
+    const double endH = (double)sluice_load(rois[n * 4 + 3]) * spatialScale - offset;
+    double roiW = endW - startW, roiH = endH - startH;
+    if (!halfPixel) {
+      roiW = roiW > 1.0 ? roiW : 1.0;
+      roiH = roiH > 1.0 ? roiH : 1.0;
+    }
+    if (!isfinite(roiW) || !isfinite(roiH))
+      return 1;
+    const double binH = roiH / pooledH, binW = roiW / pooledW;
+    const int64_t gridH = samplingRatio > 0 ? samplingRatio : (int64_t)ceil(roiH / pooledH);
+    const int64_t gridW = samplingRatio > 0 ? samplingRatio : (int64_t)ceil(roiW / pooledW);
+    const int64_t count = gridH * gridW > 1 ? gridH * gridW : 1;
+    const int64_t ntaps = pooledH * pooledW * gridH * gridW;
+    sluice_roi_tap *taps = (sluice_roi_tap *)malloc((size_t)(ntaps > 0 ? ntaps : 1) * sizeof(sluice_roi_tap));
+    if (!taps)
+      return 2;
+    int64_t t = 0;
+    for (int64_t ph = 0; ph < pooledH; ++ph)
+      for (int64_t pw = 0; pw < pooledW; ++pw)
+        for (int64_t iy = 0; iy < gridH; ++iy)
+          for (int64_t ix = 0; ix < gridW; ++ix, ++t) {
+            double y = startH + ph * binH + (iy + 0.5) * binH / gridH;
+            double xx = startW + pw * binW + (ix + 0.5) * binW / gridW;
+            sluice_roi_tap &tap = taps[t];
+            for (int k = 0; k < 4; ++k) {
+              tap.pos[k] = 0;
+              tap.w[k] = 0;
+            }
+            if (y < -1.0 || y > height || xx < -1.0 || xx > width)
+              continue;
+            y = y > 0.0 ? y : 0.0;
+            xx = xx > 0.0 ? xx : 0.0;
+            int64_t yLow = (int64_t)y, xLow = (int64_t)xx, yHigh, xHigh;
+            if (yLow >= height - 1) {
+              yHigh = yLow = height - 1;
+              y = (double)yLow;
+            } else {
+              yHigh = yLow + 1;
+            }
+            if (xLow >= width - 1) {
+              xHigh = xLow = width - 1;
+              xx = (double)xLow;
+            } else {
+              xHigh = xLow + 1;
+            }
+            const double ly = y - yLow, lx = xx - xLow, hy = 1 - ly, hx = 1 - lx;
+            tap.pos[0] = yLow * width + xLow;
+            tap.pos[1] = yLow * width + xHigh;
+            tap.pos[2] = yHigh * width + xLow;
+            tap.pos[3] = yHigh * width + xHigh;
+            tap.w[0] = hy * hx;
+            tap.w[1] = hy * lx;
+            tap.w[2] = ly * hx;
+            tap.w[3] = ly * lx;
+          }
+#pragma omp parallel for num_threads(threads) if (channels * ntaps > 32768)
+    for (int64_t c = 0; c < channels; ++c) {
+      const T *base = x + (batch * channels + c) * height * width;
+      int64_t ti = 0;
+      for (int64_t ph = 0; ph < pooledH; ++ph)
+        for (int64_t pw = 0; pw < pooledW; ++pw) {
+          double value = 0;
+          bool first = true;
+          for (int64_t sIdx = 0; sIdx < gridH * gridW; ++sIdx, ++ti) {
+            const sluice_roi_tap &tap = taps[ti];
+            if (maxMode) {
+              double v = -INFINITY;
+              for (int k = 0; k < 4; ++k) {
+                const double c2 = tap.w[k] * (double)sluice_load(base[tap.pos[k]]);
+                v = v < c2 ? c2 : v;
+              }
+              value = first ? v : (value < v ? v : value);
+              first = false;
+            } else {
+              for (int k = 0; k < 4; ++k)
+                value += tap.w[k] * (double)sluice_load(base[tap.pos[k]]);
+            }
+          }
+          if (!maxMode)
+            value /= count;
+          out[((n * channels + c) * pooledH + ph) * pooledW + pw] = SLUICE_STORE(T, value);
+        }
+    }
+    free(taps);
+  }
+  return 0;
+}
+
+/// Reflects `x` into [lo, hi] by bouncing off the nearer border.
+static inline double sluice_reflect(double x, double lo, double hi) {
+  const double range = hi - lo;
+  if (range <= 0)
+    return lo;
+  if (x < lo) {
+    const double dx = lo - x, n = floor(dx / range), r = dx - n * range;
+    return fmod(n, 2.0) == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    const double dx = x - hi, n = floor(dx / range), r = dx - n * range;
+    return fmod(n, 2.0) == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+/// Keys' cubic weights (a = -0.75) of the 4 taps around fractional offset t.
+static inline void sluice_cubic_weights(double t, double a, double *w) {
+  w[0] = ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a;
+  w[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
+  w[2] = ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1;
+  w[3] = ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a;
+}
+
+/// GridSample as the evaluator's evalGridSample. mode: 0 bilinear,
+/// 1 nearest, 2 bicubic; padding: 0 zeros, 1 border, 2 reflection.
+template <typename T, typename G>
+static inline void sluice_grid_sample(int threads, int64_t batches, int64_t channels,
+                                      int64_t height, int64_t width, int64_t outH,
+                                      int64_t outW, int mode, int padding, bool alignCorners,
+                                      const T *x, const G *grid, T *out) {
+  const double minX = alignCorners ? 0.0 : -0.5, maxX = alignCorners ? width - 1.0 : width - 0.5;
+  const double minY = alignCorners ? 0.0 : -0.5, maxY = alignCorners ? height - 1.0 : height - 0.5;
+#pragma omp parallel for collapse(2) num_threads(threads) if (batches * channels * outH * outW > 32768)
+  for (int64_t n = 0; n < batches; ++n)
+    for (int64_t c = 0; c < channels; ++c) {
+      const T *base = x + (n * channels + c) * height * width;
+      auto pixel = [&](int64_t row, int64_t col) -> double {
+        if (padding == 0) {
+          if (row < 0 || row >= height || col < 0 || col >= width)
+            return 0.0;
+        } else if (padding == 1) {
+          row = row < 0 ? 0 : row > height - 1 ? height - 1 : row;
+          col = col < 0 ? 0 : col > width - 1 ? width - 1 : col;
+        } else {
+          row = (int64_t)sluice_reflect((double)row, minY, maxY);
+          col = (int64_t)sluice_reflect((double)col, minX, maxX);
+          row = row < 0 ? 0 : row > height - 1 ? height - 1 : row;
+          col = col < 0 ? 0 : col > width - 1 ? width - 1 : col;
+        }
+        return (double)sluice_load(base[row * width + col]);
+      };
+      auto denormalize = [&](double v, int64_t length) {
+        return (double)(float)(alignCorners ? (v + 1) / 2.0 * (length - 1)
+                                            : ((v + 1) * length - 1) / 2.0);
+      };
+      for (int64_t oy = 0; oy < outH; ++oy)
+        for (int64_t ox = 0; ox < outW; ++ox) {
+          const int64_t g = ((n * outH + oy) * outW + ox) * 2;
+          double px = denormalize((double)sluice_load(grid[g]), width);
+          double py = denormalize((double)sluice_load(grid[g + 1]), height);
+          T *dst = out + ((n * channels + c) * outH + oy) * outW + ox;
+          if (!isfinite(px) || !isfinite(py)) {
+            *dst = SLUICE_STORE(T, NAN);
+            continue;
+          }
+          if (padding == 0) {
+            px = px < -8.0 ? -8.0 : px > width + 8.0 ? width + 8.0 : px;
+            py = py < -8.0 ? -8.0 : py > height + 8.0 ? height + 8.0 : py;
+          }
+          if (mode == 1) {
+            px = nearbyint(px);
+            py = nearbyint(py);
+          }
+          if (px < minX || px > maxX) {
+            if (padding == 1)
+              px = px < 0.0 ? 0.0 : px > width - 1.0 ? width - 1.0 : px;
+            else if (padding == 2)
+              px = sluice_reflect(px, minX, maxX);
+          }
+          if (py < minY || py > maxY) {
+            if (padding == 1)
+              py = py < 0.0 ? 0.0 : py > height - 1.0 ? height - 1.0 : py;
+            else if (padding == 2)
+              py = sluice_reflect(py, minY, maxY);
+          }
+          double value;
+          if (mode == 1) {
+            value = pixel((int64_t)py, (int64_t)px);
+          } else if (mode == 0) {
+            const int64_t x0 = (int64_t)floor(px), y0 = (int64_t)floor(py);
+            const double fx = px - x0, fy = py - y0;
+            const double top = (1 - fx) * pixel(y0, x0) + fx * pixel(y0, x0 + 1);
+            const double bottom = (1 - fx) * pixel(y0 + 1, x0) + fx * pixel(y0 + 1, x0 + 1);
+            value = (1 - fy) * top + fy * bottom;
+          } else {
+            const int64_t x0 = (int64_t)floor(px), y0 = (int64_t)floor(py);
+            double wx[4], wy[4];
+            sluice_cubic_weights(px - x0, -0.75, wx);
+            sluice_cubic_weights(py - y0, -0.75, wy);
+            value = 0;
+            for (int i = 0; i < 4; ++i) {
+              double row = 0;
+              for (int j = 0; j < 4; ++j)
+                row += wx[j] * pixel(y0 - 1 + i, x0 - 1 + j);
+              value += wy[i] * row;
+            }
+          }
+          *dst = SLUICE_STORE(T, value);
+        }
+    }
+}
+
 #endif // SLUICE_GEN_CPU_NN_H
