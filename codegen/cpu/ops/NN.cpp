@@ -609,6 +609,69 @@ LogicalResult emitGridSample(CpuOpContext &ctx) {
   return success();
 }
 
+LogicalResult emitRnn(CpuOpContext &ctx) {
+  auto rnn = cast<RnnOp>(ctx.op);
+  StringRef cell = rnn.getCell(), direction = rnn.getDirection();
+  int cellCode = cell == "lstm" ? 2 : cell == "gru" ? 1 : 0;
+  int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  ArrayRef<int64_t> x = shapeOf(rnn.getInput());
+  if (x.size() != 3)
+    return rnn.emitOpError("cpu target: rnn input must be (seq, batch, features)");
+  if (cellCode == 2 && rnn.getExtras().size() < 2)
+    return rnn.emitOpError("cpu target: lstm needs initial_c and peepholes");
+  // Activations with their alpha/beta bound as the evaluator binds them.
+  static const std::map<std::string, std::pair<double, double>> defaults = {
+      {"Affine", {1.0, 0.0}},        {"LeakyRelu", {0.01, 0.0}},
+      {"ThresholdedRelu", {1.0, 0}}, {"ScaledTanh", {1.0, 1.0}},
+      {"HardSigmoid", {0.2, 0.5}},   {"Elu", {1.0, 0.0}}};
+  static const char *names[] = {"Sigmoid",    "Tanh",        "Relu",     "Affine",
+                                "LeakyRelu",  "ThresholdedRelu", "ScaledTanh",
+                                "HardSigmoid", "Elu",        "Softsign", "Softplus"};
+  ArrayRef<float> alphas = rnn.getActivationAlpha(), betas = rnn.getActivationBeta();
+  size_t ai = 0, bi = 0;
+  std::string acts;
+  size_t count = 0;
+  for (Attribute a : rnn.getActivations()) {
+    std::string name = cast<StringAttr>(a).getValue().str();
+    int kind = 10;
+    for (int k = 0; k < 11; ++k)
+      if (name == names[k])
+        kind = k;
+    double alpha = 0.0, beta = 0.0;
+    auto it = defaults.find(name);
+    if (it != defaults.end()) {
+      alpha = ai < alphas.size() ? alphas[ai++] : it->second.first;
+      if (name == "Affine" || name == "ScaledTanh" || name == "HardSigmoid")
+        beta = bi < betas.size() ? betas[bi++] : it->second.second;
+    }
+    char buf[96];
+    snprintf(buf, sizeof(buf), "{%d, %.17g, %.17g}", kind, alpha, beta);
+    acts += (count++ ? ", " : "") + std::string(buf);
+  }
+  size_t perDir = cellCode == 2 ? 3 : cellCode == 1 ? 2 : 1;
+  if (count != perDir * dirs)
+    return rnn.emitOpError("cpu target: rnn expects ") << perDir * dirs << " activations";
+  char clip[40];
+  snprintf(clip, sizeof(clip), "%.17g", rnn.getClip() ? rnn.getClip()->convertToDouble() : 0.0);
+  std::string t = storageType(elementOf(rnn.getInput()));
+  std::string none = "(const " + t + " *)nullptr";
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  static const sluice_act acts[] = {" + acts + "};\n";
+  ctx.body += "  if (int32_t status = sluice_rnn(args->num_threads, " + std::to_string(cellCode) +
+              ", " + str(dirs) + ", " + (direction == "reverse" ? "true" : "false") + ", " +
+              str(x[0]) + ", " + str(x[1]) + ", " + str(x[2]) + ", " +
+              str(rnn.getHiddenSize()) + ", acts, " + (rnn.getClip() ? "true" : "false") +
+              ", " + clip + ", " + (rnn.getLinearBeforeReset() ? "true" : "false") + ", " +
+              (rnn.getInputForget() ? "true" : "false") + ", " + ctx.in[0] + ", " + ctx.in[1] +
+              ", " + ctx.in[2] + ", " + ctx.in[3] + ", " + ctx.in[4] + ", " + ctx.in[5] + ", " +
+              (cellCode == 2 ? ctx.in[6] : none) + ", " + (cellCode == 2 ? ctx.in[7] : none) +
+              ", " + ctx.out[0] + ", " + ctx.out[1] + ", " +
+              (ctx.out.size() > 2 ? ctx.out[2] : "(" + t + " *)nullptr") + "))\n    " +
+              ctx.fail("status == 2 ? \"out of memory\" : \"sequence length out of range\"") +
+              "\n";
+  return success();
+}
+
 } // namespace
 
 void registerCpuNNEmitters(CpuOpRegistry &registry) {
@@ -625,6 +688,7 @@ void registerCpuNNEmitters(CpuOpRegistry &registry) {
   registry.add(ResizeOp::getOperationName(), emitResize);
   registry.add(RoiAlignOp::getOperationName(), emitRoiAlign);
   registry.add(GridSampleOp::getOperationName(), emitGridSample);
+  registry.add(RnnOp::getOperationName(), emitRnn);
 }
 
 } // namespace sluice::codegen

@@ -660,4 +660,140 @@ static inline void sluice_grid_sample(int threads, int64_t batches, int64_t chan
     }
 }
 
+//===----------------------------------------------------------------------===//
+// Recurrent (RNN, GRU, LSTM)
+//===----------------------------------------------------------------------===//
+
+/// kind: 0 Sigmoid, 1 Tanh, 2 Relu, 3 Affine, 4 LeakyRelu, 5 ThresholdedRelu,
+/// 6 ScaledTanh, 7 HardSigmoid, 8 Elu, 9 Softsign, 10 Softplus.
+struct sluice_act {
+  int kind;
+  double alpha, beta;
+};
+
+static inline double sluice_act_apply(const sluice_act &a, double x) {
+  switch (a.kind) {
+  case 0: return 1.0 / (1.0 + exp(-x));
+  case 1: return tanh(x);
+  case 2: return x > 0.0 ? x : 0.0;
+  case 3: return a.alpha * x + a.beta;
+  case 4: return x < 0 ? a.alpha * x : x;
+  case 5: return x > a.alpha ? x : 0.0;
+  case 6: return a.alpha * tanh(a.beta * x);
+  case 7: {
+    double v = a.alpha * x + a.beta;
+    return v < 0.0 ? 0.0 : v > 1.0 ? 1.0 : v;
+  }
+  case 8: return x < 0 ? a.alpha * (exp(x) - 1.0) : x;
+  case 9: return x / (1.0 + fabs(x));
+  default: return log1p(exp(x));
+  }
+}
+
+/// The evaluator's evalRnn: cell 0 rnn, 1 gru (gates z, r, h), 2 lstm
+/// (gates i, o, f, c; peepholes i, o, f). Every (direction, sample) runs its
+/// own time loop in double. `acts` holds the activations of every direction
+/// in order. Returns 1 for a sequence length outside [0, seq], 2 when out of
+/// memory.
+template <typename T, typename L>
+static inline int32_t sluice_rnn(int threads, int cell, int64_t dirs, bool reverseOnly,
+                                 int64_t seq, int64_t batch, int64_t features, int64_t hidden,
+                                 const sluice_act *acts, bool hasClip, double clip,
+                                 bool linearBeforeReset, bool inputForget, const T *x,
+                                 const T *w, const T *r, const T *bias, const L *lens,
+                                 const T *h0, const T *c0, const T *peep, T *y, T *yh, T *yc) {
+  const int64_t gates = cell == 2 ? 4 : cell == 1 ? 3 : 1;
+  const int64_t perDir = cell == 2 ? 3 : cell == 1 ? 2 : 1;
+  const int64_t gh = gates * hidden;
+  for (int64_t n = 0; n < batch; ++n)
+    if ((int64_t)lens[n] < 0 || (int64_t)lens[n] > seq)
+      return 1;
+  const int64_t scratch = 2 * gh + 5 * hidden;
+  double *work = (double *)malloc((size_t)(dirs * batch * scratch + 1) * sizeof(double));
+  if (!work)
+    return 2;
+  for (int64_t i = 0; i < seq * dirs * batch * hidden; ++i)
+    y[i] = SLUICE_STORE(T, 0.0);
+  auto clipped = [&](double v) { return hasClip ? (v < -clip ? -clip : v > clip ? clip : v) : v; };
+#pragma omp parallel for collapse(2) num_threads(threads) if (dirs * batch > 1 && seq * gh * (features + hidden) > 32768)
+  for (int64_t d = 0; d < dirs; ++d)
+    for (int64_t n = 0; n < batch; ++n) {
+      const bool reverse = reverseOnly || d == 1;
+      const sluice_act *f = acts + d * perDir;
+      const T *wd = w + d * gh * features;
+      const T *rd = r + d * gh * hidden;
+      const T *wb = bias + d * 2 * gh, *rb = wb + gh;
+      double *xw = work + (d * batch + n) * scratch, *hr = xw + gh, *h = hr + gh,
+             *c = h + hidden, *next = c + hidden, *z = next + hidden, *reset = z + hidden;
+      for (int64_t i = 0; i < hidden; ++i) {
+        h[i] = (double)sluice_load(h0[(d * batch + n) * hidden + i]);
+        c[i] = cell == 2 ? (double)sluice_load(c0[(d * batch + n) * hidden + i]) : 0.0;
+      }
+      const int64_t len = (int64_t)lens[n];
+      for (int64_t step = 0; step < len; ++step) {
+        const int64_t t = reverse ? len - 1 - step : step;
+        const T *xt = x + (t * batch + n) * features;
+        for (int64_t g = 0; g < gh; ++g) {
+          double a = 0.0, b = 0.0;
+          for (int64_t i = 0; i < features; ++i)
+            a += (double)sluice_load(xt[i]) * (double)sluice_load(wd[g * features + i]);
+          for (int64_t i = 0; i < hidden; ++i)
+            b += h[i] * (double)sluice_load(rd[g * hidden + i]);
+          xw[g] = a + (double)sluice_load(wb[g]);
+          hr[g] = b + (double)sluice_load(rb[g]);
+        }
+        if (cell == 0) {
+          for (int64_t i = 0; i < hidden; ++i)
+            next[i] = sluice_act_apply(f[0], clipped(xw[i] + hr[i]));
+        } else if (cell == 1) {
+          for (int64_t i = 0; i < hidden; ++i) {
+            z[i] = sluice_act_apply(f[0], clipped(xw[i] + hr[i]));
+            reset[i] = sluice_act_apply(f[0], clipped(xw[hidden + i] + hr[hidden + i]));
+          }
+          for (int64_t i = 0; i < hidden; ++i) {
+            double recurrent;
+            if (linearBeforeReset) {
+              recurrent = reset[i] * hr[2 * hidden + i];
+            } else {
+              double sum = 0.0;
+              for (int64_t j = 0; j < hidden; ++j)
+                sum += reset[j] * h[j] * (double)sluice_load(rd[(2 * hidden + i) * hidden + j]);
+              recurrent = sum + (double)sluice_load(rb[2 * hidden + i]);
+            }
+            const double cand = sluice_act_apply(f[1], clipped(xw[2 * hidden + i] + recurrent));
+            next[i] = (1.0 - z[i]) * cand + z[i] * h[i];
+          }
+        } else {
+          const T *p = peep + d * 3 * hidden;
+          for (int64_t i = 0; i < hidden; ++i) {
+            const double in = sluice_act_apply(
+                f[0], clipped(xw[i] + hr[i] + (double)sluice_load(p[i]) * c[i]));
+            const double forget =
+                inputForget ? 1.0 - in
+                            : sluice_act_apply(f[0], clipped(xw[2 * hidden + i] + hr[2 * hidden + i] +
+                                                             (double)sluice_load(p[2 * hidden + i]) * c[i]));
+            const double cand =
+                sluice_act_apply(f[1], clipped(xw[3 * hidden + i] + hr[3 * hidden + i]));
+            c[i] = forget * c[i] + in * cand;
+            const double out = sluice_act_apply(
+                f[0], clipped(xw[hidden + i] + hr[hidden + i] +
+                              (double)sluice_load(p[hidden + i]) * c[i]));
+            next[i] = out * sluice_act_apply(f[2], c[i]);
+          }
+        }
+        for (int64_t i = 0; i < hidden; ++i) {
+          h[i] = next[i];
+          y[((t * dirs + d) * batch + n) * hidden + i] = SLUICE_STORE(T, h[i]);
+        }
+      }
+      for (int64_t i = 0; i < hidden; ++i) {
+        yh[(d * batch + n) * hidden + i] = SLUICE_STORE(T, h[i]);
+        if (yc)
+          yc[(d * batch + n) * hidden + i] = SLUICE_STORE(T, c[i]);
+      }
+    }
+  free(work);
+  return 0;
+}
+
 #endif // SLUICE_GEN_CPU_NN_H
