@@ -11,6 +11,20 @@
 #include "sluice_gen/cpu_blas.h"
 #include "sluice_gen/cpu_nn.h"
 
+/// A scratch buffer of at least `bytes`, kept per calling thread between
+/// runs: im2col matrices are megabytes, and a fresh malloc of that size is a
+/// fresh mmap whose page faults cost as much as the copy. Never freed.
+static inline void *sluice_scratch(size_t bytes) {
+  static thread_local void *buffer = nullptr;
+  static thread_local size_t capacity = 0;
+  if (bytes > capacity) {
+    free(buffer);
+    buffer = malloc(bytes);
+    capacity = buffer ? bytes : 0;
+  }
+  return buffer;
+}
+
 /// C = A x B (row-major, leading dims given) split into tiles over the
 /// OpenMP team, each tile a single-threaded OpenBLAS call. OpenBLAS's own
 /// (pthread) workers and OpenMP's spin-waiting team fight over the cores
@@ -135,7 +149,7 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
     pointwise = pointwise && g.s[i] == 1 && g.pb[i] == 0 && g.in[i] == g.out[i];
   T *col = nullptr;
   if (!pointwise && cpg * kSize > 0) {
-    col = (T *)malloc((size_t)(cpg * kSize * outSize) * sizeof(T));
+    col = (T *)sluice_scratch((size_t)(cpg * kSize * outSize) * sizeof(T));
     if (!col)
       return 1;
   }
@@ -156,7 +170,6 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
       sluice_gemm_parallel<T>(threads, mpg, outSize, cpg * kSize, w + grp * mpg * cpg * kSize,
                               cpg * kSize, b, outSize, oc, outSize);
     }
-  free(col);
   if (bias)
     sluice_add_channel_bias(threads, batch, outChannels, outSize, bias, out);
   return 0;
@@ -209,7 +222,7 @@ static inline int32_t sluice_conv_transpose_gemm(int threads, const sluice_windo
   if (total == 0 || inSize == 0 || kSize == 0)
     goto bias_only;
   {
-    T *col = (T *)malloc((size_t)(mpg * kSize * inSize) * sizeof(T));
+    T *col = (T *)sluice_scratch((size_t)(mpg * kSize * inSize) * sizeof(T));
     if (!col)
       return 1;
     for (int64_t n = 0; n < batch; ++n)
@@ -245,7 +258,6 @@ static inline int32_t sluice_conv_transpose_gemm(int threads, const sluice_windo
           }
         }
       }
-    free(col);
   }
 bias_only:
   if (bias)
