@@ -144,64 +144,90 @@ static inline int32_t sluice_conv_transpose_direct(int threads, const sluice_win
 // Pooling
 //===----------------------------------------------------------------------===//
 
+/// The kernel taps [lo, hi) of a window starting at `start` (stride and
+/// pad applied) that land inside [from, to).
+static inline void sluice_tap_range(int64_t start, int64_t k, int64_t d, int64_t from,
+                                    int64_t to, int64_t *lo, int64_t *hi) {
+  int64_t l = 0, h = k;
+  if (start < from)
+    l = (from - start + d - 1) / d;
+  if (start + (k - 1) * d >= to)
+    h = to - start <= 0 ? 0 : (to - start + d - 1) / d;
+  if (h < l)
+    h = l;
+  *lo = l;
+  *hi = h;
+}
+
 /// kind: 0 max, 1 avg, 2 lp. Matches lib/reference/Linalg.cpp evalPool:
-/// double arithmetic, average over in-bounds (or padded-window) count,
-/// argmax the flat index in the unpadded input plane (+ plane * inSize),
-/// column-major over the `spatial` real dims when `columnMajor`.
+/// double arithmetic, taps visited in row-major kernel order, average over
+/// in-bounds (or padded-window) count, argmax the flat index in the
+/// unpadded input plane (+ plane * inSize), column-major over the spatial
+/// dims when `columnMajor`. Only in-bounds taps are visited: their range is
+/// computed per output position, not tested per tap.
 template <typename T>
 static inline void sluice_pool(int threads, const sluice_window &g, int64_t planes, int kind,
                                bool countIncludePad, double p, bool columnMajor,
                                int64_t spatial, const T *x, T *out, int64_t *indices) {
   const int64_t inSize = g.inSize(), kSize = g.kSize(), outSize = g.outSize();
-  (void)kSize;
   (void)spatial;
-#pragma omp parallel for collapse(2) num_threads(threads) if (planes * outSize * kSize > 32768)
+#pragma omp parallel for collapse(3) num_threads(threads) if (planes * outSize * kSize > 32768)
   for (int64_t plane = 0; plane < planes; ++plane)
-    for (int64_t oi = 0; oi < outSize; ++oi) {
-      const int64_t o0 = oi / (g.out[1] * g.out[2]), o1 = (oi / g.out[2]) % g.out[1],
-                    o2 = oi % g.out[2];
-      const T *xp = x + plane * inSize;
-      double acc = kind == 0 ? -INFINITY : 0.0;
-      int64_t argmax = -1, inBounds = 0, inPadded = 0;
-      for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
-        const int64_t i0 = o0 * g.s[0] - g.pb[0] + k0 * g.d[0];
-        const bool in0 = i0 >= 0 && i0 < g.in[0];
-        const bool pad0 = i0 >= -g.pb[0] && i0 < g.in[0] + g.pe[0];
-        for (int64_t k1 = 0; k1 < g.k[1]; ++k1) {
-          const int64_t i1 = o1 * g.s[1] - g.pb[1] + k1 * g.d[1];
-          const bool in1 = in0 && i1 >= 0 && i1 < g.in[1];
-          const bool pad1 = pad0 && i1 >= -g.pb[1] && i1 < g.in[1] + g.pe[1];
-          for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-            const int64_t i2 = o2 * g.s[2] - g.pb[2] + k2 * g.d[2];
-            const bool inside = in1 && i2 >= 0 && i2 < g.in[2];
-            inPadded += pad1 && i2 >= -g.pb[2] && i2 < g.in[2] + g.pe[2];
-            if (!inside)
-              continue;
-            ++inBounds;
-            const int64_t offset = (i0 * g.in[1] + i1) * g.in[2] + i2;
-            const double v = (double)sluice_load(xp[offset]);
-            if (kind == 0) {
-              if (v > acc || argmax < 0) {
-                acc = v;
-                argmax = columnMajor ? (i2 * g.in[1] + i1) * g.in[0] + i0 : offset;
+    for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
+      for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+        const T *xp = x + plane * inSize;
+        const int64_t s0 = o0 * g.s[0] - g.pb[0], s1 = o1 * g.s[1] - g.pb[1];
+        int64_t lo0, hi0, lo1, hi1, plo0, phi0, plo1, phi1;
+        sluice_tap_range(s0, g.k[0], g.d[0], 0, g.in[0], &lo0, &hi0);
+        sluice_tap_range(s1, g.k[1], g.d[1], 0, g.in[1], &lo1, &hi1);
+        sluice_tap_range(s0, g.k[0], g.d[0], -g.pb[0], g.in[0] + g.pe[0], &plo0, &phi0);
+        sluice_tap_range(s1, g.k[1], g.d[1], -g.pb[1], g.in[1] + g.pe[1], &plo1, &phi1);
+        for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+          const int64_t s2 = o2 * g.s[2] - g.pb[2];
+          int64_t lo2, hi2, plo2, phi2;
+          sluice_tap_range(s2, g.k[2], g.d[2], 0, g.in[2], &lo2, &hi2);
+          sluice_tap_range(s2, g.k[2], g.d[2], -g.pb[2], g.in[2] + g.pe[2], &plo2, &phi2);
+          double acc = kind == 0 ? -INFINITY : 0.0;
+          int64_t argmax = -1;
+          for (int64_t k0 = lo0; k0 < hi0; ++k0) {
+            const int64_t i0 = s0 + k0 * g.d[0];
+            for (int64_t k1 = lo1; k1 < hi1; ++k1) {
+              const int64_t i1 = s1 + k1 * g.d[1];
+              const T *row = xp + (i0 * g.in[1] + i1) * g.in[2];
+              if (kind == 0) {
+                for (int64_t k2 = lo2; k2 < hi2; ++k2) {
+                  const int64_t i2 = s2 + k2 * g.d[2];
+                  const double v = (double)sluice_load(row[i2]);
+                  if (v > acc || argmax < 0) {
+                    acc = v;
+                    argmax = columnMajor ? (i2 * g.in[1] + i1) * g.in[0] + i0
+                                         : (i0 * g.in[1] + i1) * g.in[2] + i2;
+                  }
+                }
+              } else if (kind == 1) {
+                for (int64_t k2 = lo2; k2 < hi2; ++k2)
+                  acc += (double)sluice_load(row[s2 + k2 * g.d[2]]);
+              } else {
+                for (int64_t k2 = lo2; k2 < hi2; ++k2)
+                  acc += pow(fabs((double)sluice_load(row[s2 + k2 * g.d[2]])), p);
               }
-            } else if (kind == 1) {
-              acc += v;
-            } else {
-              acc += pow(fabs(v), p);
             }
           }
+          double value = acc;
+          if (kind == 1) {
+            const int64_t count = countIncludePad
+                                      ? (phi0 - plo0) * (phi1 - plo1) * (phi2 - plo2)
+                                      : (hi0 - lo0) * (hi1 - lo1) * (hi2 - lo2);
+            value = acc / (double)count;
+          } else if (kind == 2) {
+            value = pow(acc, 1.0 / p);
+          }
+          const int64_t oi = (o0 * g.out[1] + o1) * g.out[2] + o2;
+          out[plane * outSize + oi] = SLUICE_STORE(T, value);
+          if (indices)
+            indices[plane * outSize + oi] = plane * inSize + argmax;
         }
       }
-      double value = acc;
-      if (kind == 1)
-        value = acc / (double)(countIncludePad ? inPadded : inBounds);
-      else if (kind == 2)
-        value = pow(acc, 1.0 / p);
-      out[plane * outSize + oi] = SLUICE_STORE(T, value);
-      if (indices)
-        indices[plane * outSize + oi] = plane * inSize + argmax;
-    }
 }
 
 //===----------------------------------------------------------------------===//
