@@ -282,9 +282,11 @@ LogicalResult emitDet(CpuOpContext &ctx) {
     return ctx.op->emitOpError("cpu target: det expects square matrices");
   int64_t n = x.back();
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += "  static double work[" + str(std::max<int64_t>(n * n, 1)) + "];\n";
+  // A fresh workspace per run: concurrent runs must not share it.
+  ctx.body += "  double *work = (double *)malloc(" + str(std::max<int64_t>(n * n, 1)) +
+              " * sizeof(double));\n  if (!work)\n    " + ctx.fail("\"out of memory\"") + "\n";
   ctx.body += "  sluice_det(" + str(numElements(x.drop_back(2))) + ", " + str(n) + ", " +
-              ctx.in[0] + ", " + ctx.out[0] + ", work);\n";
+              ctx.in[0] + ", " + ctx.out[0] + ", work);\n  free(work);\n";
   return success();
 }
 
