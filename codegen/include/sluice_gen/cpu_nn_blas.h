@@ -132,47 +132,138 @@ static inline void sluice_add_channel_bias(int threads, int64_t batch, int64_t c
     }
 }
 
-/// Convolution as one GEMM per (sample, group): out_g = W_g x col_g, where
-/// W_g is (M/group) x (C/group * kSize) and col_g the im2col matrix. A
-/// pointwise (1x1, stride 1, unpadded) convolution reads x directly.
-/// Returns nonzero when the workspace cannot be allocated.
+/// Columns [c0, c0 + cols) of the im2col matrix of `cpg` channels at `xc`
+/// (row (c, k) holds x[c, o*s - pb + k*d] for output position o, 0 in
+/// padding), into `col` with leading dimension `cols`.
+template <typename T>
+static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const T *xc,
+                                      int64_t c0, int64_t cols, T *col) {
+  const int64_t inSize = g.inSize(), kSize = g.kSize();
+  const int64_t rows = cpg * kSize, end = c0 + cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t c = r / kSize, kIdx = r % kSize;
+    const int64_t k0 = kIdx / (g.k[1] * g.k[2]), k1 = (kIdx / g.k[2]) % g.k[1],
+                  k2 = kIdx % g.k[2];
+    const T *xp = xc + c * inSize;
+    T *dst = col + r * cols - c0;
+    const int64_t base = k2 * g.d[2] - g.pb[2], s2 = g.s[2];
+    for (int64_t o = c0; o < end;) {
+      const int64_t o2 = o % g.out[2], o01 = o / g.out[2];
+      const int64_t o1 = o01 % g.out[1], o0 = o01 / g.out[1];
+      const int64_t seg = g.out[2] - o2 < end - o ? g.out[2] - o2 : end - o;
+      const int64_t i0 = o0 * g.s[0] - g.pb[0] + k0 * g.d[0];
+      const int64_t i1 = o1 * g.s[1] - g.pb[1] + k1 * g.d[1];
+      T *d = dst + o - o2; // indexed by o2
+      if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) {
+        for (int64_t j = o2; j < o2 + seg; ++j)
+          d[j] = T(0);
+      } else {
+        const T *row = xp + (i0 * g.in[1] + i1) * g.in[2];
+        if (s2 == 1) {
+          // Contiguous: zeros, a copy, zeros.
+          int64_t lo = -base > o2 ? -base : o2;
+          int64_t hi = g.in[2] - base < o2 + seg ? g.in[2] - base : o2 + seg;
+          if (lo > o2 + seg)
+            lo = o2 + seg;
+          if (hi < lo)
+            hi = lo;
+          for (int64_t j = o2; j < lo; ++j)
+            d[j] = T(0);
+          if (hi > lo)
+            memcpy(d + lo, row + lo + base, (size_t)(hi - lo) * sizeof(T));
+          for (int64_t j = hi; j < o2 + seg; ++j)
+            d[j] = T(0);
+        } else {
+          for (int64_t j = o2; j < o2 + seg; ++j) {
+            const int64_t i2 = j * s2 + base;
+            d[j] = (i2 < 0 || i2 >= g.in[2]) ? T(0) : row[i2];
+          }
+        }
+      }
+      o += seg;
+    }
+  }
+}
+
+/// Convolution as GEMMs per (sample, group): out_g = W_g x col_g, W_g
+/// (M/group) x (C/group * kSize), col_g the im2col matrix. The output is cut
+/// into tiles (column blocks of output positions, then row blocks of
+/// channels) over one OpenMP region; each tile builds its own im2col slice in
+/// a per-thread scratch buffer (still in cache for its GEMM), runs a
+/// single-threaded OpenBLAS GEMM and adds the bias. A pointwise (1x1,
+/// stride 1, unpadded) convolution reads x directly. Returns nonzero when a
+/// workspace cannot be allocated.
 template <typename T>
 static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int64_t batch,
                                        int64_t channels, int64_t outChannels, int64_t group,
                                        const T *x, const T *w, const T *bias, T *out) {
   const int64_t cpg = channels / group, mpg = outChannels / group;
   const int64_t inSize = g.inSize(), kSize = g.kSize(), outSize = g.outSize();
+  const int64_t m = mpg, n = outSize, k = cpg * kSize;
   if (batch * outChannels * outSize == 0)
     return 0;
   bool pointwise = kSize == 1 && inSize == outSize;
   for (int i = 0; i < 3; ++i)
     pointwise = pointwise && g.s[i] == 1 && g.pb[i] == 0 && g.in[i] == g.out[i];
-  T *col = nullptr;
-  if (!pointwise && cpg * kSize > 0) {
-    col = (T *)sluice_scratch((size_t)(cpg * kSize * outSize) * sizeof(T));
-    if (!col)
-      return 1;
-  }
-  for (int64_t n = 0; n < batch; ++n)
+  sluice_blas_threads(1);
+  if (threads < 1)
+    threads = 1;
+  // Tiles: column blocks of at least 64 positions (a multiple of 16), then
+  // row blocks of at least 16 channels for the remaining threads.
+  int64_t colBlock = (n + threads - 1) / threads;
+  colBlock = (colBlock + 15) / 16 * 16;
+  if (colBlock < 64)
+    colBlock = 64;
+  if (colBlock > n)
+    colBlock = n;
+  const int64_t colBlocks = (n + colBlock - 1) / colBlock;
+  int64_t rowBlocks = threads / colBlocks;
+  if (rowBlocks > m / 16)
+    rowBlocks = m / 16;
+  if (rowBlocks < 1)
+    rowBlocks = 1;
+  const int64_t rowBlock = (m + rowBlocks - 1) / rowBlocks;
+  const int64_t tiles = colBlocks * rowBlocks;
+  const bool parallel = tiles > 1 && m * n * k >= (1 << 17);
+  int32_t failed = 0;
+  for (int64_t s = 0; s < batch; ++s)
     for (int64_t grp = 0; grp < group; ++grp) {
-      const T *xc = x + (n * channels + grp * cpg) * inSize;
-      T *oc = out + (n * outChannels + grp * mpg) * outSize;
-      if (cpg * kSize == 0) {
-        for (int64_t i = 0; i < mpg * outSize; ++i)
-          oc[i] = T(0);
-        continue;
+      const T *xc = x + (s * channels + grp * cpg) * inSize;
+      const T *wg = w + grp * mpg * k;
+      T *oc = out + (s * outChannels + grp * mpg) * outSize;
+#pragma omp parallel for num_threads(threads) schedule(static) if (parallel)
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t r0 = (t / colBlocks) * rowBlock, c0 = (t % colBlocks) * colBlock;
+        const int64_t rows = m - r0 < rowBlock ? m - r0 : rowBlock;
+        const int64_t cols = n - c0 < colBlock ? n - c0 : colBlock;
+        if (rows <= 0 || cols <= 0)
+          continue;
+        T *c = oc + r0 * n + c0;
+        if (k == 0) {
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j)
+              c[i * n + j] = T(0);
+        } else if (pointwise) {
+          sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, xc + c0, n, c, n);
+        } else {
+          T *col = (T *)sluice_scratch((size_t)(k * cols) * sizeof(T));
+          if (!col) {
+            failed = 1;
+            continue;
+          }
+          sluice_im2col_cols(g, cpg, xc, c0, cols, col);
+          sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, col, cols, c, n);
+        }
+        if (bias)
+          for (int64_t i = 0; i < rows; ++i) {
+            const T b = bias[grp * mpg + r0 + i];
+            T *ci = c + i * n;
+            for (int64_t j = 0; j < cols; ++j)
+              ci[j] += b;
+          }
       }
-      const T *b = xc;
-      if (!pointwise) {
-        sluice_im2col(threads, g, cpg, xc, col);
-        b = col;
-      }
-      sluice_gemm_parallel<T>(threads, mpg, outSize, cpg * kSize, w + grp * mpg * cpg * kSize,
-                              cpg * kSize, b, outSize, oc, outSize);
     }
-  if (bias)
-    sluice_add_channel_bias(threads, batch, outChannels, outSize, bias, out);
-  return 0;
+  return failed;
 }
 
 /// C (m x n) = A^T x B with A stored k x m (row-major), B k x n: column
