@@ -25,99 +25,6 @@ static inline void *sluice_scratch(size_t bytes) {
   return buffer;
 }
 
-/// C = A x B (row-major, leading dims given) split into tiles over the
-/// OpenMP team, each tile a single-threaded OpenBLAS call. OpenBLAS's own
-/// (pthread) workers and OpenMP's spin-waiting team fight over the cores
-/// when both run: the kernels around a GEMM use OpenMP, so the GEMM does too.
-template <typename T>
-static inline void sluice_gemm_parallel(int threads, int64_t m, int64_t n, int64_t k,
-                                        const T *a, int64_t lda, const T *b, int64_t ldb,
-                                        T *c, int64_t ldc) {
-  sluice_blas_threads(1);
-  if (threads < 1)
-    threads = 1;
-  if (threads == 1 || m * n * k < (1 << 17)) {
-    sluice_gemm<T>::run(m, n, k, a, lda, b, ldb, c, ldc);
-    return;
-  }
-  // Column blocks of at least 64 (a multiple of 16), then row blocks of at
-  // least 16 for the remaining threads.
-  int64_t colBlock = (n + threads - 1) / threads;
-  colBlock = (colBlock + 15) / 16 * 16;
-  if (colBlock < 64)
-    colBlock = 64;
-  const int64_t colBlocks = (n + colBlock - 1) / colBlock;
-  int64_t rowBlocks = threads / colBlocks;
-  if (rowBlocks > m / 16)
-    rowBlocks = m / 16;
-  if (rowBlocks < 1)
-    rowBlocks = 1;
-  const int64_t rowBlock = (m + rowBlocks - 1) / rowBlocks;
-  const int64_t tiles = colBlocks * rowBlocks;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t r0 = (t / colBlocks) * rowBlock, c0 = (t % colBlocks) * colBlock;
-    const int64_t rows = m - r0 < rowBlock ? m - r0 : rowBlock;
-    const int64_t cols = n - c0 < colBlock ? n - c0 : colBlock;
-    if (rows > 0 && cols > 0)
-      sluice_gemm<T>::run(rows, cols, k, a + r0 * lda, lda, b + c0, ldb, c + r0 * ldc + c0, ldc);
-  }
-}
-
-/// col[(c*kSize + k) * outSize + o] = x[c, o*s - pb + k*d] (0 in padding),
-/// for `cpg` channels starting at `xc`.
-template <typename T>
-static inline void sluice_im2col(int threads, const sluice_window &g, int64_t cpg,
-                                 const T *xc, T *col) {
-  const int64_t inSize = g.inSize(), kSize = g.kSize(), outSize = g.outSize();
-  const int64_t rows = cpg * kSize;
-  (void)inSize;
-#pragma omp parallel for num_threads(threads) if (rows * outSize > 32768) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t c = r / kSize, kIdx = r % kSize;
-    const int64_t k0 = kIdx / (g.k[1] * g.k[2]), k1 = (kIdx / g.k[2]) % g.k[1],
-                  k2 = kIdx % g.k[2];
-    const T *xp = xc + c * inSize;
-    T *dst = col + r * outSize;
-    for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
-      const int64_t i0 = o0 * g.s[0] - g.pb[0] + k0 * g.d[0];
-      for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
-        const int64_t i1 = o1 * g.s[1] - g.pb[1] + k1 * g.d[1];
-        T *d = dst + (o0 * g.out[1] + o1) * g.out[2];
-        if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) {
-          for (int64_t o2 = 0; o2 < g.out[2]; ++o2)
-            d[o2] = T(0);
-          continue;
-        }
-        const T *row = xp + (i0 * g.in[1] + i1) * g.in[2];
-        const int64_t base = k2 * g.d[2] - g.pb[2], s2 = g.s[2];
-        if (s2 == 1) {
-          // Contiguous: zeros, a copy, zeros.
-          int64_t lo = base < 0 ? -base : 0;
-          int64_t hi = g.in[2] - base;
-          if (hi > g.out[2])
-            hi = g.out[2];
-          if (lo > g.out[2])
-            lo = g.out[2];
-          if (hi < lo)
-            hi = lo;
-          for (int64_t o2 = 0; o2 < lo; ++o2)
-            d[o2] = T(0);
-          if (hi > lo)
-            memcpy(d + lo, row + lo + base, (size_t)(hi - lo) * sizeof(T));
-          for (int64_t o2 = hi; o2 < g.out[2]; ++o2)
-            d[o2] = T(0);
-        } else {
-          for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-            const int64_t i2 = o2 * s2 + base;
-            d[o2] = (i2 < 0 || i2 >= g.in[2]) ? T(0) : row[i2];
-          }
-        }
-      }
-    }
-  }
-}
-
 /// Adds bias[m] to every (n, m) plane.
 template <typename T>
 static inline void sluice_add_channel_bias(int threads, int64_t batch, int64_t channels,
@@ -267,8 +174,10 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
 }
 
 /// C (m x n) = A^T x B with A stored k x m (row-major), B k x n: column
-/// blocks over the OpenMP team, single-threaded OpenBLAS calls (see
-/// sluice_gemm_parallel).
+/// blocks over the OpenMP team, single-threaded OpenBLAS calls. (OpenBLAS's
+/// own pthread workers and OpenMP's spin-waiting team fight over the cores
+/// when both run: the kernels around a GEMM use OpenMP, so the GEMM does
+/// too.)
 static inline void sluice_gemm_tn_block(int64_t m, int64_t cols, int64_t k, const float *a,
                                         const float *b, int64_t ld, float *c) {
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)cols, (int)k, 1.0f, a,
