@@ -74,8 +74,11 @@ LogicalResult emitConv(CpuOpContext &ctx) {
     return success();
   }
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += "  sluice_conv_direct<double>(args->num_threads, win, " + dims + ", " + ctx.in[0] +
-              ", " + ctx.in[1] + ", " + bias + ", 0.0, (const int64_t *)nullptr, 0, " +
+  // f32 (depthwise) accumulates in f32: twice the SIMD width, and each
+  // output sums only C/group * kSize products.
+  std::string acc = et.isF32() ? "float" : "double";
+  ctx.body += "  sluice_conv_direct<" + acc + ">(args->num_threads, win, " + dims + ", " + ctx.in[0] +
+              ", " + ctx.in[1] + ", " + bias + ", " + acc + "(0), (const int64_t *)nullptr, 0, " +
               ctx.out[0] + ");\n";
   return success();
 }

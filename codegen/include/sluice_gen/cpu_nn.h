@@ -26,6 +26,35 @@ struct sluice_window {
   int64_t outSize() const { return out[0] * out[1] * out[2]; }
 };
 
+/// The kernel taps [lo, hi) of a window starting at `start` (stride and
+/// pad applied) that land inside [from, to).
+static inline void sluice_tap_range(int64_t start, int64_t k, int64_t d, int64_t from,
+                                    int64_t to, int64_t *lo, int64_t *hi) {
+  int64_t l = 0, h = k;
+  if (start < from)
+    l = (from - start + d - 1) / d;
+  if (start + (k - 1) * d >= to)
+    h = to - start <= 0 ? 0 : (to - start + d - 1) / d;
+  if (h < l)
+    h = l;
+  *lo = l;
+  *hi = h;
+}
+
+/// Output positions [a, b) within [from, to) whose input position
+/// o * stride + base lies in [0, in).
+static inline void sluice_out_range(int64_t base, int64_t stride, int64_t in, int64_t from,
+                                    int64_t to, int64_t *a, int64_t *b) {
+  int64_t lo = base >= 0 ? 0 : (-base + stride - 1) / stride;
+  int64_t hi = in - base <= 0 ? 0 : (in - base + stride - 1) / stride;
+  lo = lo > from ? lo : from;
+  hi = hi < to ? hi : to;
+  *a = lo;
+  *b = hi > lo ? hi : lo;
+}
+
+#define SLUICE_ROW_CHUNK 256
+
 //===----------------------------------------------------------------------===//
 // Direct convolution (any element type)
 //===----------------------------------------------------------------------===//
@@ -50,42 +79,56 @@ static inline void sluice_conv_direct(int threads, const sluice_window &g, int64
       const A wz = wZeroCount == 0 ? A(0) : wZeroCount == 1 ? (A)wZero[0] : (A)wZero[m];
       O *op = out + (n * outChannels + m) * outSize;
       for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
-        for (int64_t o1 = 0; o1 < g.out[1]; ++o1)
-          for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-            A acc = A(0);
+        for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+          const int64_t s0 = o0 * g.s[0] - g.pb[0], s1 = o1 * g.s[1] - g.pb[1];
+          int64_t lo0, hi0, lo1, hi1;
+          sluice_tap_range(s0, g.k[0], g.d[0], 0, g.in[0], &lo0, &hi0);
+          sluice_tap_range(s1, g.k[1], g.d[1], 0, g.in[1], &lo1, &hi1);
+          // A chunk of the output row at a time, taps outermost, so the
+          // innermost loop runs along the row (contiguous for stride 1).
+          for (int64_t oc = 0; oc < g.out[2]; oc += SLUICE_ROW_CHUNK) {
+            const int64_t cnt = g.out[2] - oc < SLUICE_ROW_CHUNK ? g.out[2] - oc : SLUICE_ROW_CHUNK;
+            A acc[SLUICE_ROW_CHUNK];
+            for (int64_t j = 0; j < cnt; ++j)
+              acc[j] = A(0);
             for (int64_t c = 0; c < cpg; ++c) {
               const X *xp = x + (n * channels + grp * cpg + c) * inSize;
               const W *wp = w + (m * cpg + c) * kSize;
-              for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
-                const int64_t i0 = o0 * g.s[0] - g.pb[0] + k0 * g.d[0];
-                if (i0 < 0 || i0 >= g.in[0])
-                  continue;
-                for (int64_t k1 = 0; k1 < g.k[1]; ++k1) {
-                  const int64_t i1 = o1 * g.s[1] - g.pb[1] + k1 * g.d[1];
-                  if (i1 < 0 || i1 >= g.in[1])
-                    continue;
+              for (int64_t k0 = lo0; k0 < hi0; ++k0) {
+                const int64_t i0 = s0 + k0 * g.d[0];
+                for (int64_t k1 = lo1; k1 < hi1; ++k1) {
+                  const int64_t i1 = s1 + k1 * g.d[1];
                   const X *row = xp + (i0 * g.in[1] + i1) * g.in[2];
                   const W *wrow = wp + (k0 * g.k[1] + k1) * g.k[2];
                   for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-                    const int64_t i2 = o2 * g.s[2] - g.pb[2] + k2 * g.d[2];
-                    if (i2 < 0 || i2 >= g.in[2])
-                      continue;
-                    acc += ((A)sluice_load(row[i2]) - xZero) * ((A)sluice_load(wrow[k2]) - wz);
+                    const A wv = (A)sluice_load(wrow[k2]) - wz;
+                    int64_t a, b;
+                    sluice_out_range(k2 * g.d[2] - g.pb[2], g.s[2], g.in[2], oc, oc + cnt, &a, &b);
+                    const int64_t base = k2 * g.d[2] - g.pb[2];
+                    if (g.s[2] == 1) {
+                      const X *src = row + base;
+#pragma omp simd
+                      for (int64_t o2 = a; o2 < b; ++o2)
+                        acc[o2 - oc] += ((A)sluice_load(src[o2]) - xZero) * wv;
+                    } else {
+#pragma omp simd
+                      for (int64_t o2 = a; o2 < b; ++o2)
+                        acc[o2 - oc] += ((A)sluice_load(row[o2 * g.s[2] + base]) - xZero) * wv;
+                    }
                   }
                 }
               }
             }
-            if (bias)
-              acc += (A)sluice_load(bias[m]);
-            op[(o0 * g.out[1] + o1) * g.out[2] + o2] = SLUICE_STORE(O, acc);
+            for (int64_t j = 0; j < cnt; ++j) {
+              A v = acc[j];
+              if (bias)
+                v += (A)sluice_load(bias[m]);
+              op[(o0 * g.out[1] + o1) * g.out[2] + oc + j] = SLUICE_STORE(O, v);
+            }
           }
+        }
     }
 }
-
-//===----------------------------------------------------------------------===//
-// im2col + GEMM convolution (f32, f64)
-//===----------------------------------------------------------------------===//
-
 
 /// Transposed convolution, direct scatter (element types without BLAS).
 template <typename X, typename O>
@@ -143,21 +186,6 @@ static inline int32_t sluice_conv_transpose_direct(int threads, const sluice_win
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//
-
-/// The kernel taps [lo, hi) of a window starting at `start` (stride and
-/// pad applied) that land inside [from, to).
-static inline void sluice_tap_range(int64_t start, int64_t k, int64_t d, int64_t from,
-                                    int64_t to, int64_t *lo, int64_t *hi) {
-  int64_t l = 0, h = k;
-  if (start < from)
-    l = (from - start + d - 1) / d;
-  if (start + (k - 1) * d >= to)
-    h = to - start <= 0 ? 0 : (to - start + d - 1) / d;
-  if (h < l)
-    h = l;
-  *lo = l;
-  *hi = h;
-}
 
 /// kind: 0 max, 1 avg, 2 lp. Matches lib/reference/Linalg.cpp evalPool:
 /// double arithmetic, taps visited in row-major kernel order, average over
