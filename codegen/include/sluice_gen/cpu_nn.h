@@ -188,17 +188,17 @@ static inline int32_t sluice_conv_transpose_direct(int threads, const sluice_win
 //===----------------------------------------------------------------------===//
 
 /// kind: 0 max, 1 avg, 2 lp. Matches lib/reference/Linalg.cpp evalPool:
-/// double arithmetic, taps visited in row-major kernel order, average over
-/// in-bounds (or padded-window) count, argmax the flat index in the
-/// unpadded input plane (+ plane * inSize), column-major over the spatial
-/// dims when `columnMajor`. Only in-bounds taps are visited: their range is
-/// computed per output position, not tested per tap.
-template <typename T>
-static inline void sluice_pool(int threads, const sluice_window &g, int64_t planes, int kind,
-                               bool countIncludePad, double p, bool columnMajor,
-                               int64_t spatial, const T *x, T *out, int64_t *indices) {
+/// double arithmetic, average over in-bounds (or padded-window) count,
+/// argmax the flat index in the unpadded input plane (+ plane * inSize),
+/// column-major over the spatial dims when `columnMajor`. A chunk of an
+/// output row at a time with the taps outermost: every output still sees its
+/// taps in row-major kernel order (so ties, NaNs and sums match the
+/// evaluator), and the inner loop runs along the row.
+template <int Kind, typename T>
+static inline void sluice_pool_impl(int threads, const sluice_window &g, int64_t planes,
+                                    bool countIncludePad, double p, bool columnMajor,
+                                    const T *x, T *out, int64_t *indices) {
   const int64_t inSize = g.inSize(), kSize = g.kSize(), outSize = g.outSize();
-  (void)spatial;
 #pragma omp parallel for collapse(3) num_threads(threads) if (planes * outSize * kSize > 32768)
   for (int64_t plane = 0; plane < planes; ++plane)
     for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
@@ -210,52 +210,89 @@ static inline void sluice_pool(int threads, const sluice_window &g, int64_t plan
         sluice_tap_range(s1, g.k[1], g.d[1], 0, g.in[1], &lo1, &hi1);
         sluice_tap_range(s0, g.k[0], g.d[0], -g.pb[0], g.in[0] + g.pe[0], &plo0, &phi0);
         sluice_tap_range(s1, g.k[1], g.d[1], -g.pb[1], g.in[1] + g.pe[1], &plo1, &phi1);
-        for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
-          const int64_t s2 = o2 * g.s[2] - g.pb[2];
-          int64_t lo2, hi2, plo2, phi2;
-          sluice_tap_range(s2, g.k[2], g.d[2], 0, g.in[2], &lo2, &hi2);
-          sluice_tap_range(s2, g.k[2], g.d[2], -g.pb[2], g.in[2] + g.pe[2], &plo2, &phi2);
-          double acc = kind == 0 ? -INFINITY : 0.0;
-          int64_t argmax = -1;
+        for (int64_t oc = 0; oc < g.out[2]; oc += SLUICE_ROW_CHUNK) {
+          const int64_t cnt = g.out[2] - oc < SLUICE_ROW_CHUNK ? g.out[2] - oc : SLUICE_ROW_CHUNK;
+          double acc[SLUICE_ROW_CHUNK];
+          int64_t argmax[SLUICE_ROW_CHUNK];
+          for (int64_t j = 0; j < cnt; ++j) {
+            acc[j] = Kind == 0 ? -INFINITY : 0.0;
+            argmax[j] = -1;
+          }
           for (int64_t k0 = lo0; k0 < hi0; ++k0) {
             const int64_t i0 = s0 + k0 * g.d[0];
             for (int64_t k1 = lo1; k1 < hi1; ++k1) {
               const int64_t i1 = s1 + k1 * g.d[1];
               const T *row = xp + (i0 * g.in[1] + i1) * g.in[2];
-              if (kind == 0) {
-                for (int64_t k2 = lo2; k2 < hi2; ++k2) {
-                  const int64_t i2 = s2 + k2 * g.d[2];
-                  const double v = (double)sluice_load(row[i2]);
-                  if (v > acc || argmax < 0) {
-                    acc = v;
-                    argmax = columnMajor ? (i2 * g.in[1] + i1) * g.in[0] + i0
-                                         : (i0 * g.in[1] + i1) * g.in[2] + i2;
+              for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+                const int64_t base = k2 * g.d[2] - g.pb[2];
+                int64_t a, b;
+                sluice_out_range(base, g.s[2], g.in[2], oc, oc + cnt, &a, &b);
+                if (Kind == 0 && !indices) {
+                  // Branch-free (random data mispredicts every other tap).
+#pragma omp simd
+                  for (int64_t o2 = a; o2 < b; ++o2) {
+                    const double v = (double)sluice_load(row[o2 * g.s[2] + base]);
+                    const bool take = v > acc[o2 - oc] || argmax[o2 - oc] < 0;
+                    acc[o2 - oc] = take ? v : acc[o2 - oc];
+                    argmax[o2 - oc] = 0;
                   }
+                } else if (Kind == 0) {
+                  for (int64_t o2 = a; o2 < b; ++o2) {
+                    const int64_t i2 = o2 * g.s[2] + base;
+                    const double v = (double)sluice_load(row[i2]);
+                    if (v > acc[o2 - oc] || argmax[o2 - oc] < 0) {
+                      acc[o2 - oc] = v;
+                      argmax[o2 - oc] = columnMajor ? (i2 * g.in[1] + i1) * g.in[0] + i0
+                                                    : (i0 * g.in[1] + i1) * g.in[2] + i2;
+                    }
+                  }
+                } else if (Kind == 1) {
+#pragma omp simd
+                  for (int64_t o2 = a; o2 < b; ++o2)
+                    acc[o2 - oc] += (double)sluice_load(row[o2 * g.s[2] + base]);
+                } else {
+                  for (int64_t o2 = a; o2 < b; ++o2)
+                    acc[o2 - oc] += pow(fabs((double)sluice_load(row[o2 * g.s[2] + base])), p);
                 }
-              } else if (kind == 1) {
-                for (int64_t k2 = lo2; k2 < hi2; ++k2)
-                  acc += (double)sluice_load(row[s2 + k2 * g.d[2]]);
-              } else {
-                for (int64_t k2 = lo2; k2 < hi2; ++k2)
-                  acc += pow(fabs((double)sluice_load(row[s2 + k2 * g.d[2]])), p);
               }
             }
           }
-          double value = acc;
-          if (kind == 1) {
-            const int64_t count = countIncludePad
-                                      ? (phi0 - plo0) * (phi1 - plo1) * (phi2 - plo2)
-                                      : (hi0 - lo0) * (hi1 - lo1) * (hi2 - lo2);
-            value = acc / (double)count;
-          } else if (kind == 2) {
-            value = pow(acc, 1.0 / p);
+          for (int64_t j = 0; j < cnt; ++j) {
+            const int64_t o2 = oc + j;
+            double value = acc[j];
+            if (Kind == 1) {
+              const int64_t s2 = o2 * g.s[2] - g.pb[2];
+              int64_t lo2, hi2;
+              if (countIncludePad) {
+                sluice_tap_range(s2, g.k[2], g.d[2], -g.pb[2], g.in[2] + g.pe[2], &lo2, &hi2);
+                value = acc[j] / (double)((phi0 - plo0) * (phi1 - plo1) * (hi2 - lo2));
+              } else {
+                sluice_tap_range(s2, g.k[2], g.d[2], 0, g.in[2], &lo2, &hi2);
+                value = acc[j] / (double)((hi0 - lo0) * (hi1 - lo1) * (hi2 - lo2));
+              }
+            } else if (Kind == 2) {
+              value = pow(acc[j], 1.0 / p);
+            }
+            const int64_t oi = (o0 * g.out[1] + o1) * g.out[2] + o2;
+            out[plane * outSize + oi] = SLUICE_STORE(T, value);
+            if (indices)
+              indices[plane * outSize + oi] = plane * inSize + argmax[j];
           }
-          const int64_t oi = (o0 * g.out[1] + o1) * g.out[2] + o2;
-          out[plane * outSize + oi] = SLUICE_STORE(T, value);
-          if (indices)
-            indices[plane * outSize + oi] = plane * inSize + argmax;
         }
       }
+}
+
+template <typename T>
+static inline void sluice_pool(int threads, const sluice_window &g, int64_t planes, int kind,
+                               bool countIncludePad, double p, bool columnMajor,
+                               int64_t spatial, const T *x, T *out, int64_t *indices) {
+  (void)spatial;
+  if (kind == 0)
+    sluice_pool_impl<0>(threads, g, planes, countIncludePad, p, columnMajor, x, out, indices);
+  else if (kind == 1)
+    sluice_pool_impl<1>(threads, g, planes, countIncludePad, p, columnMajor, x, out, indices);
+  else
+    sluice_pool_impl<2>(threads, g, planes, countIncludePad, p, columnMajor, x, out, indices);
 }
 
 //===----------------------------------------------------------------------===//
