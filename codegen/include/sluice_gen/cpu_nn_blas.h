@@ -39,6 +39,10 @@ static inline void sluice_add_channel_bias(int threads, int64_t batch, int64_t c
     }
 }
 
+#ifndef SLUICE_CONV_SLICE_BYTES
+#define SLUICE_CONV_SLICE_BYTES (512 * 1024)
+#endif
+
 /// Columns [c0, c0 + cols) of the im2col matrix of `cpg` channels at `xc`
 /// (row (c, k) holds x[c, o*s - pb + k*d] for output position o, 0 in
 /// padding), into `col` with leading dimension `cols`.
@@ -119,6 +123,10 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
   // row blocks of at least 16 channels for the remaining threads.
   int64_t colBlock = (n + threads - 1) / threads;
   colBlock = (colBlock + 15) / 16 * 16;
+  // A tile's im2col slice (k x colBlock) should stay in L2 for its GEMM.
+  int64_t cacheCols = (SLUICE_CONV_SLICE_BYTES / (int64_t)sizeof(T) / (k > 0 ? k : 1) + 15) / 16 * 16;
+  if (!pointwise && colBlock > cacheCols)
+    colBlock = cacheCols;
   if (colBlock < 64)
     colBlock = 64;
   if (colBlock > n)
