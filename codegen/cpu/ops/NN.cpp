@@ -1,10 +1,12 @@
-//===- NN.cpp - cpu emitters: convolution and pooling ---------------------===//
+//===- NN.cpp - cpu emitters: convolution, pooling and the nn family ------===//
 //
 // Conv, ConvTranspose, ConvInteger and the pools as calls into
 // sluice_gen/cpu_nn.h (direct loops) and sluice_gen/cpu_nn_blas.h (im2col +
 // OpenBLAS for f32/f64). The window geometry is a compile-time
 // `sluice_window`, every 1-D/2-D form padded to 3-D with leading unit dims so
-// one loop nest covers them all.
+// one loop nest covers them all. Also quantize/dequantize, matmul_integer,
+// det, einsum, max_unpool, resize (taps and weights computed here at compile
+// time), roi_align, grid_sample and rnn (RNN/GRU/LSTM).
 //
 //===----------------------------------------------------------------------===//
 

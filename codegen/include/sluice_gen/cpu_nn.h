@@ -1,12 +1,15 @@
-//===- sluice_gen/cpu_nn.h - convolution and pooling kernels -*- C++ -*-===//
+//===- sluice_gen/cpu_nn.h - nn kernels of the cpu target -*- C++ -*-===//
 //
-// Window ops of the cpu target. Every spatial form is normalized to 3-D by
-// the emitter (missing leading dims have size 1, stride 1, dilation 1, no
-// padding), so one loop nest serves 1-D, 2-D and 3-D. Float convolutions are
-// im2col + OpenBLAS GEMM per group (transposed: GEMM + col2im), in
-// sluice_gen/cpu_nn_blas.h; every other element type, and depthwise
-// convolutions, run the direct loops here, accumulating in double (ints:
-// int64) as the reference evaluator does.
+// Convolution, pooling, quantization, integer matmul, det, einsum, max
+// unpooling, resize, roi_align, grid_sample and the recurrent cells, each a
+// port of its evaluator (lib/reference/Linalg.cpp, Indexing.cpp).
+//
+// Window ops: every spatial form is normalized to 3-D by the emitter
+// (missing leading dims have size 1, stride 1, dilation 1, no padding), so
+// one loop nest serves 1-D, 2-D and 3-D. Float convolutions are im2col +
+// OpenBLAS GEMM (transposed: GEMM + col2im), in sluice_gen/cpu_nn_blas.h;
+// every other element type, and depthwise convolutions, run the direct loops
+// here, accumulating in double (ints: int64; f32 depthwise: f32).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_GEN_CPU_NN_H
