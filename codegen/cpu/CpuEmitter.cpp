@@ -472,7 +472,7 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
                            computeOps.empty() ? "" : computeOps.front()->getName().getStringRef().str(),
                            computeOps.empty() ? "" : nodeName(computeOps.front()->getLoc())});
     (library ? model.libraryCalls : model.kernels)++;
-    if (library && kernel.getLibrary() == "gemm")
+    if (library && (kernel.getLibrary() == "gemm" || kernel.getLibrary() == "conv"))
       model.usesBlas = true;
     ++step;
   }

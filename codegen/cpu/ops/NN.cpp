@@ -1,9 +1,701 @@
-//===- NN.cpp - cpu emitters: nn ops ------------------------------===//
+//===- NN.cpp - cpu emitters: convolution, pooling and the nn family ------===//
+//
+// Conv, ConvTranspose, ConvInteger and the pools as calls into
+// sluice_gen/cpu_nn.h (direct loops) and sluice_gen/cpu_nn_blas.h (im2col +
+// OpenBLAS for f32/f64). The window geometry is a compile-time
+// `sluice_window`, every 1-D/2-D form padded to 3-D with leading unit dims so
+// one loop nest covers them all. Also quantize/dequantize, matmul_integer,
+// det, einsum, max_unpool, resize (taps and weights computed here at compile
+// time), roi_align, grid_sample and rnn (RNN/GRU/LSTM).
+//
+//===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/CpuEmitter.h"
 
-namespace sluice::codegen {
+#include "codegen/common/ScalarEmitter.h"
+#include "dialects/sluice/SluiceOps.h"
+#include "dialects/sluice/SluiceTypes.h"
 
-void registerCpuNNEmitters(CpuOpRegistry &registry) {}
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+using namespace mlir;
+
+namespace sluice::codegen {
+namespace {
+
+/// `static const sluice_window win = {...};` for spatial sizes `in`/`out`,
+/// padded to three dims at the front.
+FailureOr<std::string> windowDecl(Operation *op, ArrayRef<int64_t> in, ArrayRef<int64_t> kernel,
+                                  ArrayRef<int64_t> out, ArrayRef<int64_t> strides,
+                                  ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
+  size_t spatial = in.size();
+  if (spatial > 3 || kernel.size() != spatial || out.size() != spatial ||
+      strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial)
+    return op->emitOpError("cpu target: window ops support 1 to 3 spatial dims with "
+                           "matching attributes");
+  auto padded = [&](ArrayRef<int64_t> v, int64_t fill) {
+    std::vector<int64_t> r(3 - spatial, fill);
+    r.insert(r.end(), v.begin(), v.end());
+    return cArray(r);
+  };
+  return "  static const sluice_window win = {" + padded(in, 1) + ", " + padded(kernel, 1) +
+         ", " + padded(out, 1) + ", " + padded(strides, 1) + ", " + padded(dilations, 1) +
+         ", " + padded(pads.take_front(spatial), 0) + ", " + padded(pads.drop_front(spatial), 0) +
+         "};\n";
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+bool isBlasFloat(Type t) { return t.isF32() || t.isF64(); }
+
+LogicalResult emitConv(CpuOpContext &ctx) {
+  auto conv = cast<ConvOp>(ctx.op);
+  ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getWeight()),
+                    o = shapeOf(conv.getOutput());
+  if (x.size() < 3)
+    return conv.emitOpError("cpu target: conv needs spatial dims");
+  auto win = windowDecl(ctx.op, x.drop_front(2), w.drop_front(2), o.drop_front(2),
+                        conv.getStrides(), conv.getDilations(), conv.getPads());
+  if (failed(win))
+    return failure();
+  int64_t group = conv.getGroup();
+  Type et = elementOf(conv.getInput());
+  std::string t = storageType(et);
+  std::string bias = conv.getBias() ? ctx.in[2] : "(const " + t + " *)nullptr";
+  std::string dims = str(x[0]) + ", " + str(x[1]) + ", " + str(w[0]) + ", " + str(group);
+  ctx.body += *win;
+  bool depthwise = x[1] == group;
+  if (isBlasFloat(et) && !depthwise) {
+    ctx.include("sluice_gen/cpu_nn_blas.h");
+    ctx.body += "  if (sluice_conv_gemm(args->num_threads, win, " + dims + ", " + ctx.in[0] +
+                ", " + ctx.in[1] + ", " + bias + ", " + ctx.out[0] + "))\n    " +
+                ctx.fail("\"out of memory\"") + "\n";
+    return success();
+  }
+  ctx.include("sluice_gen/cpu_nn.h");
+  // f32 (depthwise) accumulates in f32: twice the SIMD width, and each
+  // output sums only C/group * kSize products.
+  std::string acc = et.isF32() ? "float" : "double";
+  ctx.body += "  sluice_conv_direct<" + acc + ">(args->num_threads, win, " + dims + ", " + ctx.in[0] +
+              ", " + ctx.in[1] + ", " + bias + ", " + acc + "(0), (const int64_t *)nullptr, 0, " +
+              ctx.out[0] + ");\n";
+  return success();
+}
+
+LogicalResult emitConvInteger(CpuOpContext &ctx) {
+  auto conv = cast<ConvIntegerOp>(ctx.op);
+  ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getWeight()),
+                    o = shapeOf(conv.getOutput());
+  if (x.size() < 3)
+    return conv.emitOpError("cpu target: conv needs spatial dims");
+  auto win = windowDecl(ctx.op, x.drop_front(2), w.drop_front(2), o.drop_front(2),
+                        conv.getStrides(), conv.getDilations(), conv.getPads());
+  if (failed(win))
+    return failure();
+  int64_t wZeroCount = 1;
+  for (int64_t d : shapeOf(conv.getWeightZeroPoint()))
+    wZeroCount *= d;
+  int64_t xZeroCount = 1;
+  for (int64_t d : shapeOf(conv.getInputZeroPoint()))
+    xZeroCount *= d;
+  if (xZeroCount != 1)
+    return conv.emitOpError("cpu target: input zero point must be a single value");
+  if (wZeroCount != 1 && wZeroCount != w[0])
+    return conv.emitOpError("cpu target: weight zero point must have 1 or M values");
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += *win;
+  ctx.body += "  sluice_conv_direct<int64_t>(args->num_threads, win, " + str(x[0]) + ", " +
+              str(x[1]) + ", " + str(w[0]) + ", " + str(conv.getGroup()) + ", " + ctx.in[0] +
+              ", " + ctx.in[1] + ", (const int64_t *)nullptr, (int64_t)" + ctx.in[2] + "[0], " +
+              ctx.in[3] + ", " + str(wZeroCount) + ", " + ctx.out[0] + ");\n";
+  return success();
+}
+
+LogicalResult emitConvTranspose(CpuOpContext &ctx) {
+  auto conv = cast<ConvTransposeOp>(ctx.op);
+  ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getWeight()),
+                    o = shapeOf(conv.getOutput());
+  if (x.size() < 3)
+    return conv.emitOpError("cpu target: conv_transpose needs spatial dims");
+  // The window maps input positions to (cropped) output positions.
+  auto win = windowDecl(ctx.op, x.drop_front(2), w.drop_front(2), o.drop_front(2),
+                        conv.getStrides(), conv.getDilations(), conv.getPads());
+  if (failed(win))
+    return failure();
+  int64_t group = conv.getGroup();
+  Type et = elementOf(conv.getInput());
+  std::string t = storageType(et);
+  std::string bias = conv.getBias() ? ctx.in[2] : "(const " + t + " *)nullptr";
+  std::string dims = str(x[0]) + ", " + str(x[1]) + ", " + str(o[1]) + ", " + str(group);
+  ctx.body += *win;
+  std::string fn = isBlasFloat(et) ? "sluice_conv_transpose_gemm" : "sluice_conv_transpose_direct";
+  ctx.include(isBlasFloat(et) ? "sluice_gen/cpu_nn_blas.h" : "sluice_gen/cpu_nn.h");
+  ctx.body += "  if (" + fn + "(args->num_threads, win, " + dims + ", " + ctx.in[0] + ", " +
+              ctx.in[1] + ", " + bias + ", " + ctx.out[0] + "))\n    " +
+              ctx.fail("\"out of memory\"") + "\n";
+  return success();
+}
+
+LogicalResult emitPool(CpuOpContext &ctx) {
+  auto pool = cast<PoolOp>(ctx.op);
+  ArrayRef<int64_t> x = shapeOf(pool.getInput()), o = shapeOf(pool.getOutput());
+  if (x.size() < 3)
+    return pool.emitOpError("cpu target: pool needs spatial dims");
+  auto win = windowDecl(ctx.op, x.drop_front(2), pool.getKernelShape(), o.drop_front(2),
+                        pool.getStrides(), pool.getDilations(), pool.getPads());
+  if (failed(win))
+    return failure();
+  int kind = pool.getKind() == PoolKind::max ? 0 : pool.getKind() == PoolKind::avg ? 1 : 2;
+  bool withIndices = pool.getReturnIndices() && pool->getNumResults() > 1;
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += *win;
+  ctx.body += "  sluice_pool(args->num_threads, win, " + str(x[0] * x[1]) + ", " + str(kind) +
+              ", " + (pool.getCountIncludePad() ? "true" : "false") + ", " +
+              str(pool.getP()) + ".0, " + (pool.getStorageOrder() == 1 ? "true" : "false") +
+              ", " + str(x.size() - 2) + ", " + ctx.in[0] + ", " + ctx.out[0] + ", " +
+              (withIndices ? ctx.out[1] : "(int64_t *)nullptr") + ");\n";
+  return success();
+}
+
+int64_t numElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// (inner, params) of a per-tensor or per-axis quantization parameter.
+FailureOr<std::pair<int64_t, int64_t>> paramLayout(Operation *op, Value x, Value param,
+                                                   int64_t axis) {
+  ArrayRef<int64_t> xs = shapeOf(x), ps = shapeOf(param);
+  int64_t count = numElements(ps);
+  if (ps.empty() || (ps.size() == 1 && count == 1))
+    return std::make_pair(int64_t(1), int64_t(1));
+  int64_t rank = xs.size();
+  if (ps.size() != 1 || axis < -rank || axis >= rank)
+    return op->emitOpError("cpu target: unsupported quantization parameter layout");
+  if (axis < 0)
+    axis += rank;
+  if (xs[axis] != count)
+    return op->emitOpError("cpu target: per-axis parameter size mismatch");
+  return std::make_pair(numElements(xs.drop_front(axis + 1)), count);
+}
+
+LogicalResult emitQuantizeLinear(CpuOpContext &ctx) {
+  auto q = cast<QuantizeLinearOp>(ctx.op);
+  auto layout = paramLayout(ctx.op, q.getInput(), q.getScale(), q.getAxis());
+  if (failed(layout))
+    return failure();
+  Type rt = elementOf(q.getOutput());
+  unsigned width = rt.getIntOrFloatBitWidth();
+  bool isUnsigned = rt.isUnsignedInteger();
+  double lo, hi;
+  if (width >= 64) {
+    lo = isUnsigned ? 0.0 : -9223372036854775808.0;
+    hi = isUnsigned ? 18446744073709551615.0 : 9223372036854775807.0;
+  } else if (isUnsigned) {
+    lo = 0;
+    hi = double((uint64_t(1) << width) - 1);
+  } else {
+    lo = -double(int64_t(1) << (width - 1));
+    hi = double((int64_t(1) << (width - 1)) - 1);
+  }
+  char range[96];
+  snprintf(range, sizeof(range), "%.17g, %.17g", lo, hi);
+  bool single = !elementOf(q.getInput()).isF64();
+  std::string zero = q.getZeroPoint() ? ctx.in[2] : "(const int64_t *)nullptr";
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  sluice_quantize(args->num_threads, " + str(numElements(shapeOf(q.getInput()))) +
+              ", " + str(layout->first) + ", " + str(layout->second) + ", " +
+              (single ? "true" : "false") + ", " + ctx.in[0] + ", " + ctx.in[1] + ", " + zero +
+              ", " + range + ", " + ctx.out[0] + ");\n";
+  return success();
+}
+
+LogicalResult emitDequantizeLinear(CpuOpContext &ctx) {
+  auto dq = cast<DequantizeLinearOp>(ctx.op);
+  auto layout = paramLayout(ctx.op, dq.getInput(), dq.getScale(), dq.getAxis());
+  if (failed(layout))
+    return failure();
+  std::string zero = dq.getZeroPoint() ? ctx.in[2] : "(const int64_t *)nullptr";
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  sluice_dequantize(args->num_threads, " +
+              str(numElements(shapeOf(dq.getInput()))) + ", " + str(layout->first) + ", " +
+              str(layout->second) + ", " + ctx.in[0] + ", " + ctx.in[1] + ", " + zero + ", " +
+              ctx.out[0] + ");\n";
+  return success();
+}
+
+LogicalResult emitMatMulInteger(CpuOpContext &ctx) {
+  auto mm = cast<MatMulIntegerOp>(ctx.op);
+  std::vector<int64_t> as(shapeOf(mm.getLhs()).begin(), shapeOf(mm.getLhs()).end()),
+      bs(shapeOf(mm.getRhs()).begin(), shapeOf(mm.getRhs()).end());
+  if (as.empty() || bs.empty())
+    return mm.emitOpError("cpu target: matmul_integer operands must have rank >= 1");
+  if (as.size() == 1)
+    as.insert(as.begin(), 1);
+  if (bs.size() == 1)
+    bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  size_t batchRank = std::max(as.size(), bs.size()) - 2;
+  auto batchDim = [&](const std::vector<int64_t> &s, size_t d) -> int64_t {
+    int64_t idx = (int64_t)d - (int64_t)(batchRank - (s.size() - 2));
+    return idx < 0 ? 1 : s[idx];
+  };
+  std::vector<int64_t> batch(batchRank);
+  int64_t batches = 1;
+  for (size_t d = 0; d < batchRank; ++d) {
+    batch[d] = std::max(batchDim(as, d), batchDim(bs, d));
+    batches *= batch[d];
+  }
+  if (batches > (1 << 20))
+    return mm.emitOpError("cpu target: too many matmul batches");
+  std::vector<int64_t> aOff, bOff;
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t rest = i, ao = 0, bo = 0, aStride = m * k, bStride = k * n;
+    for (int64_t d = (int64_t)batchRank - 1; d >= 0; --d) {
+      int64_t c = rest % batch[d];
+      rest /= batch[d];
+      int64_t ad = batchDim(as, d), bd = batchDim(bs, d);
+      ao += (ad == 1 ? 0 : c) * aStride;
+      bo += (bd == 1 ? 0 : c) * bStride;
+      aStride *= ad;
+      bStride *= bd;
+    }
+    aOff.push_back(ao);
+    bOff.push_back(bo);
+  }
+  int64_t az = numElements(shapeOf(mm.getLhsZeroPoint())),
+          bz = numElements(shapeOf(mm.getRhsZeroPoint()));
+  if ((az != 1 && az != m) || (bz != 1 && bz != n))
+    return mm.emitOpError("cpu target: zero points must be scalars or per row / column");
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  " + cStaticArray("a_off", aOff) + "  " + cStaticArray("b_off", bOff);
+  ctx.body += "  sluice_matmul_integer(args->num_threads, " + str(batches) + ", " + str(m) +
+              ", " + str(n) + ", " + str(k) + ", " + ctx.in[0] + ", a_off, " + ctx.in[1] +
+              ", b_off, " + ctx.in[2] + ", " + str(az) + ", " + ctx.in[3] + ", " + str(bz) +
+              ", " + ctx.out[0] + ");\n";
+  return success();
+}
+
+LogicalResult emitDet(CpuOpContext &ctx) {
+  ArrayRef<int64_t> x = shapeOf(ctx.op->getOperand(0));
+  if (x.size() < 2 || x.back() != x[x.size() - 2])
+    return ctx.op->emitOpError("cpu target: det expects square matrices");
+  int64_t n = x.back();
+  ctx.include("sluice_gen/cpu_nn.h");
+  // A fresh workspace per run: concurrent runs must not share it.
+  ctx.body += "  double *work = (double *)malloc(" + str(std::max<int64_t>(n * n, 1)) +
+              " * sizeof(double));\n  if (!work)\n    " + ctx.fail("\"out of memory\"") + "\n";
+  ctx.body += "  sluice_det(" + str(numElements(x.drop_back(2))) + ", " + str(n) + ", " +
+              ctx.in[0] + ", " + ctx.out[0] + ", work);\n  free(work);\n";
+  return success();
+}
+
+LogicalResult emitEinsum(CpuOpContext &ctx) {
+  auto einsum = cast<EinsumOp>(ctx.op);
+  SmallVector<int64_t> ranks;
+  for (Value v : einsum.getInputs())
+    ranks.push_back(shapeOf(v).size());
+  SmallVector<SmallVector<int64_t>> labels;
+  SmallVector<int64_t> outLabels;
+  std::string error = EinsumOp::parseEquation(einsum.getEquation(), ranks, labels, outLabels);
+  if (!error.empty())
+    return einsum.emitOpError("cpu target: equation: ") << error;
+  std::map<int64_t, int64_t> sizes;
+  for (auto [v, operandLabels] : llvm::zip(einsum.getInputs(), labels))
+    for (auto [d, label] : llvm::enumerate(operandLabels)) {
+      int64_t size = shapeOf(v)[d];
+      auto it = sizes.find(label);
+      if (it == sizes.end() || it->second == 1)
+        sizes[label] = size;
+    }
+  std::vector<int64_t> all(outLabels.begin(), outLabels.end());
+  for (auto [label, size] : sizes)
+    if (!llvm::is_contained(outLabels, label))
+      all.push_back(label);
+  if (all.size() > 64)
+    return einsum.emitOpError("cpu target: too many einsum labels");
+  std::map<int64_t, size_t> position;
+  std::vector<int64_t> extents, strides;
+  for (auto [i, label] : llvm::enumerate(all)) {
+    position[label] = i;
+    extents.push_back(sizes[label]);
+  }
+  for (auto [v, operandLabels] : llvm::zip(einsum.getInputs(), labels)) {
+    ArrayRef<int64_t> shape = shapeOf(v);
+    std::vector<int64_t> s(all.size(), 0), tStrides(shape.size(), 1);
+    for (int64_t d = (int64_t)shape.size() - 2; d >= 0; --d)
+      tStrides[d] = tStrides[d + 1] * shape[d + 1];
+    for (auto [d, label] : llvm::enumerate(operandLabels))
+      if (shape[d] != 1 || sizes[label] == 1)
+        s[position[label]] += tStrides[d];
+    strides.insert(strides.end(), s.begin(), s.end());
+  }
+  std::string t = storageType(elementOf(einsum.getInputs()[0]));
+  std::string ptrs;
+  for (size_t i = 0; i < einsum.getInputs().size(); ++i)
+    ptrs += (i ? ", " : "") + ctx.in[i];
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  " + cStaticArray("extents", extents) + "  " + cStaticArray("strides", strides);
+  ctx.body += "  const " + t + " *const operands[] = {" + ptrs + "};\n";
+  ctx.body += "  sluice_einsum(args->num_threads, " + str(einsum.getInputs().size()) +
+              ", operands, " + str(all.size()) + ", " + str(outLabels.size()) +
+              ", extents, strides, " +
+              (isa<FloatType>(elementOf(einsum.getOutput())) ? "false" : "true") + ", " +
+              ctx.out[0] + ");\n";
+  return success();
+}
+
+LogicalResult emitMaxUnpool(CpuOpContext &ctx) {
+  auto unpool = cast<MaxUnpoolOp>(ctx.op);
+  ArrayRef<int64_t> x = shapeOf(unpool.getInput());
+  ArrayRef<int64_t> kernel = unpool.getKernelShape(), strides = unpool.getStrides(),
+                    pads = unpool.getPads();
+  int64_t spatial = kernel.size();
+  if ((int64_t)x.size() != spatial + 2 || (int64_t)strides.size() != spatial ||
+      (int64_t)pads.size() != 2 * spatial)
+    return unpool.emitOpError("cpu target: max_unpool attributes do not match the input");
+  std::vector<int64_t> natural = {x[0], x[1]};
+  for (int64_t d = 0; d < spatial; ++d)
+    natural.push_back((x[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + spatial]);
+  ArrayRef<int64_t> out = shapeOf(unpool.getOutput());
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  " + cStaticArray("natural", natural) + "  " + cStaticArray("out_shape", out);
+  ctx.body += "  if (sluice_max_unpool(" + str(numElements(x)) + ", " + str(natural.size()) +
+              ", natural, out_shape, " + ctx.in[0] + ", " + ctx.in[1] + ", " + ctx.out[0] +
+              "))\n    " + ctx.fail("\"index outside the output\"") + "\n";
+  return success();
+}
+
+/// Taps and weights of one resized axis (the evaluator's resizeAxis).
+struct ResizeAxis {
+  int64_t ntaps = 0;
+  std::vector<int64_t> taps;
+  std::vector<double> weights;
+  std::vector<int64_t> extrapolate;
+};
+
+ResizeAxis resizeAxis(ResizeOp resize, int64_t in, int64_t out, double scale, double roiStart,
+                      double roiEnd) {
+  StringRef mode = resize.getMode();
+  StringRef transform = resize.getCoordinateTransformationMode();
+  StringRef nearest = resize.getNearestMode();
+  double a = resize.getCubicCoeffA().convertToFloat();
+  bool excludeOutside = resize.getExcludeOutside();
+  double outLength = scale * in;
+  ResizeAxis r;
+  r.ntaps = mode == "nearest" || mode == "linear" ? 2 : 4;
+  for (int64_t y = 0; y < out; ++y) {
+    double x;
+    bool extrapolate = false;
+    if (transform == "align_corners") {
+      x = outLength == 1 ? 0.0 : y * (in - 1) / (outLength - 1);
+    } else if (transform == "asymmetric") {
+      x = y / scale;
+    } else if (transform == "tf_crop_and_resize") {
+      x = outLength == 1 ? (roiEnd - roiStart) * (in - 1) / 2
+                         : y * (roiEnd - roiStart) * (in - 1) / (outLength - 1);
+      x += roiStart * (in - 1);
+      extrapolate = x < 0 || x > in - 1;
+    } else if (transform == "pytorch_half_pixel") {
+      x = outLength == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+    } else if (transform == "tf_half_pixel_for_nn") {
+      x = (y + 0.5) / scale;
+    } else {
+      x = (y + 0.5) / scale - 0.5;
+    }
+    r.extrapolate.push_back(extrapolate);
+    if (extrapolate) {
+      for (int64_t i = 0; i < r.ntaps; ++i) {
+        r.taps.push_back(0);
+        r.weights.push_back(0.0);
+      }
+      continue;
+    }
+    double floorX = std::floor(x);
+    bool integral = x == floorX;
+    int64_t base = integral ? (int64_t)floorX - 1 : (int64_t)floorX;
+    double ratio = integral ? 1.0 : x - floorX;
+    std::vector<double> weights;
+    if (mode == "nearest") {
+      bool up;
+      if (integral || nearest == "ceil")
+        up = true;
+      else if (nearest == "floor")
+        up = false;
+      else if (nearest == "round_prefer_ceil")
+        up = ratio >= 0.5;
+      else
+        up = ratio > 0.5;
+      weights = {up ? 0.0 : 1.0, up ? 1.0 : 0.0};
+    } else if (mode == "linear") {
+      weights = {1 - ratio, ratio};
+    } else {
+      auto far = [&](double v) { return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a; };
+      auto near = [&](double v) { return ((a + 2) * v - (a + 3)) * v * v + 1; };
+      weights = {far(ratio + 1), near(ratio), near(1 - ratio), far(2 - ratio)};
+    }
+    int64_t n = weights.size(), first = base - (n / 2 - 1);
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t tap = first + i;
+      if (excludeOutside && (tap < 0 || tap >= in))
+        weights[i] = 0;
+      total += weights[i];
+      r.taps.push_back(std::clamp<int64_t>(tap, 0, in - 1));
+    }
+    if (excludeOutside && total != 0)
+      for (double &w : weights)
+        w /= total;
+    r.weights.insert(r.weights.end(), weights.begin(), weights.end());
+  }
+  return r;
+}
+
+/// Float values of a constant operand, seen through the kernel boundary:
+/// constants too big to be cloned into the group (dense_resource blobs are
+/// never cloned) are kernel inputs defined by a top-level constant.
+std::optional<SmallVector<double>> constantFloats(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    if (Operation *parent = arg.getOwner()->getParentOp())
+      if (isa<KernelOp>(parent) && arg.getArgNumber() < parent->getNumOperands())
+        value = parent->getOperand(arg.getArgNumber());
+  return getConstantFloatValues(value);
+}
+
+std::string cDoubleArray(const std::string &name, ArrayRef<double> values) {
+  std::string s = "static const double " + name + "[] = {";
+  for (size_t i = 0; i < values.size(); ++i) {
+    char buf[40];
+    snprintf(buf, sizeof(buf), "%.17g", values[i]);
+    s += (i ? ", " : "") + std::string(buf);
+  }
+  if (values.empty())
+    s += "0";
+  return s + "};\n";
+}
+
+LogicalResult emitResize(CpuOpContext &ctx) {
+  auto resize = cast<ResizeOp>(ctx.op);
+  ArrayRef<int64_t> x = shapeOf(resize.getInput()), o = shapeOf(resize.getOutput());
+  int64_t rank = x.size();
+  std::vector<double> scales(rank, 1.0);
+  if (resize.getSizes()) {
+    for (int64_t i = 0; i < rank; ++i)
+      scales[i] = x[i] ? (double)o[i] / x[i] : 1.0;
+  } else {
+    auto values = resize.getScales() ? constantFloats(resize.getScales())
+                                     : std::nullopt;
+    if (!values || (int64_t)values->size() != rank)
+      return resize.emitOpError("cpu target: resize needs constant scales");
+    for (int64_t i = 0; i < rank; ++i)
+      scales[i] = (float)(*values)[i];
+  }
+  bool cropping = resize.getCoordinateTransformationMode() == "tf_crop_and_resize";
+  std::vector<double> roi;
+  if (resize.getRoi()) {
+    auto values = constantFloats(resize.getRoi());
+    if (values && (int64_t)values->size() == 2 * rank)
+      roi.assign(values->begin(), values->end());
+    else if (cropping)
+      return resize.emitOpError("cpu target: tf_crop_and_resize needs a constant roi");
+  } else if (cropping) {
+    return resize.emitOpError("cpu target: tf_crop_and_resize needs a roi");
+  }
+  int64_t maxCount = 1, count = 1;
+  for (int64_t d : x)
+    count *= d;
+  maxCount = count;
+  std::vector<int64_t> shape(x.begin(), x.end());
+  std::string &s = ctx.body;
+  std::string calls;
+  int axes = 0;
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    double roiStart = roi.empty() ? 0.0 : roi[axis];
+    double roiEnd = roi.empty() ? 1.0 : roi[axis + rank];
+    bool identity = std::abs(scales[axis] - 1.0) <= 1e-9 && o[axis] == shape[axis] &&
+                    (!cropping || (std::abs(roiStart) <= 1e-9 && std::abs(roiEnd - 1.0) <= 1e-9));
+    if (identity)
+      continue;
+    if (shape[axis] == 0 && o[axis] > 0)
+      return resize.emitOpError("cpu target: cannot resize an empty dim");
+    ResizeAxis r = resizeAxis(resize, shape[axis], o[axis], scales[axis], roiStart, roiEnd);
+    std::string id = std::to_string(axes++);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= shape[d];
+    for (int64_t d = axis + 1; d < rank; ++d)
+      inner *= shape[d];
+    s += "  " + cStaticArray("taps" + id, r.taps) + "  " +
+         cDoubleArray("weights" + id, r.weights);
+    s += "  static const unsigned char extrapolate" + id + "[] = {";
+    for (size_t i = 0; i < r.extrapolate.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(r.extrapolate[i]);
+    s += r.extrapolate.empty() ? "0};\n" : "};\n";
+    char extrapolation[40];
+    snprintf(extrapolation, sizeof(extrapolation), "%.17g",
+             (double)resize.getExtrapolationValue().convertToFloat());
+    calls += "  sluice_resize_axis(args->num_threads, " + str(outer) + ", " + str(shape[axis]) +
+             ", " + str(o[axis]) + ", " + str(inner) + ", " + str(r.ntaps) + ", taps" + id +
+             ", weights" + id + ", extrapolate" + id + ", " + extrapolation +
+             ", src, dst);\n  { double *t = src; src = dst; dst = t; }\n";
+    shape[axis] = o[axis];
+    count = outer * o[axis] * inner;
+    maxCount = std::max(maxCount, count);
+  }
+  Type et = elementOf(resize.getInput());
+  bool integer = !isa<FloatType>(et);
+  double lo = 0, hi = 0;
+  if (integer) {
+    unsigned width = et.getIntOrFloatBitWidth();
+    if (width == 1) {
+      hi = 1;
+    } else if (width >= 64) {
+      lo = -9.2e18;
+      hi = 9.2e18;
+    } else if (et.isUnsignedInteger()) {
+      hi = double((uint64_t(1) << width) - 1);
+    } else {
+      lo = -double(int64_t(1) << (width - 1));
+      hi = double((int64_t(1) << (width - 1)) - 1);
+    }
+  }
+  char range[96];
+  snprintf(range, sizeof(range), "%.17g, %.17g", lo, hi);
+  ctx.include("sluice_gen/cpu_nn.h");
+  s += "  double *src = (double *)malloc(" + str(std::max<int64_t>(maxCount, 1)) +
+       " * sizeof(double)), *dst = (double *)malloc(" + str(std::max<int64_t>(maxCount, 1)) +
+       " * sizeof(double));\n";
+  s += "  if (!src || !dst) { free(src); free(dst); " + ctx.fail("\"out of memory\"") + " }\n";
+  s += "  sluice_to_double(" + str(numElements(x)) + ", " + ctx.in[0] + ", src);\n";
+  s += calls;
+  s += "  sluice_from_double(" + str(numElements(o)) + ", src, " +
+       (integer ? "true" : "false") + ", " + range + ", " + ctx.out[0] + ");\n";
+  s += "  free(src);\n  free(dst);\n";
+  return success();
+}
+
+LogicalResult emitRoiAlign(CpuOpContext &ctx) {
+  auto align = cast<RoiAlignOp>(ctx.op);
+  ArrayRef<int64_t> x = shapeOf(align.getInput()), rois = shapeOf(align.getRois());
+  if (x.size() != 4 || rois.size() != 2 || rois[1] != 4)
+    return align.emitOpError("cpu target: roi_align expects X [N, C, H, W], rois [R, 4]");
+  char scale[40];
+  snprintf(scale, sizeof(scale), "%.17g", (double)align.getSpatialScale().convertToFloat());
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  if (int32_t status = sluice_roi_align(args->num_threads, " + str(x[0]) + ", " +
+              str(x[1]) + ", " + str(x[2]) + ", " + str(x[3]) + ", " + str(rois[0]) + ", " +
+              str(align.getOutputHeight()) + ", " + str(align.getOutputWidth()) + ", " +
+              str(align.getSamplingRatio()) + ", " + scale + ", " +
+              (align.getCoordinateTransformationMode() == "half_pixel" ? "true" : "false") +
+              ", " + (align.getMode() == "max" ? "true" : "false") + ", " + ctx.in[0] + ", " +
+              ctx.in[1] + ", " + ctx.in[2] + ", " + ctx.out[0] + "))\n    " +
+              ctx.fail("status == 2 ? \"out of memory\" : \"batch index out of range or roi not finite\"") +
+              "\n";
+  return success();
+}
+
+LogicalResult emitGridSample(CpuOpContext &ctx) {
+  auto sample = cast<GridSampleOp>(ctx.op);
+  ArrayRef<int64_t> x = shapeOf(sample.getInput()), grid = shapeOf(sample.getGrid());
+  if (x.size() != 4 || grid.size() != 4 || grid[3] != 2)
+    return sample.emitOpError("cpu target: grid_sample supports 4-D inputs only");
+  StringRef mode = sample.getMode(), padding = sample.getPaddingMode();
+  int modeCode = mode == "nearest" ? 1 : mode == "bilinear" ? 0 : 2;
+  int paddingCode = padding == "border" ? 1 : padding == "reflection" ? 2 : 0;
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  sluice_grid_sample(args->num_threads, " + str(x[0]) + ", " + str(x[1]) + ", " +
+              str(x[2]) + ", " + str(x[3]) + ", " + str(grid[1]) + ", " + str(grid[2]) + ", " +
+              std::to_string(modeCode) + ", " + std::to_string(paddingCode) + ", " +
+              (sample.getAlignCorners() ? "true" : "false") + ", " + ctx.in[0] + ", " +
+              ctx.in[1] + ", " + ctx.out[0] + ");\n";
+  return success();
+}
+
+LogicalResult emitRnn(CpuOpContext &ctx) {
+  auto rnn = cast<RnnOp>(ctx.op);
+  StringRef cell = rnn.getCell(), direction = rnn.getDirection();
+  int cellCode = cell == "lstm" ? 2 : cell == "gru" ? 1 : 0;
+  int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  ArrayRef<int64_t> x = shapeOf(rnn.getInput());
+  if (x.size() != 3)
+    return rnn.emitOpError("cpu target: rnn input must be (seq, batch, features)");
+  if (cellCode == 2 && rnn.getExtras().size() < 2)
+    return rnn.emitOpError("cpu target: lstm needs initial_c and peepholes");
+  // Activations with their alpha/beta bound as the evaluator binds them.
+  static const std::map<std::string, std::pair<double, double>> defaults = {
+      {"Affine", {1.0, 0.0}},        {"LeakyRelu", {0.01, 0.0}},
+      {"ThresholdedRelu", {1.0, 0}}, {"ScaledTanh", {1.0, 1.0}},
+      {"HardSigmoid", {0.2, 0.5}},   {"Elu", {1.0, 0.0}}};
+  static const char *names[] = {"Sigmoid",    "Tanh",        "Relu",     "Affine",
+                                "LeakyRelu",  "ThresholdedRelu", "ScaledTanh",
+                                "HardSigmoid", "Elu",        "Softsign", "Softplus"};
+  ArrayRef<float> alphas = rnn.getActivationAlpha(), betas = rnn.getActivationBeta();
+  size_t ai = 0, bi = 0;
+  std::string acts;
+  size_t count = 0;
+  for (Attribute a : rnn.getActivations()) {
+    std::string name = cast<StringAttr>(a).getValue().str();
+    int kind = 10;
+    for (int k = 0; k < 11; ++k)
+      if (name == names[k])
+        kind = k;
+    double alpha = 0.0, beta = 0.0;
+    auto it = defaults.find(name);
+    if (it != defaults.end()) {
+      alpha = ai < alphas.size() ? alphas[ai++] : it->second.first;
+      if (name == "Affine" || name == "ScaledTanh" || name == "HardSigmoid")
+        beta = bi < betas.size() ? betas[bi++] : it->second.second;
+    }
+    char buf[96];
+    snprintf(buf, sizeof(buf), "{%d, %.17g, %.17g}", kind, alpha, beta);
+    acts += (count++ ? ", " : "") + std::string(buf);
+  }
+  size_t perDir = cellCode == 2 ? 3 : cellCode == 1 ? 2 : 1;
+  if (count != perDir * dirs)
+    return rnn.emitOpError("cpu target: rnn expects ") << perDir * dirs << " activations";
+  char clip[40];
+  snprintf(clip, sizeof(clip), "%.17g", rnn.getClip() ? rnn.getClip()->convertToDouble() : 0.0);
+  std::string t = storageType(elementOf(rnn.getInput()));
+  std::string none = "(const " + t + " *)nullptr";
+  ctx.include("sluice_gen/cpu_nn.h");
+  ctx.body += "  static const sluice_act acts[] = {" + acts + "};\n";
+  ctx.body += "  if (int32_t status = sluice_rnn(args->num_threads, " + std::to_string(cellCode) +
+              ", " + str(dirs) + ", " + (direction == "reverse" ? "true" : "false") + ", " +
+              str(x[0]) + ", " + str(x[1]) + ", " + str(x[2]) + ", " +
+              str(rnn.getHiddenSize()) + ", acts, " + (rnn.getClip() ? "true" : "false") +
+              ", " + clip + ", " + (rnn.getLinearBeforeReset() ? "true" : "false") + ", " +
+              (rnn.getInputForget() ? "true" : "false") + ", " + ctx.in[0] + ", " + ctx.in[1] +
+              ", " + ctx.in[2] + ", " + ctx.in[3] + ", " + ctx.in[4] + ", " + ctx.in[5] + ", " +
+              (cellCode == 2 ? ctx.in[6] : none) + ", " + (cellCode == 2 ? ctx.in[7] : none) +
+              ", " + ctx.out[0] + ", " + ctx.out[1] + ", " +
+              (ctx.out.size() > 2 ? ctx.out[2] : "(" + t + " *)nullptr") + "))\n    " +
+              ctx.fail("status == 2 ? \"out of memory\" : \"sequence length out of range\"") +
+              "\n";
+  return success();
+}
+
+} // namespace
+
+void registerCpuNNEmitters(CpuOpRegistry &registry) {
+  registry.add(ConvOp::getOperationName(), emitConv);
+  registry.add(ConvIntegerOp::getOperationName(), emitConvInteger);
+  registry.add(ConvTransposeOp::getOperationName(), emitConvTranspose);
+  registry.add(PoolOp::getOperationName(), emitPool);
+  registry.add(QuantizeLinearOp::getOperationName(), emitQuantizeLinear);
+  registry.add(DequantizeLinearOp::getOperationName(), emitDequantizeLinear);
+  registry.add(MatMulIntegerOp::getOperationName(), emitMatMulInteger);
+  registry.add(DetOp::getOperationName(), emitDet);
+  registry.add(EinsumOp::getOperationName(), emitEinsum);
+  registry.add(MaxUnpoolOp::getOperationName(), emitMaxUnpool);
+  registry.add(ResizeOp::getOperationName(), emitResize);
+  registry.add(RoiAlignOp::getOperationName(), emitRoiAlign);
+  registry.add(GridSampleOp::getOperationName(), emitGridSample);
+  registry.add(RnnOp::getOperationName(), emitRnn);
+}
 
 } // namespace sluice::codegen

@@ -1,0 +1,277 @@
+//===- sluice_gen/cpu_nn_blas.h - BLAS convolutions -*- C++ -*-===//
+//
+// Float convolutions of the cpu target as OpenBLAS GEMMs: im2col + GEMM per
+// (sample, group), and GEMM + col2im for the transposed form. Separate from
+// cpu_nn.h so that bundles without float convolutions do not link OpenBLAS.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SLUICE_GEN_CPU_NN_BLAS_H
+#define SLUICE_GEN_CPU_NN_BLAS_H
+
+#include "sluice_gen/cpu_blas.h"
+#include "sluice_gen/cpu_nn.h"
+
+/// A scratch buffer of at least `bytes`, kept per calling thread between
+/// runs: im2col matrices are megabytes, and a fresh malloc of that size is a
+/// fresh mmap whose page faults cost as much as the copy. Never freed.
+static inline void *sluice_scratch(size_t bytes) {
+  static thread_local void *buffer = nullptr;
+  static thread_local size_t capacity = 0;
+  if (bytes > capacity) {
+    free(buffer);
+    buffer = malloc(bytes);
+    capacity = buffer ? bytes : 0;
+  }
+  return buffer;
+}
+
+/// Adds bias[m] to every (n, m) plane.
+template <typename T>
+static inline void sluice_add_channel_bias(int threads, int64_t batch, int64_t channels,
+                                           int64_t plane, const T *bias, T *out) {
+#pragma omp parallel for collapse(2) num_threads(threads) if (batch * channels * plane > 32768)
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t m = 0; m < channels; ++m) {
+      T *p = out + (n * channels + m) * plane;
+      const T b = bias[m];
+      for (int64_t i = 0; i < plane; ++i)
+        p[i] += b;
+    }
+}
+
+#ifndef SLUICE_CONV_SLICE_BYTES
+#define SLUICE_CONV_SLICE_BYTES (512 * 1024)
+#endif
+
+/// Columns [c0, c0 + cols) of the im2col matrix of `cpg` channels at `xc`
+/// (row (c, k) holds x[c, o*s - pb + k*d] for output position o, 0 in
+/// padding), into `col` with leading dimension `cols`.
+template <typename T>
+static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const T *xc,
+                                      int64_t c0, int64_t cols, T *col) {
+  const int64_t inSize = g.inSize(), kSize = g.kSize();
+  const int64_t rows = cpg * kSize, end = c0 + cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t c = r / kSize, kIdx = r % kSize;
+    const int64_t k0 = kIdx / (g.k[1] * g.k[2]), k1 = (kIdx / g.k[2]) % g.k[1],
+                  k2 = kIdx % g.k[2];
+    const T *xp = xc + c * inSize;
+    T *dst = col + r * cols - c0;
+    const int64_t base = k2 * g.d[2] - g.pb[2], s2 = g.s[2];
+    for (int64_t o = c0; o < end;) {
+      const int64_t o2 = o % g.out[2], o01 = o / g.out[2];
+      const int64_t o1 = o01 % g.out[1], o0 = o01 / g.out[1];
+      const int64_t seg = g.out[2] - o2 < end - o ? g.out[2] - o2 : end - o;
+      const int64_t i0 = o0 * g.s[0] - g.pb[0] + k0 * g.d[0];
+      const int64_t i1 = o1 * g.s[1] - g.pb[1] + k1 * g.d[1];
+      T *d = dst + o - o2; // indexed by o2
+      if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1]) {
+        for (int64_t j = o2; j < o2 + seg; ++j)
+          d[j] = T(0);
+      } else {
+        const T *row = xp + (i0 * g.in[1] + i1) * g.in[2];
+        if (s2 == 1) {
+          // Contiguous: zeros, a copy, zeros.
+          int64_t lo = -base > o2 ? -base : o2;
+          int64_t hi = g.in[2] - base < o2 + seg ? g.in[2] - base : o2 + seg;
+          if (lo > o2 + seg)
+            lo = o2 + seg;
+          if (hi < lo)
+            hi = lo;
+          for (int64_t j = o2; j < lo; ++j)
+            d[j] = T(0);
+          if (hi > lo)
+            memcpy(d + lo, row + lo + base, (size_t)(hi - lo) * sizeof(T));
+          for (int64_t j = hi; j < o2 + seg; ++j)
+            d[j] = T(0);
+        } else {
+          for (int64_t j = o2; j < o2 + seg; ++j) {
+            const int64_t i2 = j * s2 + base;
+            d[j] = (i2 < 0 || i2 >= g.in[2]) ? T(0) : row[i2];
+          }
+        }
+      }
+      o += seg;
+    }
+  }
+}
+
+/// Convolution as GEMMs per (sample, group): out_g = W_g x col_g, W_g
+/// (M/group) x (C/group * kSize), col_g the im2col matrix. The output is cut
+/// into tiles (column blocks of output positions, then row blocks of
+/// channels) over one OpenMP region; each tile builds its own im2col slice in
+/// a per-thread scratch buffer (still in cache for its GEMM), runs a
+/// single-threaded OpenBLAS GEMM and adds the bias. A pointwise (1x1,
+/// stride 1, unpadded) convolution reads x directly. Returns nonzero when a
+/// workspace cannot be allocated.
+template <typename T>
+static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int64_t batch,
+                                       int64_t channels, int64_t outChannels, int64_t group,
+                                       const T *x, const T *w, const T *bias, T *out) {
+  const int64_t cpg = channels / group, mpg = outChannels / group;
+  const int64_t inSize = g.inSize(), kSize = g.kSize(), outSize = g.outSize();
+  const int64_t m = mpg, n = outSize, k = cpg * kSize;
+  if (batch * outChannels * outSize == 0)
+    return 0;
+  bool pointwise = kSize == 1 && inSize == outSize;
+  for (int i = 0; i < 3; ++i)
+    pointwise = pointwise && g.s[i] == 1 && g.pb[i] == 0 && g.in[i] == g.out[i];
+  sluice_blas_threads(1);
+  if (threads < 1)
+    threads = 1;
+  // Tiles: column blocks of at least 64 positions (a multiple of 16), then
+  // row blocks of at least 16 channels for the remaining threads.
+  int64_t colBlock = (n + threads - 1) / threads;
+  colBlock = (colBlock + 15) / 16 * 16;
+  // A tile's im2col slice (k x colBlock) should stay in L2 for its GEMM.
+  int64_t cacheCols = (SLUICE_CONV_SLICE_BYTES / (int64_t)sizeof(T) / (k > 0 ? k : 1) + 15) / 16 * 16;
+  if (!pointwise && colBlock > cacheCols)
+    colBlock = cacheCols;
+  if (colBlock < 64)
+    colBlock = 64;
+  if (colBlock > n)
+    colBlock = n;
+  const int64_t colBlocks = (n + colBlock - 1) / colBlock;
+  int64_t rowBlocks = threads / colBlocks;
+  if (rowBlocks > m / 16)
+    rowBlocks = m / 16;
+  if (rowBlocks < 1)
+    rowBlocks = 1;
+  const int64_t rowBlock = (m + rowBlocks - 1) / rowBlocks;
+  const int64_t tiles = colBlocks * rowBlocks;
+  const bool parallel = tiles > 1 && m * n * k >= (1 << 17);
+  int32_t failed = 0;
+  for (int64_t s = 0; s < batch; ++s)
+    for (int64_t grp = 0; grp < group; ++grp) {
+      const T *xc = x + (s * channels + grp * cpg) * inSize;
+      const T *wg = w + grp * mpg * k;
+      T *oc = out + (s * outChannels + grp * mpg) * outSize;
+#pragma omp parallel for num_threads(threads) schedule(static) if (parallel)
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t r0 = (t / colBlocks) * rowBlock, c0 = (t % colBlocks) * colBlock;
+        const int64_t rows = m - r0 < rowBlock ? m - r0 : rowBlock;
+        const int64_t cols = n - c0 < colBlock ? n - c0 : colBlock;
+        if (rows <= 0 || cols <= 0)
+          continue;
+        T *c = oc + r0 * n + c0;
+        if (k == 0) {
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j)
+              c[i * n + j] = T(0);
+        } else if (pointwise) {
+          sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, xc + c0, n, c, n);
+        } else {
+          T *col = (T *)sluice_scratch((size_t)(k * cols) * sizeof(T));
+          if (!col) {
+            failed = 1;
+            continue;
+          }
+          sluice_im2col_cols(g, cpg, xc, c0, cols, col);
+          sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, col, cols, c, n);
+        }
+        if (bias)
+          for (int64_t i = 0; i < rows; ++i) {
+            const T b = bias[grp * mpg + r0 + i];
+            T *ci = c + i * n;
+            for (int64_t j = 0; j < cols; ++j)
+              ci[j] += b;
+          }
+      }
+    }
+  return failed;
+}
+
+/// C (m x n) = A^T x B with A stored k x m (row-major), B k x n: column
+/// blocks over the OpenMP team, single-threaded OpenBLAS calls. (OpenBLAS's
+/// own pthread workers and OpenMP's spin-waiting team fight over the cores
+/// when both run: the kernels around a GEMM use OpenMP, so the GEMM does
+/// too.)
+static inline void sluice_gemm_tn_block(int64_t m, int64_t cols, int64_t k, const float *a,
+                                        const float *b, int64_t ld, float *c) {
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)cols, (int)k, 1.0f, a,
+              (int)m, b, (int)ld, 0.0f, c, (int)ld);
+}
+static inline void sluice_gemm_tn_block(int64_t m, int64_t cols, int64_t k, const double *a,
+                                        const double *b, int64_t ld, double *c) {
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)cols, (int)k, 1.0, a,
+              (int)m, b, (int)ld, 0.0, c, (int)ld);
+}
+template <typename T>
+static inline void sluice_gemm_tn(int threads, int64_t m, int64_t n, int64_t k, const T *a,
+                                  const T *b, T *c) {
+  sluice_blas_threads(1);
+  int64_t colBlock = threads > 1 ? (n + threads - 1) / threads : n;
+  colBlock = (colBlock + 15) / 16 * 16;
+  if (colBlock < 64)
+    colBlock = 64;
+  const int64_t colBlocks = (n + colBlock - 1) / colBlock;
+#pragma omp parallel for num_threads(threads) if (colBlocks > 1 && m * n * k >= (1 << 17))
+  for (int64_t t = 0; t < colBlocks; ++t) {
+    const int64_t c0 = t * colBlock, cols = n - c0 < colBlock ? n - c0 : colBlock;
+    sluice_gemm_tn_block(m, cols, k, a, b + c0, n, c + c0);
+  }
+}
+
+/// Transposed convolution: per (sample, group) col = W_g^T x X_g with W_g
+/// (C/group) x (M/group * kSize), then col2im scatters col[(m, k), i] to
+/// out[m, i*s - pb + k*d] (sizes here: `g.in` is the input, `g.out` the
+/// cropped output). Each output channel is owned by one thread.
+template <typename T>
+static inline int32_t sluice_conv_transpose_gemm(int threads, const sluice_window &g,
+                                                 int64_t batch, int64_t channels,
+                                                 int64_t outChannels, int64_t group,
+                                                 const T *x, const T *w, const T *bias,
+                                                 T *out) {
+  const int64_t cpg = channels / group, mpg = outChannels / group;
+  const int64_t inSize = g.inSize(), kSize = g.kSize(), outSize = g.outSize();
+  const int64_t total = batch * outChannels * outSize;
+  for (int64_t i = 0; i < total; ++i)
+    out[i] = T(0);
+  if (total == 0 || inSize == 0 || kSize == 0)
+    goto bias_only;
+  {
+    T *col = (T *)sluice_scratch((size_t)(mpg * kSize * inSize) * sizeof(T));
+    if (!col)
+      return 1;
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t grp = 0; grp < group; ++grp) {
+        const T *xc = x + (n * channels + grp * cpg) * inSize;
+        if (cpg == 0)
+          continue;
+        sluice_gemm_tn(threads, mpg * kSize, inSize, cpg, w + grp * cpg * mpg * kSize, xc, col);
+#pragma omp parallel for num_threads(threads) if (mpg * kSize * inSize > 32768)
+        for (int64_t m = 0; m < mpg; ++m) {
+          T *op = out + (n * outChannels + grp * mpg + m) * outSize;
+          for (int64_t kIdx = 0; kIdx < kSize; ++kIdx) {
+            const int64_t k0 = kIdx / (g.k[1] * g.k[2]), k1 = (kIdx / g.k[2]) % g.k[1],
+                          k2 = kIdx % g.k[2];
+            const T *src = col + (m * kSize + kIdx) * inSize;
+            for (int64_t i0 = 0; i0 < g.in[0]; ++i0) {
+              const int64_t p0 = i0 * g.s[0] - g.pb[0] + k0 * g.d[0];
+              if (p0 < 0 || p0 >= g.out[0])
+                continue;
+              for (int64_t i1 = 0; i1 < g.in[1]; ++i1) {
+                const int64_t p1 = i1 * g.s[1] - g.pb[1] + k1 * g.d[1];
+                if (p1 < 0 || p1 >= g.out[1])
+                  continue;
+                const T *s = src + (i0 * g.in[1] + i1) * g.in[2];
+                T *d = op + (p0 * g.out[1] + p1) * g.out[2];
+                for (int64_t i2 = 0; i2 < g.in[2]; ++i2) {
+                  const int64_t p2 = i2 * g.s[2] - g.pb[2] + k2 * g.d[2];
+                  if (p2 >= 0 && p2 < g.out[2])
+                    d[p2] += s[i2];
+                }
+              }
+            }
+          }
+        }
+      }
+  }
+bias_only:
+  if (bias)
+    sluice_add_channel_bias(threads, batch, outChannels, outSize, bias, out);
+  return 0;
+}
+
+
+#endif // SLUICE_GEN_CPU_NN_BLAS_H
