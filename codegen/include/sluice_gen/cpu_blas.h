@@ -36,11 +36,17 @@ template <> struct sluice_gemm<double> {
 };
 
 /// Batched GEMM: batch i reads a + aOff[i], b + bOff[i], writes c + i*m*n.
+///
+/// All parallelism is OpenMP's: the (batch, column block, row block) tiles
+/// are spread over the run's threads and each tile is one single-threaded
+/// BLAS call. Letting OpenBLAS start its own threads right after OpenMP
+/// regions makes the two pools fight for the cores (OpenMP's workers spin
+/// for a while after each region), which cost several times the GEMM time.
 template <typename T>
 static inline void sluice_gemm_batched(int threads, int64_t batches, int64_t m, int64_t n,
                                        int64_t k, const T *a, const int64_t *aOff,
                                        const T *b, const int64_t *bOff, T *c) {
-  sluice_blas_threads(threads);
+  sluice_blas_threads(1);
   if (m == 0 || n == 0)
     return;
   if (k == 0) {
@@ -48,8 +54,37 @@ static inline void sluice_gemm_batched(int threads, int64_t batches, int64_t m, 
       c[i] = 0;
     return;
   }
-  for (int64_t i = 0; i < batches; ++i)
-    sluice_gemm<T>::run(m, n, k, a + aOff[i], k, b + bOff[i], n, c + i * m * n, n);
+  // Split rows and columns until there are enough tiles for the threads,
+  // keeping column blocks a multiple of 64 and row blocks of 16.
+  int64_t rowBlocks = 1, colBlocks = 1;
+  const double flops = 2.0 * (double)batches * m * n * k;
+  if (threads > 1 && flops > 2e6) {
+    while (batches * rowBlocks * colBlocks < 2 * threads) {
+      if (n / (colBlocks * 2) >= 64 && n >= m)
+        colBlocks *= 2;
+      else if (m / (rowBlocks * 2) >= 16)
+        rowBlocks *= 2;
+      else if (n / (colBlocks * 2) >= 64)
+        colBlocks *= 2;
+      else
+        break;
+    }
+  }
+  const int64_t tiles = batches * rowBlocks * colBlocks;
+  const int64_t rowStep = (m + rowBlocks - 1) / rowBlocks;
+  const int64_t colStep = ((n + colBlocks - 1) / colBlocks + 15) / 16 * 16;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tiles > 1)
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t batch = t / (rowBlocks * colBlocks);
+    const int64_t rb = (t / colBlocks) % rowBlocks, cb = t % colBlocks;
+    const int64_t r0 = rb * rowStep, c0 = cb * colStep;
+    const int64_t rows = (r0 + rowStep < m ? r0 + rowStep : m) - r0;
+    const int64_t cols = (c0 + colStep < n ? c0 + colStep : n) - c0;
+    if (rows <= 0 || cols <= 0)
+      continue;
+    sluice_gemm<T>::run(rows, cols, k, a + aOff[batch] + r0 * k, k, b + bOff[batch] + c0, n,
+                        c + batch * m * n + r0 * n + c0, n);
+  }
 }
 
 #endif // SLUICE_GEN_CPU_BLAS_H
