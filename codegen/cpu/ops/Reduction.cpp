@@ -28,7 +28,7 @@ std::string str(int64_t v) { return std::to_string(v) + (v > INT32_MAX || v < IN
 /// A float literal that round-trips (epsilon, alpha ...).
 std::string floatLiteral(const llvm::APFloat &value) {
   char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.9gf", value.convertToFloat());
+  std::snprintf(buffer, sizeof(buffer), "%.9ef", value.convertToFloat());
   return buffer;
 }
 
