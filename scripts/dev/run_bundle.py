@@ -60,12 +60,11 @@ def main():
     weights = np.concatenate([weights, np.zeros(64, np.uint8)])
     ins = []
     for spec, path in zip(m["inputs"], a.inputs):
-        # np.ascontiguousarray would turn a 0-d tensor into shape (1,).
-        x = np.asarray(load(path), order="C").astype(dtype_of(spec["dtype"]), copy=False)
+        x = np.ascontiguousarray(load(path)).astype(dtype_of(spec["dtype"]), copy=False)
         if list(x.shape) != spec["shape"]:
             print(f"error: {path}: shape {x.shape}, bundle expects {spec['shape']}")
             return 2
-        ins.append(np.require(x, requirements="C"))
+        ins.append(np.ascontiguousarray(x))
     outs = [np.zeros(o["shape"], dtype_of(o["dtype"])) for o in m["outputs"]]
     arena = np.zeros(m["arena_bytes"] + 64, np.uint8)
     in_ptrs = (ctypes.c_void_p * max(len(ins), 1))(*[x.ctypes.data for x in ins])
