@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+
 /// Accumulator of a reduction over elements of storage type T: double for
 /// every floating type (as the evaluator), int64_t for integers.
 template <typename T> struct sluice_acc { typedef int64_t type; };
@@ -166,7 +167,12 @@ inline void sluice_reduce_strided(int threads, const T *in, O *out, int64_t outC
 inline float sluice_exp_fast(float x0) {
   float x = x0 < 88.3762626647949f ? x0 : 88.3762626647949f;
   x = x > -88.3762626647949f ? x : -88.3762626647949f;
-  float fx = floorf(x * 1.44269504088896341f + 0.5f);
+  // floor by truncation and a fix-up: floorf is a library call unless
+  // -fno-trapping-math, which would keep the loop scalar.
+  float t = x * 1.44269504088896341f + 0.5f;
+  int32_t ti = (int32_t)t;
+  ti -= t < (float)ti ? 1 : 0;
+  float fx = (float)ti;
   x = x - fx * 0.693359375f;
   x = x + fx * 2.12194440e-4f;
   float z = x * x;
@@ -177,15 +183,113 @@ inline float sluice_exp_fast(float x0) {
   y = y * x + 1.6666665459E-1f;
   y = y * x + 5.0000001201E-1f;
   y = y * z + x + 1.0f;
-  int32_t n = (int32_t)fx + 127;
+  int32_t n = ti + 127;
   n = n < 0 ? 0 : n;
-  float scale = sluice_bits_to_float((uint32_t)n << 23);
+  float scale = __builtin_bit_cast(float, (uint32_t)n << 23);
   float r = y * scale;
   return x0 != x0 ? x0 : r;
 }
 inline double sluice_exp_fast(double x) { return exp(x); }
 
-/// Softmax (or log-softmax) of contiguous rows (inner == 1).
+/// Sixteen floats as a GCC/Clang vector: the softmax row kernel uses them
+/// directly because generated code builds at -O2, whose vectorizer neither
+/// if-converts the float compares of exp (trapping math) nor accepts loops
+/// needing an epilogue; explicit vectors do not depend on either.
+typedef float sluice_v16f __attribute__((vector_size(64)));
+typedef int32_t sluice_v16i __attribute__((vector_size(64)));
+
+inline sluice_v16f sluice_v16_load(const float *p) {
+  sluice_v16f v;
+  memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void sluice_v16_store(float *p, sluice_v16f v) { memcpy(p, &v, sizeof(v)); }
+inline sluice_v16f sluice_v16_splat(float f) { return sluice_v16f{} + f; }
+inline float sluice_v16_max(sluice_v16f v) {
+  float m = v[0];
+  for (int l = 1; l < 16; ++l)
+    m = v[l] > m ? v[l] : m;
+  return m;
+}
+inline float sluice_v16_sum(sluice_v16f v) {
+  float s = 0;
+  for (int l = 0; l < 16; ++l)
+    s += v[l];
+  return s;
+}
+
+/// sluice_exp_fast on sixteen lanes.
+inline sluice_v16f sluice_exp_v16(sluice_v16f x0) {
+  const sluice_v16f hi = sluice_v16_splat(88.3762626647949f), lo = -hi;
+  sluice_v16f x = x0 < hi ? x0 : hi;
+  x = x > lo ? x : lo;
+  sluice_v16f t = x * 1.44269504088896341f + 0.5f;
+  sluice_v16i ti = __builtin_convertvector(t, sluice_v16i);
+  ti += (t < __builtin_convertvector(ti, sluice_v16f)); // true is -1: floor
+  sluice_v16f fx = __builtin_convertvector(ti, sluice_v16f);
+  x = x - fx * 0.693359375f;
+  x = x + fx * 2.12194440e-4f;
+  sluice_v16f z = x * x;
+  sluice_v16f y = sluice_v16_splat(1.9875691500E-4f);
+  y = y * x + 1.3981999507E-3f;
+  y = y * x + 8.3334519073E-3f;
+  y = y * x + 4.1665795894E-2f;
+  y = y * x + 1.6666665459E-1f;
+  y = y * x + 5.0000001201E-1f;
+  y = y * z + x + 1.0f;
+  sluice_v16i n = ti + 127;
+  n = n < 0 ? sluice_v16i{} : n;
+  sluice_v16f r = y * (sluice_v16f)(n << 23);
+  return x0 != x0 ? x0 : r;
+}
+
+/// Softmax (or log-softmax) of contiguous f32 rows, sixteen lanes at a time.
+inline void sluice_softmax_rows_f32(int threads, const float *in, float *out, int64_t rows,
+                                    int64_t extent, bool logSoftmax) {
+  int64_t body = extent / 16 * 16;
+#pragma omp parallel for num_threads(threads) if (rows * extent > 16384)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *x = in + r * extent;
+    float *y = out + r * extent;
+    sluice_v16f mv = sluice_v16_splat(-INFINITY);
+    for (int64_t e = 0; e < body; e += 16) {
+      sluice_v16f v = sluice_v16_load(x + e);
+      mv = v > mv ? v : mv;
+    }
+    float m = sluice_v16_max(mv);
+    for (int64_t e = body; e < extent; ++e)
+      m = x[e] > m ? x[e] : m;
+    sluice_v16f sv = sluice_v16f{};
+    for (int64_t e = 0; e < body; e += 16) {
+      sluice_v16f ex = sluice_exp_v16(sluice_v16_load(x + e) - m);
+      if (!logSoftmax)
+        sluice_v16_store(y + e, ex);
+      sv += ex;
+    }
+    float sum = sluice_v16_sum(sv);
+    for (int64_t e = body; e < extent; ++e) {
+      float ex = sluice_exp_fast(x[e] - m);
+      if (!logSoftmax)
+        y[e] = ex;
+      sum += ex;
+    }
+    if (logSoftmax) {
+      float shift = m + logf(sum);
+      for (int64_t e = 0; e < body; e += 16)
+        sluice_v16_store(y + e, sluice_v16_load(x + e) - shift);
+      for (int64_t e = body; e < extent; ++e)
+        y[e] = x[e] - shift;
+    } else {
+      float inv = 1.0f / sum;
+      for (int64_t e = 0; e < body; e += 16)
+        sluice_v16_store(y + e, sluice_v16_load(y + e) * inv);
+      for (int64_t e = body; e < extent; ++e)
+        y[e] *= inv;
+    }
+  }
+}
+
+/// Softmax (or log-softmax) of contiguous rows (inner == 1) of any float type.
 template <typename T>
 inline void sluice_softmax_rows(int threads, const T *in, T *out, int64_t rows,
                                 int64_t extent, bool logSoftmax) {
@@ -195,44 +299,23 @@ inline void sluice_softmax_rows(int threads, const T *in, T *out, int64_t rows,
     const T *x = in + r * extent;
     T *y = out + r * extent;
     C m = (C)-INFINITY;
-#pragma omp simd reduction(max : m)
     for (int64_t e = 0; e < extent; ++e) {
       C v = (C)sluice_load(x[e]);
       m = v > m ? v : m;
     }
     C sum = 0;
-    if (logSoftmax) {
-#pragma omp simd reduction(+ : sum)
-      for (int64_t e = 0; e < extent; ++e)
-        sum += sluice_exp_fast((C)sluice_load(x[e]) - m);
-      C shift = m + (C)sl_log(sum);
-#pragma omp simd
-      for (int64_t e = 0; e < extent; ++e)
-        y[e] = SLUICE_STORE(T, (C)sluice_load(x[e]) - shift);
-    } else {
-      // float out: keep the exps in the output, then scale in place.
-      if (sizeof(T) == sizeof(C)) {
-        C *yc = (C *)(void *)y;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t e = 0; e < extent; ++e) {
-          C ex = sluice_exp_fast((C)sluice_load(x[e]) - m);
-          yc[e] = ex;
-          sum += ex;
-        }
-        C inv = (C)1 / sum;
-#pragma omp simd
-        for (int64_t e = 0; e < extent; ++e)
-          yc[e] *= inv;
-      } else {
-#pragma omp simd reduction(+ : sum)
-        for (int64_t e = 0; e < extent; ++e)
-          sum += sluice_exp_fast((C)sluice_load(x[e]) - m);
-        C inv = (C)1 / sum;
-        for (int64_t e = 0; e < extent; ++e)
-          y[e] = SLUICE_STORE(T, sluice_exp_fast((C)sluice_load(x[e]) - m) * inv);
-      }
+    for (int64_t e = 0; e < extent; ++e)
+      sum += sluice_exp_fast((C)sluice_load(x[e]) - m);
+    C shift = m + (C)sl_log(sum), inv = (C)1 / sum;
+    for (int64_t e = 0; e < extent; ++e) {
+      C v = (C)sluice_load(x[e]);
+      y[e] = SLUICE_STORE(T, logSoftmax ? v - shift : sluice_exp_fast(v - m) * inv);
     }
   }
+}
+inline void sluice_softmax_rows(int threads, const float *in, float *out, int64_t rows,
+                                int64_t extent, bool logSoftmax) {
+  sluice_softmax_rows_f32(threads, in, out, rows, extent, logSoftmax);
 }
 
 /// Softmax along the middle dim of an [outer, extent, inner] view.
@@ -240,7 +323,7 @@ template <typename T>
 inline void sluice_softmax(int threads, const T *in, T *out, int64_t outer, int64_t extent,
                            int64_t inner, bool logSoftmax) {
   if (inner == 1) {
-    sluice_softmax_rows<T>(threads, in, out, outer, extent, logSoftmax);
+    sluice_softmax_rows(threads, in, out, outer, extent, logSoftmax);
     return;
   }
   typedef typename sluice_rowc<T>::type C;
@@ -535,5 +618,6 @@ inline void sluice_lrn(int threads, const T *in, T *out, int64_t batch, int64_t 
       }
     }
 }
+
 
 #endif // SLUICE_GEN_CPU_REDUCE_H
