@@ -35,6 +35,36 @@ template <> struct sluice_acc<sluice_bf16> { typedef double type; };
 template <typename T> struct sluice_rowc { typedef float type; };
 template <> struct sluice_rowc<double> { typedef double type; };
 
+/// Sixteen floats as a GCC/Clang vector: the softmax row kernel uses them
+/// directly because generated code builds at -O2, whose vectorizer neither
+/// if-converts the float compares of exp (trapping math) nor accepts loops
+/// needing an epilogue; explicit vectors do not depend on either.
+typedef float sluice_v16f __attribute__((vector_size(64)));
+typedef int32_t sluice_v16i __attribute__((vector_size(64)));
+
+inline sluice_v16f sluice_v16_load(const float *p) {
+  sluice_v16f v;
+  memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void sluice_v16_store(float *p, sluice_v16f v) { memcpy(p, &v, sizeof(v)); }
+inline sluice_v16f sluice_v16_splat(float f) { return sluice_v16f{} + f; }
+inline float sluice_v16_max(sluice_v16f v) {
+  float m = v[0];
+  for (int l = 1; l < 16; ++l)
+    m = v[l] > m ? v[l] : m;
+  return m;
+}
+inline float sluice_v16_sum(sluice_v16f v) {
+  float s = 0;
+  for (int l = 0; l < 16; ++l)
+    s += v[l];
+  return s;
+}
+
+template <typename T> struct sluice_is_f32 { static const bool value = false; };
+template <> struct sluice_is_f32<float> { static const bool value = true; };
+
 /// Tile width of the "inner > 1" loops: accumulators for this many
 /// neighbouring columns live on the stack while the extent is walked.
 #define SLUICE_RED_TILE 256
@@ -93,6 +123,19 @@ inline void sluice_reduce_3d(int threads, const T *in, O *out, int64_t outer,
 #pragma omp simd reduction(+ : a)
         for (int64_t e = 0; e < extent; ++e)
           a += (A)sluice_load(row[e]);
+      } else if (sluice_is_f32<T>::value && (K == 2 || K == 3)) {
+        // Sixteen NaN-sticky lanes, then the lanes and the tail in order.
+        const float *rowf = (const float *)(const void *)row;
+        int64_t body = extent / 16 * 16;
+        sluice_v16f lanes = sluice_v16_splat(K == 2 ? -INFINITY : INFINITY);
+        for (int64_t e = 0; e < body; e += 16) {
+          sluice_v16f v = sluice_v16_load(rowf + e);
+          lanes = (v != v || (K == 2 ? v > lanes : v < lanes)) ? v : lanes;
+        }
+        for (int l = 0; l < 16; ++l)
+          sluice_red_step<K, A>(a, (A)lanes[l]);
+        for (int64_t e = body; e < extent; ++e)
+          sluice_red_step<K, A>(a, (A)rowf[e]);
       } else {
         for (int64_t e = 0; e < extent; ++e)
           sluice_red_step<K, A>(a, (A)sluice_load(row[e]));
@@ -190,33 +233,6 @@ inline float sluice_exp_fast(float x0) {
   return x0 != x0 ? x0 : r;
 }
 inline double sluice_exp_fast(double x) { return exp(x); }
-
-/// Sixteen floats as a GCC/Clang vector: the softmax row kernel uses them
-/// directly because generated code builds at -O2, whose vectorizer neither
-/// if-converts the float compares of exp (trapping math) nor accepts loops
-/// needing an epilogue; explicit vectors do not depend on either.
-typedef float sluice_v16f __attribute__((vector_size(64)));
-typedef int32_t sluice_v16i __attribute__((vector_size(64)));
-
-inline sluice_v16f sluice_v16_load(const float *p) {
-  sluice_v16f v;
-  memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline void sluice_v16_store(float *p, sluice_v16f v) { memcpy(p, &v, sizeof(v)); }
-inline sluice_v16f sluice_v16_splat(float f) { return sluice_v16f{} + f; }
-inline float sluice_v16_max(sluice_v16f v) {
-  float m = v[0];
-  for (int l = 1; l < 16; ++l)
-    m = v[l] > m ? v[l] : m;
-  return m;
-}
-inline float sluice_v16_sum(sluice_v16f v) {
-  float s = 0;
-  for (int l = 0; l < 16; ++l)
-    s += v[l];
-  return s;
-}
 
 /// sluice_exp_fast on sixteen lanes.
 inline sluice_v16f sluice_exp_v16(sluice_v16f x0) {
@@ -318,12 +334,51 @@ inline void sluice_softmax_rows(int threads, const float *in, float *out, int64_
   sluice_softmax_rows_f32(threads, in, out, rows, extent, logSoftmax);
 }
 
+/// Softmax of f32 along a strided dim (inner >= 16): sixteen neighbouring
+/// columns per vector, the last partial group overlapping the one before.
+inline void sluice_softmax_cols_f32(int threads, const float *in, float *out, int64_t outer,
+                                    int64_t extent, int64_t inner, bool logSoftmax) {
+  int64_t groups = (inner + 15) / 16;
+#pragma omp parallel for collapse(2) num_threads(threads) if (outer * extent * inner > 16384)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t g = 0; g < groups; ++g) {
+      int64_t i0 = g * 16 + 16 <= inner ? g * 16 : inner - 16;
+      const float *x = in + o * extent * inner + i0;
+      float *y = out + o * extent * inner + i0;
+      sluice_v16f m = sluice_v16_splat(-INFINITY), s = sluice_v16f{};
+      for (int64_t e = 0; e < extent; ++e) {
+        sluice_v16f v = sluice_v16_load(x + e * inner);
+        m = v > m ? v : m;
+      }
+      for (int64_t e = 0; e < extent; ++e)
+        s += sluice_exp_v16(sluice_v16_load(x + e * inner) - m);
+      if (logSoftmax) {
+        sluice_v16f logs;
+        for (int l = 0; l < 16; ++l)
+          logs[l] = logf(s[l]);
+        m += logs;
+        for (int64_t e = 0; e < extent; ++e)
+          sluice_v16_store(y + e * inner, sluice_v16_load(x + e * inner) - m);
+      } else {
+        sluice_v16f inv = 1.0f / s;
+        for (int64_t e = 0; e < extent; ++e)
+          sluice_v16_store(y + e * inner,
+                           sluice_exp_v16(sluice_v16_load(x + e * inner) - m) * inv);
+      }
+    }
+}
+
 /// Softmax along the middle dim of an [outer, extent, inner] view.
 template <typename T>
 inline void sluice_softmax(int threads, const T *in, T *out, int64_t outer, int64_t extent,
                            int64_t inner, bool logSoftmax) {
   if (inner == 1) {
     sluice_softmax_rows(threads, in, out, outer, extent, logSoftmax);
+    return;
+  }
+  if (sluice_is_f32<T>::value && inner >= 16) {
+    sluice_softmax_cols_f32(threads, (const float *)(const void *)in, (float *)(void *)out,
+                            outer, extent, inner, logSoftmax);
     return;
   }
   typedef typename sluice_rowc<T>::type C;
