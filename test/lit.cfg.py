@@ -15,3 +15,6 @@ config.environment["PATH"] = os.pathsep.join(
     [config.sluice_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%testdata", "/usr/share/libonnx-testdata/data"))
+# The hand-written bundle of test/unit/fixtures (its path has a space: quote
+# it in RUN lines).
+config.substitutions.append(("%fake_bundle", config.sluice_fake_bundle))

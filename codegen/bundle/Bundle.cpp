@@ -169,6 +169,12 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
   m += "  \"model\": " + jsonString(options.modelName) + ",\n";
   m += "  \"library\": \"model.so\",\n";
   m += "  \"source\": \"model.cpp\",\n";
+  // -march=native: the library runs on CPUs with this machine's ISA.
+  std::string flags;
+  for (size_t i = 1; i < args.size() && args[i] != source; ++i)
+    if (args[i].rfind("-I", 0) != 0)
+      flags += (flags.empty() ? "" : " ") + args[i];
+  m += "  \"compile_flags\": " + jsonString(flags) + ",\n";
   m += "  \"weights\": {\"file\": \"weights.bin\", \"bytes\": " +
        std::to_string(model.weights.size()) + ", \"alignment\": 64},\n";
   m += "  \"arena_bytes\": " + std::to_string(model.arenaBytes) + ",\n";

@@ -305,8 +305,12 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
           registry.lookup(inner.getName().getStringRef()))
         continue;
       if (!unsupported.count(inner.getName().getStringRef()))
+      {
+        std::string where = onnx_import::describeLocation(inner.getLoc());
+        size_t node = where.find("node '");
         unsupported[inner.getName().getStringRef()] =
-            onnx_import::describeLocation(inner.getLoc());
+            node == std::string::npos ? where : where.substr(node);
+      }
     }
   }
   if (!unsupported.empty()) {

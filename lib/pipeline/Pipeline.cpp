@@ -4,6 +4,11 @@
 
 #include "lib/onnx/Importer.h"
 #include "passes/Passes.h"
+#include "lib/reference/Evaluator.h"
+#include "lib/support/TensorFiles.h"
+
+#include "dialects/sluice/SluiceOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -112,6 +117,57 @@ LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
   return success();
 }
 
+/// Replaces each bound input by a constant holding its file's tensor and
+/// drops it from `main`'s arguments and input names.
+static LogicalResult bindInputs(ModuleOp module,
+                                const std::map<std::string, std::string> &bound,
+                                const std::string &modelPath, std::string &error) {
+  auto func = module.lookupSymbol<func::FuncOp>("main");
+  if (!func)
+    return failure();
+  auto names = func->getAttrOfType<ArrayAttr>("sluice.input_names");
+  for (const auto &[name, file] : bound) {
+    std::optional<unsigned> index;
+    for (unsigned i = 0; names && i < names.size(); ++i)
+      if (auto s = dyn_cast<StringAttr>(names[i]); s && s.getValue() == name)
+        index = i;
+    if (!index) {
+      error += modelPath + ": --bind names '" + name + "', which is not a model input\n";
+      return failure();
+    }
+    Tensor tensor;
+    std::string readError;
+    if (!readTensorFile(file, tensor, readError)) {
+      error += readError + "\n";
+      return failure();
+    }
+    BlockArgument arg = func.getArgument(*index);
+    auto argType = cast<TensorType>(arg.getType());
+    auto dtype = dtypeFromType(argType.getElementType());
+    if (failed(dtype) || *dtype != tensor.dtype()) {
+      error += file + ": --bind of input '" + name + "': element type differs from the model's\n";
+      return failure();
+    }
+    auto type = RankedTensorType::get(tensor.shape(), argType.getElementType());
+    if (argType.hasRank() && !areCompatibleResultTypes(TypeRange{type}, TypeRange{argType})) {
+      error += file + ": --bind of input '" + name + "': shape differs from the model's\n";
+      return failure();
+    }
+    OpBuilder builder(func.getBody());
+    builder.setInsertionPointToStart(&func.getBody().front());
+    auto constant = sluice::ConstantOp::create(
+        builder, arg.getLoc(), attrFromTensor(module.getContext(), tensor, type));
+    arg.replaceAllUsesWith(constant);
+    if (failed(func.eraseArgument(*index)))
+      return failure();
+    SmallVector<Attribute> remaining(names.begin(), names.end());
+    remaining.erase(remaining.begin() + *index);
+    names = ArrayAttr::get(module.getContext(), remaining);
+    func->setAttr("sluice.input_names", names);
+  }
+  return success();
+}
+
 OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
                                    const std::string &modelPath,
                                    const CompilerOptions &options,
@@ -127,6 +183,9 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
     timings->push_back({"import", std::chrono::duration<double, std::milli>(
                                       std::chrono::steady_clock::now() - start)
                                       .count()});
+  if (!options.boundInputs.empty() &&
+      failed(bindInputs(*module, options.boundInputs, modelPath, error)))
+    return nullptr;
   if (failed(runPhases(*module, options, Phase::Import, stopAfter, error, timings)))
     return nullptr;
   return module;

@@ -33,6 +33,11 @@ struct CompilerOptions {
   std::string target = "cpu";
   /// Input shapes (`--shape=NAME=2x128`) bound at import.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Inputs frozen to the values of tensor files (`--bind=NAME=FILE`): they
+  /// become constants and leave the bundle's inputs. For shape tensors (a
+  /// Reshape target, Slice bounds, TopK's k) that a static bundle needs at
+  /// build time, as TensorRT needs shape-tensor values in its profiles.
+  std::map<std::string, std::string> boundInputs;
 };
 
 /// simplify: shape propagation with constant folding of shape subgraphs,

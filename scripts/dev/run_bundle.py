@@ -61,6 +61,8 @@ def main():
     ins = []
     for spec, path in zip(m["inputs"], a.inputs):
         x = np.ascontiguousarray(load(path)).astype(dtype_of(spec["dtype"]), copy=False)
+        if list(x.shape) != spec["shape"] and x.size == 1 and spec["shape"] == []:
+            x = x.reshape(())  # some onnx versions read 0-d .pb tensors as shape (1,)
         if list(x.shape) != spec["shape"]:
             print(f"error: {path}: shape {x.shape}, bundle expects {spec['shape']}")
             return 2

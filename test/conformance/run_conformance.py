@@ -1,15 +1,26 @@
 #!/usr/bin/env python3
 """Runs the ONNX backend test cases of Debian's libonnx-testdata through Sluice.
 
-Each case (a folder with model.onnx and test_data_set_N/) is run with
-`sluice-run MODEL --reference INPUTS --expect OUTPUTS` and classified as
-passed, failed (ran, wrong numbers or an error while running) or unsupported
-(the importer refused an op). Results go to a JSON file; --write-doc renders
-docs/onnx-coverage.md from them; --baseline fails (exit 1) when the pass count
-drops below the committed baseline, so coverage can only go up.
+Each case (a folder with model.onnx and test_data_set_N/) runs on one or more
+targets and is classified as passed, failed (ran, wrong numbers or an error
+while compiling or running) or unsupported (an op the importer or the target
+refuses):
 
-Usage: run_conformance.py --bin BUILD/bin [--data DIR] [--jobs N]
-                          [--results FILE.json] [--write-doc FILE.md]
+- reference: `sluice-run MODEL --reference INPUTS --expect OUTPUTS`
+- cpu: `sluice-compile MODEL -o BUNDLE --shape=NAME=DIMS...` with the data
+  set's input shapes, then `sluice-run BUNDLE NAME=FILE... --expect OUTPUTS`.
+  Bundles are static: where a case feeds a shape tensor (a Reshape target,
+  Slice bounds, TopK's k...) as a graph input, the first compile fails and
+  the case is compiled again with its integer inputs bound to the data set's
+  values (`--bind`), as TensorRT needs shape-tensor values at build time;
+  such cases are counted and reported as "bound".
+
+Results go to a JSON file; --write-doc renders docs/onnx-coverage.md (one
+column per target); --baseline fails (exit 1) when the first target's pass
+count drops below the committed baseline, so coverage can only go up.
+
+Usage: run_conformance.py --bin BUILD/bin [--targets reference,cpu] [--data DIR]
+                          [--jobs N] [--results FILE.json] [--write-doc FILE.md]
                           [--baseline FILE] [--update-baseline] [--filter SUBSTR]
 """
 import argparse
@@ -18,7 +29,9 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import sys
 import time
 
@@ -88,56 +101,132 @@ def primary_op(suite, case_name, ops):
     return "(multi-op)"
 
 
-def run_case(binary, suite, path, timeout):
+def tensor_info(path):
+    """(dims, onnx data type) of a TensorProto file, or None (sequences,
+    optionals and unreadable files)."""
+    try:
+        import onnx  # noqa: PLC0415
+        t = onnx.TensorProto()
+        with open(path, "rb") as f:
+            t.ParseFromString(f.read())
+        if not t.data_type:
+            return None
+        return list(t.dims), t.data_type
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def input_names(model_path):
+    try:
+        import onnx  # noqa: PLC0415
+        model = onnx.load(model_path, load_external_data=False)
+        init = {x.name for x in model.graph.initializer}
+        return [i.name for i in model.graph.input if i.name not in init]
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def numbered(folder, prefix):
+    return sorted(glob.glob(os.path.join(folder, f"{prefix}_*.pb")),
+                  key=lambda p: int(re.findall(r"(\d+)\.pb$", p)[0]))
+
+
+def classify(proc, prefix=""):
+    """(status, message) of a failed sluice-compile / sluice-run."""
+    err = (proc.stderr.strip().splitlines() or [""])[-1]
+    out = [l for l in proc.stdout.splitlines() if "MISMATCH" in l]
+    message = prefix + (err or (out[0] if out else f"exit {proc.returncode}"))
+    status = "unsupported" if "unsupported ops" in message else "failed"
+    if proc.returncode not in (0, 1, 2):
+        message = f"crashed (exit {proc.returncode}): {message}"
+        status = "failed"
+    return status, message[:300]
+
+
+# ONNX TensorProto integer data types (shape tensors are int64 or int32).
+INTEGER_TYPES = {6, 7}
+
+
+def run_reference(bindir, model, data_sets, timeout):
+    for data_set in data_sets:
+        cmd = [os.path.join(bindir, "sluice-run"), model, "--reference",
+               *numbered(data_set, "input"), "--expect", *numbered(data_set, "output")]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0:
+            return (*classify(proc), False)
+    return "passed", "", False
+
+
+def run_cpu(bindir, model, data_sets, timeout):
+    names = input_names(model)
+    bound_any = False
+    work = tempfile.mkdtemp(prefix="sluice-conf-")
+    try:
+        for n, data_set in enumerate(data_sets):
+            inputs = numbered(data_set, "input")
+            infos = [tensor_info(p) for p in inputs]
+            shapes = [f"--shape={name}=" + ("x".join(map(str, info[0])) or "scalar")
+                      for name, info in zip(names, infos) if info is not None]
+            bundle = os.path.join(work, f"set{n}.sluice")
+            compile_cmd = [os.path.join(bindir, "sluice-compile"), model, "-o", bundle,
+                           "--quiet", *shapes]
+            proc = subprocess.run(compile_cmd, capture_output=True, text=True,
+                                  timeout=timeout)
+            bound = set()
+            if proc.returncode != 0 and "unsupported ops" not in proc.stderr:
+                # Shape tensors fed as graph inputs: bind the integer inputs.
+                bound = {name for name, info in zip(names, infos)
+                         if info is not None and info[1] in INTEGER_TYPES}
+                if bound:
+                    binds = [f"--bind={name}={path}"
+                             for name, path in zip(names, inputs) if name in bound]
+                    proc = subprocess.run(compile_cmd + binds, capture_output=True,
+                                          text=True, timeout=timeout)
+            if proc.returncode != 0:
+                return (*classify(proc, "compile: "), False)
+            bound_any |= bool(bound)
+            run_inputs = [f"{name}={path}" for name, path in zip(names, inputs)
+                          if name not in bound]
+            cmd = [os.path.join(bindir, "sluice-run"), bundle, *run_inputs,
+                   "--threads=1", "--expect", *numbered(data_set, "output")]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            if proc.returncode != 0:
+                return (*classify(proc), bound_any)
+        return "passed", "", bound_any
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+RUNNERS = {"reference": run_reference, "cpu": run_cpu}
+
+
+def run_case(bindir, suite, path, timeout, targets):
     name = os.path.basename(path)
     model = os.path.join(path, "model.onnx")
     ops = op_types(model)
     result = {"suite": suite, "case": name, "op": primary_op(suite, name, ops),
               "ops": sorted(set(ops))}
-    sets = sorted(glob.glob(os.path.join(path, "test_data_set_*")))
-    if not sets:
-        result.update(status="failed", message="no test data sets")
-        return result
-    for data_set in sets:
-        inputs = sorted(glob.glob(os.path.join(data_set, "input_*.pb")),
-                        key=lambda p: int(re.findall(r"(\d+)\.pb$", p)[0]))
-        outputs = sorted(glob.glob(os.path.join(data_set, "output_*.pb")),
-                         key=lambda p: int(re.findall(r"(\d+)\.pb$", p)[0]))
-        cmd = [binary, model, "--reference", *inputs, "--expect", *outputs]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            result.update(status="failed", message=f"timeout after {timeout}s")
-            return result
-        if proc.returncode != 0:
-            err = (proc.stderr.strip().splitlines() or [""])[-1]
-            out = [l for l in proc.stdout.splitlines() if "MISMATCH" in l]
-            message = err or (out[0] if out else f"exit {proc.returncode}")
-            status = "unsupported" if "unsupported ops" in message else "failed"
-            if proc.returncode not in (0, 1, 2):
-                message = f"crashed (exit {proc.returncode}): {message}"
-                status = "failed"
-            result.update(status=status, message=message[:300])
-            return result
-    result.update(status="passed", message="")
+    data_sets = sorted(glob.glob(os.path.join(path, "test_data_set_*")))
+    for target in targets:
+        if not data_sets:
+            status, message, bound = "failed", "no test data sets", False
+        else:
+            try:
+                status, message, bound = RUNNERS[target](bindir, model, data_sets, timeout)
+            except subprocess.TimeoutExpired:
+                status, message, bound = "failed", f"timeout after {timeout}s", False
+        result[target] = {"status": status, "message": message, "bound": bound}
+    # The first target's outcome is the case's headline status.
+    result.update(status=result[targets[0]]["status"],
+                  message=result[targets[0]]["message"])
     return result
 
 
-def write_doc(results, path):
+TARGET_TITLES = {"reference": "Reference evaluator", "cpu": "cpu target (compiled)"}
+
+
+def write_doc(results, path, targets):
     total = len(results)
-    passed = sum(r["status"] == "passed" for r in results)
-    by_suite = {}
-    for r in results:
-        s = by_suite.setdefault(r["suite"], [0, 0, 0])
-        s[["passed", "failed", "unsupported"].index(r["status"])] += 1
-    by_op = {}
-    for r in results:
-        if r["op"] is None:
-            continue
-        s = by_op.setdefault(r["op"], [0, 0, 0, []])
-        s[["passed", "failed", "unsupported"].index(r["status"])] += 1
-        if r["status"] != "passed":
-            s[3].append(r["case"])
     lines = [
         "# ONNX backend test coverage",
         "",
@@ -146,30 +235,53 @@ def write_doc(results, path):
         "`data/pytorch-converted`, `data/pytorch-operator`, `data/simple`). "
         "Do not edit by hand.",
         "",
-        f"**Reference evaluator: {passed} of {total} cases pass "
-        f"({100.0 * passed / max(total, 1):.1f}%).**",
-        "",
-        "| suite | passed | failed | unsupported |",
-        "|---|---:|---:|---:|",
     ]
+    for t in targets:
+        passed = sum(r[t]["status"] == "passed" for r in results)
+        extra = ""
+        if t == "cpu":
+            bound = sum(r[t]["status"] == "passed" and r[t]["bound"] for r in results)
+            extra = (f" {bound} of them compiled with shape-tensor inputs bound "
+                     "to the data set's values (`--bind`).")
+        lines.append(f"**{TARGET_TITLES[t]}: {passed} of {total} cases pass "
+                     f"({100.0 * passed / max(total, 1):.1f}%).**{extra}")
+        lines.append("")
+    head = " | ".join(f"{t} passed | {t} failed | {t} unsupported" for t in targets)
+    lines += [f"| suite | {head} |", "|---|" + "---:|" * (3 * len(targets))]
     for suite in SUITES:
-        if suite in by_suite:
-            p, f, u = by_suite[suite]
-            lines.append(f"| {suite} | {p} | {f} | {u} |")
+        rows = [r for r in results if r["suite"] == suite]
+        if not rows:
+            continue
+        cells = []
+        for t in targets:
+            cells += [str(sum(r[t]["status"] == k for r in rows))
+                      for k in ("passed", "failed", "unsupported")]
+        lines.append(f"| {suite} | " + " | ".join(cells) + " |")
+    by_op = {}
+    for r in results:
+        if r["op"] is not None:
+            by_op.setdefault(r["op"], []).append(r)
+    cols = " | ".join(f"{t} passed | {t} not passing" for t in targets)
     lines += ["", "## Per op (node tests)", "",
-              "| op | passed | failed | unsupported | not passing |",
-              "|---|---:|---:|---:|---|"]
+              f"| op | cases | {cols} |",
+              "|---|---:|" + "---:|---|" * len(targets)]
     for op in sorted(by_op, key=str.lower):
-        p, f, u, bad = by_op[op]
-        shown = ", ".join(bad[:6]) + (f", … (+{len(bad) - 6})" if len(bad) > 6 else "")
-        lines.append(f"| {op} | {p} | {f} | {u} | {shown} |")
+        rows = by_op[op]
+        cells = []
+        for t in targets:
+            bad = [r["case"] for r in rows if r[t]["status"] != "passed"]
+            shown = ", ".join(bad[:6]) + (f", … (+{len(bad) - 6})" if len(bad) > 6 else "")
+            cells += [str(len(rows) - len(bad)), shown]
+        lines.append(f"| {op} | {len(rows)} | " + " | ".join(cells) + " |")
     lines += ["", "## Model suites (pytorch-converted, pytorch-operator, simple)", "",
-              "| case | status | ops | message |", "|---|---|---|---|"]
+              "| case | ops | " + " | ".join(targets) + " | message |",
+              "|---|---|" + "---|" * len(targets) + "---|"]
     for r in results:
         if r["op"] is None:
-            msg = r["message"].replace("|", "\\|")
-            lines.append(f"| {r['suite']}/{r['case']} | {r['status']} | "
-                         f"{' '.join(r['ops'])} | {msg} |")
+            msg = next((r[t]["message"] for t in targets if r[t]["message"]), "")
+            msg = msg.replace("|", "\\|")
+            lines.append(f"| {r['suite']}/{r['case']} | {' '.join(r['ops'])} | " +
+                         " | ".join(r[t]["status"] for t in targets) + f" | {msg} |")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -177,7 +289,10 @@ def write_doc(results, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", required=True, help="folder with sluice-run")
+    ap.add_argument("--bin", required=True, help="folder with sluice-run and sluice-compile")
+    ap.add_argument("--targets", default="reference",
+                    help="comma-separated: reference, cpu (the first one is checked "
+                         "against --baseline)")
     ap.add_argument("--data", default=DEFAULT_DATA)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--timeout", type=int, default=300)
@@ -189,9 +304,13 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
 
-    binary = os.path.join(args.bin, "sluice-run")
-    if not os.access(binary, os.X_OK):
-        sys.exit(f"run_conformance: {binary} not found (build first)")
+    targets = [t for t in args.targets.split(",") if t]
+    for t in targets:
+        if t not in RUNNERS:
+            sys.exit(f"run_conformance: unknown target '{t}' (targets: reference, cpu)")
+    for tool in ("sluice-run", "sluice-compile"):
+        if not os.access(os.path.join(args.bin, tool), os.X_OK):
+            sys.exit(f"run_conformance: {os.path.join(args.bin, tool)} not found (build first)")
     cases = [c for c in list_cases(args.data) if args.filter in os.path.basename(c[1])]
     if not cases:
         sys.exit(f"run_conformance: no test cases under {args.data} "
@@ -199,27 +318,29 @@ def main():
     start = time.time()
     results = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_case, binary, s, p, args.timeout) for s, p in cases]
+        futures = [pool.submit(run_case, args.bin, s, p, args.timeout, targets) for s, p in cases]
         for i, fut in enumerate(concurrent.futures.as_completed(futures), 1):
             results.append(fut.result())
             if i % 100 == 0 or i == len(futures):
                 print(f"[conformance] {i}/{len(futures)} cases, "
                       f"{time.time() - start:.0f}s", flush=True)
     results.sort(key=lambda r: (SUITES.index(r["suite"]), r["case"]))
-    passed = sum(r["status"] == "passed" for r in results)
-    failed = sum(r["status"] == "failed" for r in results)
-    unsupported = sum(r["status"] == "unsupported" for r in results)
-    if args.verbose:
-        for r in results:
-            if r["status"] != "passed":
-                print(f"  {r['status']:11} {r['suite']}/{r['case']}: {r['message']}")
-    print(f"[conformance] reference evaluator: {passed} passed, {failed} failed, "
-          f"{unsupported} unsupported of {len(results)} cases")
+    for t in reversed(targets):
+        passed = sum(r[t]["status"] == "passed" for r in results)
+        failed = sum(r[t]["status"] == "failed" for r in results)
+        unsupported = sum(r[t]["status"] == "unsupported" for r in results)
+        if args.verbose:
+            for r in results:
+                if r[t]["status"] != "passed":
+                    print(f"  [{t}] {r[t]['status']:11} {r['suite']}/{r['case']}: "
+                          f"{r[t]['message']}")
+        print(f"[conformance] {TARGET_TITLES[t]}: {passed} passed, {failed} failed, "
+              f"{unsupported} unsupported of {len(results)} cases")
     if args.results:
         with open(args.results, "w") as f:
             json.dump(results, f, indent=1)
     if args.write_doc:
-        write_doc(results, args.write_doc)
+        write_doc(results, args.write_doc, targets)
     if args.baseline:
         minimum = 0
         if os.path.exists(args.baseline):

@@ -43,6 +43,9 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         OpenBLAS; the cuda target is not in this build)
   --shape=NAME=2x128    bind an input's shape (repeatable); bundles need
                         static shapes
+  --bind=NAME=FILE      freeze an input to a tensor file's value (.pb/.npy):
+                        it becomes a constant and leaves the bundle's
+                        inputs (for shape tensors a static bundle needs)
   --stop-after=PHASE    import | simplify | recognize | compress |
                         parallelize | fuse | plan | emit
   --emit=mlir           print the IR after the stop phase instead of a bundle
@@ -95,6 +98,12 @@ int main(int argc, char **argv) {
       std::string error;
       if (!sluice::parseShapeOption(args.flagValue("--shape"), options.inputShapes, error))
         die(error);
+    } else if (args.is("--bind")) {
+      std::string value = args.flagValue("--bind");
+      auto eq = value.find('=');
+      if (eq == std::string::npos || eq == 0)
+        die("bad --bind '" + value + "' (expected NAME=FILE.pb|.npy)");
+      options.boundInputs[value.substr(0, eq)] = value.substr(eq + 1);
     } else if (arg.rfind("-", 0) == 0) {
       die("unknown option '" + arg + "' (see --help)");
     } else if (model.empty()) {

@@ -1,8 +1,13 @@
 //===- sluice-run.cpp - run, check and time a model -----------------------===//
 //
-//   sluice-run MODEL.onnx --reference [INPUT ...] [--expect OUTPUT ...]
-//              [--rtol=1e-3 --atol=1e-7] [--iters=N --warmup=W]
-//              [--save-outputs=DIR] [--random-inputs] [--shape=NAME=2x128]
+//   sluice-run (OUT.sluice | MODEL.onnx --reference) [INPUT ...]
+//              [--expect OUTPUT ...] [--rtol=1e-3 --atol=1e-7]
+//              [--iters=N --warmup=W] [--save-outputs=DIR] [--random-inputs]
+//              [--shape=NAME=2x128] [--trace=FILE.json] [--threads=N]
+//
+// A bundle written by sluice-compile runs through the runtime's API only
+// (include/sluice/Runtime.h, no MLIR); MODEL.onnx --reference runs on the
+// reference evaluator.
 //
 // Inputs and expected outputs are ONNX TensorProto .pb or NumPy .npy files
 // (SequenceProto / OptionalProto .pb where the model takes or makes those),
@@ -19,6 +24,8 @@
 #include "lib/support/TensorFiles.h"
 #include "tools/common/ToolSupport.h"
 
+#include "sluice/Runtime.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -29,15 +36,20 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <thread>
 
 using namespace mlir;
 
 namespace {
 
-const char *kUsage = R"(usage: sluice-run MODEL.onnx --reference [INPUT ...] [options]
+const char *kUsage = R"(usage: sluice-run OUT.sluice [INPUT ...] [options]
+       sluice-run MODEL.onnx --reference [INPUT ...] [options]
 
-Runs a model on the reference evaluator, checks and times it.
+Runs a bundle written by sluice-compile (a folder; cpu target) or a model on
+the reference evaluator, checks and times it.
 
   INPUT                 .pb (ONNX TensorProto) or .npy file, in the graph's
                         input order, or NAME=FILE
@@ -47,10 +59,20 @@ Runs a model on the reference evaluator, checks and times it.
                         backend tests): |got - want| <= A + R * |want|
   --random-inputs       generate inputs that are not given (needs static
                         shapes, see --shape)
-  --shape=NAME=2x128    bind an input's shape (repeatable)
+  --shape=NAME=2x128    bind an input's shape (repeatable; --reference only,
+                        a bundle's shapes are fixed when it is compiled)
   --iters=N --warmup=W  time N runs after W warm-up runs; print median, p90
   --save-outputs=DIR    write each output as DIR/<name>.npy (a sequence as
                         DIR/<name>_0.npy, <name>_1.npy ...)
+  --trace=FILE.json     bundles: write a Chrome trace (Perfetto,
+                        chrome://tracing) of one run, an event per kernel
+                        and library call
+  --contexts=N          bundles: also run the model on N threads at once,
+                        each with its own context, for --iters runs (or
+                        one), check every thread's outputs against the
+                        first run's and print the throughput
+  --threads=N           bundles: OpenMP threads per run (default: all the
+                        hardware's)
   --reference           run MODEL.onnx on the reference evaluator
   -h, --help            this help
 
@@ -66,6 +88,10 @@ struct Options {
   int iters = 0, warmup = 0;
   std::string saveOutputs;
   std::map<std::string, std::vector<int64_t>> shapes;
+  bool bundle = false; ///< OUT.sluice: run through the runtime
+  std::string trace;
+  int threads = 0; ///< 0: the hardware's concurrency
+  int contexts = 1; ///< bundles: contexts running at once on their own threads
 };
 
 [[noreturn]] void die(const std::string &message) {
@@ -105,6 +131,16 @@ Options parseArgs(int argc, char **argv) {
       o.warmup = (int)parseNumber("--warmup", args.flagValue("--warmup"));
     } else if (args.is("--save-outputs")) {
       o.saveOutputs = args.flagValue("--save-outputs");
+    } else if (args.is("--trace")) {
+      o.trace = args.flagValue("--trace");
+    } else if (args.is("--contexts")) {
+      o.contexts = (int)parseNumber("--contexts", args.flagValue("--contexts"));
+      if (o.contexts < 1)
+        die("--contexts must be at least 1");
+    } else if (args.is("--threads")) {
+      o.threads = (int)parseNumber("--threads", args.flagValue("--threads"));
+      if (o.threads < 1)
+        die("--threads must be at least 1");
     } else if (args.is("--shape")) {
       std::string error;
       if (!sluice::parseShapeOption(args.flagValue("--shape"), o.shapes, error))
@@ -122,12 +158,25 @@ Options parseArgs(int argc, char **argv) {
   if (o.model.empty())
     die("no model given (see --help)");
   if (!o.reference) {
-    if (llvm::sys::path::extension(o.model) == ".onnx" ||
-        llvm::sys::path::extension(o.model) == ".onnxtxt")
-      die(o.model + ": ONNX models run on the reference evaluator: add --reference");
-    die(o.model + ": compiled bundles are produced by sluice-compile, which "
-                  "this build can only run up to the simplify phase; use "
-                  "MODEL.onnx --reference");
+    // A bundle is a folder; OUT.sluice is taken as one even when missing,
+    // so that the runtime reports what is wrong with it.
+    std::error_code ec;
+    o.bundle = std::filesystem::is_directory(o.model, ec) ||
+               llvm::sys::path::extension(o.model) == ".sluice";
+    if (!o.bundle) {
+      if (llvm::sys::path::extension(o.model) == ".onnx" ||
+          llvm::sys::path::extension(o.model) == ".onnxtxt")
+        die(o.model + ": ONNX models run on the reference evaluator: add "
+                      "--reference (or compile a bundle with sluice-compile)");
+      die(o.model + ": not a bundle folder (OUT.sluice) or an ONNX model "
+                    "with --reference");
+    }
+    if (!o.shapes.empty())
+      die("--shape applies to --reference; a bundle's shapes are fixed when "
+          "it is compiled");
+  } else if (!o.trace.empty() || o.threads) {
+    die(std::string(o.trace.empty() ? "--threads" : "--trace") +
+        " applies to bundles, not --reference");
   }
   return o;
 }
@@ -304,10 +353,310 @@ std::string safeFileName(const std::string &name) {
   return s.empty() ? "output" : s;
 }
 
+//===----------------------------------------------------------------------===//
+// Bundle mode: everything below goes through the runtime's API
+// (sluice/Runtime.h) and the tensor files, never MLIR.
+//===----------------------------------------------------------------------===//
+
+/// NumPy's dtype names, as bundle manifests use them.
+const std::pair<const char *, sluice::DType> kNumpyDTypes[] = {
+    {"float32", sluice::DType::F32}, {"float64", sluice::DType::F64},
+    {"float16", sluice::DType::F16}, {"bfloat16", sluice::DType::BF16},
+    {"int8", sluice::DType::I8},     {"int16", sluice::DType::I16},
+    {"int32", sluice::DType::I32},   {"int64", sluice::DType::I64},
+    {"uint8", sluice::DType::U8},    {"uint16", sluice::DType::U16},
+    {"uint32", sluice::DType::U32},  {"uint64", sluice::DType::U64},
+    {"bool", sluice::DType::Bool}};
+
+std::optional<sluice::DType> dtypeFromNumpy(const std::string &name) {
+  for (const auto &entry : kNumpyDTypes)
+    if (name == entry.first)
+      return entry.second;
+  return std::nullopt;
+}
+
+std::string numpyName(sluice::DType dtype) {
+  for (const auto &entry : kNumpyDTypes)
+    if (dtype == entry.second)
+      return entry.first;
+  return sluice::dtypeName(dtype);
+}
+
+/// A tensor read for one slot, and the file it came from (for messages).
+struct GivenTensor {
+  std::string file;
+  sluice::Tensor tensor;
+};
+
+/// Reads tensors given positionally or as NAME=FILE into slots of `names`.
+std::vector<std::optional<GivenTensor>>
+readBundleTensors(const std::vector<std::string> &args,
+                  const std::vector<std::string> &names, const char *what) {
+  std::vector<std::optional<GivenTensor>> slots(names.size());
+  size_t position = 0;
+  for (const std::string &arg : args) {
+    auto [name, file] = splitNamed(arg);
+    size_t index;
+    if (name.empty()) {
+      index = position++;
+      if (index >= names.size())
+        die(file + ": more " + what + "s given than the bundle has (" +
+            std::to_string(names.size()) + ")");
+    } else {
+      auto it = std::find(names.begin(), names.end(), name);
+      if (it == names.end())
+        die(file + ": the bundle has no " + what + " named '" + name + "'");
+      index = it - names.begin();
+    }
+    GivenTensor given{file, {}};
+    std::string error;
+    if (!sluice::readTensorFile(file, given.tensor, error))
+      die(error);
+    slots[index] = std::move(given);
+  }
+  return slots;
+}
+
+/// ONNX 1.12's backend data stores bfloat16 as uint16 bit patterns.
+void reinterpretBf16(sluice::Tensor &tensor, sluice::DType expected) {
+  if (expected == sluice::DType::BF16 && tensor.dtype() == sluice::DType::U16)
+    tensor = sluice::Tensor::alias(sluice::DType::BF16, tensor.shape(),
+                                   tensor.rawData(),
+                                   std::make_shared<sluice::Tensor>(tensor));
+}
+
+std::string jsonString(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if ((unsigned char)c < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+/// Writes the context's last (traced) run as Chrome trace JSON: one event
+/// for the whole run, one per kernel or library call.
+void writeTrace(const std::string &path, const std::string &bundle,
+                const sluice::rt::Context &context,
+                const std::vector<sluice::rt::KernelInfo> &kernels) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out)
+    die(path + ": cannot write the trace");
+  auto event = [&](const std::string &name, const char *category, double ts,
+                   double dur, const std::string &args) {
+    char times[96];
+    std::snprintf(times, sizeof times, "\"ts\": %.3f, \"dur\": %.3f", ts, dur);
+    out << "  {\"name\": " << jsonString(name) << ", \"cat\": \"" << category
+        << "\", \"ph\": \"X\", " << times
+        << ", \"pid\": 0, \"tid\": 0, \"args\": {" << args << "}}";
+  };
+  out << "{\"traceEvents\": [\n";
+  event("run", "run", 0, context.runMicroseconds(),
+        "\"bundle\": " + jsonString(bundle));
+  for (const SluiceTraceEvent &e : context.trace()) {
+    const sluice::rt::KernelInfo *kernel =
+        e.step >= 0 && (size_t)e.step < kernels.size() ? &kernels[e.step]
+                                                        : nullptr;
+    out << ",\n";
+    event(kernel ? kernel->name : "step " + std::to_string(e.step),
+          kernel && kernel->kind == "library" ? "library" : "kernel",
+          e.begin_us, e.end_us - e.begin_us,
+          "\"node\": " + jsonString(kernel ? kernel->node : "") +
+              ", \"op\": " + jsonString(kernel ? kernel->op : ""));
+  }
+  out << "\n], \"displayTimeUnit\": \"ms\"}\n";
+  if (!out)
+    die(path + ": cannot write the trace");
+}
+
+/// Runs `options.model` as a bundle: load, bind, run, check, time, trace.
+int runBundle(const Options &options) {
+  std::string error;
+  sluice::rt::Model model;
+  if (!model.load(options.model, &error))
+    die(error);
+  sluice::rt::Context context;
+  if (!context.create(model, &error))
+    die(error);
+  unsigned hardware = std::thread::hardware_concurrency();
+  int threads = options.threads ? options.threads : hardware ? hardware : 1;
+  if (!context.setNumThreads(threads, &error))
+    die(error);
+
+  std::vector<sluice::rt::TensorInfo> inputs, outputs;
+  std::vector<std::string> inputNames, outputNames;
+  for (size_t i = 0; i < model.numInputs(); ++i) {
+    inputs.push_back(model.input(i));
+    inputNames.push_back(inputs.back().name);
+  }
+  for (size_t i = 0; i < model.numOutputs(); ++i) {
+    outputs.push_back(model.output(i));
+    outputNames.push_back(outputs.back().name);
+  }
+  auto dtypeOf = [&](const sluice::rt::TensorInfo &info) {
+    auto dtype = dtypeFromNumpy(info.dtype);
+    if (!dtype)
+      die(options.model + ": '" + info.name + "' has dtype '" + info.dtype +
+          "', which sluice-run cannot read or write");
+    return *dtype;
+  };
+
+  // Bind inputs, checked against the manifest.
+  auto given = readBundleTensors(options.inputs, inputNames, "input");
+  std::mt19937 rng(0);
+  std::vector<sluice::Tensor> bound;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const sluice::rt::TensorInfo &info = inputs[i];
+    sluice::DType dtype = dtypeOf(info);
+    if (!given[i]) {
+      if (!options.randomInputs)
+        die(options.model + ": input '" + info.name +
+            "' not given (pass a file, or --random-inputs)");
+      given[i] = GivenTensor{options.model, randomTensor(dtype, info.shape, rng)};
+    }
+    sluice::Tensor &t = given[i]->tensor;
+    reinterpretBf16(t, dtype);
+    if (t.dtype() != dtype)
+      die(given[i]->file + ": input '" + info.name + "' has element type " +
+          numpyName(t.dtype()) + ", the bundle expects " + info.dtype);
+    if (t.shape() != info.shape)
+      die(given[i]->file + ": input '" + info.name + "' has shape " +
+          sluice::shapeToString(t.shape()) + ", the bundle expects " +
+          sluice::shapeToString(info.shape));
+    if (!context.bindInput(i, t.rawData(), t.byteSize(), &error))
+      die(error);
+    bound.push_back(t);
+  }
+
+  if (!context.run(&error))
+    die(error);
+  std::vector<sluice::Tensor> results;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    size_t bytes = 0;
+    const void *data = context.output(i, &bytes);
+    results.push_back(
+        sluice::Tensor::copyOf(dtypeOf(outputs[i]), outputs[i].shape, data));
+  }
+
+  if (options.iters > 0) {
+    for (int i = 0; i < options.warmup; ++i)
+      if (!context.run(&error))
+        die(error);
+    std::vector<double> times;
+    for (int i = 0; i < options.iters; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      if (!context.run(&error))
+        die(error);
+      times.push_back(std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
+    }
+    std::sort(times.begin(), times.end());
+    double median = times[times.size() / 2];
+    double p90 = times[std::min(times.size() - 1, (size_t)(times.size() * 0.9))];
+    std::printf("latency over %d runs (cpu target, %d threads): median %.4g "
+                "ms, p90 %.4g ms\n",
+                options.iters, threads, median, p90);
+  }
+
+  // Several contexts on their own threads, all running the one model.
+  if (options.contexts > 1) {
+    int runs = std::max(options.iters, 1);
+    std::vector<std::string> failures(options.contexts);
+    auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> workers;
+    for (int c = 0; c < options.contexts; ++c)
+      workers.emplace_back([&, c] {
+        std::string err;
+        sluice::rt::Context own;
+        if (!own.create(model, &err) || !own.setNumThreads(threads, &err)) {
+          failures[c] = err;
+          return;
+        }
+        for (size_t i = 0; i < bound.size(); ++i)
+          if (!own.bindInput(i, bound[i].rawData(), bound[i].byteSize(), &err)) {
+            failures[c] = err;
+            return;
+          }
+        for (int r = 0; r < runs; ++r)
+          if (!own.run(&err)) {
+            failures[c] = err;
+            return;
+          }
+        for (size_t i = 0; i < results.size(); ++i) {
+          size_t bytes = 0;
+          const void *data = own.output(i, &bytes);
+          sluice::Tensor got = sluice::Tensor::copyOf(results[i].dtype(), results[i].shape(), data);
+          for (int64_t e = 0; e < got.numElements(); ++e) {
+            double a = got.getDouble(e), b = results[i].getDouble(e);
+            if (std::fabs(a - b) > 1e-5 + 1e-5 * std::fabs(b) && !(std::isnan(a) && std::isnan(b))) {
+              failures[c] = "output '" + outputNames[i] + "' differs from the first run's at element " +
+                            std::to_string(e);
+              return;
+            }
+          }
+        }
+      });
+    for (std::thread &w : workers)
+      w.join();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (int c = 0; c < options.contexts; ++c)
+      if (!failures[c].empty())
+        die(options.model + ": context " + std::to_string(c) + " of " +
+            std::to_string(options.contexts) + ": " + failures[c]);
+    std::printf("%d contexts x %d runs at once: all outputs agree with the first run; "
+                "%.1f runs/s\n", options.contexts, runs, options.contexts * runs / seconds);
+  }
+
+  // One more run, traced, so that timings above carry no tracing cost.
+  if (!options.trace.empty()) {
+    context.enableTrace(true);
+    if (!context.run(&error))
+      die(error);
+    writeTrace(options.trace, options.model, context, model.kernels());
+  }
+
+  if (!options.saveOutputs.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.saveOutputs, ec);
+    if (ec)
+      die(options.saveOutputs + ": cannot create folder: " + ec.message());
+    for (size_t i = 0; i < results.size(); ++i)
+      if (!sluice::writeNpy(options.saveOutputs + "/" +
+                                safeFileName(outputNames[i]) + ".npy",
+                            results[i], error))
+        die(error);
+  }
+
+  auto expected = readBundleTensors(options.expects, outputNames, "output");
+  bool allMatch = true;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!expected[i]) {
+      std::printf("output '%s' %s\n", outputNames[i].c_str(),
+                  results[i].describe().c_str());
+      continue;
+    }
+    reinterpretBf16(expected[i]->tensor, results[i].dtype());
+    allMatch &= compareOutput(outputNames[i], results[i], expected[i]->tensor,
+                              options.rtol, options.atol);
+  }
+  return allMatch ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   Options options = parseArgs(argc, argv);
+  if (options.bundle)
+    return runBundle(options);
   MLIRContext context;
   context.disableMultithreading();
   sluice::CompilerOptions compilerOptions;

@@ -1,0 +1,211 @@
+//===- sluice/Runtime.h - C++ wrapper of the runtime C API ------*- C++ -*-===//
+//
+// Header-only RAII over include/sluice/runtime.h. Errors come back as a bool
+// plus a message (no exceptions), so the wrapper works in code built with
+// -fno-exceptions too. The C API's thread-safety rules hold unchanged: share
+// a Model freely, give each thread its own Context.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_RUNTIME_HPP
+#define SLUICE_RUNTIME_HPP
+
+#include "sluice/runtime.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sluice::rt {
+
+/// One graph input or output as the manifest declares it.
+struct TensorInfo {
+  std::string name;
+  std::string dtype; ///< NumPy's name: "float32", "int64", "bool" ...
+  std::vector<int64_t> shape;
+  size_t bytes = 0;
+};
+
+/// One generated kernel or library call.
+struct KernelInfo {
+  std::string name, kind, op, node;
+};
+
+namespace detail {
+inline bool check(SluiceStatus status, std::string *error) {
+  if (status == SLUICE_OK)
+    return true;
+  if (error)
+    *error = sluice_last_error();
+  return false;
+}
+inline TensorInfo toInfo(const SluiceTensorInfo &info) {
+  return {info.name, info.dtype,
+          std::vector<int64_t>(info.dims, info.dims + info.rank), info.bytes};
+}
+} // namespace detail
+
+/// A loaded bundle; movable, not copyable.
+class Model {
+public:
+  Model() = default;
+  ~Model() { sluice_model_free(model); }
+  Model(Model &&other) noexcept : model(other.model) { other.model = nullptr; }
+  Model &operator=(Model &&other) noexcept {
+    std::swap(model, other.model);
+    return *this;
+  }
+  Model(const Model &) = delete;
+  Model &operator=(const Model &) = delete;
+
+  /// Loads the bundle in `dir` (replacing any loaded one); false with
+  /// `error` set on failure.
+  bool load(const std::string &dir, std::string *error = nullptr) {
+    SluiceModel *loaded = nullptr;
+    if (!detail::check(sluice_model_load(dir.c_str(), &loaded), error))
+      return false;
+    sluice_model_free(model);
+    model = loaded;
+    return true;
+  }
+
+  bool loaded() const { return model != nullptr; }
+  const SluiceModel *get() const { return model; }
+
+  size_t numInputs() const {
+    size_t n = 0;
+    sluice_model_num_inputs(model, &n);
+    return n;
+  }
+  size_t numOutputs() const {
+    size_t n = 0;
+    sluice_model_num_outputs(model, &n);
+    return n;
+  }
+  TensorInfo input(size_t index) const {
+    SluiceTensorInfo info = {};
+    if (sluice_model_input(model, index, &info) != SLUICE_OK)
+      return {};
+    return detail::toInfo(info);
+  }
+  TensorInfo output(size_t index) const {
+    SluiceTensorInfo info = {};
+    if (sluice_model_output(model, index, &info) != SLUICE_OK)
+      return {};
+    return detail::toInfo(info);
+  }
+  std::string target() const { return query(sluice_model_target); }
+  std::string version() const { return query(sluice_model_version); }
+  std::string name() const { return query(sluice_model_name); }
+  size_t arenaBytes() const {
+    size_t n = 0;
+    sluice_model_arena_bytes(model, &n);
+    return n;
+  }
+  size_t weightsBytes() const {
+    size_t n = 0;
+    sluice_model_weights_bytes(model, &n);
+    return n;
+  }
+  std::vector<KernelInfo> kernels() const {
+    size_t n = 0;
+    sluice_model_num_kernels(model, &n);
+    std::vector<KernelInfo> result;
+    for (size_t i = 0; i < n; ++i) {
+      SluiceKernelInfo info = {};
+      if (sluice_model_kernel(model, i, &info) == SLUICE_OK)
+        result.push_back({info.name, info.kind, info.op, info.node});
+    }
+    return result;
+  }
+
+private:
+  std::string query(SluiceStatus (*get)(const SluiceModel *,
+                                        const char **)) const {
+    const char *text = nullptr;
+    return get(model, &text) == SLUICE_OK && text ? text : "";
+  }
+
+  SluiceModel *model = nullptr;
+};
+
+/// One thread's run state for a Model; the Model must outlive it.
+class Context {
+public:
+  Context() = default;
+  ~Context() { sluice_context_free(context); }
+  Context(Context &&other) noexcept : context(other.context) {
+    other.context = nullptr;
+  }
+  Context &operator=(Context &&other) noexcept {
+    std::swap(context, other.context);
+    return *this;
+  }
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+
+  /// Creates the context (arena and outputs) for `model`.
+  bool create(const Model &model, std::string *error = nullptr) {
+    SluiceContext *created = nullptr;
+    if (!detail::check(sluice_context_create(model.get(), &created), error))
+      return false;
+    sluice_context_free(context);
+    context = created;
+    return true;
+  }
+
+  /// Copies input `index`; `bytes` must match the manifest.
+  bool setInput(size_t index, const void *data, size_t bytes,
+                std::string *error = nullptr) {
+    return detail::check(sluice_context_set_input(context, index, data, bytes),
+                         error);
+  }
+  /// Binds input `index` without copying; `data` must outlive its use.
+  bool bindInput(size_t index, const void *data, size_t bytes,
+                 std::string *error = nullptr) {
+    return detail::check(sluice_context_bind_input(context, index, data, bytes),
+                         error);
+  }
+  bool setNumThreads(int32_t threads, std::string *error = nullptr) {
+    return detail::check(sluice_context_set_num_threads(context, threads),
+                         error);
+  }
+  void enableTrace(bool on) { sluice_context_enable_trace(context, on); }
+
+  bool run(std::string *error = nullptr) {
+    return detail::check(sluice_context_run(context), error);
+  }
+
+  /// Output `index` of the last run (null, 0 for a bad index).
+  const void *output(size_t index, size_t *bytes = nullptr) const {
+    const void *data = nullptr;
+    size_t n = 0;
+    if (sluice_context_output(context, index, &data, &n) != SLUICE_OK)
+      data = nullptr;
+    if (bytes)
+      *bytes = n;
+    return data;
+  }
+  /// The last run's duration in microseconds.
+  double runMicroseconds() const {
+    double us = 0;
+    sluice_context_run_time(context, &us);
+    return us;
+  }
+  /// The last traced run's kernel and library calls.
+  std::vector<SluiceTraceEvent> trace() const {
+    const SluiceTraceEvent *events = nullptr;
+    size_t n = 0;
+    if (sluice_context_trace(context, &events, &n) != SLUICE_OK || !events)
+      return {};
+    return std::vector<SluiceTraceEvent>(events, events + n);
+  }
+
+private:
+  SluiceContext *context = nullptr;
+};
+
+} // namespace sluice::rt
+
+#endif // SLUICE_RUNTIME_HPP

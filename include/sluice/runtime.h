@@ -1,0 +1,151 @@
+/*===- sluice/runtime.h - load and run Sluice bundles (C API) -------------===*
+ *
+ * The Sluice runtime loads a bundle written by sluice-compile (a folder with
+ * manifest.json, the compiled model library and weights.bin), binds inputs,
+ * runs it and reports per-kernel timings. Plain C with opaque handles so it
+ * can be used from any language; libsluice_runtime.so links only libc,
+ * libdl and pthread (no MLIR, no LLVM).
+ *
+ * Errors: every function except sluice_runtime_version() and
+ * sluice_last_error() returns a SluiceStatus; on failure the message, which
+ * names the bundle folder or file, is in sluice_last_error() on the calling
+ * thread until that thread's next failing call.
+ *
+ * Thread safety:
+ *  - A SluiceModel is immutable once sluice_model_load() returns; it may be
+ *    shared by any number of threads (queries and context creation are safe
+ *    concurrently). Free it only after every context made from it is freed.
+ *  - A SluiceContext holds one run's state (its own 64-byte-aligned arena,
+ *    input and output buffers, trace). It belongs to one thread at a time:
+ *    never call two functions on the same context concurrently. To run one
+ *    model on several threads at once, give each thread its own context.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef SLUICE_RUNTIME_H
+#define SLUICE_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library hides everything but this API. */
+#if defined(__GNUC__)
+#define SLUICE_RT_API __attribute__((visibility("default")))
+#else
+#define SLUICE_RT_API
+#endif
+
+typedef enum SluiceStatus {
+  SLUICE_OK = 0,
+  SLUICE_ERROR_INVALID_ARGUMENT = 1, /* null pointer, bad index, wrong size */
+  SLUICE_ERROR_BUNDLE = 2,           /* the bundle cannot be loaded */
+  SLUICE_ERROR_RUN = 3,              /* the model's run reported a failure */
+  SLUICE_ERROR_OUT_OF_MEMORY = 4
+} SluiceStatus;
+
+typedef struct SluiceModel SluiceModel;
+typedef struct SluiceContext SluiceContext;
+
+/* One graph input or output. Pointers stay valid while the model lives. */
+typedef struct SluiceTensorInfo {
+  const char *name;
+  const char *dtype; /* NumPy's name: "float32", "int64", "bool" ... */
+  int32_t rank;
+  const int64_t *dims; /* `rank` static dims */
+  size_t bytes;        /* element count times element size */
+} SluiceTensorInfo;
+
+/* One generated kernel or library call, as the manifest lists them. */
+typedef struct SluiceKernelInfo {
+  const char *name;
+  const char *kind; /* "kernel" or "library" */
+  const char *op;   /* the sluice op, e.g. "sluice.matmul" ("" if unknown) */
+  const char *node; /* the ONNX node it came from ("" if unknown) */
+} SluiceKernelInfo;
+
+/* One kernel or library call of the last traced run, in microseconds since
+ * that run began. */
+typedef struct SluiceTraceEvent {
+  int32_t step; /* index into the model's kernels */
+  double begin_us;
+  double end_us;
+} SluiceTraceEvent;
+
+/* The runtime's version, SLUICE_VERSION_STRING. */
+SLUICE_RT_API const char *sluice_runtime_version(void);
+/* The calling thread's last error message ("" if none). */
+SLUICE_RT_API const char *sluice_last_error(void);
+
+/*---- Models ---------------------------------------------------------------*/
+
+/* Loads the bundle in `bundle_dir`: reads and checks manifest.json, maps
+ * weights.bin and opens the model library. */
+SLUICE_RT_API SluiceStatus sluice_model_load(const char *bundle_dir, SluiceModel **out);
+/* Frees a model (null is fine). */
+SLUICE_RT_API SluiceStatus sluice_model_free(SluiceModel *model);
+
+SLUICE_RT_API SluiceStatus sluice_model_num_inputs(const SluiceModel *model, size_t *count);
+SLUICE_RT_API SluiceStatus sluice_model_num_outputs(const SluiceModel *model, size_t *count);
+SLUICE_RT_API SluiceStatus sluice_model_input(const SluiceModel *model, size_t index,
+                                SluiceTensorInfo *info);
+SLUICE_RT_API SluiceStatus sluice_model_output(const SluiceModel *model, size_t index,
+                                 SluiceTensorInfo *info);
+/* "cpu". */
+SLUICE_RT_API SluiceStatus sluice_model_target(const SluiceModel *model, const char **target);
+/* The version of sluice-compile that wrote the bundle. */
+SLUICE_RT_API SluiceStatus sluice_model_version(const SluiceModel *model,
+                                  const char **version);
+/* The manifest's "model" name ("" if absent). */
+SLUICE_RT_API SluiceStatus sluice_model_name(const SluiceModel *model, const char **name);
+SLUICE_RT_API SluiceStatus sluice_model_arena_bytes(const SluiceModel *model, size_t *bytes);
+SLUICE_RT_API SluiceStatus sluice_model_weights_bytes(const SluiceModel *model,
+                                        size_t *bytes);
+SLUICE_RT_API SluiceStatus sluice_model_num_kernels(const SluiceModel *model, size_t *count);
+SLUICE_RT_API SluiceStatus sluice_model_kernel(const SluiceModel *model, size_t index,
+                                 SluiceKernelInfo *info);
+
+/*---- Contexts -------------------------------------------------------------*/
+
+/* A context for running `model`; it allocates the arena and the outputs. */
+SLUICE_RT_API SluiceStatus sluice_context_create(const SluiceModel *model,
+                                   SluiceContext **out);
+/* Frees a context (null is fine). */
+SLUICE_RT_API SluiceStatus sluice_context_free(SluiceContext *context);
+
+/* Copies input `index` from `data`; `bytes` must equal the input's size. */
+SLUICE_RT_API SluiceStatus sluice_context_set_input(SluiceContext *context, size_t index,
+                                      const void *data, size_t bytes);
+/* Binds input `index` to caller memory without copying; `data` must stay
+ * valid and unchanged until the context is freed or the input is set again. */
+SLUICE_RT_API SluiceStatus sluice_context_bind_input(SluiceContext *context, size_t index,
+                                       const void *data, size_t bytes);
+/* OpenMP threads for each run (>= 1; the default is the hardware's). */
+SLUICE_RT_API SluiceStatus sluice_context_set_num_threads(SluiceContext *context,
+                                            int32_t num_threads);
+/* Runs the model once; every input must have been set. */
+SLUICE_RT_API SluiceStatus sluice_context_run(SluiceContext *context);
+/* Output `index` of the last run, owned by the context and valid until its
+ * next run or its free. */
+SLUICE_RT_API SluiceStatus sluice_context_output(const SluiceContext *context, size_t index,
+                                   const void **data, size_t *bytes);
+
+/* Tracing: when on, each run records one event per kernel or library call.
+ * Off by default (it costs two clock reads per call). */
+SLUICE_RT_API SluiceStatus sluice_context_enable_trace(SluiceContext *context, int on);
+/* The last run's duration in microseconds (traced or not). */
+SLUICE_RT_API SluiceStatus sluice_context_run_time(const SluiceContext *context,
+                                     double *us);
+/* The last traced run's events, in the order the calls began; the array is
+ * owned by the context and valid until its next run or its free. */
+SLUICE_RT_API SluiceStatus sluice_context_trace(const SluiceContext *context,
+                                  const SluiceTraceEvent **events,
+                                  size_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SLUICE_RUNTIME_H */

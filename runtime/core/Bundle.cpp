@@ -1,0 +1,133 @@
+//===- Bundle.cpp - load a bundle: manifest, weights, library -------------===//
+//
+// The manifest is checked before anything else is touched, so a bundle for
+// another target or version is refused without dlopening code built for it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/core/Bundle.h"
+#include "runtime/core/Paths.h"
+
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace sluice::runtime {
+
+namespace {
+/// What a bundle without weights gets, so kernels never see a null pointer.
+alignas(64) const unsigned char kNoWeights[64] = {};
+} // namespace
+
+std::unique_ptr<Bundle> Bundle::load(const std::string &dir,
+                                     std::string &error) {
+  std::unique_ptr<Bundle> bundle(new Bundle());
+  bundle->dir_ = dir;
+  struct stat info;
+  if (::stat(dir.c_str(), &info) != 0) {
+    error = "bundle '" + dir + "': " + std::strerror(errno);
+    return nullptr;
+  }
+  if (!S_ISDIR(info.st_mode)) {
+    error = "bundle '" + dir +
+            "' is not a folder (a bundle is the folder "
+            "sluice-compile writes)";
+    return nullptr;
+  }
+  if (!readManifest(dir, bundle->manifest_, error) ||
+      !bundle->mapWeights(error) || !bundle->openLibrary(error))
+    return nullptr;
+  return bundle;
+}
+
+bool Bundle::mapWeights(std::string &error) {
+  std::string file = joinPath(dir_, manifest_.weightsFile);
+  uint64_t expected = manifest_.weightsBytes;
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    // No weights: the file may be left out.
+    if (errno == ENOENT && expected == 0) {
+      weights_ = kNoWeights;
+      return true;
+    }
+    error =
+        file + ": cannot open the bundle's weights: " + std::strerror(errno);
+    return false;
+  }
+  struct stat info;
+  if (::fstat(fd, &info) != 0) {
+    error = file + ": " + std::strerror(errno);
+    ::close(fd);
+    return false;
+  }
+  if ((uint64_t)info.st_size != expected) {
+    error = file + ": is " + std::to_string((uint64_t)info.st_size) +
+            " bytes, the manifest says " + std::to_string(expected) +
+            (info.st_size < (off_t)expected ? " (truncated?)" : "");
+    ::close(fd);
+    return false;
+  }
+  if (expected == 0) {
+    ::close(fd);
+    weights_ = kNoWeights;
+    return true;
+  }
+  void *mapping = ::mmap(nullptr, expected, PROT_READ, MAP_PRIVATE, fd, 0);
+  int mapErrno = errno;
+  ::close(fd);
+  if (mapping == MAP_FAILED) {
+    error = file + ": cannot map: " + std::strerror(mapErrno);
+    return false;
+  }
+  mapping_ = mapping;
+  mappedBytes_ = expected;
+  weights_ = static_cast<const unsigned char *>(mapping);
+  return true;
+}
+
+bool Bundle::openLibrary(std::string &error) {
+  // joinPath keeps a '/' in the name, so dlopen never searches
+  // LD_LIBRARY_PATH for another model.so.
+  std::string file = joinPath(dir_, manifest_.library);
+  if (file.find('/') == std::string::npos)
+    file = "./" + file;
+  // RTLD_LOCAL: two bundles loaded at once must not resolve each other's
+  // symbols; RTLD_NOW: a missing OpenBLAS symbol fails here, not mid-run.
+  library_ = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library_) {
+    const char *why = ::dlerror();
+    error = file +
+            ": cannot load the model library: " + (why ? why : "unknown error");
+    return false;
+  }
+  auto abi = reinterpret_cast<int32_t (*)()>(
+      ::dlsym(library_, "sluice_model_abi_version"));
+  run_ = reinterpret_cast<int32_t (*)(const SluiceRunArgs *)>(
+      ::dlsym(library_, "sluice_model_run"));
+  if (!abi || !run_) {
+    error = file + ": not a Sluice model library (it does not export " +
+            (abi ? "sluice_model_run" : "sluice_model_abi_version") + ")";
+    return false;
+  }
+  int32_t version = abi();
+  if (version != SLUICE_BUNDLE_ABI_VERSION) {
+    error = file + ": the library has bundle ABI " + std::to_string(version) +
+            "; this runtime supports ABI " +
+            std::to_string(SLUICE_BUNDLE_ABI_VERSION);
+    return false;
+  }
+  return true;
+}
+
+Bundle::~Bundle() {
+  if (library_)
+    ::dlclose(library_);
+  if (mapping_)
+    ::munmap(mapping_, mappedBytes_);
+}
+
+} // namespace sluice::runtime

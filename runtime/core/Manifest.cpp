@@ -1,0 +1,310 @@
+//===- Manifest.cpp - a bundle's manifest.json, read and checked ----------===//
+//
+// Checks run in the order that gives the most useful message: first whether
+// this is a bundle at all, then whether this runtime can run it (version,
+// ABI, target), and only then the details of every key.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/core/Manifest.h"
+#include "runtime/core/Json.h"
+#include "runtime/core/Paths.h"
+
+#include "sluice/bundle_abi.h"
+#include "sluice/version.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace sluice::runtime {
+
+size_t dtypeBytes(const std::string &name) {
+  static const struct {
+    const char *name;
+    size_t bytes;
+  } kTable[] = {{"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2},
+                {"int8", 1},    {"int16", 2},   {"int32", 4},   {"int64", 8},
+                {"uint8", 1},   {"uint16", 2},  {"uint32", 4},  {"uint64", 8},
+                {"bool", 1}};
+  for (const auto &entry : kTable)
+    if (name == entry.name)
+      return entry.bytes;
+  return 0;
+}
+
+namespace {
+
+/// Reads typed keys of one JSON object, remembering the first error. `where`
+/// prefixes key names in messages ("inputs[0].").
+class Reader {
+public:
+  Reader(const JsonValue &object, std::string file, std::string where,
+         std::string &error)
+      : object(object), file(std::move(file)), where(std::move(where)),
+        error(error) {}
+
+  const JsonValue *require(const char *key, JsonValue::Kind kind) {
+    const JsonValue *value = object.get(key);
+    if (!value)
+      return fail(std::string("missing key '") + where + key + "'");
+    if (value->kind != kind)
+      return fail(std::string("key '") + where + key + "' must be " +
+                  article(kind) + jsonKindName(kind) + ", got " +
+                  article(value->kind) + jsonKindName(value->kind));
+    return value;
+  }
+
+  bool string(const char *key, std::string &out, bool optional = false) {
+    if (optional && !object.get(key))
+      return true;
+    const JsonValue *value = require(key, JsonValue::Kind::String);
+    if (!value)
+      return false;
+    out = value->string;
+    return true;
+  }
+
+  bool integer(const char *key, int64_t &out) {
+    const JsonValue *value = require(key, JsonValue::Kind::Number);
+    if (!value)
+      return false;
+    return toInteger(*value, where + key, out);
+  }
+
+  bool size(const char *key, uint64_t &out) {
+    int64_t v;
+    if (!integer(key, v))
+      return false;
+    if (v < 0)
+      return reject(std::string("key '") + where + key +
+                    "' must not be negative");
+    out = (uint64_t)v;
+    return true;
+  }
+
+  bool toInteger(const JsonValue &value, const std::string &what,
+                 int64_t &out) {
+    // Doubles hold integers exactly up to 2^53; sizes beyond are not real.
+    if (!value.isNumber() || value.number != std::floor(value.number) ||
+        std::fabs(value.number) > 9007199254740992.0)
+      return reject("'" + what + "' must be an integer");
+    out = (int64_t)value.number;
+    return true;
+  }
+
+  std::nullptr_t fail(const std::string &message) {
+    if (error.empty())
+      error = file + ": " + message;
+    return nullptr;
+  }
+  bool reject(const std::string &message) {
+    fail(message);
+    return false;
+  }
+
+private:
+  static const char *article(JsonValue::Kind kind) {
+    return kind == JsonValue::Kind::Array || kind == JsonValue::Kind::Object
+               ? "an "
+               : "a ";
+  }
+
+  const JsonValue &object;
+  std::string file, where;
+  std::string &error;
+};
+
+/// A file name the manifest gives must stay inside the bundle folder.
+bool plainFileName(const std::string &name) {
+  return !name.empty() && name.find('/') == std::string::npos && name != "." &&
+         name != "..";
+}
+
+bool readTensors(const JsonValue &root, const char *key,
+                 const std::string &file, std::vector<TensorSpec> &tensors,
+                 std::string &error) {
+  Reader top(root, file, "", error);
+  const JsonValue *list = top.require(key, JsonValue::Kind::Array);
+  if (!list)
+    return false;
+  for (size_t i = 0; i < list->array.size(); ++i) {
+    std::string where = std::string(key) + "[" + std::to_string(i) + "]";
+    const JsonValue &entry = list->array[i];
+    if (!entry.isObject())
+      return top.reject("'" + where + "' must be an object");
+    Reader reader(entry, file, where + ".", error);
+    TensorSpec spec;
+    if (!reader.string("name", spec.name) ||
+        !reader.string("dtype", spec.dtype))
+      return false;
+    spec.elementBytes = dtypeBytes(spec.dtype);
+    if (!spec.elementBytes)
+      return top.reject("'" + where + "' has unknown dtype '" + spec.dtype +
+                        "'");
+    const JsonValue *shape = reader.require("shape", JsonValue::Kind::Array);
+    if (!shape)
+      return false;
+    size_t elements = 1;
+    for (size_t d = 0; d < shape->array.size(); ++d) {
+      int64_t dim;
+      std::string what = where + ".shape[" + std::to_string(d) + "]";
+      if (!reader.toInteger(shape->array[d], what, dim))
+        return false;
+      if (dim < 0)
+        return top.reject("'" + what +
+                          "' must not be negative (shapes in a "
+                          "bundle are static)");
+      spec.shape.push_back(dim);
+      elements *= (size_t)dim;
+    }
+    spec.bytes = elements * spec.elementBytes;
+    tensors.push_back(std::move(spec));
+  }
+  return true;
+}
+
+} // namespace
+
+bool parseManifest(const std::string &text, const std::string &bundleDir,
+                   Manifest &manifest, std::string &error) {
+  std::string file = joinPath(bundleDir, "manifest.json");
+  manifest = Manifest();
+  error.clear();
+  JsonValue root;
+  std::string jsonError;
+  if (!parseJson(text, root, jsonError)) {
+    error = file + ": invalid JSON " + jsonError;
+    return false;
+  }
+  if (!root.isObject()) {
+    error = file + ": the manifest must be a JSON object";
+    return false;
+  }
+  Reader reader(root, file, "", error);
+
+  // Is it a bundle, and one this runtime can run?
+  std::string format;
+  if (!reader.string("format", format))
+    return false;
+  if (format != "sluice-bundle") {
+    error = file + ": not a Sluice bundle manifest (format '" + format +
+            "', expected 'sluice-bundle')";
+    return false;
+  }
+  if (!reader.string("version", manifest.version))
+    return false;
+  int major = -1, minor = -1;
+  if (std::sscanf(manifest.version.c_str(), "%d.%d", &major, &minor) != 2) {
+    error =
+        file + ": version '" + manifest.version + "' is not major.minor.patch";
+    return false;
+  }
+  if (major != SLUICE_VERSION_MAJOR || minor != SLUICE_VERSION_MINOR) {
+    error =
+        "bundle '" + bundleDir + "' was written by Sluice " + manifest.version +
+        "; this runtime (" SLUICE_VERSION_STRING ") runs bundles of version " +
+        std::to_string(SLUICE_VERSION_MAJOR) + "." +
+        std::to_string(SLUICE_VERSION_MINOR) + ".x";
+    return false;
+  }
+  if (!reader.integer("abi", manifest.abi))
+    return false;
+  if (manifest.abi != SLUICE_BUNDLE_ABI_VERSION) {
+    error = "bundle '" + bundleDir + "' uses bundle ABI " +
+            std::to_string(manifest.abi) + "; this runtime supports ABI " +
+            std::to_string(SLUICE_BUNDLE_ABI_VERSION);
+    return false;
+  }
+  if (!reader.string("target", manifest.target))
+    return false;
+  if (manifest.target != "cpu") {
+    error = "bundle '" + bundleDir + "' is for target '" + manifest.target +
+            "'; this runtime runs cpu bundles";
+    return false;
+  }
+
+  // The details.
+  if (!reader.string("model", manifest.model, /*optional=*/true) ||
+      !reader.string("library", manifest.library))
+    return false;
+  if (!plainFileName(manifest.library))
+    return reader.reject("'library' must be a file name in the bundle folder, "
+                         "got '" +
+                         manifest.library + "'");
+  const JsonValue *weights = reader.require("weights", JsonValue::Kind::Object);
+  if (!weights)
+    return false;
+  Reader weightsReader(*weights, file, "weights.", error);
+  if (!weightsReader.string("file", manifest.weightsFile) ||
+      !weightsReader.size("bytes", manifest.weightsBytes) ||
+      !weightsReader.size("alignment", manifest.weightsAlignment))
+    return false;
+  if (!plainFileName(manifest.weightsFile))
+    return reader.reject("'weights.file' must be a file name in the bundle "
+                         "folder, got '" +
+                         manifest.weightsFile + "'");
+  // mmap gives page alignment; a bundle asking for more cannot be honoured.
+  if (manifest.weightsAlignment == 0 || manifest.weightsAlignment > 4096 ||
+      (manifest.weightsAlignment & (manifest.weightsAlignment - 1)))
+    return reader.reject("'weights.alignment' must be a power of two up to "
+                         "4096, got " +
+                         std::to_string(manifest.weightsAlignment));
+  if (!reader.size("arena_bytes", manifest.arenaBytes) ||
+      !reader.integer("world_size", manifest.worldSize))
+    return false;
+  if (manifest.worldSize != 1) {
+    error = "bundle '" + bundleDir + "' is planned for " +
+            std::to_string(manifest.worldSize) +
+            " ranks; this runtime runs single-rank bundles";
+    return false;
+  }
+  const JsonValue *archs =
+      reader.require("gpu_architectures", JsonValue::Kind::Array);
+  if (!archs)
+    return false;
+  for (const JsonValue &arch : archs->array) {
+    if (!arch.isString())
+      return reader.reject("'gpu_architectures' must hold strings");
+    manifest.gpuArchitectures.push_back(arch.string);
+  }
+  if (!readTensors(root, "inputs", file, manifest.inputs, error) ||
+      !readTensors(root, "outputs", file, manifest.outputs, error))
+    return false;
+
+  const JsonValue *kernels = reader.require("kernels", JsonValue::Kind::Array);
+  if (!kernels)
+    return false;
+  for (size_t i = 0; i < kernels->array.size(); ++i) {
+    std::string where = "kernels[" + std::to_string(i) + "]";
+    const JsonValue &entry = kernels->array[i];
+    if (!entry.isObject())
+      return reader.reject("'" + where + "' must be an object");
+    Reader kernelReader(entry, file, where + ".", error);
+    KernelSpec kernel;
+    if (!kernelReader.string("name", kernel.name) ||
+        !kernelReader.string("kind", kernel.kind) ||
+        !kernelReader.string("op", kernel.op, /*optional=*/true) ||
+        !kernelReader.string("node", kernel.node, /*optional=*/true))
+      return false;
+    if (kernel.kind != "kernel" && kernel.kind != "library")
+      return reader.reject("'" + where +
+                           ".kind' must be 'kernel' or "
+                           "'library', got '" +
+                           kernel.kind + "'");
+    manifest.kernels.push_back(std::move(kernel));
+  }
+  return true;
+}
+
+bool readManifest(const std::string &bundleDir, Manifest &manifest,
+                  std::string &error) {
+  std::string file = joinPath(bundleDir, "manifest.json");
+  std::string text;
+  if (!readWholeFile(file, text, error))
+    return false;
+  return parseManifest(text, bundleDir, manifest, error);
+}
+
+} // namespace sluice::runtime

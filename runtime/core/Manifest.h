@@ -1,0 +1,68 @@
+//===- Manifest.h - a bundle's manifest.json, read and checked --*- C++ -*-===//
+//
+// The manifest says what a bundle needs (target, ABI, arena and weight
+// sizes) and what it takes and makes (inputs, outputs with static shapes).
+// readManifest checks all of it before the runtime maps or opens anything,
+// so a bundle this runtime cannot run fails with one clear message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_RUNTIME_CORE_MANIFEST_H
+#define SLUICE_RUNTIME_CORE_MANIFEST_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sluice::runtime {
+
+struct TensorSpec {
+  std::string name;
+  std::string dtype; ///< NumPy's name: "float32", "int64", "bool" ...
+  std::vector<int64_t> shape;
+  size_t elementBytes = 0;
+  size_t bytes = 0; ///< elements times elementBytes
+};
+
+struct KernelSpec {
+  std::string name;
+  std::string kind; ///< "kernel" or "library"
+  std::string op;
+  std::string node;
+};
+
+struct Manifest {
+  std::string version;
+  int64_t abi = 0;
+  std::string target;
+  std::string model;
+  std::string library;     ///< file name inside the bundle folder
+  std::string weightsFile; ///< file name inside the bundle folder
+  uint64_t weightsBytes = 0;
+  uint64_t weightsAlignment = 0;
+  uint64_t arenaBytes = 0;
+  int64_t worldSize = 1;
+  std::vector<std::string> gpuArchitectures;
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<KernelSpec> kernels;
+};
+
+/// The size of one element of NumPy dtype `name` (bool is 1 byte), or 0 if
+/// the runtime does not know it.
+size_t dtypeBytes(const std::string &name);
+
+/// Reads the manifest JSON `text` of the bundle in `bundleDir` (named in
+/// messages) and checks that this runtime can run it: format, version
+/// major.minor, ABI, target, every required key with its type. Unknown keys
+/// are ignored. On failure returns false and sets `error`.
+bool parseManifest(const std::string &text, const std::string &bundleDir,
+                   Manifest &manifest, std::string &error);
+
+/// Reads `bundleDir`/manifest.json and parses it as parseManifest does.
+bool readManifest(const std::string &bundleDir, Manifest &manifest,
+                  std::string &error);
+
+} // namespace sluice::runtime
+
+#endif // SLUICE_RUNTIME_CORE_MANIFEST_H

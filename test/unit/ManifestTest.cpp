@@ -1,0 +1,136 @@
+//===- ManifestTest.cpp - the runtime's manifest checks -------------------===//
+
+#include "runtime/core/Manifest.h"
+
+#include "sluice/version.h"
+
+#include <gtest/gtest.h>
+
+using sluice::runtime::Manifest;
+using sluice::runtime::parseManifest;
+
+namespace {
+
+const char *kDir = "/b/my model.sluice";
+
+std::string validManifest() {
+  return R"({"format": "sluice-bundle", "version": ")" SLUICE_VERSION_STRING
+         R"(", "abi": 1, "target": "cpu",
+ "model": "mlp", "library": "model.so",
+ "weights": {"file": "weights.bin", "bytes": 4096, "alignment": 64},
+ "arena_bytes": 1024, "world_size": 1, "gpu_architectures": [],
+ "compile_flags": ["-O3"],
+ "inputs":  [{"name": "x", "dtype": "float32", "shape": [1, 4]},
+             {"name": "ids", "dtype": "int64", "shape": [3]},
+             {"name": "flag", "dtype": "bool", "shape": []}],
+ "outputs": [{"name": "y", "dtype": "bfloat16", "shape": [1, 3]}],
+ "kernels": [{"name": "k0_matmul", "kind": "library", "op": "sluice.matmul", "node": "/fc1/MatMul"},
+             {"name": "k1_add", "kind": "kernel", "op": "sluice.add", "node": "/fc1/Add"}]})";
+}
+
+/// validManifest with `from` replaced by `to` (which must occur).
+std::string with(const std::string &from, const std::string &to) {
+  std::string text = validManifest();
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos)
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+std::string errorOf(const std::string &text) {
+  Manifest manifest;
+  std::string error;
+  return parseManifest(text, kDir, manifest, error) ? "" : error;
+}
+
+} // namespace
+
+TEST(Manifest, ReadsEveryKey) {
+  Manifest m;
+  std::string error;
+  ASSERT_TRUE(parseManifest(validManifest(), kDir, m, error)) << error;
+  EXPECT_EQ(m.version, SLUICE_VERSION_STRING);
+  EXPECT_EQ(m.target, "cpu");
+  EXPECT_EQ(m.model, "mlp");
+  EXPECT_EQ(m.library, "model.so");
+  EXPECT_EQ(m.weightsFile, "weights.bin");
+  EXPECT_EQ(m.weightsBytes, 4096u);
+  EXPECT_EQ(m.arenaBytes, 1024u);
+  ASSERT_EQ(m.inputs.size(), 3u);
+  EXPECT_EQ(m.inputs[0].name, "x");
+  EXPECT_EQ(m.inputs[0].shape, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(m.inputs[0].bytes, 16u);
+  EXPECT_EQ(m.inputs[1].bytes, 24u);
+  EXPECT_EQ(m.inputs[2].bytes, 1u); // a scalar bool is one byte
+  ASSERT_EQ(m.outputs.size(), 1u);
+  EXPECT_EQ(m.outputs[0].bytes, 6u);
+  ASSERT_EQ(m.kernels.size(), 2u);
+  EXPECT_EQ(m.kernels[0].kind, "library");
+  EXPECT_EQ(m.kernels[1].node, "/fc1/Add");
+}
+
+TEST(Manifest, RefusesWhatThisRuntimeCannotRun) {
+  std::string file = std::string(kDir) + "/manifest.json: ";
+  EXPECT_EQ(errorOf(with("\"target\": \"cpu\"", "\"target\": \"cuda\"")),
+            "bundle '/b/my model.sluice' is for target 'cuda'; this runtime "
+            "runs cpu bundles");
+  EXPECT_EQ(errorOf(with("\"abi\": 1", "\"abi\": 2")),
+            "bundle '/b/my model.sluice' uses bundle ABI 2; this runtime "
+            "supports ABI 1");
+  EXPECT_EQ(errorOf(with("\"version\": \"" SLUICE_VERSION_STRING "\"",
+                         "\"version\": \"9.1.0\"")),
+            "bundle '/b/my model.sluice' was written by Sluice 9.1.0; this "
+            "runtime (" SLUICE_VERSION_STRING
+            ") runs bundles of version 0.3.x");
+  EXPECT_EQ(errorOf(with("\"world_size\": 1", "\"world_size\": 4")),
+            "bundle '/b/my model.sluice' is planned for 4 ranks; this runtime "
+            "runs single-rank bundles");
+  EXPECT_EQ(errorOf(with("sluice-bundle", "onnx")),
+            file + "not a Sluice bundle manifest (format 'onnx', expected "
+                   "'sluice-bundle')");
+}
+
+TEST(Manifest, NamesTheBadKey) {
+  std::string file = std::string(kDir) + "/manifest.json: ";
+  EXPECT_EQ(errorOf(with("\"arena_bytes\": 1024,", "")),
+            file + "missing key 'arena_bytes'");
+  EXPECT_EQ(errorOf(with("\"abi\": 1", "\"abi\": \"1\"")),
+            file + "key 'abi' must be a number, got a string");
+  EXPECT_EQ(errorOf(with("\"bytes\": 4096", "\"bytes\": -1")),
+            file + "key 'weights.bytes' must not be negative");
+  EXPECT_EQ(errorOf(with("\"bytes\": 4096", "\"bytes\": 40.5")),
+            file + "'weights.bytes' must be an integer");
+  EXPECT_EQ(errorOf(with("\"alignment\": 64", "\"alignment\": 48")),
+            file + "'weights.alignment' must be a power of two up to 4096, "
+                   "got 48");
+  EXPECT_EQ(
+      errorOf(with("\"library\": \"model.so\"", "\"library\": \"../evil.so\"")),
+      file + "'library' must be a file name in the bundle folder, got "
+             "'../evil.so'");
+  EXPECT_EQ(errorOf(with("\"dtype\": \"int64\"", "\"dtype\": \"complex64\"")),
+            file + "'inputs[1]' has unknown dtype 'complex64'");
+  EXPECT_EQ(errorOf(with("\"shape\": [3]", "\"shape\": [-1]")),
+            file + "'inputs[1].shape[0]' must not be negative (shapes in a "
+                   "bundle are static)");
+  EXPECT_EQ(errorOf(with("\"shape\": [3]", "\"shape\": 3")),
+            file + "key 'inputs[1].shape' must be an array, got a number");
+  EXPECT_EQ(errorOf(with("{\"name\": \"y\", ", "{")),
+            file + "missing key 'outputs[0].name'");
+  EXPECT_EQ(errorOf(with("\"kind\": \"kernel\"", "\"kind\": \"gemm\"")),
+            file + "'kernels[1].kind' must be 'kernel' or 'library', got "
+                   "'gemm'");
+  EXPECT_EQ(errorOf("[1, 2]"), file + "the manifest must be a JSON object");
+  EXPECT_EQ(errorOf("{\"format\": \"sluice-bundle\",}"),
+            file + "invalid JSON at byte 27: expected a string key");
+}
+
+TEST(Manifest, DtypeSizes) {
+  using sluice::runtime::dtypeBytes;
+  EXPECT_EQ(dtypeBytes("float32"), 4u);
+  EXPECT_EQ(dtypeBytes("float16"), 2u);
+  EXPECT_EQ(dtypeBytes("bfloat16"), 2u);
+  EXPECT_EQ(dtypeBytes("uint64"), 8u);
+  EXPECT_EQ(dtypeBytes("bool"), 1u);
+  EXPECT_EQ(dtypeBytes("f32"), 0u);
+}

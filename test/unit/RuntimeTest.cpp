@@ -1,0 +1,257 @@
+//===- RuntimeTest.cpp - load and run a hand-written bundle ---------------===//
+//
+// The bundle in SLUICE_FAKE_BUNDLE (fixtures/FakeModel.cpp, built by CMake
+// into a folder whose name has a space) computes y = x * 2 + w. Broken
+// variants are made by copying it into a temporary folder and damaging one
+// file each.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sluice/Runtime.h"
+#include "sluice/version.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+using sluice::rt::Context;
+using sluice::rt::Model;
+
+namespace {
+
+const float kWeights[8] = {0.5f, 1.0f, 1.5f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f};
+
+/// A fresh copy of the fake bundle under `name` in the test's temp folder.
+std::string copyBundle(const std::string &name) {
+  fs::path dir = fs::path(::testing::TempDir()) / ("rt " + name + ".sluice");
+  fs::remove_all(dir);
+  fs::copy(SLUICE_FAKE_BUNDLE, dir, fs::copy_options::recursive);
+  return dir.string();
+}
+
+void writeFile(const std::string &path, const std::string &text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// The manifest of `dir` with `from` replaced by `to`.
+void editManifest(const std::string &dir, const std::string &from,
+                  const std::string &to) {
+  std::string text = readFile(dir + "/manifest.json");
+  size_t at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  writeFile(dir + "/manifest.json", text);
+}
+
+/// The error loading `dir` gives ("" if it loads).
+std::string loadError(const std::string &dir) {
+  Model model;
+  std::string error;
+  return model.load(dir, &error) ? "" : error;
+}
+
+} // namespace
+
+TEST(Runtime, LoadsQueriesAndRuns) {
+  Model model;
+  std::string error;
+  ASSERT_TRUE(model.load(SLUICE_FAKE_BUNDLE, &error)) << error;
+  EXPECT_EQ(model.target(), "cpu");
+  EXPECT_EQ(model.version(), SLUICE_VERSION_STRING);
+  EXPECT_EQ(model.name(), "fake");
+  EXPECT_EQ(model.arenaBytes(), 32u);
+  EXPECT_EQ(model.weightsBytes(), 32u);
+  ASSERT_EQ(model.numInputs(), 1u);
+  ASSERT_EQ(model.numOutputs(), 1u);
+  EXPECT_EQ(model.input(0).name, "x");
+  EXPECT_EQ(model.input(0).dtype, "float32");
+  EXPECT_EQ(model.input(0).shape, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(model.output(0).bytes, 32u);
+  auto kernels = model.kernels();
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0].name, "k0_scale");
+  EXPECT_EQ(kernels[1].kind, "library");
+  EXPECT_EQ(kernels[1].node, "/Add");
+
+  Context context;
+  ASSERT_TRUE(context.create(model, &error)) << error;
+  ASSERT_TRUE(context.setNumThreads(2, &error)) << error;
+  context.enableTrace(true);
+  float x[8] = {1, 2, 3, 4, -1, -2, -3, -4};
+  ASSERT_TRUE(context.setInput(0, x, sizeof x, &error)) << error;
+  x[0] = 100; // set_input copied: this must not reach the run
+  ASSERT_TRUE(context.run(&error)) << error;
+  size_t bytes = 0;
+  auto *y = static_cast<const float *>(context.output(0, &bytes));
+  ASSERT_NE(y, nullptr);
+  ASSERT_EQ(bytes, 32u);
+  const float want[8] = {2.5f, 5, 7.5f, 10, 0.5f, -1, -2.5f, -4};
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(y[i], want[i]) << i;
+
+  auto trace = context.trace();
+  ASSERT_EQ(trace.size(), 2u);
+  EXPECT_EQ(trace[0].step, 0);
+  EXPECT_EQ(trace[1].step, 1);
+  EXPECT_LE(trace[0].begin_us, trace[0].end_us);
+  EXPECT_LE(trace[0].end_us, trace[1].begin_us);
+  EXPECT_LE(trace[1].end_us, context.runMicroseconds());
+
+  // Bound inputs are read in place; tracing off leaves no events.
+  context.enableTrace(false);
+  ASSERT_TRUE(context.bindInput(0, x, sizeof x, &error)) << error;
+  ASSERT_TRUE(context.run(&error)) << error;
+  EXPECT_EQ(y[0], 200.5f); // 100 * 2 + 0.5
+  EXPECT_TRUE(context.trace().empty());
+}
+
+TEST(Runtime, ContextErrors) {
+  Model model;
+  std::string error;
+  ASSERT_TRUE(model.load(SLUICE_FAKE_BUNDLE, &error)) << error;
+  Context context;
+  ASSERT_TRUE(context.create(model, &error)) << error;
+  std::string dir = SLUICE_FAKE_BUNDLE;
+
+  EXPECT_FALSE(context.run(&error));
+  EXPECT_EQ(error, "bundle '" + dir + "': input 'x' was not set");
+
+  float x[8] = {};
+  EXPECT_FALSE(context.setInput(0, x, 16, &error));
+  EXPECT_EQ(error, "bundle '" + dir + "': input 'x' takes 32 bytes, got 16");
+  EXPECT_FALSE(context.setInput(1, x, 32, &error));
+  EXPECT_EQ(error, "bundle '" + dir + "' has 1 inputs; no input 1");
+  EXPECT_FALSE(context.setNumThreads(0, &error));
+  EXPECT_NE(error.find("thread count must be at least 1"), std::string::npos);
+
+  // The library's own message comes through, with the bundle named.
+  x[0] = -12345;
+  ASSERT_TRUE(context.setInput(0, x, sizeof x, &error)) << error;
+  EXPECT_FALSE(context.run(&error));
+  EXPECT_EQ(error, "bundle '" + dir +
+                       "': run failed: k1_bias (node '/Add'): "
+                       "refused the magic input -12345");
+
+  SluiceModel *raw = nullptr;
+  EXPECT_EQ(sluice_model_load(nullptr, &raw), SLUICE_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(sluice_last_error(), "sluice_model_load: null argument");
+  // The last error is per thread.
+  std::string other = "unset";
+  std::thread([&] { other = sluice_last_error(); }).join();
+  EXPECT_EQ(other, "");
+}
+
+TEST(Runtime, ContextsRunConcurrently) {
+  Model model;
+  std::string error;
+  ASSERT_TRUE(model.load(SLUICE_FAKE_BUNDLE, &error)) << error;
+  auto worker = [&model](float base, int *failures) {
+    Context context;
+    std::string error;
+    if (!context.create(model, &error) || !context.setNumThreads(1, &error)) {
+      ++*failures;
+      return;
+    }
+    context.enableTrace(true);
+    for (int iter = 0; iter < 200; ++iter) {
+      float x[8];
+      for (int i = 0; i < 8; ++i)
+        x[i] = base + iter * 8 + i;
+      if (!context.setInput(0, x, sizeof x, &error) || !context.run(&error)) {
+        ++*failures;
+        continue;
+      }
+      auto *y = static_cast<const float *>(context.output(0));
+      for (int i = 0; i < 8; ++i)
+        if (y[i] != x[i] * 2 + kWeights[i])
+          ++*failures;
+      if (context.trace().size() != 2)
+        ++*failures;
+    }
+  };
+  int failuresA = 0, failuresB = 0;
+  std::thread a(worker, 0.0f, &failuresA);
+  std::thread b(worker, 100000.0f, &failuresB);
+  a.join();
+  b.join();
+  EXPECT_EQ(failuresA, 0);
+  EXPECT_EQ(failuresB, 0);
+}
+
+TEST(Runtime, BadBundles) {
+  std::string dir = copyBundle("missing-manifest");
+  fs::remove(dir + "/manifest.json");
+  EXPECT_EQ(loadError(dir),
+            dir + "/manifest.json: cannot open: No such file or directory");
+
+  dir = copyBundle("corrupt");
+  writeFile(dir + "/manifest.json", "{\"format\": \"sluice-bundle\", \"ver");
+  EXPECT_EQ(loadError(dir),
+            dir + "/manifest.json: invalid JSON at byte 32: unterminated "
+                  "string");
+
+  dir = copyBundle("truncated");
+  writeFile(dir + "/weights.bin", std::string(20, '\0'));
+  EXPECT_EQ(loadError(dir), dir + "/weights.bin: is 20 bytes, the manifest "
+                                  "says 32 (truncated?)");
+
+  dir = copyBundle("missing-weights");
+  fs::remove(dir + "/weights.bin");
+  EXPECT_EQ(loadError(dir), dir + "/weights.bin: cannot open the bundle's "
+                                  "weights: No such file or directory");
+
+  dir = copyBundle("missing-library");
+  fs::remove(dir + "/model.so");
+  std::string error = loadError(dir);
+  EXPECT_EQ(error.rfind(dir + "/model.so: cannot load the model library: ", 0),
+            0u)
+      << error;
+
+  dir = copyBundle("not-a-library");
+  writeFile(dir + "/model.so", "not an ELF file");
+  error = loadError(dir);
+  EXPECT_EQ(error.rfind(dir + "/model.so: cannot load the model library: ", 0),
+            0u)
+      << error;
+
+  dir = copyBundle("version");
+  editManifest(dir, "\"version\": \"" SLUICE_VERSION_STRING "\"",
+               "\"version\": \"0.2.9\"");
+  EXPECT_EQ(loadError(dir), "bundle '" + dir +
+                                "' was written by Sluice 0.2.9; this runtime "
+                                "(" SLUICE_VERSION_STRING
+                                ") runs bundles of version 0.3.x");
+
+  dir = copyBundle("abi");
+  editManifest(dir, "\"abi\": 1", "\"abi\": 7");
+  EXPECT_EQ(loadError(dir), "bundle '" + dir +
+                                "' uses bundle ABI 7; this "
+                                "runtime supports ABI 1");
+
+  dir = copyBundle("cuda");
+  editManifest(dir, "\"target\": \"cpu\"", "\"target\": \"cuda\"");
+  EXPECT_EQ(loadError(dir), "bundle '" + dir +
+                                "' is for target 'cuda'; this "
+                                "runtime runs cpu bundles");
+
+  dir = copyBundle("no-weights");
+  editManifest(dir, "\"bytes\": 32", "\"bytes\": 0");
+  fs::remove(dir + "/weights.bin");
+  EXPECT_EQ(loadError(dir), ""); // no weights: the file may be left out
+
+  EXPECT_EQ(loadError(dir + "/nothing"),
+            "bundle '" + dir + "/nothing': No such file or directory");
+  EXPECT_EQ(loadError(dir + "/manifest.json"),
+            "bundle '" + dir +
+                "/manifest.json' is not a folder (a bundle is "
+                "the folder sluice-compile writes)");
+}
