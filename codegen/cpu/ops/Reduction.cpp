@@ -250,8 +250,10 @@ LogicalResult emitLayerNorm(CpuOpContext &ctx) {
   int64_t rows = product(shape.take_front(*axis)), count = product(normalized);
   std::string scale = ctx.in[1], bias = ln.getBias() ? ctx.in[2] : "nullptr";
   std::string &s = ctx.body;
-  // Broadcast parameters (rare): expanded once into a static buffer.
-  auto expand = [&](Value param, const std::string &name, std::string &ptr) {
+  // Parameters that broadcast (rare) are read through a compile-time index
+  // table; nothing is written at run time, so concurrent runs stay safe.
+  auto expand = [&](Value param, const std::string &name, std::string &index) {
+    index = "nullptr";
     if (coversExactly(param, normalized))
       return;
     ArrayRef<int64_t> p = shapeOf(param);
@@ -262,20 +264,25 @@ LogicalResult emitLayerNorm(CpuOpContext &ctx) {
       strides[d] = p[i] == 1 ? 0 : stride;
       stride *= p[i];
     }
-    std::string t = storageType(elementOf(param));
-    s += "  " + cStaticArray(name + "_dims", normalized) + "  " +
-         cStaticArray(name + "_strides", strides);
-    s += "  static " + t + " " + name + "_full[" + str(std::max<int64_t>(count, 1)) + "];\n";
-    s += "  for (int64_t i = 0; i < " + str(count) + "; ++i) {\n";
-    s += "    int64_t rest = i, at = 0;\n";
-    s += "    for (int d = " + std::to_string(normalized.size()) + " - 1; d >= 0; --d) { at += (rest % " +
-         name + "_dims[d]) * " + name + "_strides[d]; rest /= " + name + "_dims[d]; }\n";
-    s += "    " + name + "_full[i] = " + ptr + "[at];\n  }\n";
-    ptr = name + "_full";
+    SmallVector<int64_t> table(count);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t rest = i, at = 0;
+      for (int64_t d = (int64_t)normalized.size() - 1; d >= 0; --d) {
+        at += (rest % normalized[d]) * strides[d];
+        rest /= normalized[d];
+      }
+      table[i] = at;
+    }
+    s += "  " + cStaticArray(name + "_index", table);
+    index = name + "_index";
   };
-  expand(ln.getScale(), "scale", scale);
+  if (count > (1 << 22) && (!coversExactly(ln.getScale(), normalized) ||
+                            (ln.getBias() && !coversExactly(ln.getBias(), normalized))))
+    return ln.emitOpError("cpu target: broadcast layer_norm parameters over too many elements");
+  std::string scaleIndex, biasIndex = "nullptr";
+  expand(ln.getScale(), "scale", scaleIndex);
   if (ln.getBias())
-    expand(ln.getBias(), "bias", bias);
+    expand(ln.getBias(), "bias", biasIndex);
   std::string inT = storageType(elementOf(ln.getInput())),
               pT = storageType(elementOf(ln.getScale()));
   if (ln.getBias() && storageType(elementOf(ln.getBias())) != pT)
@@ -284,7 +291,8 @@ LogicalResult emitLayerNorm(CpuOpContext &ctx) {
   s += "  sluice_layer_norm<" + inT + ", " + pT + ">(" + CpuOpContext::threads + ", " +
        ctx.in[0] + ", " + scale + ", " + (ln.getBias() ? bias : "(const " + pT + " *)nullptr") +
        ", " + ctx.out[0] + ", " + ctx.out[1] + ", " + ctx.out[2] + ", " + str(rows) + ", " +
-       str(count) + ", " + floatLiteral(ln.getEpsilon()) + ");\n";
+       str(count) + ", " + floatLiteral(ln.getEpsilon()) + ", " + scaleIndex + ", " + biasIndex +
+       ");\n";
   return success();
 }
 

@@ -552,12 +552,14 @@ inline void sluice_cumsum(int threads, const T *in, T *out, int64_t outer, int64
 //===----------------------------------------------------------------------===//
 
 /// Layer norm of `rows` contiguous rows of `count` elements; scale/bias
-/// (bias may be null) hold `count` values. Mean and 1/stddev go to
+/// (bias may be null) hold `count` values, or are read at
+/// scaleIndex[i]/biasIndex[i] when they broadcast. Mean and 1/stddev go to
 /// meanOut/invOut (f32, may be null).
 template <typename T, typename P>
 inline void sluice_layer_norm(int threads, const T *in, const P *scale, const P *bias, T *out,
                               float *meanOut, float *invOut, int64_t rows, int64_t count,
-                              float eps) {
+                              float eps, const int64_t *scaleIndex = nullptr,
+                              const int64_t *biasIndex = nullptr) {
   typedef typename sluice_rowc<T>::type C;
 #pragma omp parallel for num_threads(threads) if (rows * count > 16384)
   for (int64_t r = 0; r < rows; ++r) {
@@ -576,7 +578,14 @@ inline void sluice_layer_norm(int threads, const T *in, const P *scale, const P 
     }
     var /= (C)count;
     C inv = (C)1 / (C)sl_sqrt(var + (C)eps);
-    if (bias) {
+    if (scaleIndex || biasIndex) {
+      for (int64_t i = 0; i < count; ++i) {
+        C b = bias ? (C)sluice_load(bias[biasIndex ? biasIndex[i] : i]) : (C)0;
+        y[i] = SLUICE_STORE(T, ((C)sluice_load(x[i]) - mean) * inv *
+                                       (C)sluice_load(scale[scaleIndex ? scaleIndex[i] : i]) +
+                                   b);
+      }
+    } else if (bias) {
 #pragma omp simd
       for (int64_t i = 0; i < count; ++i)
         y[i] = SLUICE_STORE(T, ((C)sluice_load(x[i]) - mean) * inv * (C)sluice_load(scale[i]) +
