@@ -8,8 +8,8 @@
 // the shape into those three sizes at compile time.
 //
 // Numerics: reductions of f32 accumulate in double as the evaluator does;
-// softmax and layer norm (the transformer hot path) compute rows in float
-// with a polynomial exp that vectorizes, which stays well inside the
+// softmax and layer norm (the transformer hot path) compute rows in float,
+// softmax with a polynomial exp that vectorizes; both stay well inside the
 // conformance tolerance (rtol 1e-4) for rows of thousands of elements.
 //
 //===----------------------------------------------------------------------===//
@@ -20,7 +20,6 @@
 
 #include <stdint.h>
 #include <stdlib.h>
-
 
 /// Accumulator of a reduction over elements of storage type T: double for
 /// every floating type (as the evaluator), int64_t for integers.
@@ -35,10 +34,11 @@ template <> struct sluice_acc<sluice_bf16> { typedef double type; };
 template <typename T> struct sluice_rowc { typedef float type; };
 template <> struct sluice_rowc<double> { typedef double type; };
 
-/// Sixteen floats as a GCC/Clang vector: the softmax row kernel uses them
-/// directly because generated code builds at -O2, whose vectorizer neither
-/// if-converts the float compares of exp (trapping math) nor accepts loops
-/// needing an epilogue; explicit vectors do not depend on either.
+/// Sixteen floats as a GCC/Clang vector: the f32 softmax and max/min paths
+/// use them directly because generated code builds at -O2, whose vectorizer
+/// neither if-converts float compares (trapping math: exp's clamps, NaN-aware
+/// selects) nor accepts loops needing an epilogue; explicit vectors depend on
+/// neither. (Compare masks are combined with `|`, which Clang accepts too.)
 typedef float sluice_v16f __attribute__((vector_size(64)));
 typedef int32_t sluice_v16i __attribute__((vector_size(64)));
 
@@ -130,7 +130,7 @@ inline void sluice_reduce_3d(int threads, const T *in, O *out, int64_t outer,
         sluice_v16f lanes = sluice_v16_splat(K == 2 ? -INFINITY : INFINITY);
         for (int64_t e = 0; e < body; e += 16) {
           sluice_v16f v = sluice_v16_load(rowf + e);
-          lanes = (v != v || (K == 2 ? v > lanes : v < lanes)) ? v : lanes;
+          lanes = ((v != v) | (K == 2 ? v > lanes : v < lanes)) ? v : lanes;
         }
         for (int l = 0; l < 16; ++l)
           sluice_red_step<K, A>(a, (A)lanes[l]);
