@@ -9,7 +9,9 @@
 
 #include "codegen/cpu/CpuEmitter.h"
 
+#include "codegen/common/ScalarEmitter.h"
 #include "dialects/sluice/SluiceOps.h"
+#include "dialects/sluice/SluiceTypes.h"
 
 using namespace mlir;
 
@@ -77,6 +79,170 @@ std::optional<std::vector<int64_t>> upperBoundShape(Operation *op, unsigned inde
   return std::nullopt;
 }
 
-void registerCpuMiscEmitters(CpuOpRegistry &registry) {}
+namespace {
+
+constexpr const char *kHeader = "sluice_gen/cpu_dynamic.h";
+
+int64_t product(ArrayRef<int64_t> dims, size_t begin = 0, size_t end = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < dims.size(); ++i)
+    p *= dims[i];
+  return p;
+}
+
+std::string str(int64_t v) { return std::to_string(v) + "LL"; }
+
+std::string typeOf(Value v) { return storageType(elementOf(v)); }
+
+/// Normalizes `axis` against `rank`, or fails on the op.
+FailureOr<int64_t> axisOf(Operation *op, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return op->emitOpError("cpu target: axis ") << axis << " out of range for rank " << rank;
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Statements handing dim `dim` of result `index` to the runtime as `extent`
+/// when that dim is data-dependent; nothing when the result's type already
+/// fixes it (a constant condition, a static inverse_indices).
+std::string storeDim(const CpuOpContext &ctx, unsigned index, int64_t dim,
+                     const std::string &extent) {
+  auto type = cast<RankedTensorType>(ctx.op->getResult(index).getType());
+  if (ctx.outDims[index].empty() || !type.isDynamicDim(dim))
+    return "";
+  return "  " + ctx.outDims[index] + "[" + std::to_string(dim) + "] = " + extent + ";\n";
+}
+
+/// The name of `operand`'s pointer: ctx.in follows op->getOperands(), in
+/// which absent optional operands take no place.
+std::string inputOf(const CpuOpContext &ctx, Value operand) {
+  for (OpOperand &use : ctx.op->getOpOperands())
+    if (use.get() == operand)
+      return ctx.in[use.getOperandNumber()];
+  return "";
+}
+
+/// The kernels take their input extents at compile time.
+LogicalResult checkInputStatic(Operation *op, Value input) {
+  auto type = dyn_cast<RankedTensorType>(input.getType());
+  if (!type || !type.hasStaticShape())
+    return op->emitOpError("cpu target: input shapes must be static");
+  return success();
+}
+
+LogicalResult emitNonZero(CpuOpContext &ctx) {
+  auto op = cast<NonZeroOp>(ctx.op);
+  if (failed(checkInputStatic(op, op.getInput())))
+    return failure();
+  ArrayRef<int64_t> shape = shapeOf(op.getInput());
+  ctx.include(kHeader);
+  ctx.body += "  " + cStaticArray("nz_shape", shape);
+  ctx.body += "  int64_t count = sluice_nonzero<" + typeOf(op.getInput()) + ">(" +
+              str(shape.size()) + ", nz_shape, " + str(product(shape)) + ", " + ctx.in[0] +
+              ", " + ctx.out[0] + ");\n";
+  std::string store = storeDim(ctx, 0, 1, "count");
+  ctx.body += store.empty() ? "  (void)count;\n" : store;
+  return success();
+}
+
+LogicalResult emitCompress(CpuOpContext &ctx) {
+  auto op = cast<CompressOp>(ctx.op);
+  if (failed(checkInputStatic(op, op.getInput())) ||
+      failed(checkInputStatic(op, op.getCondition())))
+    return failure();
+  ArrayRef<int64_t> shape = shapeOf(op.getInput());
+  int64_t outer = 1, extent = product(shape), inner = 1, dim = 0;
+  if (std::optional<uint64_t> attr = op.getAxis()) {
+    auto axis = axisOf(op, (int64_t)*attr, shape.size());
+    if (failed(axis))
+      return failure();
+    dim = *axis;
+    outer = product(shape, 0, dim);
+    extent = shape[dim];
+    inner = product(shape, dim + 1);
+  }
+  int64_t conditions = product(shapeOf(op.getCondition()));
+  if (conditions > extent)
+    return op.emitOpError("cpu target: condition has ")
+           << conditions << " entries for a dim of " << extent;
+  ctx.include(kHeader);
+  ctx.body += "  int64_t kept = sluice_compress<" + typeOf(op.getInput()) + ">(" + str(outer) +
+              ", " + str(extent) + ", " + str(inner) + ", " + str(conditions) + ", " +
+              ctx.in[1] + ", " + ctx.in[0] + ", " + ctx.out[0] + ");\n";
+  std::string store = storeDim(ctx, 0, dim, "kept");
+  ctx.body += store.empty() ? "  (void)kept;\n" : store;
+  return success();
+}
+
+LogicalResult emitUnique(CpuOpContext &ctx) {
+  auto op = cast<UniqueOp>(ctx.op);
+  if (failed(checkInputStatic(op, op.getInput())))
+    return failure();
+  ArrayRef<int64_t> shape = shapeOf(op.getInput());
+  int64_t outer = 1, n = product(shape), inner = 1, dim = 0;
+  if (std::optional<uint64_t> attr = op.getAxis()) {
+    auto axis = axisOf(op, (int64_t)*attr, shape.size());
+    if (failed(axis))
+      return failure();
+    dim = *axis;
+    outer = product(shape, 0, dim);
+    n = shape[dim];
+    inner = product(shape, dim + 1);
+  }
+  ctx.include(kHeader);
+  ctx.body += "  int64_t unique = 0;\n";
+  ctx.body += "  if (int32_t status = sluice_unique<" + typeOf(op.getInput()) + ">(args, " +
+              cString(ctx.kernelName) + ", " + str(outer) + ", " + str(n) + ", " + str(inner) +
+              ", " + (op.getSorted() ? "true" : "false") + ", " + ctx.in[0] + ", " +
+              ctx.out[0] + ", " + ctx.out[1] + ", " + ctx.out[2] + ", " + ctx.out[3] +
+              ", &unique))\n    return status;\n";
+  ctx.body += storeDim(ctx, 0, dim, "unique") + storeDim(ctx, 1, 0, "unique") +
+              storeDim(ctx, 2, 0, str(n)) + storeDim(ctx, 3, 0, "unique");
+  return success();
+}
+
+LogicalResult emitNonMaxSuppression(CpuOpContext &ctx) {
+  auto op = cast<NonMaxSuppressionOp>(ctx.op);
+  for (Value operand : op->getOperands())
+    if (failed(checkInputStatic(op, operand)))
+      return failure();
+  ArrayRef<int64_t> boxes = shapeOf(op.getBoxes()), scores = shapeOf(op.getScores());
+  if (boxes.size() != 3 || boxes[2] != 4 || scores.size() != 3 || scores[0] != boxes[0] ||
+      scores[2] != boxes[1])
+    return op.emitOpError("cpu target: boxes and scores must be [B, N, 4] and [B, C, N]");
+  // Absent (or empty) max_output_boxes_per_class keeps nothing, absent
+  // thresholds keep everything; present ones are read at run time (they may
+  // be graph inputs).
+  auto firstOf = [&](Value operand, bool isFloat, const std::string &absent) {
+    if (!operand || product(shapeOf(operand)) == 0)
+      return absent;
+    std::string element = inputOf(ctx, operand) + "[0]";
+    return isFloat ? "(double)sluice_load(" + element + ")" : "(int64_t)" + element;
+  };
+  Value scoreThreshold = op.getScoreThreshold();
+  bool hasScoreThreshold = scoreThreshold && product(shapeOf(scoreThreshold)) > 0;
+  ctx.include(kHeader);
+  ctx.body += "  int64_t rows = 0;\n";
+  ctx.body += "  if (int32_t status = sluice_non_max_suppression<" + typeOf(op.getBoxes()) + ", " +
+              typeOf(op.getScores()) + ">(args, " + cString(ctx.kernelName) + ", " +
+              str(boxes[0]) + ", " + str(boxes[1]) + ", " + str(scores[1]) + ", " +
+              (op.getCenterPointBox() ? "true" : "false") + ", " + inputOf(ctx, op.getBoxes()) +
+              ", " + inputOf(ctx, op.getScores()) + ", " +
+              firstOf(op.getMaxOutputBoxesPerClass(), false, "0") + ", " +
+              firstOf(op.getIouThreshold(), true, "0.0") + ", " +
+              (hasScoreThreshold ? "true" : "false") + ", " +
+              firstOf(scoreThreshold, true, "0.0") + ", " + ctx.out[0] +
+              ", &rows))\n    return status;\n";
+  ctx.body += storeDim(ctx, 0, 0, "rows");
+  return success();
+}
+
+} // namespace
+
+void registerCpuMiscEmitters(CpuOpRegistry &registry) {
+  registry.add(NonZeroOp::getOperationName(), emitNonZero);
+  registry.add(CompressOp::getOperationName(), emitCompress);
+  registry.add(UniqueOp::getOperationName(), emitUnique);
+  registry.add(NonMaxSuppressionOp::getOperationName(), emitNonMaxSuppression);
+}
 
 } // namespace sluice::codegen
