@@ -42,7 +42,10 @@ int64_t storageBytes(Type t) {
 std::string loadExpr(Type t, const std::string &expr) {
   if (t.isF16() || t.isBF16())
     return "sluice_load(" + expr + ")";
-  if (isa<IntegerType>(t) && !t.isInteger(1) && !t.isInteger(64))
+  // Every integer type computes in int64_t, as the evaluator does (uint64
+  // wraps there too).
+  if (isa<IntegerType>(t) && !t.isInteger(1) && !t.isSignlessInteger(64) &&
+      !t.isSignedInteger(64))
     return "(int64_t)" + expr;
   return expr;
 }

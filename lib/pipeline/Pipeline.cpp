@@ -141,6 +141,11 @@ static LogicalResult bindInputs(ModuleOp module,
       error += readError + "\n";
       return failure();
     }
+    if (tensor.dtype() == DType::String) {
+      error += file + ": --bind of input '" + name +
+               "': string tensors cannot become constants\n";
+      return failure();
+    }
     BlockArgument arg = func.getArgument(*index);
     auto argType = cast<TensorType>(arg.getType());
     auto dtype = dtypeFromType(argType.getElementType());

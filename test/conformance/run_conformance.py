@@ -10,10 +10,12 @@ refuses):
 - cpu: `sluice-compile MODEL -o BUNDLE --shape=NAME=DIMS...` with the data
   set's input shapes, then `sluice-run BUNDLE NAME=FILE... --expect OUTPUTS`.
   Bundles are static: where a case feeds a shape tensor (a Reshape target,
-  Slice bounds, TopK's k...) as a graph input, the first compile fails and
-  the case is compiled again with its integer inputs bound to the data set's
-  values (`--bind`), as TensorRT needs shape-tensor values at build time;
-  such cases are counted and reported as "bound".
+  Slice bounds, TopK's k, Resize's scales, Range's limits...) as a graph
+  input, the first compile fails and the case is compiled again with its
+  shape-like inputs (integer tensors, and tensors of rank <= 1 with at most
+  16 elements) bound to the data set's values (`--bind`), as TensorRT needs
+  shape-tensor values at build time; such cases are counted and reported as
+  "bound".
 
 Results go to a JSON file; --write-doc renders docs/onnx-coverage.md (one
 column per target); --baseline fails (exit 1) when the first target's pass
@@ -176,7 +178,9 @@ def run_cpu(bindir, model, data_sets, timeout):
             if proc.returncode != 0 and "unsupported ops" not in proc.stderr:
                 # Shape tensors fed as graph inputs: bind the integer inputs.
                 bound = {name for name, info in zip(names, infos)
-                         if info is not None and info[1] in INTEGER_TYPES}
+                         if info is not None and (info[1] in INTEGER_TYPES or
+                                                  (len(info[0]) <= 1 and
+                                                   (info[0] or [1])[0] <= 16))}
                 if bound:
                     binds = [f"--bind={name}={path}"
                              for name, path in zip(names, inputs) if name in bound]
