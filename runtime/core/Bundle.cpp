@@ -119,7 +119,10 @@ bool Bundle::openLibrary(std::string &error) {
   // RTLD_LOCAL: two bundles loaded at once must not resolve each other's
   // symbols; RTLD_NOW: a missing OpenBLAS symbol fails here, not mid-run.
   preferAvx512Blas();
-  library_ = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // RTLD_NODELETE: the library's OpenMP runtime keeps worker threads parked
+  // after a run; unmapping it at sluice_model_free would pull libgomp from
+  // under them (a crash at exit, or at the next model load).
+  library_ = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!library_) {
     const char *why = ::dlerror();
     error = file +
