@@ -122,7 +122,7 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
   }
   std::vector<std::string> args = {*program, "-std=c++17", "-O2", "-march=native",
                                    "-fopenmp", "-fPIC", "-shared",
-                                   "-fno-math-errno", "-w"};
+                                   "-fno-math-errno", "-fno-trapping-math", "-w"};
   for (const std::string &d : includeDirs())
     args.push_back("-I" + d);
   for (const std::string &f : options.extraFlags)

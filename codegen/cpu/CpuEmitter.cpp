@@ -208,7 +208,13 @@ LogicalResult emitElementwiseGroup(KernelOp kernel, std::string &body,
                              ? "  #pragma omp parallel for num_threads(args->num_threads) schedule(static)\n"
                              : "";
   if (dims.size() == 1) {
-    body += parallel + "  for (int64_t i = 0; i < " + std::to_string(inner) + "; ++i) {\n" +
+    // One flat loop: `parallel for simd` (or `simd` alone) makes GCC
+    // vectorize it even at -O2, whose cost model refuses loops that need an
+    // epilogue.
+    std::string pragma = total >= kParallelThreshold
+                             ? "  #pragma omp parallel for simd num_threads(args->num_threads) schedule(static)\n"
+                             : "  #pragma omp simd\n";
+    body += pragma + "  for (int64_t i = 0; i < " + std::to_string(inner) + "; ++i) {\n" +
             "    const int64_t o = 0; (void)o;\n" + scalarBody + "  }\n";
     return success();
   }
