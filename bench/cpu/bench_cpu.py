@@ -25,7 +25,6 @@ in its row; ONNX Runtime is still timed.
 import argparse
 import datetime
 import json
-import math
 import os
 import platform
 import re
@@ -51,52 +50,14 @@ def log(msg):
 
 def build_bert():
     import torch
-    from torch import nn
 
-    class BertBaseEncoder(nn.Module):
-        """BERT-base-sized encoder: token/position/type embeddings, 12 post-LN
-        layers (hidden 768, 12 heads, FFN 3072, erf GELU), an additive padding
-        mask, and a tanh pooler on the first token."""
+    # The test suite's BERT-style encoder (test/models/export_models.py) at
+    # BERT-base size: one definition for the tests and the benchmark.
+    sys.path.insert(0, os.path.join(ROOT, "test", "models"))
+    from export_models import BertEncoder  # noqa: PLC0415
 
-        def __init__(self, vocab=30522, hidden=768, heads=12, layers=12, ffn=3072,
-                     max_len=512):
-            super().__init__()
-            self.heads = heads
-            self.tok = nn.Embedding(vocab, hidden)
-            self.pos = nn.Embedding(max_len, hidden)
-            self.typ = nn.Embedding(2, hidden)
-            self.emb_ln = nn.LayerNorm(hidden, eps=1e-12)
-            self.layers = nn.ModuleList()
-            for _ in range(layers):
-                self.layers.append(nn.ModuleDict({
-                    "qkv": nn.Linear(hidden, 3 * hidden), "out": nn.Linear(hidden, hidden),
-                    "ln1": nn.LayerNorm(hidden, eps=1e-12), "ff1": nn.Linear(hidden, ffn),
-                    "ff2": nn.Linear(ffn, hidden), "ln2": nn.LayerNorm(hidden, eps=1e-12)}))
-            self.pool = nn.Linear(hidden, hidden)
-
-        def forward(self, input_ids, attention_mask):
-            b, s = input_ids.shape
-            positions = torch.arange(s, device=input_ids.device).unsqueeze(0).expand(b, s)
-            x = self.tok(input_ids) + self.pos(positions) + self.typ(torch.zeros_like(input_ids))
-            x = self.emb_ln(x)
-            mask = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0
-            h = x.shape[-1]
-            d = h // self.heads
-            for layer in self.layers:
-                q, k, v = layer["qkv"](x).split(h, dim=-1)
-                q = q.view(b, s, self.heads, d).transpose(1, 2)
-                k = k.view(b, s, self.heads, d).transpose(1, 2)
-                v = v.view(b, s, self.heads, d).transpose(1, 2)
-                scores = q @ k.transpose(-1, -2) / math.sqrt(d) + mask
-                ctx = torch.softmax(scores, dim=-1) @ v
-                ctx = ctx.transpose(1, 2).reshape(b, s, h)
-                x = layer["ln1"](x + layer["out"](ctx))
-                ff = layer["ff2"](nn.functional.gelu(layer["ff1"](x)))
-                x = layer["ln2"](x + ff)
-            pooled = torch.tanh(self.pool(x[:, 0]))
-            return x, pooled
-
-    model = BertBaseEncoder()
+    model = BertEncoder(vocab=30522, hidden=768, heads=12, layers=12, ffn=3072,
+                        max_len=512)
     seq = 128
     ids = torch.randint(0, 30522, (1, seq))
     mask = torch.ones(1, seq, dtype=torch.int64)
