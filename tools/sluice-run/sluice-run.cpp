@@ -198,6 +198,24 @@ sluice::RuntimeValue::Kind kindOf(Type type) {
   return sluice::RuntimeValue::Kind::Tensor;
 }
 
+/// The slot of `names` an INPUT/OUTPUT argument fills: by `name` when given
+/// (NAME=FILE), else the next position. `owner` is "model" or "bundle".
+size_t slotOf(const std::string &name, const std::string &file,
+              const std::vector<std::string> &names, size_t &position,
+              const char *what, const char *owner) {
+  if (name.empty()) {
+    size_t index = position++;
+    if (index >= names.size())
+      die(file + ": more " + what + "s given than the " + owner + " has (" +
+          std::to_string(names.size()) + ")");
+    return index;
+  }
+  auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end())
+    die(file + ": the " + owner + " has no " + what + " named '" + name + "'");
+  return it - names.begin();
+}
+
 /// Reads values given positionally or by name into slots of `names`; each
 /// file is read as the kind its slot's type says (tensor, sequence, optional).
 std::vector<std::optional<sluice::RuntimeValue>>
@@ -208,18 +226,7 @@ readValues(const std::vector<std::string> &args,
   size_t position = 0;
   for (const std::string &arg : args) {
     auto [name, file] = splitNamed(arg);
-    size_t index;
-    if (name.empty()) {
-      index = position++;
-      if (index >= names.size())
-        die(file + ": more " + what + "s given than the model has (" +
-            std::to_string(names.size()) + ")");
-    } else {
-      auto it = std::find(names.begin(), names.end(), name);
-      if (it == names.end())
-        die(file + ": the model has no " + what + " named '" + name + "'");
-      index = it - names.begin();
-    }
+    size_t index = slotOf(name, file, names, position, what, "model");
     sluice::RuntimeValue value;
     std::string error;
     if (!sluice::readValueFile(file, kindOf(types[index]), value, error))
@@ -396,18 +403,7 @@ readBundleTensors(const std::vector<std::string> &args,
   size_t position = 0;
   for (const std::string &arg : args) {
     auto [name, file] = splitNamed(arg);
-    size_t index;
-    if (name.empty()) {
-      index = position++;
-      if (index >= names.size())
-        die(file + ": more " + what + "s given than the bundle has (" +
-            std::to_string(names.size()) + ")");
-    } else {
-      auto it = std::find(names.begin(), names.end(), name);
-      if (it == names.end())
-        die(file + ": the bundle has no " + what + " named '" + name + "'");
-      index = it - names.begin();
-    }
+    size_t index = slotOf(name, file, names, position, what, "bundle");
     GivenTensor given{file, {}};
     std::string error;
     if (!sluice::readTensorFile(file, given.tensor, error))
