@@ -286,7 +286,8 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     if (!type || !type.hasStaticShape() || numpyDtype(type.getElementType()).empty()) {
       emitError(v.getLoc()) << "cpu target: '" << name << "' has type " << v.getType()
                             << "; bundles need static shapes of numeric types "
-                               "(bind input shapes with --shape)";
+                               "(give input shapes with --shape; freeze shape-tensor inputs "
+                               "with --bind)";
       bad = true;
       return;
     }

@@ -85,7 +85,8 @@ struct PlanBuffersPass
           kernel.emitError() << "cannot plan memory for a result of type "
                              << result.getType()
                              << ": code generation needs static shapes "
-                                "(give input shapes with --shape)";
+                                "(give input shapes with --shape; freeze shape-tensor inputs "
+                                "with --bind)";
           return signalPassFailure();
         }
         int64_t last = step[kernel];
