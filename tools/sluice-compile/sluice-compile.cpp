@@ -19,6 +19,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -200,7 +201,7 @@ int main(int argc, char **argv) {
     json << ",\n  \"phases\": [";
     for (size_t i = 0; i < timings.size(); ++i)
       json << (i ? ", " : "") << "{\"name\": \"" << timings[i].name
-           << "\", \"ms\": " << timings[i].milliseconds << "}";
+           << "\", \"ms\": " << llvm::format("%.3f", timings[i].milliseconds) << "}";
     json << "]\n}\n";
   }
   return 0;
