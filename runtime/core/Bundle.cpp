@@ -12,12 +12,47 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
+
+/// Checks that `file` is a complete ELF shared object before dlopen maps it:
+/// the loader maps segments by the sizes the headers claim, so a truncated
+/// library would fault (SIGBUS) on first touch instead of failing to load.
+bool checkElf(const std::string &file, std::string &error) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = file + ": cannot load the model library: " + std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  Elf64_Ehdr header;
+  bool ok = ::fstat(fd, &st) == 0 &&
+            ::pread(fd, &header, sizeof header, 0) == (ssize_t)sizeof header &&
+            std::memcmp(header.e_ident, ELFMAG, SELFMAG) == 0 &&
+            header.e_ident[EI_CLASS] == ELFCLASS64;
+  uint64_t size = ok ? (uint64_t)st.st_size : 0;
+  auto within = [&](uint64_t offset, uint64_t bytes) {
+    return offset <= size && bytes <= size - offset;
+  };
+  ok = ok && header.e_phentsize == sizeof(Elf64_Phdr) &&
+       within(header.e_phoff, (uint64_t)header.e_phnum * sizeof(Elf64_Phdr)) &&
+       within(header.e_shoff, (uint64_t)header.e_shnum * header.e_shentsize);
+  for (unsigned i = 0; ok && i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    ok = ::pread(fd, &segment, sizeof segment, header.e_phoff + i * sizeof segment) ==
+             (ssize_t)sizeof segment &&
+         within(segment.p_offset, segment.p_filesz);
+  }
+  ::close(fd);
+  if (!ok)
+    error = file + ": not a complete 64-bit ELF shared library (truncated or corrupt)";
+  return ok;
+}
 
 /// OpenBLAS picks its kernels when it is loaded (with the model library).
 /// The 0.3.21 that Debian 12 ships does not know AVX-512 AMD cores (Zen 4)
@@ -118,6 +153,8 @@ bool Bundle::openLibrary(std::string &error) {
     file = "./" + file;
   // RTLD_LOCAL: two bundles loaded at once must not resolve each other's
   // symbols; RTLD_NOW: a missing OpenBLAS symbol fails here, not mid-run.
+  if (!checkElf(file, error))
+    return false;
   preferAvx512Blas();
   // RTLD_NODELETE: the library's OpenMP runtime keeps worker threads parked
   // after a run; unmapping it at sluice_model_free would pull libgomp from
