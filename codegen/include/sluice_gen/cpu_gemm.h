@@ -1,0 +1,226 @@
+//===- sluice_gen/cpu_gemm.h - AVX-512 single-threaded SGEMM -*- C++ -*-===//
+//
+// A BLIS/MLAS-style f32 GEMM (C = A x B, row-major, no transposes, beta = 0)
+// for AVX-512 builds of cpu bundles. It exists because the OpenBLAS these
+// bundles link runs its AVX2 (Haswell) kernels on the target machines
+// (OPENBLAS_CORETYPE=Haswell), roughly two thirds of what an AVX-512 kernel
+// reaches; this header gets MLAS-class speed without another dependency.
+//
+// The GEMM is single-threaded: callers (sluice_gemm_batched, the im2col
+// convolutions) already spread tiles over the run's OpenMP threads. Packing
+// buffers are per calling thread and never freed.
+//
+// Structure (the classic Goto/BLIS loop nest):
+//   for each NC-column block of B
+//     for each KC-deep slice of K:   pack B[KC x NC] into 32-column panels
+//       for each MC-row block of A:  pack A[MC x KC] into MR-row panels
+//         for each 32-column panel:  (stays in L1 while A panels stream)
+//           for each MR-row panel:   micro-kernel on an MR x 32 tile of C
+//
+//===----------------------------------------------------------------------===//
+#ifndef SLUICE_GEN_CPU_GEMM_H
+#define SLUICE_GEN_CPU_GEMM_H
+
+#if defined(__AVX512F__)
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <immintrin.h>
+
+namespace sluice_sgemm {
+
+/// Rows of the micro-kernel tile: 12 rows x 2 vectors = 24 accumulator
+/// registers of the 32, leaving room for the two B vectors and a broadcast.
+constexpr int64_t MR = 12;
+/// Columns of the micro-kernel tile (two 16-float vectors). B is packed into
+/// panels of this width, zero-padded at the right edge.
+constexpr int64_t NR = 32;
+/// Depth of a packed slice: one KC x NR panel of B (32 KiB) stays in the L1
+/// data cache while the micro-kernel sweeps the A panels of a row block.
+constexpr int64_t KC = 256;
+/// Rows of a packed A block: MC x KC floats (192 KiB) live in L2.
+constexpr int64_t MC = 192;
+/// Columns of a packed B block: KC x NC floats (2 MiB) live in L2/L3.
+constexpr int64_t NC = 2048;
+
+/// Per-thread packing buffer of at least `floats` floats, 64-byte aligned.
+/// Grown as needed and never freed. Separate from sluice_scratch, which the
+/// convolutions hold (the im2col matrix) while they call the GEMM.
+static inline float *scratch(int64_t floats) {
+  static thread_local void *raw = nullptr;
+  static thread_local int64_t capacity = 0;
+  if (floats > capacity) {
+    free(raw);
+    raw = malloc((size_t)floats * sizeof(float) + 64);
+    capacity = raw ? floats : 0;
+  }
+  return (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+}
+
+/// Packs rows [0, rows) and columns [0, kc) of A into MR-row panels: panel
+/// r holds, for each p, A[r*MR + i][p] for i < MR at ap[r*MR*kc + p*MR + i]
+/// (rows past `rows` in the last panel are left unset; the kernel for a
+/// short panel never reads them).
+static inline void pack_a(int64_t rows, int64_t kc, const float *a, int64_t lda, float *ap) {
+  for (int64_t r0 = 0; r0 < rows; r0 += MR) {
+    const int64_t mr = rows - r0 < MR ? rows - r0 : MR;
+    float *dst = ap + r0 * kc;
+    const float *src = a + r0 * lda;
+    if (mr == MR) {
+      // Transpose 16-wide strips of the 12 rows through registers.
+      int64_t p = 0;
+      for (; p + 16 <= kc; p += 16) {
+        alignas(64) float t[MR][16];
+        for (int64_t i = 0; i < MR; ++i)
+          _mm512_store_ps(t[i], _mm512_loadu_ps(src + i * lda + p));
+        for (int64_t q = 0; q < 16; ++q)
+          for (int64_t i = 0; i < MR; ++i)
+            dst[(p + q) * MR + i] = t[i][q];
+      }
+      for (; p < kc; ++p)
+        for (int64_t i = 0; i < MR; ++i)
+          dst[p * MR + i] = src[i * lda + p];
+    } else {
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t i = 0; i < mr; ++i)
+          dst[p * MR + i] = src[i * lda + p];
+    }
+  }
+}
+
+/// Packs rows [0, kc) and columns [0, cols) of B into NR-column panels:
+/// panel j holds B[p][j*NR + q] at bp[j*NR*kc + p*NR + q], columns past
+/// `cols` zero.
+static inline void pack_b(int64_t kc, int64_t cols, const float *b, int64_t ldb, float *bp) {
+  for (int64_t j0 = 0; j0 < cols; j0 += NR) {
+    const int64_t nr = cols - j0 < NR ? cols - j0 : NR;
+    float *dst = bp + j0 * kc;
+    const float *src = b + j0;
+    if (nr == NR) {
+      for (int64_t p = 0; p < kc; ++p) {
+        _mm512_store_ps(dst + p * NR, _mm512_loadu_ps(src + p * ldb));
+        _mm512_store_ps(dst + p * NR + 16, _mm512_loadu_ps(src + p * ldb + 16));
+      }
+    } else {
+      const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFF : (1u << nr) - 1);
+      const __mmask16 m1 = (__mmask16)(nr <= 16 ? 0 : (1u << (nr - 16)) - 1);
+      for (int64_t p = 0; p < kc; ++p) {
+        _mm512_store_ps(dst + p * NR, _mm512_maskz_loadu_ps(m0, src + p * ldb));
+        _mm512_store_ps(dst + p * NR + 16, _mm512_maskz_loadu_ps(m1, src + p * ldb + 16));
+      }
+    }
+  }
+}
+
+/// Micro-kernel: the R x (16*NV) tile C[i][q] (+)= sum_p ap[p*MR + i] *
+/// bp[p*NR + q] over p < kc, accumulated in R*NV zmm registers; each step
+/// loads NV vectors of B and broadcasts R values of A into FMAs. Columns at
+/// or past `cols` are masked off on store. `accumulate` adds to C (later K
+/// slices); otherwise C is overwritten (never read).
+template <int R, int NV>
+static inline void kernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc,
+                          int64_t cols, bool accumulate) {
+  __m512 acc[R][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v)
+      acc[i][v] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {
+    __m512 b[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v)
+      b[v] = _mm512_load_ps(bp + p * NR + 16 * v);
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const __m512 av = _mm512_set1_ps(ap[p * MR + i]);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v)
+        acc[i][v] = _mm512_fmadd_ps(av, b[v], acc[i][v]);
+    }
+  }
+  __mmask16 mask[NV];
+#pragma GCC unroll 2
+  for (int v = 0; v < NV; ++v) {
+    const int64_t left = cols - 16 * v;
+    mask[v] = (__mmask16)(left >= 16 ? 0xFFFF : left <= 0 ? 0 : (1u << left) - 1);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) {
+      float *cp = c + i * ldc + 16 * v;
+      __m512 x = acc[i][v];
+      if (accumulate)
+        x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask[v], cp));
+      _mm512_mask_storeu_ps(cp, mask[v], x);
+    }
+}
+
+/// Runs the kernel for a panel of `rows` <= MR rows (templated on the row
+/// count so that short edge panels do no wasted FMAs).
+template <int NV>
+static inline void kernel_rows(int64_t rows, int64_t kc, const float *ap, const float *bp,
+                               float *c, int64_t ldc, int64_t cols, bool acc) {
+  switch (rows) {
+  case 12: kernel<12, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  case 11: kernel<11, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  case 10: kernel<10, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  case 9: kernel<9, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  case 8: kernel<8, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  case 7: kernel<7, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  case 6: kernel<6, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  case 5: kernel<5, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  case 4: kernel<4, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  case 3: kernel<3, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  case 2: kernel<2, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  default: kernel<1, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  }
+}
+
+/// C[m x n] = A[m x k] * B[k x n]; row-major with leading dimensions.
+static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                        const float *b, int64_t ldb, float *c, int64_t ldc) {
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i)
+      memset(c + i * ldc, 0, (size_t)n * sizeof(float));
+    return;
+  }
+  const int64_t kcMax = k < KC ? k : KC;
+  const int64_t mcMax = m < MC ? m : MC;
+  const int64_t ncMax = ((n < NC ? n : NC) + NR - 1) / NR * NR;
+  float *bp = scratch(kcMax * ncMax + ((mcMax + MR - 1) / MR * MR) * kcMax);
+  float *ap = bp + kcMax * ncMax;
+  for (int64_t jc = 0; jc < n; jc += NC) {
+    const int64_t nc = n - jc < NC ? n - jc : NC;
+    for (int64_t pc = 0; pc < k; pc += KC) {
+      const int64_t kc = k - pc < KC ? k - pc : KC;
+      const bool acc = pc > 0;
+      pack_b(kc, nc, b + pc * ldb + jc, ldb, bp);
+      for (int64_t ic = 0; ic < m; ic += MC) {
+        const int64_t mc = m - ic < MC ? m - ic : MC;
+        pack_a(mc, kc, a + ic * lda + pc, lda, ap);
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const int64_t cols = nc - jr < NR ? nc - jr : NR;
+          const float *bpanel = bp + jr * kc;
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const int64_t rows = mc - ir < MR ? mc - ir : MR;
+            float *cp = c + (ic + ir) * ldc + jc + jr;
+            if (cols > 16)
+              kernel_rows<2>(rows, kc, ap + ir * kc, bpanel, cp, ldc, cols, acc);
+            else
+              kernel_rows<1>(rows, kc, ap + ir * kc, bpanel, cp, ldc, cols, acc);
+          }
+        }
+      }
+    }
+  }
+}
+
+} // namespace sluice_sgemm
+
+#endif // __AVX512F__
+#endif // SLUICE_GEN_CPU_GEMM_H
