@@ -13,9 +13,12 @@
 // Structure (the classic Goto/BLIS loop nest):
 //   for each NC-column block of B
 //     for each KC-deep slice of K:   pack B[KC x NC] into 32-column panels
-//       for each MC-row block of A:  pack A[MC x KC] into MR-row panels
+//       for each MC-row block of A:  (in L2)
 //         for each 32-column panel:  (stays in L1 while A panels stream)
 //           for each MR-row panel:   micro-kernel on an MR x 32 tile of C
+// Unlike BLIS, A is not packed: broadcasting straight from MR row streams of
+// A measured as fast or faster here, and packing A cost up to half the time
+// when N is small (ResNet's late layers: N = 49).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_GEN_CPU_GEMM_H
@@ -39,7 +42,9 @@ constexpr int64_t NR = 32;
 /// Depth of a packed slice: one KC x NR panel of B (32 KiB) stays in the L1
 /// data cache while the micro-kernel sweeps the A panels of a row block.
 constexpr int64_t KC = 256;
-/// Rows of a packed A block: MC x KC floats (192 KiB) live in L2.
+/// Rows of an A block: A is read in place (each micro-kernel broadcasts from
+/// MR row streams), and MC x KC floats (192 KiB) stay in L2 while the block
+/// is multiplied by every B panel.
 constexpr int64_t MC = 192;
 /// Columns of a packed B block: KC x NC floats (2 MiB) live in L2/L3.
 constexpr int64_t NC = 2048;
@@ -56,37 +61,6 @@ static inline float *scratch(int64_t floats) {
     capacity = raw ? floats : 0;
   }
   return (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-}
-
-/// Packs rows [0, rows) and columns [0, kc) of A into MR-row panels: panel
-/// r holds, for each p, A[r*MR + i][p] for i < MR at ap[r*MR*kc + p*MR + i]
-/// (rows past `rows` in the last panel are left unset; the kernel for a
-/// short panel never reads them).
-static inline void pack_a(int64_t rows, int64_t kc, const float *a, int64_t lda, float *ap) {
-  for (int64_t r0 = 0; r0 < rows; r0 += MR) {
-    const int64_t mr = rows - r0 < MR ? rows - r0 : MR;
-    float *dst = ap + r0 * kc;
-    const float *src = a + r0 * lda;
-    if (mr == MR) {
-      // Transpose 16-wide strips of the 12 rows through registers.
-      int64_t p = 0;
-      for (; p + 16 <= kc; p += 16) {
-        alignas(64) float t[MR][16];
-        for (int64_t i = 0; i < MR; ++i)
-          _mm512_store_ps(t[i], _mm512_loadu_ps(src + i * lda + p));
-        for (int64_t q = 0; q < 16; ++q)
-          for (int64_t i = 0; i < MR; ++i)
-            dst[(p + q) * MR + i] = t[i][q];
-      }
-      for (; p < kc; ++p)
-        for (int64_t i = 0; i < MR; ++i)
-          dst[p * MR + i] = src[i * lda + p];
-    } else {
-      for (int64_t p = 0; p < kc; ++p)
-        for (int64_t i = 0; i < mr; ++i)
-          dst[p * MR + i] = src[i * lda + p];
-    }
-  }
 }
 
 /// Packs rows [0, kc) and columns [0, cols) of B into NR-column panels:
@@ -113,14 +87,18 @@ static inline void pack_b(int64_t kc, int64_t cols, const float *b, int64_t ldb,
   }
 }
 
-/// Micro-kernel: the R x (16*NV) tile C[i][q] (+)= sum_p ap[p*MR + i] *
+/// Micro-kernel: the R x (16*NV) tile C[i][q] (+)= sum_p a[i*lda + p] *
 /// bp[p*NR + q] over p < kc, accumulated in R*NV zmm registers; each step
 /// loads NV vectors of B and broadcasts R values of A into FMAs. Columns at
 /// or past `cols` are masked off on store. `accumulate` adds to C (later K
 /// slices); otherwise C is overwritten (never read).
 template <int R, int NV>
-static inline void kernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc,
-                          int64_t cols, bool accumulate) {
+static inline void kernel(int64_t kc, const float *a, int64_t lda, const float *bp, float *c,
+                          int64_t ldc, int64_t cols, bool accumulate) {
+  const float *arow[R];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+    arow[i] = a + i * lda;
   __m512 acc[R][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
@@ -134,7 +112,7 @@ static inline void kernel(int64_t kc, const float *ap, const float *bp, float *c
       b[v] = _mm512_load_ps(bp + p * NR + 16 * v);
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
-      const __m512 av = _mm512_set1_ps(ap[p * MR + i]);
+      const __m512 av = _mm512_set1_ps(arow[i][p]);
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v)
         acc[i][v] = _mm512_fmadd_ps(av, b[v], acc[i][v]);
@@ -161,21 +139,21 @@ static inline void kernel(int64_t kc, const float *ap, const float *bp, float *c
 /// Runs the kernel for a panel of `rows` <= MR rows (templated on the row
 /// count so that short edge panels do no wasted FMAs).
 template <int NV>
-static inline void kernel_rows(int64_t rows, int64_t kc, const float *ap, const float *bp,
-                               float *c, int64_t ldc, int64_t cols, bool acc) {
+static inline void kernel_rows(int64_t rows, int64_t kc, const float *a, int64_t lda,
+                               const float *bp, float *c, int64_t ldc, int64_t cols, bool acc) {
   switch (rows) {
-  case 12: kernel<12, NV>(kc, ap, bp, c, ldc, cols, acc); break;
-  case 11: kernel<11, NV>(kc, ap, bp, c, ldc, cols, acc); break;
-  case 10: kernel<10, NV>(kc, ap, bp, c, ldc, cols, acc); break;
-  case 9: kernel<9, NV>(kc, ap, bp, c, ldc, cols, acc); break;
-  case 8: kernel<8, NV>(kc, ap, bp, c, ldc, cols, acc); break;
-  case 7: kernel<7, NV>(kc, ap, bp, c, ldc, cols, acc); break;
-  case 6: kernel<6, NV>(kc, ap, bp, c, ldc, cols, acc); break;
-  case 5: kernel<5, NV>(kc, ap, bp, c, ldc, cols, acc); break;
-  case 4: kernel<4, NV>(kc, ap, bp, c, ldc, cols, acc); break;
-  case 3: kernel<3, NV>(kc, ap, bp, c, ldc, cols, acc); break;
-  case 2: kernel<2, NV>(kc, ap, bp, c, ldc, cols, acc); break;
-  default: kernel<1, NV>(kc, ap, bp, c, ldc, cols, acc); break;
+  case 12: kernel<12, NV>(kc, a, lda, bp, c, ldc, cols, acc); break;
+  case 11: kernel<11, NV>(kc, a, lda, bp, c, ldc, cols, acc); break;
+  case 10: kernel<10, NV>(kc, a, lda, bp, c, ldc, cols, acc); break;
+  case 9: kernel<9, NV>(kc, a, lda, bp, c, ldc, cols, acc); break;
+  case 8: kernel<8, NV>(kc, a, lda, bp, c, ldc, cols, acc); break;
+  case 7: kernel<7, NV>(kc, a, lda, bp, c, ldc, cols, acc); break;
+  case 6: kernel<6, NV>(kc, a, lda, bp, c, ldc, cols, acc); break;
+  case 5: kernel<5, NV>(kc, a, lda, bp, c, ldc, cols, acc); break;
+  case 4: kernel<4, NV>(kc, a, lda, bp, c, ldc, cols, acc); break;
+  case 3: kernel<3, NV>(kc, a, lda, bp, c, ldc, cols, acc); break;
+  case 2: kernel<2, NV>(kc, a, lda, bp, c, ldc, cols, acc); break;
+  default: kernel<1, NV>(kc, a, lda, bp, c, ldc, cols, acc); break;
   }
 }
 
@@ -190,10 +168,8 @@ static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t
     return;
   }
   const int64_t kcMax = k < KC ? k : KC;
-  const int64_t mcMax = m < MC ? m : MC;
   const int64_t ncMax = ((n < NC ? n : NC) + NR - 1) / NR * NR;
-  float *bp = scratch(kcMax * ncMax + ((mcMax + MR - 1) / MR * MR) * kcMax);
-  float *ap = bp + kcMax * ncMax;
+  float *bp = scratch(kcMax * ncMax);
   for (int64_t jc = 0; jc < n; jc += NC) {
     const int64_t nc = n - jc < NC ? n - jc : NC;
     for (int64_t pc = 0; pc < k; pc += KC) {
@@ -202,17 +178,23 @@ static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t
       pack_b(kc, nc, b + pc * ldb + jc, ldb, bp);
       for (int64_t ic = 0; ic < m; ic += MC) {
         const int64_t mc = m - ic < MC ? m - ic : MC;
-        pack_a(mc, kc, a + ic * lda + pc, lda, ap);
+        // Row panels of near-equal height (64 rows: 11,11,11,11,10,10
+        // rather than 12 x 5 + 4): short panels waste the FMA pipes.
+        const int64_t panels = (mc + MR - 1) / MR;
+        const int64_t base = mc / panels, extra = mc % panels;
+        const float *ablock = a + ic * lda + pc;
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int64_t cols = nc - jr < NR ? nc - jr : NR;
           const float *bpanel = bp + jr * kc;
-          for (int64_t ir = 0; ir < mc; ir += MR) {
-            const int64_t rows = mc - ir < MR ? mc - ir : MR;
+          for (int64_t r = 0, ir = 0; r < panels; ++r) {
+            const int64_t rows = base + (r < extra ? 1 : 0);
+            const float *apanel = ablock + ir * lda;
             float *cp = c + (ic + ir) * ldc + jc + jr;
             if (cols > 16)
-              kernel_rows<2>(rows, kc, ap + ir * kc, bpanel, cp, ldc, cols, acc);
+              kernel_rows<2>(rows, kc, apanel, lda, bpanel, cp, ldc, cols, acc);
             else
-              kernel_rows<1>(rows, kc, ap + ir * kc, bpanel, cp, ldc, cols, acc);
+              kernel_rows<1>(rows, kc, apanel, lda, bpanel, cp, ldc, cols, acc);
+            ir += rows;
           }
         }
       }
