@@ -49,8 +49,10 @@ constexpr int64_t KC = 384;
 /// MR row streams), and MC x KC floats (192 KiB) stay in L2 while the block
 /// is multiplied by every B panel.
 constexpr int64_t MC = 192;
-/// Columns of a packed B block: KC x NC floats (2 MiB) live in L2/L3.
-constexpr int64_t NC = 2048;
+/// Most columns of a packed B block (KC x NC floats, 1.5 MiB, in L2/L3); N
+/// is cut into blocks of near-equal width, multiples of NR. 1024 measured
+/// best of 512..4096 here.
+constexpr int64_t NC = 1024;
 
 /// Per-thread packing buffer of at least `floats` floats, 64-byte aligned.
 /// Grown as needed and never freed. Separate from sluice_scratch, which the
@@ -172,10 +174,11 @@ static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t
   }
   const int64_t kSlices = (k + KC - 1) / KC;
   const int64_t kcMax = (k + kSlices - 1) / kSlices;
-  const int64_t ncMax = ((n < NC ? n : NC) + NR - 1) / NR * NR;
+  const int64_t nBlocks = (n + NC - 1) / NC;
+  const int64_t ncMax = ((n + nBlocks - 1) / nBlocks + NR - 1) / NR * NR;
   float *bp = scratch(kcMax * ncMax);
-  for (int64_t jc = 0; jc < n; jc += NC) {
-    const int64_t nc = n - jc < NC ? n - jc : NC;
+  for (int64_t jc = 0; jc < n; jc += ncMax) {
+    const int64_t nc = n - jc < ncMax ? n - jc : ncMax;
     for (int64_t pc = 0; pc < k; pc += kcMax) {
       const int64_t kc = k - pc < kcMax ? k - pc : kcMax;
       const bool acc = pc > 0;
