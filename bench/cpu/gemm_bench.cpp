@@ -64,6 +64,11 @@ int main(int argc, char **) {
       {"resnet l2", 128, 784, 1152},     {"resnet l3", 256, 196, 2304},
       {"resnet l4", 512, 49, 4608},      {"resnet l4 ds", 512, 49, 256},    {"resnet l4 t", 256, 49, 4608},
       {"resnet l3 t", 128, 196, 2304},
+      // The tiles sluice_conv_gemm really runs on 2 threads (im2col slices
+      // of <= 512 KiB): conv1, layer1..layer4.
+      {"conv tile c1", 64, 896, 147},    {"conv tile l1", 64, 240, 576},
+      {"conv tile l2", 128, 128, 1152},  {"conv tile l3", 256, 64, 2304},
+      {"conv tile l3e", 256, 4, 2304},   {"conv tile l4", 256, 49, 4608},
       {"big square", 512, 512, 512},     {"odd", 37, 333, 301},
       {"tiny", 1, 1, 1},                 {"thin", 3, 17, 5},
   };
