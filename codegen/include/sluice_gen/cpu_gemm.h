@@ -46,7 +46,7 @@ constexpr int64_t NR = 32;
 /// rewrites C, so deeper is better until the B panel leaves L1).
 constexpr int64_t KC = 384;
 /// Rows of an A block: A is read in place (each micro-kernel broadcasts from
-/// MR row streams), and MC x KC floats (192 KiB) stay in L2 while the block
+/// MR row streams), and MC x KC floats (288 KiB) stay in L2 while the block
 /// is multiplied by every B panel.
 constexpr int64_t MC = 192;
 /// Most columns of a packed B block (KC x NC floats, 1.5 MiB, in L2/L3); N
@@ -54,8 +54,8 @@ constexpr int64_t MC = 192;
 /// best of 512..4096 here.
 constexpr int64_t NC = 1024;
 
-/// Per-thread packing buffer of at least `floats` floats, 64-byte aligned.
-/// Grown as needed and never freed. Separate from sluice_scratch, which the
+/// Per-thread packing buffer of at least `floats` floats, 64-byte aligned,
+/// or null when it cannot be allocated. Grown as needed and never freed. Separate from sluice_scratch, which the
 /// convolutions hold (the im2col matrix) while they call the GEMM.
 static inline float *scratch(int64_t floats) {
   static thread_local void *raw = nullptr;
@@ -65,7 +65,7 @@ static inline float *scratch(int64_t floats) {
     raw = malloc((size_t)floats * sizeof(float) + 64);
     capacity = raw ? floats : 0;
   }
-  return (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+  return raw ? (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63) : nullptr;
 }
 
 /// Packs rows [0, kc) and columns [0, cols) of B into NR-column panels:
@@ -176,27 +176,32 @@ static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t
       memset(c + i * ldc, 0, (size_t)n * sizeof(float));
     return;
   }
-  if (m <= MR && (m <= 4 || k * ldb <= (int64_t(1) << 20))) {
+  const int64_t kSlices = (k + KC - 1) / KC;
+  const int64_t kcMax = (k + kSlices - 1) / kSlices;
+  const int64_t nBlocks = (n + NC - 1) / NC;
+  const int64_t ncMax = ((n + nBlocks - 1) / nBlocks + NR - 1) / NR * NR;
+  const bool inPlace = m <= MR && (m <= 4 || k * ldb <= (int64_t(1) << 20));
+  float *bp = inPlace ? nullptr : scratch(kcMax * ncMax);
+  if (!bp) {
     // One row panel: each B element is used once, so packing B would only
     // add a copy. Stream B in place over the whole depth: 2-3x faster for
     // m <= 12. Not when B spans more than 4 MiB and the tile is tall
     // enough to be compute bound: 12 x 3072 x 768 ran at 18 GFLOP/s in
     // place (every step of a column panel on a new page) against ~100
-    // packed.
-    for (int64_t j = 0; j < n; j += NR) {
-      const int64_t cols = n - j < NR ? n - j : NR;
-      if (cols > 16)
-        kernel_rows<2, false>(m, k, a, lda, b + j, ldb, c + j, ldc, cols, false);
-      else
-        kernel_rows<1, false>(m, k, a, lda, b + j, ldb, c + j, ldc, cols, false);
+    // packed. Also the fallback when the packing buffer cannot be had.
+    for (int64_t ir = 0; ir < m; ir += MR) {
+      const int64_t rows = m - ir < MR ? m - ir : MR;
+      for (int64_t j = 0; j < n; j += NR) {
+        const int64_t cols = n - j < NR ? n - j : NR;
+        float *cp = c + ir * ldc + j;
+        if (cols > 16)
+          kernel_rows<2, false>(rows, k, a + ir * lda, lda, b + j, ldb, cp, ldc, cols, false);
+        else
+          kernel_rows<1, false>(rows, k, a + ir * lda, lda, b + j, ldb, cp, ldc, cols, false);
+      }
     }
     return;
   }
-  const int64_t kSlices = (k + KC - 1) / KC;
-  const int64_t kcMax = (k + kSlices - 1) / kSlices;
-  const int64_t nBlocks = (n + NC - 1) / NC;
-  const int64_t ncMax = ((n + nBlocks - 1) / nBlocks + NR - 1) / NR * NR;
-  float *bp = scratch(kcMax * ncMax);
   for (int64_t jc = 0; jc < n; jc += ncMax) {
     const int64_t nc = n - jc < ncMax ? n - jc : ncMax;
     for (int64_t pc = 0; pc < k; pc += kcMax) {
