@@ -2,13 +2,16 @@
 //
 // GEMMs of the cpu target are library calls into OpenBLAS (cblas). The
 // thread count follows the run's; OpenBLAS keeps it globally, so it is set
-// only when it changes.
+// only when it changes. On AVX-512 builds float GEMMs use cpu_gemm.h
+// instead (OpenBLAS runs its AVX2 kernels on the target machines).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_GEN_CPU_BLAS_H
 #define SLUICE_GEN_CPU_BLAS_H
 
 #include <cblas.h>
+
+#include "sluice_gen/cpu_gemm.h"
 
 static inline void sluice_blas_threads(int threads) {
   static int current = -1;
@@ -23,8 +26,12 @@ template <typename T> struct sluice_gemm;
 template <> struct sluice_gemm<float> {
   static void run(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                   const float *b, int64_t ldb, float *c, int64_t ldc) {
+#if defined(__AVX512F__)
+    sluice_sgemm::gemm(m, n, k, a, lda, b, ldb, c, ldc);
+#else
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
                 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
+#endif
   }
 };
 template <> struct sluice_gemm<double> {

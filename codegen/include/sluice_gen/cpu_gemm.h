@@ -1,0 +1,240 @@
+//===- sluice_gen/cpu_gemm.h - AVX-512 single-threaded SGEMM -*- C++ -*-===//
+//
+// A BLIS/MLAS-style f32 GEMM (C = A x B, row-major, no transposes, beta = 0)
+// for AVX-512 builds of cpu bundles. It exists because the OpenBLAS these
+// bundles link runs its AVX2 (Haswell) kernels on the target machines
+// (OPENBLAS_CORETYPE=Haswell), roughly two thirds of what an AVX-512 kernel
+// reaches; this header gets MLAS-class speed without another dependency.
+//
+// The GEMM is single-threaded: callers (sluice_gemm_batched, the im2col
+// convolutions) already spread tiles over the run's OpenMP threads. Packing
+// buffers are per calling thread and never freed.
+//
+// Structure (the classic Goto/BLIS loop nest):
+//   for each NC-column block of B
+//     for each KC-deep slice of K:   pack B[KC x NC] into 32-column panels
+//       for each MC-row block of A:  (in L2)
+//         for each 32-column panel:  (stays in L1 while A panels stream)
+//           for each MR-row panel:   micro-kernel on an MR x 32 tile of C
+// Unlike BLIS, A is not packed: broadcasting straight from MR row streams of
+// A measured as fast or faster here, and packing A cost up to half the time
+// when N is small (ResNet's late layers: N = 49).
+//
+//===----------------------------------------------------------------------===//
+#ifndef SLUICE_GEN_CPU_GEMM_H
+#define SLUICE_GEN_CPU_GEMM_H
+
+#if defined(__AVX512F__)
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <immintrin.h>
+
+namespace sluice_sgemm {
+
+/// Rows of the micro-kernel tile: 12 rows x 2 vectors = 24 accumulator
+/// registers of the 32, leaving room for the two B vectors and a broadcast.
+constexpr int64_t MR = 12;
+/// Columns of the micro-kernel tile (two 16-float vectors). B is packed into
+/// panels of this width, zero-padded at the right edge.
+constexpr int64_t NR = 32;
+/// Most depth of a K slice: one KC x NR panel of B (48 KiB) stays in the L1
+/// data cache while the micro-kernel sweeps the A panels of a row block.
+/// K is cut into slices of near-equal depth (576 -> 2 x 288, not 384 + 192).
+/// 384 measured best of 192..512 here (each slice after the first reads and
+/// rewrites C, so deeper is better until the B panel leaves L1).
+constexpr int64_t KC = 384;
+/// Rows of an A block: A is read in place (each micro-kernel broadcasts from
+/// MR row streams), and MC x KC floats (288 KiB) stay in L2 while the block
+/// is multiplied by every B panel.
+constexpr int64_t MC = 192;
+/// Most columns of a packed B block (KC x NC floats, 1.5 MiB, in L2/L3); N
+/// is cut into blocks of near-equal width, multiples of NR. 1024 measured
+/// best of 512..4096 here.
+constexpr int64_t NC = 1024;
+
+/// Per-thread packing buffer of at least `floats` floats, 64-byte aligned,
+/// or null when it cannot be allocated. Grown as needed and never freed. Separate from sluice_scratch, which the
+/// convolutions hold (the im2col matrix) while they call the GEMM.
+static inline float *scratch(int64_t floats) {
+  static thread_local void *raw = nullptr;
+  static thread_local int64_t capacity = 0;
+  if (floats > capacity) {
+    free(raw);
+    raw = malloc((size_t)floats * sizeof(float) + 64);
+    capacity = raw ? floats : 0;
+  }
+  return raw ? (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63) : nullptr;
+}
+
+/// Packs rows [0, kc) and columns [0, cols) of B into NR-column panels:
+/// panel j holds B[p][j*NR + q] at bp[j*NR*kc + p*NR + q], columns past
+/// `cols` zero.
+static inline void pack_b(int64_t kc, int64_t cols, const float *b, int64_t ldb, float *bp) {
+  for (int64_t j0 = 0; j0 < cols; j0 += NR) {
+    const int64_t nr = cols - j0 < NR ? cols - j0 : NR;
+    float *dst = bp + j0 * kc;
+    const float *src = b + j0;
+    if (nr == NR) {
+      for (int64_t p = 0; p < kc; ++p) {
+        _mm512_store_ps(dst + p * NR, _mm512_loadu_ps(src + p * ldb));
+        _mm512_store_ps(dst + p * NR + 16, _mm512_loadu_ps(src + p * ldb + 16));
+      }
+    } else {
+      const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFF : (1u << nr) - 1);
+      const __mmask16 m1 = (__mmask16)(nr <= 16 ? 0 : (1u << (nr - 16)) - 1);
+      for (int64_t p = 0; p < kc; ++p) {
+        _mm512_store_ps(dst + p * NR, _mm512_maskz_loadu_ps(m0, src + p * ldb));
+        _mm512_store_ps(dst + p * NR + 16, _mm512_maskz_loadu_ps(m1, src + p * ldb + 16));
+      }
+    }
+  }
+}
+
+/// Micro-kernel: the R x (16*NV) tile C[i][q] (+)= sum_p a[i*lda + p] *
+/// bp[p*ldbp + q] over p < kc (B packed: ldbp = NR; B read in place for
+/// single-panel GEMMs: ldbp = ldb), accumulated in R*NV zmm registers; each step
+/// loads NV vectors of B and broadcasts R values of A into FMAs. Columns at
+/// or past `cols` are masked off on C stores (and on B loads when B is read
+/// in place; packed panels are zero-padded and loaded whole). `accumulate` adds to C (later K
+/// slices); otherwise C is overwritten (never read).
+template <int R, int NV, bool Packed>
+static inline void kernel(int64_t kc, const float *a, int64_t lda, const float *bp,
+                          int64_t ldbp, float *c, int64_t ldc, int64_t cols, bool accumulate) {
+  __mmask16 mask[NV];
+#pragma GCC unroll 2
+  for (int v = 0; v < NV; ++v) {
+    const int64_t left = cols - 16 * v;
+    mask[v] = (__mmask16)(left >= 16 ? 0xFFFF : left <= 0 ? 0 : (1u << left) - 1);
+  }
+  const float *arow[R];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+    arow[i] = a + i * lda;
+  __m512 acc[R][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v)
+      acc[i][v] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {
+    __m512 b[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v)
+      b[v] = Packed ? _mm512_load_ps(bp + p * NR + 16 * v) // padded, aligned
+                    : _mm512_maskz_loadu_ps(mask[v], bp + p * ldbp + 16 * v);
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const __m512 av = _mm512_set1_ps(arow[i][p]);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v)
+        acc[i][v] = _mm512_fmadd_ps(av, b[v], acc[i][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) {
+      float *cp = c + i * ldc + 16 * v;
+      __m512 x = acc[i][v];
+      if (accumulate)
+        x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask[v], cp));
+      _mm512_mask_storeu_ps(cp, mask[v], x);
+    }
+}
+
+/// Runs the kernel for a panel of `rows` <= MR rows (templated on the row
+/// count so that short edge panels do no wasted FMAs).
+template <int NV, bool Packed>
+static inline void kernel_rows(int64_t rows, int64_t kc, const float *a, int64_t lda,
+                               const float *bp, int64_t ldbp, float *c, int64_t ldc,
+                               int64_t cols, bool acc) {
+  switch (rows) {
+  case 12: kernel<12, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  case 11: kernel<11, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  case 10: kernel<10, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  case 9: kernel<9, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  case 8: kernel<8, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  case 7: kernel<7, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  case 6: kernel<6, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  case 5: kernel<5, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  case 4: kernel<4, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  case 3: kernel<3, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  case 2: kernel<2, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  default: kernel<1, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  }
+}
+
+/// C[m x n] = A[m x k] * B[k x n]; row-major with leading dimensions.
+static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                        const float *b, int64_t ldb, float *c, int64_t ldc) {
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i)
+      memset(c + i * ldc, 0, (size_t)n * sizeof(float));
+    return;
+  }
+  const int64_t kSlices = (k + KC - 1) / KC;
+  const int64_t kcMax = (k + kSlices - 1) / kSlices;
+  const int64_t nBlocks = (n + NC - 1) / NC;
+  const int64_t ncMax = ((n + nBlocks - 1) / nBlocks + NR - 1) / NR * NR;
+  const bool inPlace = m <= MR && (m <= 4 || k * ldb <= (int64_t(1) << 20));
+  float *bp = inPlace ? nullptr : scratch(kcMax * ncMax);
+  if (!bp) {
+    // One row panel: each B element is used once, so packing B would only
+    // add a copy. Stream B in place over the whole depth: 2-3x faster for
+    // m <= 12. Not when B spans more than 4 MiB and the tile is tall
+    // enough to be compute bound: 12 x 3072 x 768 ran at 18 GFLOP/s in
+    // place (every step of a column panel on a new page) against ~100
+    // packed. Also the fallback when the packing buffer cannot be had.
+    for (int64_t ir = 0; ir < m; ir += MR) {
+      const int64_t rows = m - ir < MR ? m - ir : MR;
+      for (int64_t j = 0; j < n; j += NR) {
+        const int64_t cols = n - j < NR ? n - j : NR;
+        float *cp = c + ir * ldc + j;
+        if (cols > 16)
+          kernel_rows<2, false>(rows, k, a + ir * lda, lda, b + j, ldb, cp, ldc, cols, false);
+        else
+          kernel_rows<1, false>(rows, k, a + ir * lda, lda, b + j, ldb, cp, ldc, cols, false);
+      }
+    }
+    return;
+  }
+  for (int64_t jc = 0; jc < n; jc += ncMax) {
+    const int64_t nc = n - jc < ncMax ? n - jc : ncMax;
+    for (int64_t pc = 0; pc < k; pc += kcMax) {
+      const int64_t kc = k - pc < kcMax ? k - pc : kcMax;
+      const bool acc = pc > 0;
+      pack_b(kc, nc, b + pc * ldb + jc, ldb, bp);
+      for (int64_t ic = 0; ic < m; ic += MC) {
+        const int64_t mc = m - ic < MC ? m - ic : MC;
+        // Row panels of near-equal height (64 rows: 11,11,11,11,10,10
+        // rather than 12 x 5 + 4): short panels waste the FMA pipes.
+        const int64_t panels = (mc + MR - 1) / MR;
+        const int64_t base = mc / panels, extra = mc % panels;
+        const float *ablock = a + ic * lda + pc;
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const int64_t cols = nc - jr < NR ? nc - jr : NR;
+          const float *bpanel = bp + jr * kc;
+          for (int64_t r = 0, ir = 0; r < panels; ++r) {
+            const int64_t rows = base + (r < extra ? 1 : 0);
+            const float *apanel = ablock + ir * lda;
+            float *cp = c + (ic + ir) * ldc + jc + jr;
+            if (cols > 16)
+              kernel_rows<2, true>(rows, kc, apanel, lda, bpanel, NR, cp, ldc, cols, acc);
+            else
+              kernel_rows<1, true>(rows, kc, apanel, lda, bpanel, NR, cp, ldc, cols, acc);
+            ir += rows;
+          }
+        }
+      }
+    }
+  }
+}
+
+} // namespace sluice_sgemm
+
+#endif // __AVX512F__
+#endif // SLUICE_GEN_CPU_GEMM_H
