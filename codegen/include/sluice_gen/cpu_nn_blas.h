@@ -132,6 +132,9 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
   if (colBlock > n)
     colBlock = n;
   const int64_t colBlocks = (n + colBlock - 1) / colBlock;
+  // Even blocks: 196 columns as 4 x 49, not 64 + 64 + 64 + 4 (a 4-column
+  // GEMM runs at a quarter of the speed).
+  colBlock = (n + colBlocks - 1) / colBlocks;
   int64_t rowBlocks = threads / colBlocks;
   if (rowBlocks > m / 16)
     rowBlocks = m / 16;
