@@ -57,6 +57,23 @@ std::string cString(StringRef text) {
   return s + "\"";
 }
 
+std::string cInt(int64_t value) { return std::to_string(value) + "LL"; }
+
+int64_t product(ArrayRef<int64_t> dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < dims.size(); ++i)
+    p *= dims[i];
+  return p;
+}
+
+FailureOr<int64_t> axisOf(Operation *op, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return op->emitOpError("cpu target: axis ") << axis << " out of range for rank " << rank;
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::string typeOf(Value value) { return storageType(elementOf(value)); }
+
 ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }

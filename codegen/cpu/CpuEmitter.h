@@ -82,6 +82,15 @@ std::string cArray(llvm::ArrayRef<int64_t> values);
 std::string cStaticArray(const std::string &name, llvm::ArrayRef<int64_t> values);
 /// A C++ string literal of `text`.
 std::string cString(llvm::StringRef text);
+/// `123LL`: an int64_t literal.
+std::string cInt(int64_t value);
+/// The product of dims [begin, end).
+int64_t product(llvm::ArrayRef<int64_t> dims, size_t begin = 0,
+                size_t end = SIZE_MAX);
+/// `axis` normalized against `rank`, or failure with an error on `op`.
+mlir::FailureOr<int64_t> axisOf(mlir::Operation *op, int64_t axis, int64_t rank);
+/// storageType of a value's element type.
+std::string typeOf(mlir::Value value);
 /// Static shape of a value's ranked tensor type.
 llvm::ArrayRef<int64_t> shapeOf(mlir::Value value);
 mlir::Type elementOf(mlir::Value value);

@@ -83,23 +83,9 @@ namespace {
 
 constexpr const char *kHeader = "sluice_gen/cpu_dynamic.h";
 
-int64_t product(ArrayRef<int64_t> dims, size_t begin = 0, size_t end = SIZE_MAX) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end && i < dims.size(); ++i)
-    p *= dims[i];
-  return p;
-}
 
-std::string str(int64_t v) { return std::to_string(v) + "LL"; }
+std::string str(int64_t v) { return cInt(v); }
 
-std::string typeOf(Value v) { return storageType(elementOf(v)); }
-
-/// Normalizes `axis` against `rank`, or fails on the op.
-FailureOr<int64_t> axisOf(Operation *op, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    return op->emitOpError("cpu target: axis ") << axis << " out of range for rank " << rank;
-  return axis < 0 ? axis + rank : axis;
-}
 
 /// Statements handing dim `dim` of result `index` to the runtime as `extent`
 /// when that dim is data-dependent; nothing when the result's type already

@@ -23,12 +23,6 @@ namespace {
 
 constexpr const char *kHeader = "sluice_gen/cpu_movement.h";
 
-int64_t product(ArrayRef<int64_t> dims, size_t begin = 0, size_t end = SIZE_MAX) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end && i < dims.size(); ++i)
-    p *= dims[i];
-  return p;
-}
 
 std::vector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
   std::vector<int64_t> strides(shape.size(), 1);
@@ -37,16 +31,8 @@ std::vector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
   return strides;
 }
 
-std::string str(int64_t v) { return std::to_string(v) + "LL"; }
+std::string str(int64_t v) { return cInt(v); }
 
-std::string typeOf(Value v) { return storageType(elementOf(v)); }
-
-/// Normalizes `axis` against `rank`, or fails on the op.
-FailureOr<int64_t> axisOf(Operation *op, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    return op->emitOpError("cpu target: axis ") << axis << " out of range for rank " << rank;
-  return axis < 0 ? axis + rank : axis;
-}
 
 /// Constant integer operand `i`, or an error naming what it is.
 FailureOr<SmallVector<int64_t>> constantInts(Operation *op, unsigned i, StringRef what) {

@@ -32,13 +32,6 @@ std::string floatLiteral(const llvm::APFloat &value) {
   return buffer;
 }
 
-int64_t product(ArrayRef<int64_t> dims) {
-  int64_t p = 1;
-  for (int64_t d : dims)
-    p *= d;
-  return p;
-}
-
 /// outer x extent x inner sizes of `shape` around `axis`.
 struct AxisSplit {
   int64_t outer = 1, extent = 1, inner = 1;
