@@ -43,6 +43,35 @@ static inline void sluice_add_channel_bias(int threads, int64_t batch, int64_t c
 #define SLUICE_CONV_SLICE_BYTES (512 * 1024)
 #endif
 
+/// dst[j] = src[j * stride] for j < count: the inner loop of a strided
+/// im2col row. Stride 2 (ResNet's stem and downsampling convs) takes 16
+/// floats per two vector loads and a permute on AVX-512, where the scalar
+/// loop ran at about a float per cycle.
+template <typename T>
+static inline void sluice_strided_copy(const T *src, int64_t stride, int64_t count, T *dst) {
+  for (int64_t j = 0; j < count; ++j)
+    dst[j] = src[j * stride];
+}
+#if defined(__AVX512F__)
+static inline void sluice_strided_copy(const float *src, int64_t stride, int64_t count,
+                                       float *dst) {
+  int64_t j = 0;
+  if (stride == 2) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    // Reads src[2j .. 2j+31]; the last element needed is src[2(count-1)],
+    // so full steps stop while 2j + 31 <= 2(count-1) + 1 stays in bounds.
+    for (; j + 16 <= count; j += 16) {
+      const __m512 lo = _mm512_loadu_ps(src + 2 * j);
+      const __m512 hi = _mm512_maskz_loadu_ps((__mmask16)0x7FFF, src + 2 * j + 16);
+      _mm512_storeu_ps(dst + j, _mm512_permutex2var_ps(lo, even, hi));
+    }
+  }
+  for (; j < count; ++j)
+    dst[j] = src[j * stride];
+}
+#endif
+
 /// Columns [c0, c0 + cols) of the im2col matrix of `cpg` channels at `xc`
 /// (row (c, k) holds x[c, o*s - pb + k*d] for output position o, 0 in
 /// padding), into `col` with leading dimension `cols`.
@@ -85,10 +114,18 @@ static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const
           for (int64_t j = hi; j < o2 + seg; ++j)
             d[j] = T(0);
         } else {
-          for (int64_t j = o2; j < o2 + seg; ++j) {
-            const int64_t i2 = j * s2 + base;
-            d[j] = (i2 < 0 || i2 >= g.in[2]) ? T(0) : row[i2];
-          }
+          // Strided: zeros, a strided copy with no bounds checks, zeros.
+          // Positions j with 0 <= j*s2 + base < in[2].
+          const int64_t end2 = o2 + seg;
+          int64_t lo = base >= 0 ? 0 : (-base + s2 - 1) / s2;
+          int64_t hi = g.in[2] - base <= 0 ? 0 : (g.in[2] - base + s2 - 1) / s2;
+          lo = lo < o2 ? o2 : lo > end2 ? end2 : lo;
+          hi = hi > end2 ? end2 : hi < lo ? lo : hi;
+          for (int64_t j = o2; j < lo; ++j)
+            d[j] = T(0);
+          sluice_strided_copy(row + lo * s2 + base, s2, hi - lo, d + lo);
+          for (int64_t j = hi; j < end2; ++j)
+            d[j] = T(0);
         }
       }
       o += seg;
