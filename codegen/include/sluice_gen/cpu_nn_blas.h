@@ -137,8 +137,8 @@ static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const
 /// (M/group) x (C/group * kSize), col_g the im2col matrix. The output is cut
 /// into tiles (column blocks of output positions, then row blocks of
 /// channels) over one OpenMP region; each tile builds its own im2col slice in
-/// a per-thread scratch buffer (still in cache for its GEMM), runs a
-/// single-threaded OpenBLAS GEMM and adds the bias. A pointwise (1x1,
+/// a per-thread scratch buffer (still in cache for its GEMM) and runs a
+/// single-threaded GEMM with the bias added in its store (run_bias). A pointwise (1x1,
 /// stride 1, unpadded) convolution reads x directly. Returns nonzero when a
 /// workspace cannot be allocated.
 template <typename T>
@@ -194,12 +194,16 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
         if (rows <= 0 || cols <= 0)
           continue;
         T *c = oc + r0 * n + c0;
+        const T *bt = bias ? bias + grp * mpg + r0 : nullptr;
         if (k == 0) {
           for (int64_t i = 0; i < rows; ++i)
             for (int64_t j = 0; j < cols; ++j)
-              c[i * n + j] = T(0);
+              c[i * n + j] = bt ? T(0) + bt[i] : T(0);
         } else if (pointwise) {
-          sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, xc + c0, n, c, n);
+          if (bt)
+            sluice_gemm<T>::run_bias(rows, cols, k, wg + r0 * k, k, xc + c0, n, c, n, bt);
+          else
+            sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, xc + c0, n, c, n);
         } else {
           T *col = (T *)sluice_scratch((size_t)(k * cols) * sizeof(T));
           if (!col) {
@@ -207,15 +211,11 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
             continue;
           }
           sluice_im2col_cols(g, cpg, xc, c0, cols, col);
-          sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, col, cols, c, n);
+          if (bt)
+            sluice_gemm<T>::run_bias(rows, cols, k, wg + r0 * k, k, col, cols, c, n, bt);
+          else
+            sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, col, cols, c, n);
         }
-        if (bias)
-          for (int64_t i = 0; i < rows; ++i) {
-            const T b = bias[grp * mpg + r0 + i];
-            T *ci = c + i * n;
-            for (int64_t j = 0; j < cols; ++j)
-              ci[j] += b;
-          }
       }
     }
   return failed;
