@@ -43,6 +43,25 @@ static inline void sluice_add_channel_bias(int threads, int64_t batch, int64_t c
 #define SLUICE_CONV_SLICE_BYTES (512 * 1024)
 #endif
 
+/// dst[j] = src[j] for j < count: an im2col row segment, often short (7
+/// or 14 floats in ResNet's late layers), where a memcpy call costs more
+/// than the copy; AVX-512 copies floats with a masked tail instead.
+template <typename T>
+static inline void sluice_copy_span(const T *src, int64_t count, T *dst) {
+  memcpy(dst, src, (size_t)count * sizeof(T));
+}
+#if defined(__AVX512F__)
+static inline void sluice_copy_span(const float *src, int64_t count, float *dst) {
+  int64_t j = 0;
+  for (; j + 16 <= count; j += 16)
+    _mm512_storeu_ps(dst + j, _mm512_loadu_ps(src + j));
+  if (j < count) {
+    const __mmask16 m = (__mmask16)((1u << (count - j)) - 1);
+    _mm512_mask_storeu_ps(dst + j, m, _mm512_maskz_loadu_ps(m, src + j));
+  }
+}
+#endif
+
 /// dst[j] = src[j * stride] for j < count: the inner loop of a strided
 /// im2col row. Stride 2 (ResNet's stem and downsampling convs) takes 16
 /// floats per two vector loads and a permute on AVX-512, where the scalar
@@ -80,6 +99,10 @@ static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const
                                       int64_t c0, int64_t cols, T *col) {
   const int64_t inSize = g.inSize(), kSize = g.kSize();
   const int64_t rows = cpg * kSize, end = c0 + cols;
+  // Output coordinates of the first column; later segments step them
+  // (divisions per segment cost as much as the copy for 7-wide outputs).
+  const int64_t start2 = c0 % g.out[2], start01 = c0 / g.out[2];
+  const int64_t start1 = start01 % g.out[1], start0 = start01 / g.out[1];
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t c = r / kSize, kIdx = r % kSize;
     const int64_t k0 = kIdx / (g.k[1] * g.k[2]), k1 = (kIdx / g.k[2]) % g.k[1],
@@ -87,9 +110,8 @@ static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const
     const T *xp = xc + c * inSize;
     T *dst = col + r * cols - c0;
     const int64_t base = k2 * g.d[2] - g.pb[2], s2 = g.s[2];
+    int64_t o2 = start2, o1 = start1, o0 = start0;
     for (int64_t o = c0; o < end;) {
-      const int64_t o2 = o % g.out[2], o01 = o / g.out[2];
-      const int64_t o1 = o01 % g.out[1], o0 = o01 / g.out[1];
       const int64_t seg = g.out[2] - o2 < end - o ? g.out[2] - o2 : end - o;
       const int64_t i0 = o0 * g.s[0] - g.pb[0] + k0 * g.d[0];
       const int64_t i1 = o1 * g.s[1] - g.pb[1] + k1 * g.d[1];
@@ -110,7 +132,7 @@ static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const
           for (int64_t j = o2; j < lo; ++j)
             d[j] = T(0);
           if (hi > lo)
-            memcpy(d + lo, row + lo + base, (size_t)(hi - lo) * sizeof(T));
+            sluice_copy_span(row + lo + base, hi - lo, d + lo);
           for (int64_t j = hi; j < o2 + seg; ++j)
             d[j] = T(0);
         } else {
@@ -129,6 +151,11 @@ static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const
         }
       }
       o += seg;
+      o2 = 0;
+      if (++o1 == g.out[1]) {
+        o1 = 0;
+        ++o0;
+      }
     }
   }
 }
