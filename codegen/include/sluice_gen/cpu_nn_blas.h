@@ -91,19 +91,21 @@ static inline void sluice_strided_copy(const float *src, int64_t stride, int64_t
 }
 #endif
 
-/// Columns [c0, c0 + cols) of the im2col matrix of `cpg` channels at `xc`
-/// (row (c, k) holds x[c, o*s - pb + k*d] for output position o, 0 in
-/// padding), into `col` with leading dimension `cols`.
+/// Rows [r0, r1) and columns [c0, c0 + cols) of the im2col matrix of `cpg`
+/// channels at `xc` (row (c, k) holds x[c, o*s - pb + k*d] for output
+/// position o, 0 in padding), row r at col + r * cols.
 template <typename T>
-static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const T *xc,
-                                      int64_t c0, int64_t cols, T *col) {
+static inline void sluice_im2col_rows(const sluice_window &g, int64_t cpg, const T *xc,
+                                      int64_t r0, int64_t r1, int64_t c0, int64_t cols,
+                                      T *col) {
+  (void)cpg;
   const int64_t inSize = g.inSize(), kSize = g.kSize();
-  const int64_t rows = cpg * kSize, end = c0 + cols;
+  const int64_t end = c0 + cols;
   // Output coordinates of the first column; later segments step them
   // (divisions per segment cost as much as the copy for 7-wide outputs).
   const int64_t start2 = c0 % g.out[2], start01 = c0 / g.out[2];
   const int64_t start1 = start01 % g.out[1], start0 = start01 / g.out[1];
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = r0; r < r1; ++r) {
     const int64_t c = r / kSize, kIdx = r % kSize;
     const int64_t k0 = kIdx / (g.k[1] * g.k[2]), k1 = (kIdx / g.k[2]) % g.k[1],
                   k2 = kIdx % g.k[2];
@@ -160,6 +162,14 @@ static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const
   }
 }
 
+/// Columns [c0, c0 + cols) of the whole im2col matrix into `col` with
+/// leading dimension `cols`.
+template <typename T>
+static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const T *xc,
+                                      int64_t c0, int64_t cols, T *col) {
+  sluice_im2col_rows(g, cpg, xc, 0, cpg * g.kSize(), c0, cols, col);
+}
+
 /// Convolution as GEMMs per (sample, group): out_g = W_g x col_g, W_g
 /// (M/group) x (C/group * kSize), col_g the im2col matrix. The output is cut
 /// into tiles (column blocks of output positions, then row blocks of
@@ -207,12 +217,22 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
   const int64_t rowBlock = (m + rowBlocks - 1) / rowBlocks;
   const int64_t tiles = colBlocks * rowBlocks;
   const bool parallel = tiles > 1 && m * n * k >= (1 << 17);
+  // One column block split by rows (ResNet's 7x7 layers: N = 49, K up to
+  // 4608): every tile would build the same im2col matrix, so the threads
+  // build it once together, each a share of its rows, before the GEMMs.
+  const bool shareCol = !pointwise && parallel && colBlocks == 1 && rowBlocks > 1 && k > 0;
   int32_t failed = 0;
   for (int64_t s = 0; s < batch; ++s)
     for (int64_t grp = 0; grp < group; ++grp) {
       const T *xc = x + (s * channels + grp * cpg) * inSize;
       const T *wg = w + grp * mpg * k;
       T *oc = out + (s * outChannels + grp * mpg) * outSize;
+      T *shared = shareCol ? (T *)sluice_scratch((size_t)(k * n) * sizeof(T)) : nullptr;
+      if (shared) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t t = 0; t < threads; ++t)
+          sluice_im2col_rows(g, cpg, xc, k * t / threads, k * (t + 1) / threads, 0, n, shared);
+      }
 #pragma omp parallel for num_threads(threads) schedule(static) if (parallel)
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t r0 = (t / colBlocks) * rowBlock, c0 = (t % colBlocks) * colBlock;
@@ -232,12 +252,15 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
           else
             sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, xc + c0, n, c, n);
         } else {
-          T *col = (T *)sluice_scratch((size_t)(k * cols) * sizeof(T));
+          T *col = shared;
           if (!col) {
-            failed = 1;
-            continue;
+            col = (T *)sluice_scratch((size_t)(k * cols) * sizeof(T));
+            if (!col) {
+              failed = 1;
+              continue;
+            }
+            sluice_im2col_cols(g, cpg, xc, c0, cols, col);
           }
-          sluice_im2col_cols(g, cpg, xc, c0, cols, col);
           if (bt)
             sluice_gemm<T>::run_bias(rows, cols, k, wg + r0 * k, k, col, cols, c, n, bt);
           else
