@@ -21,6 +21,20 @@ static inline void sluice_blas_threads(int threads) {
   }
 }
 
+/// C[i][j] += bias[i] over an m x n block with leading dimension ldc: the
+/// bias pass after a GEMM where it cannot be fused (OpenBLAS, doubles).
+/// `omp simd`: GCC at -O2 left the plain loop scalar.
+template <typename T>
+static inline void sluice_add_row_bias(int64_t m, int64_t n, const T *bias, T *c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    const T bi = bias[i];
+    T *ci = c + i * ldc;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      ci[j] += bi;
+  }
+}
+
 /// C[batch] = A[batch] x B[batch], row-major, per-batch element offsets.
 template <typename T> struct sluice_gemm;
 template <> struct sluice_gemm<float> {
@@ -33,12 +47,30 @@ template <> struct sluice_gemm<float> {
                 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
 #endif
   }
+  /// run, then C[i][j] += bias[i]: on AVX-512 the add happens in the
+  /// GEMM's last store (convolution bias without a second pass over C).
+  static void run_bias(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float *c, int64_t ldc, const float *bias) {
+#if defined(__AVX512F__)
+    sluice_sgemm::gemm(m, n, k, a, lda, b, ldb, c, ldc, bias);
+#else
+    run(m, n, k, a, lda, b, ldb, c, ldc);
+    sluice_add_row_bias(m, n, bias, c, ldc);
+#endif
+  }
 };
 template <> struct sluice_gemm<double> {
   static void run(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
                   const double *b, int64_t ldb, double *c, int64_t ldc) {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
                 1.0, a, (int)lda, b, (int)ldb, 0.0, c, (int)ldc);
+  }
+  /// run, then C[i][j] += bias[i] (a second pass; no fused form here).
+  static void run_bias(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+                       const double *b, int64_t ldb, double *c, int64_t ldc,
+                       const double *bias) {
+    run(m, n, k, a, lda, b, ldb, c, ldc);
+    sluice_add_row_bias(m, n, bias, c, ldc);
   }
 };
 

@@ -98,10 +98,14 @@ static inline void pack_b(int64_t kc, int64_t cols, const float *b, int64_t ldb,
 /// loads NV vectors of B and broadcasts R values of A into FMAs. Columns at
 /// or past `cols` are masked off on C stores (and on B loads when B is read
 /// in place; packed panels are zero-padded and loaded whole). `accumulate` adds to C (later K
-/// slices); otherwise C is overwritten (never read).
+/// slices); otherwise C is overwritten (never read). A non-null `bias` (the
+/// last K slice only) adds bias[i] to row i in the same store, after the
+/// sum, so the result matches a separate bias pass bit for bit while C is
+/// written once instead of being read and written again.
 template <int R, int NV, bool Packed>
 static inline void kernel(int64_t kc, const float *a, int64_t lda, const float *bp,
-                          int64_t ldbp, float *c, int64_t ldc, int64_t cols, bool accumulate) {
+                          int64_t ldbp, float *c, int64_t ldc, int64_t cols, bool accumulate,
+                          const float *bias) {
   __mmask16 mask[NV];
 #pragma GCC unroll 2
   for (int v = 0; v < NV; ++v) {
@@ -140,6 +144,8 @@ static inline void kernel(int64_t kc, const float *a, int64_t lda, const float *
       __m512 x = acc[i][v];
       if (accumulate)
         x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask[v], cp));
+      if (bias)
+        x = _mm512_add_ps(x, _mm512_set1_ps(bias[i]));
       _mm512_mask_storeu_ps(cp, mask[v], x);
     }
 }
@@ -149,31 +155,35 @@ static inline void kernel(int64_t kc, const float *a, int64_t lda, const float *
 template <int NV, bool Packed>
 static inline void kernel_rows(int64_t rows, int64_t kc, const float *a, int64_t lda,
                                const float *bp, int64_t ldbp, float *c, int64_t ldc,
-                               int64_t cols, bool acc) {
+                               int64_t cols, bool acc, const float *bias) {
   switch (rows) {
-  case 12: kernel<12, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
-  case 11: kernel<11, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
-  case 10: kernel<10, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
-  case 9: kernel<9, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
-  case 8: kernel<8, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
-  case 7: kernel<7, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
-  case 6: kernel<6, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
-  case 5: kernel<5, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
-  case 4: kernel<4, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
-  case 3: kernel<3, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
-  case 2: kernel<2, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
-  default: kernel<1, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc); break;
+  case 12: kernel<12, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias); break;
+  case 11: kernel<11, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias); break;
+  case 10: kernel<10, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias); break;
+  case 9: kernel<9, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias); break;
+  case 8: kernel<8, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias); break;
+  case 7: kernel<7, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias); break;
+  case 6: kernel<6, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias); break;
+  case 5: kernel<5, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias); break;
+  case 4: kernel<4, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias); break;
+  case 3: kernel<3, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias); break;
+  case 2: kernel<2, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias); break;
+  default: kernel<1, NV, Packed>(kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias); break;
   }
 }
 
-/// C[m x n] = A[m x k] * B[k x n]; row-major with leading dimensions.
+/// C[m x n] = A[m x k] * B[k x n] (+ bias[i] on row i when `bias` is not
+/// null: convolutions fuse their per-channel bias into the last store);
+/// row-major with leading dimensions.
 static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                        const float *b, int64_t ldb, float *c, int64_t ldc) {
+                        const float *b, int64_t ldb, float *c, int64_t ldc,
+                        const float *bias = nullptr) {
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0) {
     for (int64_t i = 0; i < m; ++i)
-      memset(c + i * ldc, 0, (size_t)n * sizeof(float));
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = bias ? 0.0f + bias[i] : 0.0f;
     return;
   }
   const int64_t kSlices = (k + KC - 1) / KC;
@@ -194,10 +204,11 @@ static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t
       for (int64_t j = 0; j < n; j += NR) {
         const int64_t cols = n - j < NR ? n - j : NR;
         float *cp = c + ir * ldc + j;
+        const float *br = bias ? bias + ir : nullptr;
         if (cols > 16)
-          kernel_rows<2, false>(rows, k, a + ir * lda, lda, b + j, ldb, cp, ldc, cols, false);
+          kernel_rows<2, false>(rows, k, a + ir * lda, lda, b + j, ldb, cp, ldc, cols, false, br);
         else
-          kernel_rows<1, false>(rows, k, a + ir * lda, lda, b + j, ldb, cp, ldc, cols, false);
+          kernel_rows<1, false>(rows, k, a + ir * lda, lda, b + j, ldb, cp, ldc, cols, false, br);
       }
     }
     return;
@@ -206,7 +217,7 @@ static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t
     const int64_t nc = n - jc < ncMax ? n - jc : ncMax;
     for (int64_t pc = 0; pc < k; pc += kcMax) {
       const int64_t kc = k - pc < kcMax ? k - pc : kcMax;
-      const bool acc = pc > 0;
+      const bool acc = pc > 0, last = pc + kc >= k;
       pack_b(kc, nc, b + pc * ldb + jc, ldb, bp);
       for (int64_t ic = 0; ic < m; ic += MC) {
         const int64_t mc = m - ic < MC ? m - ic : MC;
@@ -222,10 +233,11 @@ static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t
             const int64_t rows = base + (r < extra ? 1 : 0);
             const float *apanel = ablock + ir * lda;
             float *cp = c + (ic + ir) * ldc + jc + jr;
+            const float *br = bias && last ? bias + ic + ir : nullptr;
             if (cols > 16)
-              kernel_rows<2, true>(rows, kc, apanel, lda, bpanel, NR, cp, ldc, cols, acc);
+              kernel_rows<2, true>(rows, kc, apanel, lda, bpanel, NR, cp, ldc, cols, acc, br);
             else
-              kernel_rows<1, true>(rows, kc, apanel, lda, bpanel, NR, cp, ldc, cols, acc);
+              kernel_rows<1, true>(rows, kc, apanel, lda, bpanel, NR, cp, ldc, cols, acc, br);
             ir += rows;
           }
         }

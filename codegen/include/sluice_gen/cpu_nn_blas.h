@@ -43,24 +43,93 @@ static inline void sluice_add_channel_bias(int threads, int64_t batch, int64_t c
 #define SLUICE_CONV_SLICE_BYTES (512 * 1024)
 #endif
 
-/// Columns [c0, c0 + cols) of the im2col matrix of `cpg` channels at `xc`
-/// (row (c, k) holds x[c, o*s - pb + k*d] for output position o, 0 in
-/// padding), into `col` with leading dimension `cols`.
+/// dst[j] = src[j] for j < count: an im2col row segment, often short (7
+/// or 14 floats in ResNet's late layers), where a memcpy call costs more
+/// than the copy; AVX-512 copies floats with a masked tail instead.
 template <typename T>
-static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const T *xc,
-                                      int64_t c0, int64_t cols, T *col) {
+static inline void sluice_copy_span(const T *src, int64_t count, T *dst) {
+  memcpy(dst, src, (size_t)count * sizeof(T));
+}
+#if defined(__AVX512F__)
+static inline void sluice_copy_span(const float *src, int64_t count, float *dst) {
+  int64_t j = 0;
+  for (; j + 16 <= count; j += 16)
+    _mm512_storeu_ps(dst + j, _mm512_loadu_ps(src + j));
+  if (j < count) {
+    const __mmask16 m = (__mmask16)((1u << (count - j)) - 1);
+    _mm512_mask_storeu_ps(dst + j, m, _mm512_maskz_loadu_ps(m, src + j));
+  }
+}
+#endif
+
+/// dst[j] = src[j * stride] for j < count: the inner loop of a strided
+/// im2col row. Stride 2 (ResNet's stem and downsampling convs) takes 16
+/// floats per two vector loads and a permute on AVX-512, where the scalar
+/// loop ran at about a float per cycle.
+template <typename T>
+static inline void sluice_strided_copy(const T *src, int64_t stride, int64_t count, T *dst) {
+  for (int64_t j = 0; j < count; ++j)
+    dst[j] = src[j * stride];
+}
+#if defined(__AVX512F__)
+static inline void sluice_strided_copy(const float *src, int64_t stride, int64_t count,
+                                       float *dst) {
+  int64_t j = 0;
+  if (stride == 2) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    // Reads src[2j .. 2j+31]; the last element needed is src[2(count-1)],
+    // so full steps stop while 2j + 31 <= 2(count-1) + 1 stays in bounds.
+    for (; j + 16 <= count; j += 16) {
+      const __m512 lo = _mm512_loadu_ps(src + 2 * j);
+      const __m512 hi = _mm512_maskz_loadu_ps((__mmask16)0x7FFF, src + 2 * j + 16);
+      _mm512_storeu_ps(dst + j, _mm512_permutex2var_ps(lo, even, hi));
+    }
+  }
+  for (; j < count; ++j)
+    dst[j] = src[j * stride];
+}
+#endif
+
+/// Rows [r0, r1) and columns [c0, c0 + cols) of the im2col matrix of `cpg`
+/// channels at `xc` (row (c, k) holds x[c, o*s - pb + k*d] for output
+/// position o, 0 in padding), row r at col + r * cols.
+template <typename T>
+static inline void sluice_im2col_rows(const sluice_window &g, int64_t cpg, const T *xc,
+                                      int64_t r0, int64_t r1, int64_t c0, int64_t cols,
+                                      T *col) {
+  (void)cpg;
   const int64_t inSize = g.inSize(), kSize = g.kSize();
-  const int64_t rows = cpg * kSize, end = c0 + cols;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t c = r / kSize, kIdx = r % kSize;
-    const int64_t k0 = kIdx / (g.k[1] * g.k[2]), k1 = (kIdx / g.k[2]) % g.k[1],
-                  k2 = kIdx % g.k[2];
+  const int64_t end = c0 + cols;
+  // Output coordinates of the first column; later segments step them
+  // (divisions per segment cost as much as the copy for 7-wide outputs).
+  const int64_t start2 = c0 % g.out[2], start01 = c0 / g.out[2];
+  const int64_t start1 = start01 % g.out[1], start0 = start01 / g.out[1];
+  // Row r = ((c * k[0] + k0) * k[1] + k1) * k[2] + k2, stepped per row
+  // rather than divided out (five divisions a row showed in profiles).
+  int64_t c = r0 / kSize, k0, k1, k2;
+  {
+    const int64_t kIdx = r0 % kSize;
+    k0 = kIdx / (g.k[1] * g.k[2]);
+    k1 = (kIdx / g.k[2]) % g.k[1];
+    k2 = kIdx % g.k[2];
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    if (r > r0 && ++k2 == g.k[2]) {
+      k2 = 0;
+      if (++k1 == g.k[1]) {
+        k1 = 0;
+        if (++k0 == g.k[0]) {
+          k0 = 0;
+          ++c;
+        }
+      }
+    }
     const T *xp = xc + c * inSize;
     T *dst = col + r * cols - c0;
     const int64_t base = k2 * g.d[2] - g.pb[2], s2 = g.s[2];
+    int64_t o2 = start2, o1 = start1, o0 = start0;
     for (int64_t o = c0; o < end;) {
-      const int64_t o2 = o % g.out[2], o01 = o / g.out[2];
-      const int64_t o1 = o01 % g.out[1], o0 = o01 / g.out[1];
       const int64_t seg = g.out[2] - o2 < end - o ? g.out[2] - o2 : end - o;
       const int64_t i0 = o0 * g.s[0] - g.pb[0] + k0 * g.d[0];
       const int64_t i1 = o1 * g.s[1] - g.pb[1] + k1 * g.d[1];
@@ -81,27 +150,48 @@ static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const
           for (int64_t j = o2; j < lo; ++j)
             d[j] = T(0);
           if (hi > lo)
-            memcpy(d + lo, row + lo + base, (size_t)(hi - lo) * sizeof(T));
+            sluice_copy_span(row + lo + base, hi - lo, d + lo);
           for (int64_t j = hi; j < o2 + seg; ++j)
             d[j] = T(0);
         } else {
-          for (int64_t j = o2; j < o2 + seg; ++j) {
-            const int64_t i2 = j * s2 + base;
-            d[j] = (i2 < 0 || i2 >= g.in[2]) ? T(0) : row[i2];
-          }
+          // Strided: zeros, a strided copy with no bounds checks, zeros.
+          // Positions j with 0 <= j*s2 + base < in[2].
+          const int64_t end2 = o2 + seg;
+          int64_t lo = base >= 0 ? 0 : (-base + s2 - 1) / s2;
+          int64_t hi = g.in[2] - base <= 0 ? 0 : (g.in[2] - base + s2 - 1) / s2;
+          lo = lo < o2 ? o2 : lo > end2 ? end2 : lo;
+          hi = hi > end2 ? end2 : hi < lo ? lo : hi;
+          for (int64_t j = o2; j < lo; ++j)
+            d[j] = T(0);
+          sluice_strided_copy(row + lo * s2 + base, s2, hi - lo, d + lo);
+          for (int64_t j = hi; j < end2; ++j)
+            d[j] = T(0);
         }
       }
       o += seg;
+      o2 = 0;
+      if (++o1 == g.out[1]) {
+        o1 = 0;
+        ++o0;
+      }
     }
   }
+}
+
+/// Columns [c0, c0 + cols) of the whole im2col matrix into `col` with
+/// leading dimension `cols`.
+template <typename T>
+static inline void sluice_im2col_cols(const sluice_window &g, int64_t cpg, const T *xc,
+                                      int64_t c0, int64_t cols, T *col) {
+  sluice_im2col_rows(g, cpg, xc, 0, cpg * g.kSize(), c0, cols, col);
 }
 
 /// Convolution as GEMMs per (sample, group): out_g = W_g x col_g, W_g
 /// (M/group) x (C/group * kSize), col_g the im2col matrix. The output is cut
 /// into tiles (column blocks of output positions, then row blocks of
 /// channels) over one OpenMP region; each tile builds its own im2col slice in
-/// a per-thread scratch buffer (still in cache for its GEMM), runs a
-/// single-threaded OpenBLAS GEMM and adds the bias. A pointwise (1x1,
+/// a per-thread scratch buffer (still in cache for its GEMM) and runs a
+/// single-threaded GEMM with the bias added in its store (run_bias). A pointwise (1x1,
 /// stride 1, unpadded) convolution reads x directly. Returns nonzero when a
 /// workspace cannot be allocated.
 template <typename T>
@@ -131,6 +221,13 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
     colBlock = 64;
   if (colBlock > n)
     colBlock = n;
+  // Few columns (ResNet's 14x14 layers: N = 196, K = 1152..2304): split
+  // the channels instead, over one shared im2col matrix (shareCol below).
+  // Column tiles of 49 each re-read all of W and pay the 32-column panel
+  // rounding per tile; row tiles read their share of W once (256 x 196 x
+  // 2304: 0.88 -> 0.75 ms on 2 threads). No gain measured at N = 784.
+  if (!pointwise && n <= 256 && m >= 16 * threads)
+    colBlock = n;
   const int64_t colBlocks = (n + colBlock - 1) / colBlock;
   // Even blocks: 196 columns as 4 x 49, not 64 + 64 + 64 + 4 (a 4-column
   // GEMM runs at a quarter of the speed).
@@ -143,12 +240,22 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
   const int64_t rowBlock = (m + rowBlocks - 1) / rowBlocks;
   const int64_t tiles = colBlocks * rowBlocks;
   const bool parallel = tiles > 1 && m * n * k >= (1 << 17);
+  // One column block split by rows (ResNet's 7x7 layers: N = 49, K up to
+  // 4608): every tile would build the same im2col matrix, so the threads
+  // build it once together, each a share of its rows, before the GEMMs.
+  const bool shareCol = !pointwise && parallel && colBlocks == 1 && rowBlocks > 1 && k > 0;
   int32_t failed = 0;
   for (int64_t s = 0; s < batch; ++s)
     for (int64_t grp = 0; grp < group; ++grp) {
       const T *xc = x + (s * channels + grp * cpg) * inSize;
       const T *wg = w + grp * mpg * k;
       T *oc = out + (s * outChannels + grp * mpg) * outSize;
+      T *shared = shareCol ? (T *)sluice_scratch((size_t)(k * n) * sizeof(T)) : nullptr;
+      if (shared) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t t = 0; t < threads; ++t)
+          sluice_im2col_rows(g, cpg, xc, k * t / threads, k * (t + 1) / threads, 0, n, shared);
+      }
 #pragma omp parallel for num_threads(threads) schedule(static) if (parallel)
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t r0 = (t / colBlocks) * rowBlock, c0 = (t % colBlocks) * colBlock;
@@ -157,28 +264,31 @@ static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int6
         if (rows <= 0 || cols <= 0)
           continue;
         T *c = oc + r0 * n + c0;
+        const T *bt = bias ? bias + grp * mpg + r0 : nullptr;
         if (k == 0) {
           for (int64_t i = 0; i < rows; ++i)
             for (int64_t j = 0; j < cols; ++j)
-              c[i * n + j] = T(0);
+              c[i * n + j] = bt ? T(0) + bt[i] : T(0);
         } else if (pointwise) {
-          sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, xc + c0, n, c, n);
+          if (bt)
+            sluice_gemm<T>::run_bias(rows, cols, k, wg + r0 * k, k, xc + c0, n, c, n, bt);
+          else
+            sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, xc + c0, n, c, n);
         } else {
-          T *col = (T *)sluice_scratch((size_t)(k * cols) * sizeof(T));
+          T *col = shared;
           if (!col) {
-            failed = 1;
-            continue;
+            col = (T *)sluice_scratch((size_t)(k * cols) * sizeof(T));
+            if (!col) {
+              failed = 1;
+              continue;
+            }
+            sluice_im2col_cols(g, cpg, xc, c0, cols, col);
           }
-          sluice_im2col_cols(g, cpg, xc, c0, cols, col);
-          sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, col, cols, c, n);
+          if (bt)
+            sluice_gemm<T>::run_bias(rows, cols, k, wg + r0 * k, k, col, cols, c, n, bt);
+          else
+            sluice_gemm<T>::run(rows, cols, k, wg + r0 * k, k, col, cols, c, n);
         }
-        if (bias)
-          for (int64_t i = 0; i < rows; ++i) {
-            const T b = bias[grp * mpg + r0 + i];
-            T *ci = c + i * n;
-            for (int64_t j = 0; j < cols; ++j)
-              ci[j] += b;
-          }
       }
     }
   return failed;
