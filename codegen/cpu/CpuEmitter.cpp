@@ -72,6 +72,13 @@ FailureOr<int64_t> axisOf(Operation *op, int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+AxisSplit splitAt(ArrayRef<int64_t> shape, int64_t axis) {
+  AxisSplit s;
+  for (int64_t i = 0; i < (int64_t)shape.size(); ++i)
+    (i < axis ? s.outer : i == axis ? s.extent : s.inner) *= shape[i];
+  return s;
+}
+
 std::string typeOf(Value value) { return storageType(elementOf(value)); }
 
 ArrayRef<int64_t> shapeOf(Value value) {

@@ -89,6 +89,11 @@ int64_t product(llvm::ArrayRef<int64_t> dims, size_t begin = 0,
                 size_t end = SIZE_MAX);
 /// `axis` normalized against `rank`, or failure with an error on `op`.
 mlir::FailureOr<int64_t> axisOf(mlir::Operation *op, int64_t axis, int64_t rank);
+/// outer x extent x inner sizes of `shape` around `axis`.
+struct AxisSplit {
+  int64_t outer = 1, extent = 1, inner = 1;
+};
+AxisSplit splitAt(llvm::ArrayRef<int64_t> shape, int64_t axis);
 /// storageType of a value's element type.
 std::string typeOf(mlir::Value value);
 /// Static shape of a value's ranked tensor type.

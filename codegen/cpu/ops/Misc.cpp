@@ -130,22 +130,32 @@ LogicalResult emitNonZero(CpuOpContext &ctx) {
   return success();
 }
 
+/// Compress and Unique work on slices along an optional axis: outer x
+/// extent x inner around it (`dim` set to it), or the flattened input as one
+/// extent when the axis is absent.
+FailureOr<AxisSplit> splitAtOptionalAxis(Operation *op, ArrayRef<int64_t> shape,
+                                         std::optional<int64_t> axisAttr, int64_t &dim) {
+  dim = 0;
+  if (!axisAttr)
+    return AxisSplit{1, product(shape), 1};
+  auto axis = axisOf(op, *axisAttr, shape.size());
+  if (failed(axis))
+    return failure();
+  dim = *axis;
+  return splitAt(shape, dim);
+}
+
 LogicalResult emitCompress(CpuOpContext &ctx) {
   auto op = cast<CompressOp>(ctx.op);
   if (failed(checkInputStatic(op, op.getInput())) ||
       failed(checkInputStatic(op, op.getCondition())))
     return failure();
   ArrayRef<int64_t> shape = shapeOf(op.getInput());
-  int64_t outer = 1, extent = product(shape), inner = 1, dim = 0;
-  if (std::optional<uint64_t> attr = op.getAxis()) {
-    auto axis = axisOf(op, (int64_t)*attr, shape.size());
-    if (failed(axis))
-      return failure();
-    dim = *axis;
-    outer = product(shape, 0, dim);
-    extent = shape[dim];
-    inner = product(shape, dim + 1);
-  }
+  int64_t dim = 0;
+  auto split = splitAtOptionalAxis(op, shape, op.getAxis(), dim);
+  if (failed(split))
+    return failure();
+  int64_t outer = split->outer, extent = split->extent, inner = split->inner;
   int64_t conditions = product(shapeOf(op.getCondition()));
   if (conditions > extent)
     return op.emitOpError("cpu target: condition has ")
@@ -164,16 +174,11 @@ LogicalResult emitUnique(CpuOpContext &ctx) {
   if (failed(checkInputStatic(op, op.getInput())))
     return failure();
   ArrayRef<int64_t> shape = shapeOf(op.getInput());
-  int64_t outer = 1, n = product(shape), inner = 1, dim = 0;
-  if (std::optional<uint64_t> attr = op.getAxis()) {
-    auto axis = axisOf(op, (int64_t)*attr, shape.size());
-    if (failed(axis))
-      return failure();
-    dim = *axis;
-    outer = product(shape, 0, dim);
-    n = shape[dim];
-    inner = product(shape, dim + 1);
-  }
+  int64_t dim = 0;
+  auto split = splitAtOptionalAxis(op, shape, op.getAxis(), dim);
+  if (failed(split))
+    return failure();
+  int64_t outer = split->outer, n = split->extent, inner = split->inner;
   ctx.include(kHeader);
   ctx.body += "  int64_t unique = 0;\n";
   ctx.body += "  if (int32_t status = sluice_unique<" + typeOf(op.getInput()) + ">(args, " +

@@ -32,22 +32,7 @@ std::string floatLiteral(const llvm::APFloat &value) {
   return buffer;
 }
 
-/// outer x extent x inner sizes of `shape` around `axis`.
-struct AxisSplit {
-  int64_t outer = 1, extent = 1, inner = 1;
-};
-AxisSplit splitAt(ArrayRef<int64_t> shape, int64_t axis) {
-  AxisSplit s;
-  for (int64_t i = 0; i < (int64_t)shape.size(); ++i)
-    (i < axis ? s.outer : i == axis ? s.extent : s.inner) *= shape[i];
-  return s;
-}
 
-FailureOr<int64_t> normalizedAxis(Operation *op, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank || rank == 0)
-    return op->emitOpError("cpu target: axis ") << axis << " out of range for rank " << rank;
-  return axis < 0 ? axis + rank : axis;
-}
 
 std::string dims3(const AxisSplit &s) {
   return str(s.outer) + ", " + str(s.extent) + ", " + str(s.inner);
@@ -71,7 +56,7 @@ LogicalResult emitReduce(CpuOpContext &ctx) {
   }
   std::vector<bool> reduced(rank, axes.empty() && !reduce.getNoopWithEmptyAxes());
   for (int64_t axis : axes) {
-    auto a = normalizedAxis(reduce, axis, rank);
+    auto a = axisOf(reduce, axis, rank);
     if (failed(a))
       return failure();
     reduced[*a] = true;
@@ -132,7 +117,7 @@ LogicalResult emitReduce(CpuOpContext &ctx) {
 LogicalResult emitSoftmax(CpuOpContext &ctx) {
   auto softmax = cast<SoftmaxOp>(ctx.op);
   ArrayRef<int64_t> shape = shapeOf(softmax.getInput());
-  auto axis = normalizedAxis(softmax, softmax.getAxis(), shape.size());
+  auto axis = axisOf(softmax, softmax.getAxis(), shape.size());
   if (failed(axis))
     return failure();
   ctx.include(kHeader);
@@ -146,7 +131,7 @@ LogicalResult emitSoftmax(CpuOpContext &ctx) {
 template <typename OpTy, bool isMax> LogicalResult emitArgReduce(CpuOpContext &ctx) {
   auto op = cast<OpTy>(ctx.op);
   ArrayRef<int64_t> shape = shapeOf(op.getInput());
-  auto axis = normalizedAxis(op, op.getAxis(), shape.size());
+  auto axis = axisOf(op, op.getAxis(), shape.size());
   if (failed(axis))
     return failure();
   AxisSplit split = splitAt(shape, *axis);
@@ -163,7 +148,7 @@ template <typename OpTy, bool isMax> LogicalResult emitArgReduce(CpuOpContext &c
 LogicalResult emitTopK(CpuOpContext &ctx) {
   auto topk = cast<TopKOp>(ctx.op);
   ArrayRef<int64_t> shape = shapeOf(topk.getInput());
-  auto axis = normalizedAxis(topk, topk.getAxis(), shape.size());
+  auto axis = axisOf(topk, topk.getAxis(), shape.size());
   if (failed(axis))
     return failure();
   int64_t k = shapeOf(topk.getValues())[*axis];
@@ -190,7 +175,7 @@ LogicalResult emitCumSum(CpuOpContext &ctx) {
   if (axisValues) {
     if (axisValues->size() != 1)
       return cumsum.emitOpError("cpu target: cumsum axis must hold one value");
-    auto axis = normalizedAxis(cumsum, (*axisValues)[0], shape.size());
+    auto axis = axisOf(cumsum, (*axisValues)[0], shape.size());
     if (failed(axis))
       return failure();
     ctx.body += call + dims3(splitAt(shape, *axis)) + ", " + flags + ");\n";
@@ -236,7 +221,7 @@ bool coversExactly(Value param, ArrayRef<int64_t> dims) {
 LogicalResult emitLayerNorm(CpuOpContext &ctx) {
   auto ln = cast<LayerNormOp>(ctx.op);
   ArrayRef<int64_t> shape = shapeOf(ln.getInput());
-  auto axis = normalizedAxis(ln, ln.getAxis(), shape.size());
+  auto axis = axisOf(ln, ln.getAxis(), shape.size());
   if (failed(axis))
     return failure();
   ArrayRef<int64_t> normalized = shape.drop_front(*axis);
