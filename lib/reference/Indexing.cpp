@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/reference/EvalUtils.h"
+#include "lib/reference/Resize.h"
 
 #include "dialects/sluice/SluiceOps.h"
 
@@ -382,14 +383,6 @@ LogicalResult evalCompress(Operation *op, ArrayRef<const Tensor *> operands,
 // Resize
 //===----------------------------------------------------------------------===//
 
-/// How one output position along one axis reads the input: taps, weights,
-/// or the extrapolation value.
-struct Sample {
-  std::vector<int64_t> taps;
-  std::vector<double> weights;
-  bool extrapolate = false;
-};
-
 /// Keys' cubic convolution weights for the 4 taps around a point at
 /// fractional offset `t` in (0, 1] past the second tap.
 std::vector<double> cubicWeights(double t, double a) {
@@ -398,86 +391,10 @@ std::vector<double> cubicWeights(double t, double a) {
   return {far(t + 1), near(t), near(1 - t), far(2 - t)};
 }
 
-/// The samples of one axis resized from `in` to `out` elements, following
-/// the ONNX reference: a source coordinate per output position, then the
-/// kernel taps around it with edge clamping.
-FailureOr<std::vector<Sample>> resizeAxis(Operation *op, ResizeOp resize,
-                                          int64_t in, int64_t out, double scale,
-                                          double roiStart, double roiEnd) {
-  StringRef mode = resize.getMode();
-  StringRef transform = resize.getCoordinateTransformationMode();
-  StringRef nearest = resize.getNearestMode();
-  double a = resize.getCubicCoeffA().convertToFloat();
-  bool excludeOutside = resize.getExcludeOutside();
-  // The reference uses the unrounded output length in the transforms.
-  double outLength = scale * in;
-  std::vector<Sample> samples(out);
-  for (int64_t y = 0; y < out; ++y) {
-    Sample &s = samples[y];
-    double x;
-    if (transform == "align_corners") {
-      x = outLength == 1 ? 0.0 : y * (in - 1) / (outLength - 1);
-    } else if (transform == "asymmetric") {
-      x = y / scale;
-    } else if (transform == "tf_crop_and_resize") {
-      x = outLength == 1 ? (roiEnd - roiStart) * (in - 1) / 2
-                         : y * (roiEnd - roiStart) * (in - 1) / (outLength - 1);
-      x += roiStart * (in - 1);
-      if (x < 0 || x > in - 1) {
-        s.extrapolate = true;
-        continue;
-      }
-    } else if (transform == "pytorch_half_pixel") {
-      x = outLength == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
-    } else if (transform == "tf_half_pixel_for_nn") {
-      x = (y + 0.5) / scale;
-    } else {
-      x = (y + 0.5) / scale - 0.5;
-    }
-    // Prefer the pixel left of x: an integer x sits at ratio 1 past `base`.
-    double floorX = std::floor(x);
-    bool integral = x == floorX;
-    int64_t base = integral ? (int64_t)floorX - 1 : (int64_t)floorX;
-    double ratio = integral ? 1.0 : x - floorX;
-    std::vector<double> weights;
-    if (mode == "nearest") {
-      bool up;
-      if (integral || nearest == "ceil")
-        up = true;
-      else if (nearest == "floor")
-        up = false;
-      else if (nearest == "round_prefer_ceil")
-        up = ratio >= 0.5;
-      else
-        up = ratio > 0.5;
-      weights = {up ? 0.0 : 1.0, up ? 1.0 : 0.0};
-    } else if (mode == "linear") {
-      weights = {1 - ratio, ratio};
-    } else {
-      weights = cubicWeights(ratio, a);
-    }
-    int64_t n = weights.size(), first = base - (n / 2 - 1);
-    double total = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t tap = first + i;
-      if (excludeOutside && (tap < 0 || tap >= in))
-        weights[i] = 0;
-      total += weights[i];
-      s.taps.push_back(std::clamp<int64_t>(tap, 0, in - 1));
-    }
-    if (excludeOutside && total != 0)
-      for (double &w : weights)
-        w /= total;
-    s.weights = std::move(weights);
-  }
-  (void)op;
-  return samples;
-}
-
 /// Resamples `data` (doubles, row-major `shape`) along `axis`.
 std::vector<double> applyAxis(const std::vector<double> &data,
                               std::vector<int64_t> &shape, int64_t axis,
-                              const std::vector<Sample> &samples,
+                              const std::vector<ResizeSample> &samples,
                               double extrapolation) {
   int64_t outer = product(shape, 0, axis), in = shape[axis];
   int64_t inner = product(shape, axis + 1, shape.size());
@@ -485,7 +402,7 @@ std::vector<double> applyAxis(const std::vector<double> &data,
   std::vector<double> result(outer * out * inner);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t y = 0; y < out; ++y) {
-      const Sample &s = samples[y];
+      const ResizeSample &s = samples[y];
       double *dst = &result[(o * out + y) * inner];
       if (s.extrapolate) {
         std::fill(dst, dst + inner, extrapolation);
@@ -572,11 +489,9 @@ LogicalResult evalResize(Operation *op, ArrayRef<const Tensor *> operands,
       continue;
     if (shape[axis] == 0 && sizes[axis] > 0)
       return op->emitOpError("cannot resize an empty dim to ") << sizes[axis];
-    auto samples = resizeAxis(op, resize, shape[axis], sizes[axis],
+    auto samples = resizeAxis(resize, shape[axis], sizes[axis],
                               scales[axis], roiStart, roiEnd);
-    if (failed(samples))
-      return failure();
-    data = applyAxis(data, shape, axis, *samples, extrapolation);
+    data = applyAxis(data, shape, axis, samples, extrapolation);
   }
   if (isFloatDType(x.dtype())) {
     results.push_back(Tensor::fromDoubles(x.dtype(), shape, data));
@@ -1042,6 +957,77 @@ LogicalResult evalGridSample(Operation *op, ArrayRef<const Tensor *> operands,
 }
 
 } // namespace
+
+std::vector<ResizeSample> resizeAxis(ResizeOp resize, int64_t in, int64_t out,
+                                     double scale, double roiStart, double roiEnd) {
+  StringRef mode = resize.getMode();
+  StringRef transform = resize.getCoordinateTransformationMode();
+  StringRef nearest = resize.getNearestMode();
+  double a = resize.getCubicCoeffA().convertToFloat();
+  bool excludeOutside = resize.getExcludeOutside();
+  // The reference uses the unrounded output length in the transforms.
+  double outLength = scale * in;
+  std::vector<ResizeSample> samples(out);
+  for (int64_t y = 0; y < out; ++y) {
+    ResizeSample &s = samples[y];
+    double x;
+    if (transform == "align_corners") {
+      x = outLength == 1 ? 0.0 : y * (in - 1) / (outLength - 1);
+    } else if (transform == "asymmetric") {
+      x = y / scale;
+    } else if (transform == "tf_crop_and_resize") {
+      x = outLength == 1 ? (roiEnd - roiStart) * (in - 1) / 2
+                         : y * (roiEnd - roiStart) * (in - 1) / (outLength - 1);
+      x += roiStart * (in - 1);
+      if (x < 0 || x > in - 1) {
+        s.extrapolate = true;
+        continue;
+      }
+    } else if (transform == "pytorch_half_pixel") {
+      x = outLength == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+    } else if (transform == "tf_half_pixel_for_nn") {
+      x = (y + 0.5) / scale;
+    } else {
+      x = (y + 0.5) / scale - 0.5;
+    }
+    // Prefer the pixel left of x: an integer x sits at ratio 1 past `base`.
+    double floorX = std::floor(x);
+    bool integral = x == floorX;
+    int64_t base = integral ? (int64_t)floorX - 1 : (int64_t)floorX;
+    double ratio = integral ? 1.0 : x - floorX;
+    std::vector<double> weights;
+    if (mode == "nearest") {
+      bool up;
+      if (integral || nearest == "ceil")
+        up = true;
+      else if (nearest == "floor")
+        up = false;
+      else if (nearest == "round_prefer_ceil")
+        up = ratio >= 0.5;
+      else
+        up = ratio > 0.5;
+      weights = {up ? 0.0 : 1.0, up ? 1.0 : 0.0};
+    } else if (mode == "linear") {
+      weights = {1 - ratio, ratio};
+    } else {
+      weights = cubicWeights(ratio, a);
+    }
+    int64_t n = weights.size(), first = base - (n / 2 - 1);
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t tap = first + i;
+      if (excludeOutside && (tap < 0 || tap >= in))
+        weights[i] = 0;
+      total += weights[i];
+      s.taps.push_back(std::clamp<int64_t>(tap, 0, in - 1));
+    }
+    if (excludeOutside && total != 0)
+      for (double &w : weights)
+        w /= total;
+    s.weights = std::move(weights);
+  }
+  return samples;
+}
 
 void registerIndexingEvaluators(EvalRegistry &r) {
   r.add(GatherOp::getOperationName(), evalGather);

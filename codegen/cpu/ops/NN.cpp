@@ -15,6 +15,7 @@
 #include "codegen/common/ScalarEmitter.h"
 #include "dialects/sluice/SluiceOps.h"
 #include "dialects/sluice/SluiceTypes.h"
+#include "lib/reference/Resize.h"
 
 #include <algorithm>
 #include <cmath>
@@ -371,7 +372,9 @@ LogicalResult emitMaxUnpool(CpuOpContext &ctx) {
   return success();
 }
 
-/// Taps and weights of one resized axis (the evaluator's resizeAxis).
+/// One resized axis as the flat tables the kernel reads: `ntaps` taps and
+/// weights per output position (zeros where it extrapolates), from the
+/// evaluator's sampling rule (lib/reference/Resize.h).
 struct ResizeAxis {
   int64_t ntaps = 0;
   std::vector<int64_t> taps;
@@ -379,79 +382,18 @@ struct ResizeAxis {
   std::vector<int64_t> extrapolate;
 };
 
-ResizeAxis resizeAxis(ResizeOp resize, int64_t in, int64_t out, double scale, double roiStart,
-                      double roiEnd) {
-  StringRef mode = resize.getMode();
-  StringRef transform = resize.getCoordinateTransformationMode();
-  StringRef nearest = resize.getNearestMode();
-  double a = resize.getCubicCoeffA().convertToFloat();
-  bool excludeOutside = resize.getExcludeOutside();
-  double outLength = scale * in;
+ResizeAxis resizeTables(ResizeOp resize, int64_t in, int64_t out, double scale,
+                        double roiStart, double roiEnd) {
   ResizeAxis r;
+  StringRef mode = resize.getMode();
   r.ntaps = mode == "nearest" || mode == "linear" ? 2 : 4;
-  for (int64_t y = 0; y < out; ++y) {
-    double x;
-    bool extrapolate = false;
-    if (transform == "align_corners") {
-      x = outLength == 1 ? 0.0 : y * (in - 1) / (outLength - 1);
-    } else if (transform == "asymmetric") {
-      x = y / scale;
-    } else if (transform == "tf_crop_and_resize") {
-      x = outLength == 1 ? (roiEnd - roiStart) * (in - 1) / 2
-                         : y * (roiEnd - roiStart) * (in - 1) / (outLength - 1);
-      x += roiStart * (in - 1);
-      extrapolate = x < 0 || x > in - 1;
-    } else if (transform == "pytorch_half_pixel") {
-      x = outLength == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
-    } else if (transform == "tf_half_pixel_for_nn") {
-      x = (y + 0.5) / scale;
-    } else {
-      x = (y + 0.5) / scale - 0.5;
+  for (const ResizeSample &sample : resizeAxis(resize, in, out, scale, roiStart, roiEnd)) {
+    r.extrapolate.push_back(sample.extrapolate);
+    for (int64_t i = 0; i < r.ntaps; ++i) {
+      bool tap = !sample.extrapolate && i < (int64_t)sample.taps.size();
+      r.taps.push_back(tap ? sample.taps[i] : 0);
+      r.weights.push_back(tap ? sample.weights[i] : 0.0);
     }
-    r.extrapolate.push_back(extrapolate);
-    if (extrapolate) {
-      for (int64_t i = 0; i < r.ntaps; ++i) {
-        r.taps.push_back(0);
-        r.weights.push_back(0.0);
-      }
-      continue;
-    }
-    double floorX = std::floor(x);
-    bool integral = x == floorX;
-    int64_t base = integral ? (int64_t)floorX - 1 : (int64_t)floorX;
-    double ratio = integral ? 1.0 : x - floorX;
-    std::vector<double> weights;
-    if (mode == "nearest") {
-      bool up;
-      if (integral || nearest == "ceil")
-        up = true;
-      else if (nearest == "floor")
-        up = false;
-      else if (nearest == "round_prefer_ceil")
-        up = ratio >= 0.5;
-      else
-        up = ratio > 0.5;
-      weights = {up ? 0.0 : 1.0, up ? 1.0 : 0.0};
-    } else if (mode == "linear") {
-      weights = {1 - ratio, ratio};
-    } else {
-      auto far = [&](double v) { return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a; };
-      auto near = [&](double v) { return ((a + 2) * v - (a + 3)) * v * v + 1; };
-      weights = {far(ratio + 1), near(ratio), near(1 - ratio), far(2 - ratio)};
-    }
-    int64_t n = weights.size(), first = base - (n / 2 - 1);
-    double total = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t tap = first + i;
-      if (excludeOutside && (tap < 0 || tap >= in))
-        weights[i] = 0;
-      total += weights[i];
-      r.taps.push_back(std::clamp<int64_t>(tap, 0, in - 1));
-    }
-    if (excludeOutside && total != 0)
-      for (double &w : weights)
-        w /= total;
-    r.weights.insert(r.weights.end(), weights.begin(), weights.end());
   }
   return r;
 }
@@ -523,7 +465,7 @@ LogicalResult emitResize(CpuOpContext &ctx) {
       continue;
     if (shape[axis] == 0 && o[axis] > 0)
       return resize.emitOpError("cpu target: cannot resize an empty dim");
-    ResizeAxis r = resizeAxis(resize, shape[axis], o[axis], scales[axis], roiStart, roiEnd);
+    ResizeAxis r = resizeTables(resize, shape[axis], o[axis], scales[axis], roiStart, roiEnd);
     std::string id = std::to_string(axes++);
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d)
