@@ -52,22 +52,41 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 bool isBlasFloat(Type t) { return t.isF32() || t.isF64(); }
 
-LogicalResult emitConv(CpuOpContext &ctx) {
-  auto conv = cast<ConvOp>(ctx.op);
-  ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getWeight()),
-                    o = shapeOf(conv.getOutput());
-  if (x.size() < 3)
-    return conv.emitOpError("cpu target: conv needs spatial dims");
-  auto win = windowDecl(ctx.op, x.drop_front(2), w.drop_front(2), o.drop_front(2),
+/// What every convolution form starts from: the input, weight and output
+/// shapes (spatial dims required) and the window declaration in the body.
+struct ConvSetup {
+  ArrayRef<int64_t> x, w, o;
+};
+template <typename ConvLike>
+FailureOr<ConvSetup> convSetup(CpuOpContext &ctx, ConvLike conv, StringRef what) {
+  ConvSetup c{shapeOf(conv.getInput()), shapeOf(conv.getWeight()), shapeOf(conv.getOutput())};
+  if (c.x.size() < 3)
+    return conv.emitOpError("cpu target: ") << what << " needs spatial dims";
+  auto win = windowDecl(ctx.op, c.x.drop_front(2), c.w.drop_front(2), c.o.drop_front(2),
                         conv.getStrides(), conv.getDilations(), conv.getPads());
   if (failed(win))
     return failure();
+  ctx.body += *win;
+  return c;
+}
+
+/// The bias pointer of a float convolution (null when it has none).
+template <typename ConvLike>
+std::string biasPointer(CpuOpContext &ctx, ConvLike conv) {
+  return conv.getBias() ? ctx.in[2]
+                        : "(const " + storageType(elementOf(conv.getInput())) + " *)nullptr";
+}
+
+LogicalResult emitConv(CpuOpContext &ctx) {
+  auto conv = cast<ConvOp>(ctx.op);
+  auto setup = convSetup(ctx, conv, "conv");
+  if (failed(setup))
+    return failure();
+  ArrayRef<int64_t> x = setup->x, w = setup->w;
   int64_t group = conv.getGroup();
   Type et = elementOf(conv.getInput());
-  std::string t = storageType(et);
-  std::string bias = conv.getBias() ? ctx.in[2] : "(const " + t + " *)nullptr";
+  std::string bias = biasPointer(ctx, conv);
   std::string dims = str(x[0]) + ", " + str(x[1]) + ", " + str(w[0]) + ", " + str(group);
-  ctx.body += *win;
   bool depthwise = x[1] == group;
   if (isBlasFloat(et) && !depthwise) {
     ctx.include("sluice_gen/cpu_nn_blas.h");
@@ -88,26 +107,17 @@ LogicalResult emitConv(CpuOpContext &ctx) {
 
 LogicalResult emitConvInteger(CpuOpContext &ctx) {
   auto conv = cast<ConvIntegerOp>(ctx.op);
-  ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getWeight()),
-                    o = shapeOf(conv.getOutput());
-  if (x.size() < 3)
-    return conv.emitOpError("cpu target: conv needs spatial dims");
-  auto win = windowDecl(ctx.op, x.drop_front(2), w.drop_front(2), o.drop_front(2),
-                        conv.getStrides(), conv.getDilations(), conv.getPads());
-  if (failed(win))
+  auto setup = convSetup(ctx, conv, "conv");
+  if (failed(setup))
     return failure();
-  int64_t wZeroCount = 1;
-  for (int64_t d : shapeOf(conv.getWeightZeroPoint()))
-    wZeroCount *= d;
-  int64_t xZeroCount = 1;
-  for (int64_t d : shapeOf(conv.getInputZeroPoint()))
-    xZeroCount *= d;
+  ArrayRef<int64_t> x = setup->x, w = setup->w;
+  int64_t wZeroCount = product(shapeOf(conv.getWeightZeroPoint()));
+  int64_t xZeroCount = product(shapeOf(conv.getInputZeroPoint()));
   if (xZeroCount != 1)
     return conv.emitOpError("cpu target: input zero point must be a single value");
   if (wZeroCount != 1 && wZeroCount != w[0])
     return conv.emitOpError("cpu target: weight zero point must have 1 or M values");
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += *win;
   ctx.body += "  sluice_conv_direct<int64_t>(args->num_threads, win, " + str(x[0]) + ", " +
               str(x[1]) + ", " + str(w[0]) + ", " + str(conv.getGroup()) + ", " + ctx.in[0] +
               ", " + ctx.in[1] + ", (const int64_t *)nullptr, (int64_t)" + ctx.in[2] + "[0], " +
@@ -117,21 +127,15 @@ LogicalResult emitConvInteger(CpuOpContext &ctx) {
 
 LogicalResult emitConvTranspose(CpuOpContext &ctx) {
   auto conv = cast<ConvTransposeOp>(ctx.op);
-  ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getWeight()),
-                    o = shapeOf(conv.getOutput());
-  if (x.size() < 3)
-    return conv.emitOpError("cpu target: conv_transpose needs spatial dims");
   // The window maps input positions to (cropped) output positions.
-  auto win = windowDecl(ctx.op, x.drop_front(2), w.drop_front(2), o.drop_front(2),
-                        conv.getStrides(), conv.getDilations(), conv.getPads());
-  if (failed(win))
+  auto setup = convSetup(ctx, conv, "conv_transpose");
+  if (failed(setup))
     return failure();
+  ArrayRef<int64_t> x = setup->x, o = setup->o;
   int64_t group = conv.getGroup();
   Type et = elementOf(conv.getInput());
-  std::string t = storageType(et);
-  std::string bias = conv.getBias() ? ctx.in[2] : "(const " + t + " *)nullptr";
+  std::string bias = biasPointer(ctx, conv);
   std::string dims = str(x[0]) + ", " + str(x[1]) + ", " + str(o[1]) + ", " + str(group);
-  ctx.body += *win;
   std::string fn = isBlasFloat(et) ? "sluice_conv_transpose_gemm" : "sluice_conv_transpose_direct";
   ctx.include(isBlasFloat(et) ? "sluice_gen/cpu_nn_blas.h" : "sluice_gen/cpu_nn.h");
   ctx.body += "  if (" + fn + "(args->num_threads, win, " + dims + ", " + ctx.in[0] + ", " +
