@@ -2,6 +2,7 @@
 
 #include "codegen/bundle/Bundle.h"
 
+#include "lib/support/Json.h"
 #include "sluice/bundle_abi.h"
 #include "sluice/version.h"
 
@@ -17,27 +18,6 @@
 
 namespace sluice::codegen {
 namespace {
-
-std::string jsonString(llvm::StringRef s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\n': out += "\\n"; break;
-    case '\t': out += "\\t"; break;
-    default:
-      if ((unsigned char)c < 0x20) {
-        char buffer[8];
-        std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-        out += buffer;
-      } else {
-        out += c;
-      }
-    }
-  }
-  return out + "\"";
-}
 
 std::string tensorList(const std::vector<TensorInfo> &tensors) {
   std::string s = "[";

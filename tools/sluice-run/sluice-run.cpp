@@ -21,6 +21,7 @@
 #include "lib/pipeline/Pipeline.h"
 #include "dialects/sluice/SluiceOps.h"
 #include "lib/reference/Evaluator.h"
+#include "lib/support/Json.h"
 #include "lib/support/TensorFiles.h"
 #include "tools/common/ToolSupport.h"
 
@@ -42,6 +43,7 @@
 #include <thread>
 
 using namespace mlir;
+using sluice::jsonString;
 
 namespace {
 
@@ -196,6 +198,25 @@ sluice::RuntimeValue::Kind kindOf(Type type) {
   if (isa<sluice::OptionalType>(type))
     return sluice::RuntimeValue::Kind::Optional;
   return sluice::RuntimeValue::Kind::Tensor;
+}
+
+/// Runs `run` --warmup times, then --iters timed times; the median and p90
+/// latency in milliseconds.
+template <typename Run>
+std::pair<double, double> timeRuns(const Options &options, Run &&run) {
+  for (int i = 0; i < options.warmup; ++i)
+    run();
+  std::vector<double> times;
+  for (int i = 0; i < options.iters; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    run();
+    times.push_back(std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+  }
+  std::sort(times.begin(), times.end());
+  return {times[times.size() / 2],
+          times[std::min(times.size() - 1, (size_t)(times.size() * 0.9))]};
 }
 
 /// The slot of `names` an INPUT/OUTPUT argument fills: by `name` when given
@@ -421,23 +442,6 @@ void reinterpretBf16(sluice::Tensor &tensor, sluice::DType expected) {
                                    std::make_shared<sluice::Tensor>(tensor));
 }
 
-std::string jsonString(const std::string &text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if ((unsigned char)c < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 /// Writes the context's last (traced) run as Chrome trace JSON: one event
 /// for the whole run, one per kernel or library call.
 void writeTrace(const std::string &path, const std::string &bundle,
@@ -543,21 +547,10 @@ int runBundle(const Options &options) {
   }
 
   if (options.iters > 0) {
-    for (int i = 0; i < options.warmup; ++i)
+    auto [median, p90] = timeRuns(options, [&] {
       if (!context.run(&error))
         die(error);
-    std::vector<double> times;
-    for (int i = 0; i < options.iters; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      if (!context.run(&error))
-        die(error);
-      times.push_back(std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - start)
-                          .count());
-    }
-    std::sort(times.begin(), times.end());
-    double median = times[times.size() / 2];
-    double p90 = times[std::min(times.size() - 1, (size_t)(times.size() * 0.9))];
+    });
     std::printf("latency over %d runs (cpu target, %d threads): median %.4g "
                 "ms, p90 %.4g ms\n",
                 options.iters, threads, median, p90);
@@ -737,19 +730,7 @@ int main(int argc, char **argv) {
     die(evalError.empty() ? options.model + ": evaluation failed" : evalError);
 
   if (options.iters > 0) {
-    for (int i = 0; i < options.warmup; ++i)
-      (void)sluice::evaluate(func, inputs);
-    std::vector<double> times;
-    for (int i = 0; i < options.iters; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      (void)sluice::evaluate(func, inputs);
-      times.push_back(std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - start)
-                          .count());
-    }
-    std::sort(times.begin(), times.end());
-    double median = times[times.size() / 2];
-    double p90 = times[std::min(times.size() - 1, (size_t)(times.size() * 0.9))];
+    auto [median, p90] = timeRuns(options, [&] { (void)sluice::evaluate(func, inputs); });
     std::printf("latency over %d runs (reference evaluator): median %.3f ms, p90 %.3f ms\n",
                 options.iters, median, p90);
   }
