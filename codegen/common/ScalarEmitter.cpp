@@ -94,7 +94,7 @@ bool isElementwise(Operation *op) {
              IsInfOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp,
              AndOp, OrOp, XorOp, BitwiseAndOp, BitwiseOrOp, BitwiseXorOp,
              ShiftLeftOp, ShiftRightOp, EqualOp, LessOp, LessEqualOp, GreaterOp,
-             GreaterEqualOp, SelectOp>(op);
+             GreaterEqualOp, SelectOp, GeluOp, SiluOp>(op);
 }
 
 static Type elementTypeOf(Value v) {
@@ -143,6 +143,10 @@ FailureOr<std::string> emitScalar(Operation *op, ArrayRef<std::string> in) {
           .Case([&](SigmoidOp) { return call("sl_sigmoid"); })
           .Case([&](ReluOp) { return call("sl_relu"); })
           .Case([&](ErfOp) { return call("sl_erf"); })
+          .Case([&](GeluOp g) {
+            return call(g.getApproximate() == "tanh" ? "sl_gelu_tanh" : "sl_gelu");
+          })
+          .Case([&](SiluOp) { return call("sl_silu"); })
           .Case([&](SinOp) { return call("sl_sin"); })
           .Case([&](CosOp) { return call("sl_cos"); })
           .Case([&](TanOp) { return call("sl_tan"); })

@@ -58,6 +58,10 @@ void SluiceDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/sluice/SluiceKernelOps.cpp.inc"
       >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/sluice/SluiceCompositeOps.cpp.inc"
+      >();
 }
 
 LogicalResult

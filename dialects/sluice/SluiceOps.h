@@ -49,5 +49,7 @@ class SequenceMapOp;
 #include "dialects/sluice/SluiceSequenceOps.h.inc"
 #define GET_OP_CLASSES
 #include "dialects/sluice/SluiceKernelOps.h.inc"
+#define GET_OP_CLASSES
+#include "dialects/sluice/SluiceCompositeOps.h.inc"
 
 #endif // SLUICE_DIALECTS_SLUICE_SLUICEOPS_H

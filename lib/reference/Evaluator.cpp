@@ -27,6 +27,7 @@ const EvalRegistry &EvalRegistry::get() {
     registerIndexingEvaluators(r);
     registerReductionEvaluators(r);
     registerSequenceEvaluators(r);
+    registerCompositeEvaluators(r);
     return r;
   }();
   return registry;
@@ -295,6 +296,7 @@ private:
                             ArrayRef<Tensor> scanInputs,
                             std::vector<Tensor> &results);
   LogicalResult runSequenceMap(SequenceMapOp op);
+  LogicalResult runKernel(KernelOp op);
   const RuntimeValue *lookup(Value value) {
     auto it = values.find(value);
     return it == values.end() ? nullptr : &it->second;
@@ -364,6 +366,8 @@ LogicalResult Interpreter::runOp(Operation &op) {
     return runScan(scan);
   if (auto map = dyn_cast<SequenceMapOp>(op))
     return runSequenceMap(map);
+  if (auto kernel = dyn_cast<KernelOp>(op))
+    return runKernel(kernel);
   if (const ValueEvalFn *fn =
           EvalRegistry::get().lookupValueFn(op.getName().getStringRef())) {
     SmallVector<const RuntimeValue *> operands;
@@ -400,6 +404,24 @@ LogicalResult Interpreter::runOp(Operation &op) {
     return failure();
   for (auto [value, tensor] : llvm::zip(op.getResults(), results))
     values[value] = std::move(tensor);
+  return success();
+}
+
+/// A kernel group (fuse phase) runs its body on its inputs, so that fused
+/// modules evaluate like the graphs they came from.
+LogicalResult Interpreter::runKernel(KernelOp op) {
+  std::vector<RuntimeValue> arguments;
+  for (Value v : op.getInputs()) {
+    const RuntimeValue *value = lookup(v);
+    if (!value)
+      return op.emitOpError("operand has no value");
+    arguments.push_back(*value);
+  }
+  std::vector<RuntimeValue> yielded;
+  if (failed(runBlock(op.getBody().front(), arguments, yielded)))
+    return failure();
+  for (auto [value, result] : llvm::zip(op.getResults(), yielded))
+    values[value] = std::move(result);
   return success();
 }
 

@@ -63,6 +63,7 @@ void registerShapeEvaluators(EvalRegistry &registry);
 void registerIndexingEvaluators(EvalRegistry &registry);
 void registerReductionEvaluators(EvalRegistry &registry);
 void registerSequenceEvaluators(EvalRegistry &registry);
+void registerCompositeEvaluators(EvalRegistry &registry);
 
 /// The tensor a `sluice.constant` holds (aliases a dense_resource blob).
 mlir::FailureOr<Tensor> tensorFromAttr(mlir::Attribute attr);

@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -48,7 +49,7 @@ using sluice::jsonString;
 namespace {
 
 const char *kUsage = R"(usage: sluice-run OUT.sluice [INPUT ...] [options]
-       sluice-run MODEL.onnx --reference [INPUT ...] [options]
+       sluice-run (MODEL.onnx | FILE.mlir) --reference [INPUT ...] [options]
 
 Runs a bundle written by sluice-compile (a folder; cpu target) or a model on
 the reference evaluator, checks and times it.
@@ -75,7 +76,9 @@ the reference evaluator, checks and times it.
                         first run's and print the throughput
   --threads=N           bundles: OpenMP threads per run (default: all the
                         hardware's)
-  --reference           run MODEL.onnx on the reference evaluator
+  --reference           run MODEL.onnx on the reference evaluator (or a
+                        FILE.mlir that sluice-compile --emit=mlir or
+                        sluice-opt wrote, kernel groups included, as it is)
   -h, --help            this help
 
 Exit status: 0 all outputs match (or nothing to check), 1 mismatch, 2 error.
@@ -651,11 +654,29 @@ int main(int argc, char **argv) {
   sluice::CompilerOptions compilerOptions;
   compilerOptions.inputShapes = options.shapes;
   std::string error;
-  auto module = sluice::compileModel(context, options.model, compilerOptions,
-                                     sluice::Phase::Import, error);
+  // A .mlir file (any phase's output, kernel groups included) runs as it is:
+  // what the differential tests compare before and after a pass.
+  bool mlirInput = llvm::sys::path::extension(options.model) == ".mlir";
+  OwningOpRef<ModuleOp> module;
+  if (mlirInput) {
+    context.loadDialect<sluice::SluiceDialect, func::FuncDialect>();
+    std::string parseError;
+    ScopedDiagnosticHandler parseHandler(&context, [&](Diagnostic &diag) {
+      parseError += diag.str() + "\n";
+      return success();
+    });
+    module = parseSourceFile<ModuleOp>(options.model, &context);
+    if (!module)
+      die(options.model + ": cannot parse: " + parseError);
+    if (!module->lookupSymbol<func::FuncOp>("main"))
+      die(options.model + ": no function 'main'");
+  } else {
+    module = sluice::compileModel(context, options.model, compilerOptions,
+                                  sluice::Phase::Import, error);
+  }
   if (!module)
     die(error);
-  auto func = cast<func::FuncOp>(module->getBody()->front());
+  auto func = module->lookupSymbol<func::FuncOp>("main");
   std::vector<std::string> inputNames = namesOf(func, "sluice.input_names");
   std::vector<std::string> outputNames = namesOf(func, "sluice.output_names");
 
@@ -713,8 +734,8 @@ int main(int argc, char **argv) {
   }
   func.setFunctionType(FunctionType::get(&context, func.getBody().front().getArgumentTypes(),
                                          func.getResultTypes()));
-  if (failed(sluice::runPhases(*module, compilerOptions, sluice::Phase::Import,
-                               sluice::Phase::Simplify, error)))
+  if (!mlirInput && failed(sluice::runPhases(*module, compilerOptions, sluice::Phase::Import,
+                                             sluice::Phase::Simplify, error)))
     die(error);
 
   // Evaluate (with diagnostics rendered against ONNX nodes).

@@ -155,6 +155,36 @@ SLUICE_HD float sl_erf(float x) {
   return x * p / q;
 }
 SLUICE_HD double sl_erf(double x) { return erf(x); }
+/// tanh for float as Eigen's odd 13th-degree / even 6th-degree rational
+/// function on [-7.9, 7.9] (+-1 beyond, x itself near 0), within a few ulp:
+/// plain arithmetic, so tanh-GELU loops vectorize.
+SLUICE_HD float sl_tanh_rational(float a) {
+  const float x = a < -7.90531110763549805f ? -7.90531110763549805f
+                  : (a > 7.90531110763549805f ? 7.90531110763549805f : a);
+  const float x2 = x * x;
+  float p = -2.76076847742355e-16f;
+  p = p * x2 + 2.00018790482477e-13f;
+  p = p * x2 + -8.60467152213735e-11f;
+  p = p * x2 + 5.12229709037114e-08f;
+  p = p * x2 + 1.48572235717979e-05f;
+  p = p * x2 + 6.37261928875436e-04f;
+  p = p * x2 + 4.89352455891786e-03f;
+  p = p * x;
+  float q = 1.19825839466702e-06f;
+  q = q * x2 + 1.18534705686654e-04f;
+  q = q * x2 + 2.26843463243900e-03f;
+  q = q * x2 + 4.89352518554385e-03f;
+  return (a > -0.0004f && a < 0.0004f) ? a : p / q;
+}
+SLUICE_HD double sl_tanh_rational(double x) { return tanh(x); }
+/// GELU, exact: 0.5 x (1 + erf(x / sqrt 2)).
+template <typename T> SLUICE_HD T sl_gelu(T x) {
+  return (T)0.5 * x * ((T)1 + sl_erf(x * (T)0.7071067811865476));
+}
+/// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+template <typename T> SLUICE_HD T sl_gelu_tanh(T x) {
+  return (T)0.5 * x * ((T)1 + sl_tanh_rational((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x)));
+}
 SLUICE_HD float sl_pow(float a, float b) { return powf(a, b); }
 SLUICE_HD double sl_pow(double a, double b) { return pow(a, b); }
 SLUICE_HD float sl_fmod(float a, float b) { return fmodf(a, b); }
@@ -186,6 +216,8 @@ template <typename T> SLUICE_HD T sl_relu(T v) {
 template <typename T> SLUICE_HD T sl_sigmoid(T v) {
   return (T)1 / ((T)1 + sl_exp(-v));
 }
+/// SiLU: x * sigmoid(x).
+template <typename T> SLUICE_HD T sl_silu(T v) { return v / ((T)1 + sl_exp(-v)); }
 template <typename T> SLUICE_HD T sl_max(T a, T b) {
   return (sl_isnan(a) || sl_isnan(b)) ? (T)NAN : (a > b ? a : b);
 }

@@ -1,0 +1,90 @@
+//===- SluiceCompositeOps.td - recognized composites -------*- tablegen -*-===//
+//
+// Ops that the recognize phase forms from the primitive chains exporters
+// write (DESIGN.md, phase 3): GELU, SiLU, RMS normalization and attention.
+// (LayerNorm is `sluice.layer_norm`, which the importer also produces from
+// ONNX LayerNormalization.) Every composite has a decomposition back to
+// primitive ops (`sluice-decompose-composites`, passes/recognize) and its
+// own reference evaluator, so the two can be compared.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_COMPOSITE_OPS_TD
+#define SLUICE_COMPOSITE_OPS_TD
+
+include "dialects/sluice/SluiceBase.td"
+
+def Sluice_GeluOp : Sluice_InferredOp<"gelu"> {
+  let summary = "GELU: x * Phi(x), exact (erf) or with the tanh approximation";
+  let description = [{
+    `approximate = "none"`: `0.5 * x * (1 + erf(x / sqrt(2)))`;
+    `approximate = "tanh"`:
+    `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))` (ONNX Gelu,
+    opset 20). Elementwise: fuses like any unary op.
+  }];
+  let arguments = (ins Sluice_FloatTensor:$input,
+                   DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Sluice_FloatTensor:$output);
+  let hasVerifier = 1;
+}
+
+def Sluice_SiluOp : Sluice_InferredOp<"silu"> {
+  let summary = "SiLU (swish): x * sigmoid(x)";
+  let arguments = (ins Sluice_FloatTensor:$input);
+  let results = (outs Sluice_FloatTensor:$output);
+}
+
+def Sluice_RmsNormOp : Sluice_InferredOp<"rms_norm"> {
+  let summary = "RMS normalization over dims [axis, rank): x / sqrt(mean(x^2) + epsilon) * scale";
+  let description = [{
+    ONNX RMSNormalization (opset 23) and the Pow/ReduceMean/Add/Sqrt/Div (or
+    Rsqrt/Mul) chains that LLaMA-style models export. Statistics are
+    computed in fp32 or wider. `scale` broadcasts against the normalized
+    dims.
+  }];
+  let arguments = (ins Sluice_FloatTensor:$input, Sluice_FloatTensor:$scale,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis,
+                   DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs Sluice_FloatTensor:$output);
+  let hasVerifier = 1;
+}
+
+def Sluice_AttentionOp : Sluice_Op<"attention",
+    [AttrSizedOperandSegments, Sluice_InferTypes]> {
+  let summary = "scaled dot-product attention: softmax(scale * Q K^T + mask) V";
+  let description = [{
+    `query` is `[B..., Sq, D]`, `key` `[B..., Sk, D]`, `value`
+    `[B..., Sk, Dv]` (heads are batch dims); the result is `[B..., Sq, Dv]`.
+    Batch dims of key and value broadcast against the query's.
+
+    - `mask` (optional) broadcasts to `[B..., Sq, Sk]`: a float mask is
+      added to the scaled scores (0 keeps, -inf or a large negative value
+      drops); a boolean mask keeps the positions where it is true (others
+      get -inf).
+    - `causal`: query i sees keys j <= i + (Sk - Sq) (bottom-right aligned).
+    - `rotary_cos` / `rotary_sin` (optional, together) apply rotary position
+      embeddings to query and key first, in the rotate-half form of
+      GPT-NeoX/LLaMA: `x * cos + rotate_half(x) * sin` with
+      `rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2])`; both broadcast
+      against the query's and the key's shapes.
+
+    Softmax statistics are fp32 (or wider). A row whose keys are all masked
+    out is NaN, as the decomposition (Where -> Softmax) gives.
+  }];
+  let arguments = (ins Sluice_FloatTensor:$query, Sluice_FloatTensor:$key,
+                   Sluice_FloatTensor:$value,
+                   Optional<TensorOf<[F16, BF16, F32, F64, I1]>>:$mask,
+                   Optional<Sluice_FloatTensor>:$rotary_cos,
+                   Optional<Sluice_FloatTensor>:$rotary_sin,
+                   F32Attr:$scale,
+                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Sluice_FloatTensor:$output);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)?
+    (`rotary` `(` $rotary_cos^ `,` $rotary_sin `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // SLUICE_COMPOSITE_OPS_TD
