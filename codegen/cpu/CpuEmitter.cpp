@@ -3,6 +3,8 @@
 #include "codegen/cpu/CpuEmitter.h"
 
 #include "codegen/common/ScalarEmitter.h"
+#include "codegen/cpu/Groups.h"
+#include "codegen/cpu/Views.h"
 #include "dialects/sluice/SluiceOps.h"
 #include "lib/onnx/Importer.h"
 #include "lib/reference/Evaluator.h"
@@ -110,154 +112,6 @@ std::string nodeName(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
     return name.getName().str();
   return "";
-}
-
-/// Emits an elementwise group: one loop over the output's elements, every
-/// leaf (kernel input or constant array) indexed through its broadcast
-/// strides. Dims are collapsed where all leaves are contiguous across them,
-/// so the innermost loop is long and unit-stride (it vectorizes).
-LogicalResult emitElementwiseGroup(KernelOp kernel, std::string &body,
-                                   std::string &prologue, const std::string &name) {
-  Block &block = kernel.getBody().front();
-  auto yield = cast<KernelYieldOp>(block.getTerminator());
-  ArrayRef<int64_t> outShape = shapeOf(yield.getValues()[0]);
-  int64_t rank = outShape.size();
-  int64_t total = 1;
-  for (int64_t d : outShape)
-    total *= d;
-
-  // Leaves: block arguments and non-splat constants, each with a pointer
-  // name and strides over the output's dims.
-  llvm::MapVector<Value, std::string> leafNames;
-  llvm::DenseMap<Value, std::string> scalars; // splat constants
-  for (BlockArgument arg : block.getArguments())
-    leafNames[arg] = "in" + std::to_string(arg.getArgNumber());
-  int constants = 0;
-  for (Operation &op : block.without_terminator()) {
-    auto constant = dyn_cast<ConstantOp>(op);
-    if (!constant)
-      continue;
-    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-    if (!dense)
-      return op.emitOpError("cpu target: constant in a kernel must be dense");
-    if (dense.isSplat() || dense.getNumElements() == 1) {
-      scalars[constant] = literal(dense, 0);
-      continue;
-    }
-    std::string cname = "c" + std::to_string(constants++);
-    Type et = dense.getElementType();
-    prologue += "static const " + storageType(et) + " " + cname + "[] = {";
-    for (int64_t i = 0; i < dense.getNumElements(); ++i)
-      prologue += (i ? ", " : "") + storeExpr(et, literal(dense, i));
-    prologue += "};\n";
-    leafNames[constant] = cname;
-  }
-  std::vector<Value> leaves;
-  std::vector<std::vector<int64_t>> strides;
-  for (auto &[value, leafName] : leafNames) {
-    if (value.use_empty())
-      continue;
-    ArrayRef<int64_t> shape = shapeOf(value);
-    std::vector<int64_t> s(rank, 0);
-    int64_t stride = 1;
-    for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
-      int64_t od = d + rank - (int64_t)shape.size();
-      if (od < 0)
-        return kernel.emitOpError("cpu target: operand rank exceeds result rank");
-      s[od] = shape[d] == 1 ? 0 : stride;
-      stride *= shape[d];
-    }
-    leaves.push_back(value);
-    strides.push_back(std::move(s));
-  }
-  // Collapse: drop unit dims, merge contiguous neighbours.
-  std::vector<int64_t> dims;
-  std::vector<std::vector<int64_t>> st(leaves.size());
-  for (int64_t d = 0; d < rank; ++d) {
-    if (outShape[d] == 1)
-      continue;
-    bool merge = !dims.empty();
-    for (size_t l = 0; l < leaves.size() && merge; ++l)
-      merge = st[l].back() == strides[l][d] * outShape[d];
-    if (merge) {
-      dims.back() *= outShape[d];
-      for (size_t l = 0; l < leaves.size(); ++l)
-        st[l].back() = strides[l][d];
-    } else {
-      dims.push_back(outShape[d]);
-      for (size_t l = 0; l < leaves.size(); ++l)
-        st[l].push_back(strides[l][d]);
-    }
-  }
-  if (dims.empty()) {
-    dims.push_back(1);
-    for (auto &s : st)
-      s.push_back(0);
-  }
-  int64_t inner = dims.back();
-  int64_t outer = total / std::max<int64_t>(inner, 1);
-
-  // The scalar body: one local per op.
-  std::string scalarBody;
-  llvm::DenseMap<Value, std::string> expr;
-  for (size_t l = 0; l < leaves.size(); ++l) {
-    std::string index = "i * " + std::to_string(st[l].back());
-    if (dims.size() > 1)
-      index = "b" + std::to_string(l) + " + " + index;
-    expr[leaves[l]] = loadExpr(elementOf(leaves[l]), leafNames[leaves[l]] + "[" + index + "]");
-  }
-  for (auto &[v, s] : scalars)
-    expr[v] = s;
-  int locals = 0;
-  for (Operation &op : block.without_terminator()) {
-    if (isa<ConstantOp>(op))
-      continue;
-    std::vector<std::string> operands;
-    for (Value operand : op.getOperands())
-      operands.push_back(expr.lookup(operand));
-    auto e = emitScalar(&op, operands);
-    if (failed(e))
-      return failure();
-    std::string local = "v" + std::to_string(locals++);
-    scalarBody += "      const " + computeType(elementOf(op.getResult(0))) + " " +
-                  local + " = " + *e + ";\n";
-    expr[op.getResult(0)] = local;
-  }
-  for (auto [index, value] : llvm::enumerate(yield.getValues()))
-    scalarBody += "      out" + std::to_string(index) + "[o * " + std::to_string(inner) +
-                  " + i] = " + storeExpr(elementOf(value), expr.lookup(value)) + ";\n";
-
-  const int64_t kParallelThreshold = 32768;
-  std::string parallel = total >= kParallelThreshold
-                             ? "  #pragma omp parallel for num_threads(args->num_threads) schedule(static)\n"
-                             : "";
-  if (dims.size() == 1) {
-    // One flat loop: `parallel for simd` (or `simd` alone) makes GCC
-    // vectorize it even at -O2, whose cost model refuses loops that need an
-    // epilogue.
-    std::string pragma = total >= kParallelThreshold
-                             ? "  #pragma omp parallel for simd num_threads(args->num_threads) schedule(static)\n"
-                             : "  #pragma omp simd\n";
-    body += pragma + "  for (int64_t i = 0; i < " + std::to_string(inner) + "; ++i) {\n" +
-            "    const int64_t o = 0; (void)o;\n" + scalarBody + "  }\n";
-    return success();
-  }
-  body += parallel + "  for (int64_t o = 0; o < " + std::to_string(outer) + "; ++o) {\n";
-  body += "    int64_t rest = o, c;\n";
-  for (size_t l = 0; l < leaves.size(); ++l)
-    body += "    int64_t b" + std::to_string(l) + " = 0;\n";
-  for (int64_t d = (int64_t)dims.size() - 2; d >= 0; --d) {
-    body += "    c = rest % " + std::to_string(dims[d]) + "; rest /= " +
-            std::to_string(dims[d]) + ";\n";
-    for (size_t l = 0; l < leaves.size(); ++l)
-      if (st[l][d])
-        body += "    b" + std::to_string(l) + " += c * " + std::to_string(st[l][d]) + ";\n";
-  }
-  body += "    (void)rest; (void)c;\n";
-  body += "    #pragma omp simd\n";
-  body += "    for (int64_t i = 0; i < " + std::to_string(inner) + "; ++i) {\n" +
-          scalarBody + "    }\n  }\n";
-  return success();
 }
 
 } // namespace
@@ -412,65 +266,133 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
             std::to_string(slot++) + "];\n";
     }
 
-    SmallVector<Operation *> computeOps;
-    for (Operation &inner : body.without_terminator())
-      if (!isa<ConstantOp>(inner))
-        computeOps.push_back(&inner);
-    bool allElementwise = llvm::all_of(computeOps, isElementwise);
-    if (allElementwise && !computeOps.empty()) {
-      if (failed(emitElementwiseGroup(kernel, fnBody, prologue, name)))
+    // Leaves: block arguments and every dense constant of the body (an
+    // array, and a literal when it is a splat).
+    GroupContext gctx;
+    gctx.kernel = kernel;
+    gctx.name = name;
+    gctx.body = &fnBody;
+    gctx.prologue = &prologue;
+    gctx.headers = &headers;
+    for (BlockArgument arg : body.getArguments())
+      gctx.pointers[arg] = "in" + std::to_string(arg.getArgNumber());
+    int constants = 0;
+    for (Operation &inner : body.without_terminator()) {
+      auto constant = dyn_cast<ConstantOp>(inner);
+      if (!constant)
+        continue;
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!dense)
+        return inner.emitOpError("cpu target: constant in a kernel must be dense");
+      std::string cname = "c" + std::to_string(constants++);
+      Type et = dense.getElementType();
+      prologue += "static const " + storageType(et) + " " + cname + "[] = {";
+      for (int64_t i = 0; i < dense.getNumElements(); ++i)
+        prologue += (i ? ", " : "") + storeExpr(et, literal(dense, i));
+      if (dense.getNumElements() == 0)
+        prologue += storeExpr(et, "0");
+      prologue += "};\n";
+      gctx.pointers[constant] = cname;
+      if (dense.isSplat() || dense.getNumElements() == 1)
+        gctx.literals[constant] = literal(dense, 0);
+    }
+
+    // Classify the body (forms F1-F5, Groups.h).
+    SmallVector<Operation *> computeOps, anchors, viewOps;
+    for (Operation &inner : body.without_terminator()) {
+      if (isa<ConstantOp>(inner))
+        continue;
+      if (isViewOp(&inner)) {
+        viewOps.push_back(&inner);
+        continue;
+      }
+      computeOps.push_back(&inner);
+      if (!isElementwise(&inner))
+        anchors.push_back(&inner);
+    }
+    // A lone data-moving view (a transpose, slice ...) is an op of its own.
+    if (computeOps.empty() && viewOps.size() == 1 && !isLayoutPreserving(viewOps.front())) {
+      computeOps.push_back(viewOps.front());
+      anchors.push_back(viewOps.front());
+    }
+    Operation *anchor = anchors.empty() ? nullptr : anchors.front();
+    bool single = computeOps.size() == 1 && anchor &&
+                  llvm::all_of(viewOps, [&](Operation *op) {
+                    return op == anchor || isLayoutPreserving(op);
+                  });
+    if (anchors.size() > 1)
+      return kernel.emitOpError("cpu target: a group holds ")
+             << anchors.size() << " non-elementwise ops (" << anchors[0]->getName() << ", "
+             << anchors[1]->getName() << "); the fuse phase forms at most one";
+    if (!anchor) {
+      if (failed(emitElementwiseGroup(gctx)))
         return failure();
-    } else if (computeOps.size() == 1) {
+    } else if (isa<AttentionOp>(anchor)) {
+      if (failed(emitAttentionGroup(gctx)))
+        return failure();
+    } else if (!single && isa<MatMulOp>(anchor) && kernel.getLibrary() == "gemm") {
+      if (failed(emitGemmGroup(gctx)))
+        return failure();
+    } else if (!single && isRowOp(anchor)) {
+      if (failed(emitRowGroup(gctx)))
+        return failure();
+    } else if (single) {
+      // F5: one op; layout-preserving views on its operands and results are
+      // aliases of the buffers.
       Operation *inner = computeOps.front();
       CpuOpContext ctx;
       ctx.op = inner;
       ctx.kernelName = name;
       ctx.headers = &headers;
-      int constants = 0;
       for (Value operand : inner->getOperands()) {
-        if (auto arg = dyn_cast<BlockArgument>(operand)) {
-          ctx.in.push_back("in" + std::to_string(arg.getArgNumber()));
-          continue;
-        }
-        auto constant = operand.getDefiningOp<ConstantOp>();
-        auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
-                              : DenseElementsAttr();
-        if (!dense)
-          return inner->emitOpError("cpu target: operand is neither an input nor a constant");
-        std::string cname = "c" + std::to_string(constants++);
-        Type et = dense.getElementType();
-        prologue += "static const " + storageType(et) + " " + cname + "[] = {";
-        for (int64_t i = 0; i < dense.getNumElements(); ++i)
-          prologue += (i ? ", " : "") + storeExpr(et, literal(dense, i));
-        if (dense.getNumElements() == 0)
-          prologue += storeExpr(et, "0");
-        prologue += "};\n";
-        ctx.in.push_back(cname);
+        auto view = resolveView(operand);
+        if (failed(view))
+          return failure();
+        StridedView dense = *view;
+        dense.offset = 0;
+        if (view->base != operand && !dense.isContiguous(shapeOf(operand)))
+          return inner->emitOpError("cpu target: operand is a strided view; this op reads contiguous buffers");
+        auto ptr = gctx.leafPointer(*view);
+        if (failed(ptr))
+          return failure();
+        ctx.in.push_back(*ptr);
       }
       for (auto [i, result] : llvm::enumerate(inner->getResults())) {
-        // Results are yielded in order by construction (one op per group).
-        ctx.out.push_back("out" + std::to_string(i));
+        // The yield that carries this result (directly or through reshapes).
+        std::optional<unsigned> slot;
+        for (auto [y, v] : llvm::enumerate(yield.getValues()))
+          if (!slot && (v == result || (stripOutputViews(v) == result &&
+                                        succeeded(resolveOutputView(result, v)) &&
+                                        resolveOutputView(result, v)->isContiguous(shapeOf(result)))))
+            slot = y;
         std::string dims;
-        if (!cast<RankedTensorType>(result.getType()).hasStaticShape()) {
-          int64_t offset = offsets[i];
-          if (offset >= 0)
+        auto type = cast<RankedTensorType>(result.getType());
+        if (!type.hasStaticShape()) {
+          int64_t offset = slot ? offsets[*slot] : 0;
+          if (!slot || offset >= 0 || yield.getValues()[*slot] != result)
             return inner->emitOpError("cpu target: a result with data-dependent dims "
                                       "must be a graph output");
           dims = "args->output_dims[" + std::to_string(-offset - 1) + "]";
         }
         ctx.outDims.push_back(dims);
+        if (slot) {
+          ctx.out.push_back(gctx.output(*slot));
+          continue;
+        }
+        // A result nobody reads (e.g. layer_norm's statistics): scratch.
+        std::string scratch = "scratch" + std::to_string(i);
+        fnBody += "  std::unique_ptr<" + typeOf(result) + "[]> " + scratch + "_buf(new " +
+                  typeOf(result) + "[" + std::to_string(std::max<int64_t>(product(type.getShape()), 1)) +
+                  "]);\n  " + typeOf(result) + " *" + scratch + " = " + scratch + "_buf.get();\n";
+        ctx.out.push_back(scratch);
       }
-      if (inner->getNumResults() != yield.getNumOperands() ||
-          llvm::any_of(llvm::enumerate(yield.getValues()), [&](auto p) {
-            return p.value() != inner->getResult(p.index());
-          }))
-        return kernel.emitOpError("cpu target: a group's op must yield its results in order");
       const CpuOpEmitFn *emitFn = registry.lookup(inner->getName().getStringRef());
       if (!emitFn || failed((*emitFn)(ctx)))
         return failure();
       fnBody += ctx.body;
     } else {
-      return kernel.emitOpError("cpu target: groups of several ops must be elementwise");
+      return kernel.emitOpError("cpu target: no cpu form for a group anchored at ")
+             << anchor->getName() << " with " << computeOps.size() - 1 << " more ops";
     }
     // Make every in-body constant array and pointer used, whatever the body reads.
     fn += "  (void)args;\n";
@@ -499,9 +421,20 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     run += "};\n    SLUICE_STEP(" + std::to_string(step) + ", " + name + "(b, args));\n  }\n";
 
     bool library = kernel.getLibrary().has_value();
-    model.steps.push_back({name, library ? "library" : "kernel",
-                           computeOps.empty() ? "" : computeOps.front()->getName().getStringRef().str(),
-                           computeOps.empty() ? "" : nodeName(computeOps.front()->getLoc())});
+    Operation *named = anchor ? anchor : computeOps.empty() ? nullptr : computeOps.front();
+    if (!named && !viewOps.empty())
+      named = viewOps.front();
+    StepInfo stepInfo{name, library ? "library" : "kernel",
+                      named ? named->getName().getStringRef().str() : "",
+                      named ? nodeName(named->getLoc()) : "", {}, {}};
+    for (Operation &inner : body.without_terminator())
+      if (!isa<ConstantOp>(inner)) {
+        stepInfo.ops.push_back(inner.getName().getStringRef().str());
+        std::string node = nodeName(inner.getLoc());
+        if (!node.empty() && llvm::find(stepInfo.nodes, node) == stepInfo.nodes.end())
+          stepInfo.nodes.push_back(node);
+      }
+    model.steps.push_back(std::move(stepInfo));
     (library ? model.libraryCalls : model.kernels)++;
     if (library && (kernel.getLibrary() == "gemm" || kernel.getLibrary() == "conv"))
       model.usesBlas = true;

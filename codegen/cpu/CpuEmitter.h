@@ -117,6 +117,8 @@ std::optional<std::vector<int64_t>> upperBoundShape(mlir::Operation *op,
 /// One step of a run (a kernel or a library call), for the manifest.
 struct StepInfo {
   std::string name, kind, op, node;
+  /// Every op of the group (op names) and the ONNX nodes they came from.
+  std::vector<std::string> ops, nodes;
 };
 
 struct CpuModel {

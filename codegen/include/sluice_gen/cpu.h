@@ -12,6 +12,7 @@
 #include "sluice/bundle_abi.h"
 #include "sluice_gen/scalar.h"
 
+#include <memory>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,0 +1,61 @@
+//===- Groups.h - kernel-group emitters of the cpu target ---*- C++ -*-===//
+//
+// The fuse phase leaves kernel groups of five forms (docs/architecture.md,
+// "fuse"): elementwise (F1), GEMM with an epilogue (F2), row op with a
+// prologue and an epilogue (F3), attention with its views (F4) and single
+// ops (F5). emitCpuModel classifies each kernel body and calls one of the
+// emitters below; F5 goes through the op registry (CpuEmitter.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_CODEGEN_CPU_GROUPS_H
+#define SLUICE_CODEGEN_CPU_GROUPS_H
+
+#include "codegen/cpu/Views.h"
+#include "dialects/sluice/SluiceOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <set>
+#include <string>
+
+namespace sluice::codegen {
+
+/// What a group emitter sees: the kernel, C++ names for its leaves and
+/// outputs, and the strings it appends to.
+struct GroupContext {
+  KernelOp kernel;
+  std::string name;
+  /// Statements of the kernel function (which returns 0 after them).
+  std::string *body;
+  /// Namespace-scope declarations for this kernel (constant arrays).
+  std::string *prologue;
+  std::set<std::string> *headers;
+  /// `const T *` names of leaves: block arguments ("inN") and non-splat
+  /// dense constants ("cN", arrays in the prologue).
+  llvm::DenseMap<mlir::Value, std::string> pointers;
+  /// C++ literals of splat (or one-element) constants.
+  llvm::DenseMap<mlir::Value, std::string> literals;
+  /// `T *` name of yield operand i: "out<i>".
+  std::string output(unsigned i) const { return "out" + std::to_string(i); }
+  void include(const std::string &header) { headers->insert(header); }
+  /// A statement that fails the run with a C++ string literal expression.
+  std::string fail(const std::string &messageExpr) const {
+    return "return sluice_fail(args, \"" + name + "\", " + messageExpr + ");";
+  }
+  /// The C++ pointer expression for a leaf view: "(in0 + 128)"; fails (with
+  /// an error) when the view's base is not a leaf.
+  mlir::FailureOr<std::string> leafPointer(const StridedView &view) const;
+};
+
+LogicalResult emitElementwiseGroup(GroupContext &ctx);
+LogicalResult emitGemmGroup(GroupContext &ctx);
+LogicalResult emitRowGroup(GroupContext &ctx);
+LogicalResult emitAttentionGroup(GroupContext &ctx);
+
+/// Row ops: softmax, layer_norm, rms_norm, reduce (form F3's anchor).
+bool isRowOp(mlir::Operation *op);
+
+} // namespace sluice::codegen
+
+#endif // SLUICE_CODEGEN_CPU_GROUPS_H

@@ -1,0 +1,194 @@
+//===- Elementwise.cpp - cpu form F1: elementwise groups ------------------===//
+//
+// One loop nest over the iteration space (the shape of the values the group
+// yields, before their trailing views); every leaf is read through its
+// strided view broadcast to that space, every result written through its
+// output view. Dims are collapsed where all accesses are contiguous across
+// them, so the innermost loop is long and unit-stride (it vectorizes).
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/cpu/CpuEmitter.h"
+#include "codegen/cpu/Groups.h"
+
+#include "codegen/common/ScalarEmitter.h"
+
+#include "llvm/ADT/MapVector.h"
+
+using namespace mlir;
+
+namespace sluice::codegen {
+
+FailureOr<std::string> GroupContext::leafPointer(const StridedView &view) const {
+  auto it = pointers.find(view.base);
+  if (it == pointers.end())
+    return KernelOp(kernel).emitOpError("cpu target: a view in this group does not start at an input or constant");
+  if (view.offset == 0)
+    return it->second;
+  return "(" + it->second + " + " + std::to_string(view.offset) + ")";
+}
+
+LogicalResult emitElementwiseGroup(GroupContext &ctx) {
+  KernelOp kernel = ctx.kernel;
+  Block &block = kernel.getBody().front();
+  auto yield = cast<KernelYieldOp>(block.getTerminator());
+  // The iteration space: the roots' shape.
+  SmallVector<Value> roots;
+  for (Value v : yield.getValues())
+    roots.push_back(stripOutputViews(v));
+  ArrayRef<int64_t> space = shapeOf(roots.front());
+  for (Value r : roots)
+    if (shapeOf(r) != space)
+      return kernel.emitOpError("cpu target: an elementwise group's results differ in shape");
+  int64_t rank = space.size();
+  int64_t total = product(space);
+
+  // Accesses: leaves (block args, constant arrays, through views) and
+  // outputs, each with strides over the iteration space.
+  struct Access {
+    std::string pointer;
+    int64_t offset;
+    std::vector<int64_t> strides;
+  };
+  std::vector<Access> accesses;
+  llvm::MapVector<Value, unsigned> leafAccess; // value used by a compute op -> access
+  SmallVector<Operation *> computeOps;
+  for (Operation &op : block.without_terminator())
+    if (!isa<ConstantOp>(op) && !isViewOp(&op))
+      computeOps.push_back(&op);
+  auto addLeaf = [&](Value operand) -> LogicalResult {
+    if (leafAccess.count(operand) || ctx.literals.count(operand))
+      return success();
+    if (Operation *def = operand.getDefiningOp(); def && !isa<ConstantOp>(def) && !isViewOp(def))
+      return success(); // computed in the group
+    auto view = resolveView(operand);
+    if (failed(view))
+      return failure();
+    if (ctx.literals.count(view->base))
+      return success(); // a view of a splat reads as the literal
+    if (!ctx.pointers.count(view->base))
+      return kernel.emitOpError("cpu target: a view of a computed value inside an elementwise group");
+    auto strides = broadcastStridesTo(shapeOf(operand), view->strides, space);
+    if (failed(strides))
+      return kernel.emitOpError("cpu target: an operand does not broadcast to the group's shape");
+    leafAccess[operand] = accesses.size();
+    accesses.push_back({ctx.pointers.lookup(view->base), view->offset, *strides});
+    return success();
+  };
+  for (Operation *op : computeOps)
+    for (Value operand : op->getOperands())
+      if (failed(addLeaf(operand)))
+        return failure();
+  // Results that are leaves themselves (a group that only moves data).
+  for (Value r : roots)
+    if (failed(addLeaf(r)))
+      return failure();
+  std::vector<unsigned> outAccess;
+  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
+    auto view = resolveOutputView(roots[i], v);
+    if (failed(view))
+      return kernel.emitOpError("cpu target: result ") << i << " is not a view of the group's space";
+    outAccess.push_back(accesses.size());
+    accesses.push_back({ctx.output(i), 0, view->strides});
+  }
+
+  // Collapse: drop unit dims, merge neighbours contiguous for every access.
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> st(accesses.size());
+  for (int64_t d = 0; d < rank; ++d) {
+    if (space[d] == 1)
+      continue;
+    bool merge = !dims.empty();
+    for (size_t a = 0; a < accesses.size() && merge; ++a)
+      merge = st[a].back() == accesses[a].strides[d] * space[d];
+    if (merge) {
+      dims.back() *= space[d];
+      for (size_t a = 0; a < accesses.size(); ++a)
+        st[a].back() = accesses[a].strides[d];
+    } else {
+      dims.push_back(space[d]);
+      for (size_t a = 0; a < accesses.size(); ++a)
+        st[a].push_back(accesses[a].strides[d]);
+    }
+  }
+  if (dims.empty()) {
+    dims.push_back(1);
+    for (auto &s : st)
+      s.push_back(0);
+  }
+  int64_t inner = dims.back();
+  int64_t outer = total / std::max<int64_t>(inner, 1);
+  auto index = [&](unsigned a) {
+    std::string i = st[a].back() == 0 ? "0" : st[a].back() == 1 ? "i" : "i * " + std::to_string(st[a].back());
+    std::string base = dims.size() > 1 ? "b" + std::to_string(a) : "";
+    if (accesses[a].offset)
+      base += (base.empty() ? "" : " + ") + std::to_string(accesses[a].offset);
+    return base.empty() ? i : base + " + " + i;
+  };
+
+  // The scalar body: one local per op.
+  std::string scalarBody;
+  llvm::DenseMap<Value, std::string> expr;
+  for (auto &[value, a] : leafAccess)
+    expr[value] = loadExpr(elementOf(value), accesses[a].pointer + "[" + index(a) + "]");
+  for (auto &[v, lit] : ctx.literals)
+    expr[v] = lit;
+  // A view of a splat constant reads as the literal.
+  auto lookup = [&](Value v) -> std::string {
+    if (expr.count(v))
+      return expr.lookup(v);
+    auto view = resolveView(v);
+    if (succeeded(view) && ctx.literals.count(view->base))
+      return ctx.literals.lookup(view->base);
+    return "";
+  };
+  int locals = 0;
+  for (Operation *op : computeOps) {
+    std::vector<std::string> operands;
+    for (Value operand : op->getOperands())
+      operands.push_back(lookup(operand));
+    auto e = emitScalar(op, operands);
+    if (failed(e))
+      return failure();
+    std::string local = "v" + std::to_string(locals++);
+    scalarBody += "      const " + computeType(elementOf(op->getResult(0))) + " " + local +
+                  " = " + *e + ";\n";
+    expr[op->getResult(0)] = local;
+  }
+  for (auto [i, value] : llvm::enumerate(yield.getValues()))
+    scalarBody += "      " + accesses[outAccess[i]].pointer + "[" + index(outAccess[i]) +
+                  "] = " + storeExpr(elementOf(value), lookup(roots[i])) + ";\n";
+
+  std::string &body = *ctx.body;
+  const int64_t kParallelThreshold = 32768;
+  if (dims.size() == 1) {
+    // One flat loop: `parallel for simd` (or `simd` alone) makes GCC
+    // vectorize it even at -O2, whose cost model refuses loops that need an
+    // epilogue.
+    std::string pragma = total >= kParallelThreshold
+                             ? "  #pragma omp parallel for simd num_threads(args->num_threads) schedule(static)\n"
+                             : "  #pragma omp simd\n";
+    body += pragma + "  for (int64_t i = 0; i < " + std::to_string(inner) + "; ++i) {\n" +
+            scalarBody + "  }\n";
+    return success();
+  }
+  if (total >= kParallelThreshold)
+    body += "  #pragma omp parallel for num_threads(args->num_threads) schedule(static)\n";
+  body += "  for (int64_t o = 0; o < " + std::to_string(outer) + "; ++o) {\n";
+  body += "    int64_t rest = o, c;\n";
+  for (size_t a = 0; a < accesses.size(); ++a)
+    body += "    int64_t b" + std::to_string(a) + " = 0;\n";
+  for (int64_t d = (int64_t)dims.size() - 2; d >= 0; --d) {
+    body += "    c = rest % " + std::to_string(dims[d]) + "; rest /= " + std::to_string(dims[d]) + ";\n";
+    for (size_t a = 0; a < accesses.size(); ++a)
+      if (st[a][d])
+        body += "    b" + std::to_string(a) + " += c * " + std::to_string(st[a][d]) + ";\n";
+  }
+  body += "    (void)rest; (void)c;\n";
+  body += "    #pragma omp simd\n";
+  body += "    for (int64_t i = 0; i < " + std::to_string(inner) + "; ++i) {\n" + scalarBody +
+          "    }\n  }\n";
+  return success();
+}
+
+} // namespace sluice::codegen
