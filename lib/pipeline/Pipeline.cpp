@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -179,9 +180,38 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
                                    Phase stopAfter, std::string &error,
                                    std::vector<PhaseTiming> *timings) {
   auto start = std::chrono::steady_clock::now();
-  onnx_import::ImportOptions importOptions;
-  importOptions.inputShapes = options.inputShapes;
-  auto module = onnx_import::importModel(context, modelPath, importOptions, error);
+  // A .mlir file (what --emit=mlir or sluice-opt wrote) continues from the
+  // phase it is in: after fuse when it holds kernel groups, after plan when
+  // they carry arena offsets, after import otherwise.
+  Phase loadedAfter = Phase::Import;
+  OwningOpRef<ModuleOp> module;
+  if (llvm::StringRef(modelPath).ends_with(".mlir")) {
+    context.loadDialect<SluiceDialect, func::FuncDialect>();
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error)
+        error += modelPath + ": " + diag.str() + "\n";
+      return success();
+    });
+    module = parseSourceFile<ModuleOp>(modelPath, &context);
+    if (!module) {
+      if (error.empty())
+        error = modelPath + ": cannot read or parse this MLIR file\n";
+      return nullptr;
+    }
+    if (!module->lookupSymbol<func::FuncOp>("main")) {
+      error = modelPath + ": no function 'main'\n";
+      return nullptr;
+    }
+    module->walk([&](KernelOp kernel) {
+      Phase p = kernel->hasAttr("arena_offsets") ? Phase::Plan : Phase::Fuse;
+      if (p > loadedAfter)
+        loadedAfter = p;
+    });
+  } else {
+    onnx_import::ImportOptions importOptions;
+    importOptions.inputShapes = options.inputShapes;
+    module = onnx_import::importModel(context, modelPath, importOptions, error);
+  }
   if (!module)
     return nullptr;
   if (timings)
@@ -191,7 +221,7 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
   if (!options.boundInputs.empty() &&
       failed(bindInputs(*module, options.boundInputs, modelPath, error)))
     return nullptr;
-  if (failed(runPhases(*module, options, Phase::Import, stopAfter, error, timings)))
+  if (failed(runPhases(*module, options, loadedAfter, stopAfter, error, timings)))
     return nullptr;
   return module;
 }
