@@ -87,6 +87,9 @@ LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
     if (diag.getSeverity() == DiagnosticSeverity::Error)
       error += onnx_import::describeLocation(diag.getLocation()) + ": " +
                diag.str() + "\n";
+    if (diag.getSeverity() == DiagnosticSeverity::Remark && options.remarks)
+      options.remarks->push_back(onnx_import::describeLocation(diag.getLocation()) + ": " +
+                                 diag.str());
     return success();
   });
   struct Step {

@@ -38,6 +38,9 @@ struct CompilerOptions {
   /// Reshape target, Slice bounds, TopK's k) that a static bundle needs at
   /// build time, as TensorRT needs shape-tensor values in its profiles.
   std::map<std::string, std::string> boundInputs;
+  /// When set, the passes' remarks (why a fusion was refused ...) are
+  /// appended here as "where: message" lines (otherwise they are dropped).
+  std::vector<std::string> *remarks = nullptr;
 };
 
 /// simplify: shape propagation with constant folding of shape subgraphs,
