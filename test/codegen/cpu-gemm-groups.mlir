@@ -1,7 +1,7 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: sluice-run %s --reference --random-inputs --save-outputs=%t/ref > /dev/null
 // RUN: sluice-compile %s -o %t/b.sluice --quiet
-// RUN: sluice-run %t/b.sluice --random-inputs --expect %t/ref/o0.npy %t/ref/o1.npy %t/ref/o2.npy %t/ref/o3.npy %t/ref/o4.npy %t/ref/o5.npy %t/ref/o6.npy %t/ref/o7.npy --rtol=1e-4 --atol=1e-6 | FileCheck %s --check-prefix=EXEC
+// RUN: sluice-run %t/b.sluice --random-inputs --threads=2 --expect %t/ref/o0.npy %t/ref/o1.npy %t/ref/o2.npy %t/ref/o3.npy %t/ref/o4.npy %t/ref/o5.npy %t/ref/o6.npy %t/ref/o7.npy --rtol=1e-4 --atol=1e-6 | FileCheck %s --check-prefix=EXEC
 // RUN: FileCheck %s < %t/b.sluice/model.cpp
 //
 // GEMM groups (form F2) on the cpu target, against the reference evaluator:
@@ -25,11 +25,11 @@
 // CHECK: const float v1 = sl_gelu(v0);
 // CHECK-NEXT: out0[b2 + j] = SLUICE_STORE(float, v1);
 // CHECK-NEXT: out1[b3 + j] = SLUICE_STORE(float, v0);
-// The batches stack into one 32-row GEMM; the residual's row is row % 16.
+// The batches stack into one 128-row GEMM (split into tiles over 2 threads); the residual row is row % 64.
 // CHECK-LABEL: static int32_t k2_matmul(
-// CHECK: const int64_t br1_ = brest_ % 16;
-// CHECK: const int64_t b0 = 0 + br1_ * 48;
-// CHECK: sluice_gemm_batched_ep(args->num_threads, 1LL, 32LL, 48LL, 32LL,
+// CHECK: const int64_t br1_ = brest_ % 64;
+// CHECK: const int64_t b0 = 0 + br1_ * 256;
+// CHECK: sluice_gemm_batched_ep(args->num_threads, 1LL, 128LL, 256LL, 128LL,
 // Six real batches; B is shared by the leading batch dim.
 // CHECK-LABEL: static int32_t k3_matmul(
 // CHECK: static const int64_t b_off[] = {0LL, 192LL, 384LL, 0LL, 192LL, 384LL};
@@ -46,12 +46,12 @@
 
 module {
   func.func @main(%x: tensor<64x96xf32>, %w: tensor<96x80xf32>, %bias: tensor<80xf32>,
-                  %bx: tensor<2x16x32xf32>, %bw: tensor<32x48xf32>, %res: tensor<16x48xf32>,
+                  %bx: tensor<2x64x128xf32>, %bw: tensor<128x256xf32>, %res: tensor<64x256xf32>,
                   %q: tensor<2x3x8x16xf32>, %k: tensor<3x16x12xf32>, %b12: tensor<12xf32>,
                   %r: tensor<4x8x32xf32>, %w2: tensor<32x64xf32>,
                   %t: tensor<24x40xf32>, %tw: tensor<40x36xf32>, %tb: tensor<36xf32>,
                   %d: tensor<16x20xf64>, %dw: tensor<20x12xf64>, %db: tensor<12xf64>)
-      -> (tensor<64x80xf32>, tensor<64x80xf32>, tensor<64x80xf32>, tensor<32x48xf32>, tensor<2x3x8x12xf32>, tensor<32x40xf32>, tensor<36x24xf32>, tensor<16x12xf64>) attributes {sluice.input_names = ["x", "w", "bias", "bx", "bw", "res", "q", "k", "b12", "r", "w2", "t", "tw", "tb", "d", "dw", "db"], sluice.output_names = ["o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7"]} {
+      -> (tensor<64x80xf32>, tensor<64x80xf32>, tensor<64x80xf32>, tensor<128x256xf32>, tensor<2x3x8x12xf32>, tensor<32x40xf32>, tensor<36x24xf32>, tensor<16x12xf64>) attributes {sluice.input_names = ["x", "w", "bias", "bx", "bw", "res", "q", "k", "b12", "r", "w2", "t", "tw", "tb", "d", "dw", "db"], sluice.output_names = ["o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7"]} {
     // GEMM + bias
     %0 = sluice.kernel @k0_matmul library "gemm"(%x, %w, %bias : tensor<64x96xf32>, tensor<96x80xf32>, tensor<80xf32>) -> (tensor<64x80xf32>) {
     ^bb0(%a: tensor<64x96xf32>, %b: tensor<96x80xf32>, %c: tensor<80xf32>):
@@ -68,15 +68,15 @@ module {
       sluice.kernel_yield %g, %s : tensor<64x80xf32>, tensor<64x80xf32>
     }
     // stacked batches + residual broadcast over the batch + scale, yielded through a reshape
-    %2 = sluice.kernel @k2_matmul library "gemm"(%bx, %bw, %res : tensor<2x16x32xf32>, tensor<32x48xf32>, tensor<16x48xf32>) -> (tensor<32x48xf32>) {
-    ^bb0(%a: tensor<2x16x32xf32>, %b: tensor<32x48xf32>, %c: tensor<16x48xf32>):
+    %2 = sluice.kernel @k2_matmul library "gemm"(%bx, %bw, %res : tensor<2x64x128xf32>, tensor<128x256xf32>, tensor<64x256xf32>) -> (tensor<128x256xf32>) {
+    ^bb0(%a: tensor<2x64x128xf32>, %b: tensor<128x256xf32>, %c: tensor<64x256xf32>):
       %half = sluice.constant dense<0.5> : tensor<f32>
-      %shape = sluice.constant dense<[32, 48]> : tensor<2xi64>
-      %m = sluice.matmul %a, %b : (tensor<2x16x32xf32>, tensor<32x48xf32>) -> tensor<2x16x48xf32>
-      %s = sluice.add %m, %c : (tensor<2x16x48xf32>, tensor<16x48xf32>) -> tensor<2x16x48xf32>
-      %h = sluice.mul %s, %half : (tensor<2x16x48xf32>, tensor<f32>) -> tensor<2x16x48xf32>
-      %o = sluice.reshape %h, %shape : (tensor<2x16x48xf32>, tensor<2xi64>) -> tensor<32x48xf32>
-      sluice.kernel_yield %o : tensor<32x48xf32>
+      %shape = sluice.constant dense<[128, 256]> : tensor<2xi64>
+      %m = sluice.matmul %a, %b : (tensor<2x64x128xf32>, tensor<128x256xf32>) -> tensor<2x64x256xf32>
+      %s = sluice.add %m, %c : (tensor<2x64x256xf32>, tensor<64x256xf32>) -> tensor<2x64x256xf32>
+      %h = sluice.mul %s, %half : (tensor<2x64x256xf32>, tensor<f32>) -> tensor<2x64x256xf32>
+      %o = sluice.reshape %h, %shape : (tensor<2x64x256xf32>, tensor<2xi64>) -> tensor<128x256xf32>
+      sluice.kernel_yield %o : tensor<128x256xf32>
     }
     // batched matmul, B broadcast over the first batch dim, bias + relu
     %3 = sluice.kernel @k3_matmul library "gemm"(%q, %k, %b12 : tensor<2x3x8x16xf32>, tensor<3x16x12xf32>, tensor<12xf32>) -> (tensor<2x3x8x12xf32>) {
@@ -116,6 +116,6 @@ module {
       %y = sluice.silu %s : (tensor<16x12xf64>) -> tensor<16x12xf64>
       sluice.kernel_yield %y : tensor<16x12xf64>
     }
-    return %0, %1#0, %1#1, %2, %3, %4, %5, %6 : tensor<64x80xf32>, tensor<64x80xf32>, tensor<64x80xf32>, tensor<32x48xf32>, tensor<2x3x8x12xf32>, tensor<32x40xf32>, tensor<36x24xf32>, tensor<16x12xf64>
+    return %0, %1#0, %1#1, %2, %3, %4, %5, %6 : tensor<64x80xf32>, tensor<64x80xf32>, tensor<64x80xf32>, tensor<128x256xf32>, tensor<2x3x8x12xf32>, tensor<32x40xf32>, tensor<36x24xf32>, tensor<16x12xf64>
   }
 }
