@@ -33,6 +33,7 @@
 // Six real batches; B is shared by the leading batch dim.
 // CHECK-LABEL: static int32_t k3_matmul(
 // CHECK: static const int64_t b_off[] = {0LL, 192LL, 384LL, 0LL, 192LL, 384LL};
+// CHECK: const float v0 = (in2[b0 + j] * in2[b0 + j]);
 // CHECK: sluice_gemm_batched_ep(args->num_threads, 6LL, 8LL, 12LL, 16LL,
 // A through a reshape, B a column slice: ldb 64, offset 8.
 // CHECK-LABEL: static int32_t k4_matmul(
@@ -78,11 +79,13 @@ module {
       %o = sluice.reshape %h, %shape : (tensor<2x64x256xf32>, tensor<2xi64>) -> tensor<128x256xf32>
       sluice.kernel_yield %o : tensor<128x256xf32>
     }
-    // batched matmul, B broadcast over the first batch dim, bias + relu
+    // batched matmul, B broadcast over the first batch dim, bias (squared:
+    // an epilogue op of the bias's shape, recomputed per element) + relu
     %3 = sluice.kernel @k3_matmul library "gemm"(%q, %k, %b12 : tensor<2x3x8x16xf32>, tensor<3x16x12xf32>, tensor<12xf32>) -> (tensor<2x3x8x12xf32>) {
     ^bb0(%a: tensor<2x3x8x16xf32>, %b: tensor<3x16x12xf32>, %c: tensor<12xf32>):
       %m = sluice.matmul %a, %b : (tensor<2x3x8x16xf32>, tensor<3x16x12xf32>) -> tensor<2x3x8x12xf32>
-      %s = sluice.add %m, %c : (tensor<2x3x8x12xf32>, tensor<12xf32>) -> tensor<2x3x8x12xf32>
+      %c2 = sluice.mul %c, %c : (tensor<12xf32>, tensor<12xf32>) -> tensor<12xf32>
+      %s = sluice.add %m, %c2 : (tensor<2x3x8x12xf32>, tensor<12xf32>) -> tensor<2x3x8x12xf32>
       %y = sluice.relu %s : (tensor<2x3x8x12xf32>) -> tensor<2x3x8x12xf32>
       sluice.kernel_yield %y : tensor<2x3x8x12xf32>
     }

@@ -112,6 +112,13 @@ LogicalResult emitGemmGroup(GroupContext &ctx) {
     bOff.resize(1);
   }
 
+  // Epilogue values have the result's shape, or one that broadcasts to it
+  // (a cast of the bias): those are recomputed per element.
+  for (Operation *op : epilogueOps)
+    if (failed(broadcastStridesTo(shapeOf(op->getResult(0)),
+                                  contiguousStrides(shapeOf(op->getResult(0))), space)))
+      return op->emitOpError("cpu target: an epilogue op of a GEMM group does not have the "
+                             "matmul result's shape");
   // Yields: each is the matmul result or an epilogue value, through views.
   SmallVector<Value> roots;
   for (Value v : yield.getValues()) {

@@ -109,12 +109,18 @@ LogicalResult emitRowGroup(GroupContext &ctx) {
     return failure();
   int64_t axis = *axisOr;
   int64_t rows = product(inShape.take_front(axis)), len = product(inShape.drop_front(axis));
+  // Prologue (epilogue) values have the row op's input (result) shape or
+  // one that broadcasts to it (recomputed per element).
+  auto fits = [](Operation *op, ArrayRef<int64_t> space) {
+    ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+    return succeeded(broadcastStridesTo(shape, contiguousStrides(shape), space));
+  };
   for (Operation *op : prologueOps)
-    if (shapeOf(op->getResult(0)) != inShape)
+    if (!fits(op, inShape))
       return op->emitOpError("cpu target: a row group's prologue ops must have the row op's "
                              "input shape");
   for (Operation *op : epilogueOps)
-    if (shapeOf(op->getResult(0)) != outShape)
+    if (!fits(op, outShape))
       return op->emitOpError("cpu target: a row group's epilogue ops must have the row op's "
                              "result shape");
   for (unsigned i = 1; i < rowOp->getNumResults(); ++i)
@@ -159,6 +165,9 @@ LogicalResult emitRowGroup(GroupContext &ctx) {
     if (!inPro && !inEpi)
       return kernel.emitOpError("cpu target: a row group yields a value that is neither a "
                                 "prologue value, the row op's result nor an epilogue value");
+    if (shapeOf(root) != (inPro ? inShape : outShape))
+      return kernel.emitOpError("cpu target: a row group yields a value of another shape than "
+                                "the row op's input or result");
     auto view = resolveOutputView(root, v);
     if (failed(view))
       return kernel.emitOpError("cpu target: result ") << i << " is not a view of its value";
