@@ -67,7 +67,8 @@ struct Decomposer {
       Value e = build<ErfOp>(b, loc, build<DivOp>(b, loc, x, scalar(x, std::sqrt(2.0))));
       phi = add(e, scalar(x, 1.0));
     }
-    return mul(mul(x, phi), scalar(x, 0.5));
+    Value xPhi = mul(x, phi);
+    return mul(xPhi, scalar(x, 0.5));
   }
 
   Value silu(SiluOp op) {
@@ -124,15 +125,20 @@ struct Decomposer {
   Value rotary(Value x, Value cos, Value sin) {
     auto type = rankedType(x);
     int64_t d = type.getDimSize(type.getRank() - 1);
+    // (Operands are built one statement at a time: argument evaluation
+    // order would otherwise decide the order of the ops.)
     auto half = [&](int64_t start, int64_t end) {
-      return build<SliceOp>(b, loc, x, i64Constant(b, loc, {start}),
-                            i64Constant(b, loc, {end}), i64Constant(b, loc, {-1}),
-                            i64Constant(b, loc, {1}));
+      Value starts = i64Constant(b, loc, {start});
+      Value ends = i64Constant(b, loc, {end});
+      Value axes = i64Constant(b, loc, {-1});
+      Value steps = i64Constant(b, loc, {1});
+      return build<SliceOp>(b, loc, x, starts, ends, axes, steps);
     };
+    Value direct = mul(x, cos);
     Value rotated = build<ConcatOp>(
         b, loc, ValueRange{build<NegOp>(b, loc, half(d / 2, d)), half(0, d / 2)},
         b.getI64IntegerAttr(-1));
-    return add(mul(x, cos), mul(rotated, sin));
+    return add(direct, mul(rotated, sin));
   }
 
   Value attention(AttentionOp op) {

@@ -325,7 +325,12 @@ bool rewriteAttention(MatMulOp root) {
             return false;
         }
       }
-      maskOperand = maskKeepsTrue ? mask : build<NotOp>(b, loc, mask);
+      if (maskKeepsTrue)
+        maskOperand = mask;
+      else if (auto notOp = mask.getDefiningOp<NotOp>())
+        maskOperand = notOp.getInput(); // masked_fill(~keep, ...)
+      else
+        maskOperand = build<NotOp>(b, loc, mask);
     }
   }
 
