@@ -215,11 +215,9 @@ bool rewriteAttention(MatMulOp root) {
       break;
     }
     if (isa<MulOp, DivOp>(op)) {
-      double before = scale;
       Value rest = peelScale(scores, scale, chain);
       if (rest == scores)
         return false;
-      (void)before;
       if (!mask)
         scaledAfterMask = true;
       scores = rest;
@@ -276,7 +274,6 @@ bool rewriteAttention(MatMulOp root) {
   bool identity = true;
   for (int64_t i = 0; i < rank; ++i)
     identity &= perm[i] == i;
-  SmallVector<Operation *> keyChain;
   Value kSource = transpose.getInput();
   if (singleUse(kT)) {
     chain.push_back(transpose);
