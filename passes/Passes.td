@@ -92,19 +92,21 @@ def RecognizeAttentionPass : Pass<"sluice-recognize-attention", "mlir::func::Fun
   let summary = "Forms sluice.attention from MatMul/scale/mask/Softmax/MatMul chains";
   let description = [{
     Matches `MatMul(Q, Transpose(K))`, a positive constant scale (Div or
-    Mul, after the MatMul or on Q and K before it), at most one mask (Add of
+    Mul, after the MatMul or on Q and K before it), up to two masks (Add of
     a float tensor, or Where with a -inf or <= -1e4 fill on either side, as
     masked_fill writes it), `Softmax` on the last axis and `MatMul(., V)`.
     The key operand is the transpose's source re-transposed with the last
     two perm entries swapped. A constant mask that is exactly causal (0 /
     -inf or <= -1e9, the same for every batch and head) becomes `causal =
-    true`; other masks stay operands (a Where condition becomes an i1
+    true`; the other mask stays an operand (a Where condition becomes an i1
     keep-mask, negated when it marks the dropped positions). Rotary
     embeddings in rotate-half form applied to both Q and K with the same
     cos/sin tables (and K already in [B..., Sk, D] layout) are absorbed as
-    the rotary operands. Refused: an additive mask applied before a scale,
-    a finite Where fill on a mask that is not constant or drops a whole row,
-    and intermediates with users outside the chain.
+    the rotary operands. Refused: an additive mask followed by a scale; a
+    finite Where fill on a mask that is not constant, drops a whole row, or
+    comes with a second mask; two masks neither of which is causal, or a
+    causal one with a finite fill beside another; intermediates with users
+    outside the chain.
   }];
   let dependentDialects = ["sluice::SluiceDialect"];
 }

@@ -142,7 +142,8 @@ std::optional<Rotary> matchRotary(Value y, SmallVectorImpl<Operation *> &chain) 
 /// every leading index; or nullopt when the mask is not constant or not
 /// the same for all leading indices.
 std::optional<std::vector<bool>> keepPattern(Value mask, bool boolKeeps, bool additive,
-                                             int64_t sq, int64_t sk) {
+                                             int64_t sq, int64_t sk, bool &exactInf) {
+  exactInf = true;
   auto constant = mask.getDefiningOp<ConstantOp>();
   auto type = rankedType(mask);
   if (!constant || !type || type.getRank() < 2 || type.getDimSize(type.getRank() - 2) != sq ||
@@ -160,8 +161,10 @@ std::optional<std::vector<bool>> keepPattern(Value mask, bool boolKeeps, bool ad
         double v = tensor->getDouble(s * sq * sk + i);
         if (v == 0)
           k = true;
-        else if (v <= kMaskedAdditive)
+        else if (v <= kMaskedAdditive) {
           k = false;
+          exactInf &= std::isinf(v);
+        }
         else
           return std::nullopt;
       } else {
@@ -197,11 +200,17 @@ bool rewriteAttention(MatMulOp root) {
     return false;
   int64_t sq = probsType.getDimSize(rank - 2), sk = probsType.getDimSize(rank - 1);
 
-  // Back from the softmax: scale and mask ops, then the QK^T MatMul.
+  // Back from the softmax: scale and mask ops (at most two masks, e.g. a
+  // causal Where and an additive padding mask), then the QK^T MatMul.
+  struct Mask {
+    Value value;
+    bool isBool = false, keepsTrue = true;
+    double fill = 0;
+  };
+  SmallVector<Mask, 2> masks;
   double scale = 1.0;
-  bool scaledAfterMask = false, maskIsBool = false, maskKeepsTrue = true;
-  Value mask, scores = softmax.getInput();
-  double fill = 0;
+  bool sawScale = false;
+  Value scores = softmax.getInput();
   MatMulOp qk;
   while (!qk) {
     if (!singleUse(scores) || scores.getType() != probs.getType())
@@ -218,12 +227,11 @@ bool rewriteAttention(MatMulOp root) {
       Value rest = peelScale(scores, scale, chain);
       if (rest == scores)
         return false;
-      if (!mask)
-        scaledAfterMask = true;
+      sawScale = true;
       scores = rest;
       continue;
     }
-    if (mask)
+    if (masks.size() == 2)
       return false;
     if (auto add = dyn_cast<AddOp>(op)) {
       Value side;
@@ -231,18 +239,22 @@ bool rewriteAttention(MatMulOp root) {
         side = add.getLhs();
       else if (add.getRhs().getType() == scores.getType() && reachesMatMul(add.getRhs()))
         side = add.getRhs();
-      mask = side ? otherOperand(add, side) : Value();
-      if (!mask || scaledAfterMask || !isa<FloatType>(rankedType(mask).getElementType()))
+      Value mask = side ? otherOperand(add, side) : Value();
+      // A scale after an additive mask would scale the mask too.
+      if (!mask || sawScale || !isa<FloatType>(rankedType(mask).getElementType()))
         return false;
+      masks.push_back(Mask{mask});
       chain.push_back(add);
       scores = side;
       continue;
     }
     if (auto select = dyn_cast<SelectOp>(op)) {
+      Mask mask;
+      mask.isBool = true;
       std::optional<double> f;
       if ((f = splatValue(select.getOnTrue())) &&
           select.getOnFalse().getType() == scores.getType()) {
-        maskKeepsTrue = false;
+        mask.keepsTrue = false;
         scores = select.getOnFalse();
       } else if ((f = splatValue(select.getOnFalse())) &&
                  select.getOnTrue().getType() == scores.getType()) {
@@ -252,9 +264,9 @@ bool rewriteAttention(MatMulOp root) {
       }
       if (!(*f <= kMaskedFill))
         return false;
-      fill = *f;
-      mask = select.getCondition();
-      maskIsBool = true;
+      mask.fill = *f;
+      mask.value = select.getCondition();
+      masks.push_back(mask);
       chain.push_back(select);
       continue;
     }
@@ -296,50 +308,66 @@ bool rewriteAttention(MatMulOp root) {
     }
   }
 
-  // The mask: causal when constant and exactly causal, else an operand.
+  // Masks: a constant, exactly causal one becomes `causal`; at most one
+  // other stays an operand.
   bool causal = false;
   Value maskOperand;
   bool dynamicSeq = ShapedType::isDynamic(sq) || ShapedType::isDynamic(sk);
   OpBuilder b(root);
   Location loc = root.getLoc();
-  if (mask) {
+  SmallVector<Operation *> made;
+  auto refuse = [&] {
+    eraseDeadOps(made);
+    return false;
+  };
+  for (const Mask &mask : masks) {
+    bool exactInf = true;
     std::optional<std::vector<bool>> keep =
-        dynamicSeq ? std::nullopt : keepPattern(mask, maskKeepsTrue, !maskIsBool, sq, sk);
-    if (keep && isCausal(*keep, sq, sk)) {
+        dynamicSeq ? std::nullopt
+                   : keepPattern(mask.value, mask.keepsTrue, !mask.isBool, sq, sk, exactInf);
+    if (mask.isBool)
+      exactInf = std::isinf(mask.fill);
+    if (keep && !causal && isCausal(*keep, sq, sk)) {
+      // Causal rows always keep their diagonal; with a second mask that may
+      // drop it, only a -inf fill gives the op's numbers.
+      if (masks.size() > 1 && !exactInf)
+        return refuse();
       causal = true;
-    } else if (!maskIsBool) {
-      maskOperand = mask;
-    } else {
-      // A finite fill only matches the op's -inf when no row is all masked.
-      if (std::isfinite(fill)) {
-        if (!keep)
-          return false;
-        for (int64_t i = 0; i < sq; ++i) {
-          bool any = false;
-          for (int64_t j = 0; j < sk; ++j)
-            any |= (*keep)[i * sk + j];
-          if (!any)
-            return false;
-        }
+      continue;
+    }
+    if (maskOperand)
+      return refuse();
+    if (!mask.isBool) {
+      maskOperand = mask.value;
+      continue;
+    }
+    // A finite fill only matches the op's -inf when no row is all masked.
+    if (std::isfinite(mask.fill)) {
+      if (!keep || masks.size() > 1)
+        return refuse();
+      for (int64_t i = 0; i < sq; ++i) {
+        bool any = false;
+        for (int64_t j = 0; j < sk; ++j)
+          any |= (*keep)[i * sk + j];
+        if (!any)
+          return refuse();
       }
-      if (maskKeepsTrue)
-        maskOperand = mask;
-      else if (auto notOp = mask.getDefiningOp<NotOp>())
-        maskOperand = notOp.getInput(); // masked_fill(~keep, ...)
-      else
-        maskOperand = build<NotOp>(b, loc, mask);
+    }
+    if (mask.keepsTrue) {
+      maskOperand = mask.value;
+    } else if (auto notOp = mask.value.getDefiningOp<NotOp>()) {
+      maskOperand = notOp.getInput(); // masked_fill(~keep, ...)
+    } else {
+      maskOperand = build<NotOp>(b, loc, mask.value);
+      made.push_back(maskOperand.getDefiningOp());
     }
   }
 
   Value key = rk ? rk->x : kSource;
-  if (!identity)
+  if (!identity) {
     key = build<TransposeOp>(b, loc, key, b.getDenseI64ArrayAttr(perm));
-  // Ops made for the rewrite, undone if the attention op is refused.
-  SmallVector<Operation *> made;
-  for (Value v : {key, maskOperand})
-    if (v && v.getDefiningOp() && v.getDefiningOp()->isBeforeInBlock(root) &&
-        v.getDefiningOp()->getBlock() == root->getBlock() && v.use_empty())
-      made.push_back(v.getDefiningOp());
+    made.push_back(key.getDefiningOp());
+  }
   Value query = rq ? rq->x : q;
   Operation *attention = buildOp<AttentionOp>(
       b, loc, query, key, value, maskOperand, rq ? rq->cos : Value(),
@@ -353,13 +381,13 @@ bool rewriteAttention(MatMulOp root) {
   if (!attention || attention->getResult(0).getType() != root.getType() || !verified()) {
     if (attention)
       attention->erase();
-    eraseDeadOps(made);
-    return false;
+    return refuse();
   }
   root.getResult().replaceAllUsesWith(attention->getResult(0));
   chain.append(rotaryChain.begin(), rotaryChain.end());
-  if (mask && mask.getDefiningOp() && (causal || maskOperand != mask))
-    chain.push_back(mask.getDefiningOp());
+  for (const Mask &mask : masks)
+    if (mask.value != maskOperand && mask.value.getDefiningOp())
+      chain.push_back(mask.value.getDefiningOp());
   eraseDeadOps(chain);
   return true;
 }

@@ -136,6 +136,40 @@ func.func @constant_not_causal(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v:
 
 // -----
 
+// HF GPT-2: Where(causal, scores, -inf) then an additive padding mask: the
+// causal constant becomes `causal`, the padding mask an operand. With a
+// finite causal fill the two masks together are refused (a padding mask
+// that drops the diagonal would leave the row to the fill values).
+// CHECK-LABEL: func @causal_and_padding
+// CHECK-SAME: (%[[Q:.+]]: tensor<1x2x4x8xf32>, %[[K:.+]]: tensor<1x2x4x8xf32>, %[[V:.+]]: tensor<1x2x4x8xf32>, %[[PAD:.+]]: tensor<1x1x1x4xf32>)
+// CHECK: %[[A:.+]] = sluice.attention %[[Q]], %[[K]], %[[V]] mask %[[PAD]] {causal = true, scale = 2.500000e-01 : f32}
+// CHECK: sluice.select
+// CHECK: sluice.softmax
+// CHECK: return %[[A]]
+func.func @causal_and_padding(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %pad: tensor<1x1x1x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %four = sluice.constant dense<4.0> : tensor<f32>
+  %ninf = sluice.constant dense<0xFF800000> : tensor<f32>
+  %min = sluice.constant dense<-3.40282347E+38> : tensor<f32>
+  %keep = sluice.constant dense<[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]> : tensor<4x4xi1>
+  %kt = sluice.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32>
+  %s = sluice.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %ss = sluice.div %s, %four : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %c = sluice.select %keep, %ss, %ninf : (tensor<4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %m = sluice.add %c, %pad : (tensor<1x2x4x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = sluice.softmax %m {axis = -1 : i64} : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %o = sluice.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %kt2 = sluice.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32>
+  %s2 = sluice.matmul %q, %kt2 : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %ss2 = sluice.div %s2, %four : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %c2 = sluice.select %keep, %ss2, %min : (tensor<4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %m2 = sluice.add %c2, %pad : (tensor<1x2x4x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x2x4x4xf32>
+  %p2 = sluice.softmax %m2 {axis = -1 : i64} : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %o2 = sluice.matmul %p2, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o, %o2 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+}
+
+// -----
+
 // Refused: softmax over another axis; scores with a second user; an
 // additive mask applied before the scale; a finite Where fill with a
 // computed condition; no transpose on the key.
