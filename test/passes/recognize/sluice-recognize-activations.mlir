@@ -98,32 +98,80 @@ func.func @silu(%x: tensor<4xf32>, %z: tensor<4xf32>) -> (tensor<4xf32>, tensor<
 
 // -----
 
-// Refused: a wrong constant (0.6 instead of 0.5), the erf value used twice,
-// a sigmoid of another value, and a sigmoid with a second user.
-// CHECK-LABEL: func @refused
+// Refused: 0.6 instead of 0.5.
+// CHECK-LABEL: func @wrong_constant
 // CHECK-NOT: sluice.gelu
-// CHECK-NOT: sluice.silu
 // CHECK: return
-func.func @refused(%x: tensor<8xf32>, %z: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+func.func @wrong_constant(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %half = sluice.constant dense<0.6> : tensor<f32>
   %sqrt2 = sluice.constant dense<1.41421354> : tensor<f32>
   %one = sluice.constant dense<1.0> : tensor<f32>
-  %c = sluice.constant dense<0.6> : tensor<f32>
-  %half = sluice.constant dense<0.5> : tensor<f32>
   %t = sluice.div %x, %sqrt2 : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
   %e = sluice.erf %t : (tensor<8xf32>) -> tensor<8xf32>
   %p = sluice.add %e, %one : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
   %xp = sluice.mul %x, %p : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
-  %y = sluice.mul %xp, %c : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
-  %t2 = sluice.div %z, %sqrt2 : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
-  %e2 = sluice.erf %t2 : (tensor<8xf32>) -> tensor<8xf32>
-  %p2 = sluice.add %e2, %one : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
-  %zp = sluice.mul %z, %p2 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
-  %y2 = sluice.mul %zp, %half : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %y = sluice.mul %xp, %half : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+// Refused: the erf value is also a result.
+// CHECK-LABEL: func @erf_used_twice
+// CHECK-NOT: sluice.gelu
+// CHECK: return
+func.func @erf_used_twice(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %half = sluice.constant dense<0.5> : tensor<f32>
+  %sqrt2 = sluice.constant dense<1.41421354> : tensor<f32>
+  %one = sluice.constant dense<1.0> : tensor<f32>
+  %t = sluice.div %x, %sqrt2 : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %e = sluice.erf %t : (tensor<8xf32>) -> tensor<8xf32>
+  %p = sluice.add %e, %one : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %xp = sluice.mul %x, %p : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %y = sluice.mul %xp, %half : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  return %y, %e : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Refused: the erf reads another value than the product.
+// CHECK-LABEL: func @erf_of_other_value
+// CHECK-NOT: sluice.gelu
+// CHECK: return
+func.func @erf_of_other_value(%x: tensor<8xf32>, %z: tensor<8xf32>) -> tensor<8xf32> {
+  %half = sluice.constant dense<0.5> : tensor<f32>
+  %sqrt2 = sluice.constant dense<1.41421354> : tensor<f32>
+  %one = sluice.constant dense<1.0> : tensor<f32>
+  %t = sluice.div %z, %sqrt2 : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %e = sluice.erf %t : (tensor<8xf32>) -> tensor<8xf32>
+  %p = sluice.add %e, %one : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %xp = sluice.mul %x, %p : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %y = sluice.mul %xp, %half : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+// Refused: x * sigmoid(z).
+// CHECK-LABEL: func @sigmoid_of_other_value
+// CHECK-NOT: sluice.silu
+// CHECK: return
+func.func @sigmoid_of_other_value(%x: tensor<8xf32>, %z: tensor<8xf32>) -> tensor<8xf32> {
   %s = sluice.sigmoid %z : (tensor<8xf32>) -> tensor<8xf32>
   %w = sluice.mul %x, %s : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
-  %s2 = sluice.sigmoid %x : (tensor<8xf32>) -> tensor<8xf32>
-  %w2 = sluice.mul %x, %s2 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
-  return %y, %y2, %e2, %w, %s2 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+  return %w : tensor<8xf32>
+}
+
+// -----
+
+// Refused: the sigmoid is also a result.
+// CHECK-LABEL: func @sigmoid_used_twice
+// CHECK-NOT: sluice.silu
+// CHECK: return
+func.func @sigmoid_used_twice(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %s = sluice.sigmoid %x : (tensor<8xf32>) -> tensor<8xf32>
+  %w = sluice.mul %x, %s : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %w, %s : tensor<8xf32>, tensor<8xf32>
 }
 
 // -----

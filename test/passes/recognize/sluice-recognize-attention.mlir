@@ -170,33 +170,131 @@ func.func @causal_and_padding(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, 
 
 // -----
 
-// Refused: softmax over another axis; scores with a second user; an
-// additive mask applied before the scale; a finite Where fill with a
-// computed condition; no transpose on the key.
-// CHECK-LABEL: func @refused
+// Refused: The softmax normalizes another axis than the keys.
+// CHECK-LABEL: func @softmax_other_axis
 // CHECK-NOT: sluice.attention
-// CHECK: return
-func.func @refused(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>, %mask: tensor<2x4x4xf32>, %keep: tensor<2x1x4xi1>, %kt0: tensor<2x8x4xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
-  %four = sluice.constant dense<4.0> : tensor<f32>
-  %fill = sluice.constant dense<-1.0e4> : tensor<f32>
+// CHECK: sluice.softmax
+// CHECK-NOT: sluice.attention
+func.func @softmax_other_axis(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
   %kt = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
   %s = sluice.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
   %p = sluice.softmax %s {axis = 1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
   %o = sluice.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-  %s2 = sluice.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
-  %p2 = sluice.softmax %s2 {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  %o2 = sluice.matmul %p2, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-  %s3 = sluice.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
-  %m3 = sluice.add %s3, %mask : (tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  %ss3 = sluice.div %m3, %four : (tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
-  %p3 = sluice.softmax %ss3 {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  %o3 = sluice.matmul %p3, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-  %s4 = sluice.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
-  %m4 = sluice.select %keep, %s4, %fill : (tensor<2x1x4xi1>, tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
-  %p4 = sluice.softmax %m4 {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  %o4 = sluice.matmul %p4, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-  %s5 = sluice.matmul %q, %kt0 : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
-  %p5 = sluice.softmax %s5 {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  %o5 = sluice.matmul %p5, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-  return %o, %o2, %s2, %o3, %o4, %o5 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Refused: The scores are also a result of the function.
+// CHECK-LABEL: func @scores_used_twice
+// CHECK-NOT: sluice.attention
+// CHECK: sluice.softmax
+// CHECK-NOT: sluice.attention
+func.func @scores_used_twice(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x4xf32>) {
+  %kt = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = sluice.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p = sluice.softmax %s {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o = sluice.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o, %s : tensor<2x4x8xf32>, tensor<2x4x4xf32>
+}
+
+// -----
+
+// Refused: An additive mask followed by a scale (the mask would be scaled too).
+// CHECK-LABEL: func @mask_then_scale
+// CHECK-NOT: sluice.attention
+// CHECK: sluice.softmax
+// CHECK-NOT: sluice.attention
+func.func @mask_then_scale(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>, %mask: tensor<2x4x4xf32>) -> tensor<2x4x8xf32> {
+  %kt = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %four = sluice.constant dense<4.0> : tensor<f32>
+  %s = sluice.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %m = sluice.add %s, %mask : (tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %ss = sluice.div %m, %four : (tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  %p = sluice.softmax %ss {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o = sluice.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Refused: A finite Where fill with a computed condition (a row may be all masked).
+// CHECK-LABEL: func @finite_fill_computed_mask
+// CHECK-NOT: sluice.attention
+// CHECK: sluice.softmax
+// CHECK-NOT: sluice.attention
+func.func @finite_fill_computed_mask(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>, %keep: tensor<2x1x4xi1>) -> tensor<2x4x8xf32> {
+  %kt = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %fill = sluice.constant dense<-1.0e4> : tensor<f32>
+  %s = sluice.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %m = sluice.select %keep, %s, %fill : (tensor<2x1x4xi1>, tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  %p = sluice.softmax %m {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o = sluice.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Refused: A Where fill that does not mask (-1.0).
+// CHECK-LABEL: func @fill_not_negative_enough
+// CHECK-NOT: sluice.attention
+// CHECK: sluice.softmax
+// CHECK-NOT: sluice.attention
+func.func @fill_not_negative_enough(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>, %keep: tensor<2x1x4xi1>) -> tensor<2x4x8xf32> {
+  %kt = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %fill = sluice.constant dense<-1.0> : tensor<f32>
+  %s = sluice.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %m = sluice.select %keep, %s, %fill : (tensor<2x1x4xi1>, tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  %p = sluice.softmax %m {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o = sluice.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Refused: Two masks, neither of them causal.
+// CHECK-LABEL: func @two_masks_not_causal
+// CHECK-NOT: sluice.attention
+// CHECK: sluice.softmax
+// CHECK-NOT: sluice.attention
+func.func @two_masks_not_causal(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>, %m1: tensor<2x4x4xf32>, %m2: tensor<2x1x4xf32>) -> tensor<2x4x8xf32> {
+  %kt = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = sluice.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %a = sluice.add %s, %m1 : (tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %b = sluice.add %a, %m2 : (tensor<2x4x4xf32>, tensor<2x1x4xf32>) -> tensor<2x4x4xf32>
+  %p = sluice.softmax %b {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o = sluice.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Refused: The key side is not a transpose.
+// CHECK-LABEL: func @key_not_transposed
+// CHECK-NOT: sluice.attention
+// CHECK: sluice.softmax
+// CHECK-NOT: sluice.attention
+func.func @key_not_transposed(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>, %kt0: tensor<2x8x4xf32>) -> tensor<2x4x8xf32> {
+  %kt = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = sluice.matmul %q, %kt0 : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p = sluice.softmax %s {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o = sluice.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Refused: A negative scale (it would turn -inf into +inf after a Where).
+// CHECK-LABEL: func @negative_scale
+// CHECK-NOT: sluice.attention
+// CHECK: sluice.softmax
+// CHECK-NOT: sluice.attention
+func.func @negative_scale(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %kt = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %neg = sluice.constant dense<-0.25> : tensor<f32>
+  %s = sluice.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %ss = sluice.mul %s, %neg : (tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  %p = sluice.softmax %ss {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o = sluice.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
 }
