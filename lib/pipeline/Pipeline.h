@@ -47,7 +47,17 @@ struct CompilerOptions {
 /// then canonicalization and CSE (which also remove dead code).
 void buildSimplifyPipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
 
-/// fuse: every compute op into one sluice.kernel group or library call.
+/// recognize: LayerNorm/RMSNorm, GELU/SiLU and attention chains become
+/// composite ops (passes/recognize).
+void buildRecognizePipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
+
+/// The composite op names (`sluice.attention`, ...) that `target` has no
+/// kernels for: the fuse phase decomposes them first.
+std::vector<std::string> compositesToDecompose(const std::string &target);
+
+/// fuse: the composites the target lacks back to primitive ops
+/// (compositesToDecompose), then every compute op into one sluice.kernel
+/// group or library call.
 void buildFusePipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
 
 /// plan: buffer liveness and arena offsets.
