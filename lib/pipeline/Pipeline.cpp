@@ -65,7 +65,7 @@ std::vector<std::string> compositesToDecompose(const std::string &target) {
                                      "sluice.attention"};
   std::vector<std::string> implemented;
   if (target == "cpu")
-    implemented = {"sluice.gelu", "sluice.silu", "sluice.layer_norm"};
+    implemented = {"sluice.gelu", "sluice.silu", "sluice.layer_norm", "sluice.rms_norm"};
   std::vector<std::string> decompose;
   for (const char *name : kAll)
     if (!llvm::is_contained(implemented, name))
