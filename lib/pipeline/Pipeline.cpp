@@ -44,7 +44,14 @@ void buildSimplifyPipeline(OpPassManager &pm, const CompilerOptions &) {
   pm.addPass(createCanonicalizerPass());
 }
 
-void buildFusePipeline(OpPassManager &pm, const CompilerOptions &) {
+void buildFusePipeline(OpPassManager &pm, const CompilerOptions &options) {
+  if (options.fusion == "all")
+    pm.addNestedPass<func::FuncOp>(sluice::createFuseHorizontalGemmsPass());
+  if (options.fusion == "all" || options.fusion == "elementwise") {
+    FuseGroupsPassOptions groups;
+    groups.mode = options.fusion;
+    pm.addNestedPass<func::FuncOp>(sluice::createFuseGroupsPass(groups));
+  }
   pm.addNestedPass<func::FuncOp>(sluice::createFormKernelsPass());
 }
 

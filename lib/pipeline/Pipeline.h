@@ -38,6 +38,11 @@ struct CompilerOptions {
   /// Reshape target, Slice bounds, TopK's k) that a static bundle needs at
   /// build time, as TensorRT needs shape-tensor values in its profiles.
   std::map<std::string, std::string> boundInputs;
+  /// Which kernel groups the fuse phase grows (`--fusion=`): "none" (one op
+  /// per kernel), "elementwise" (chains of elementwise ops, F1 without
+  /// views) or "all" (every form: GEMM epilogues, row ops, attention, views,
+  /// and horizontal GEMMs). "none" until the emitters take every form.
+  std::string fusion = "none";
 };
 
 /// simplify: shape propagation with constant folding of shape subgraphs,
