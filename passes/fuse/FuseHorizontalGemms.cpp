@@ -165,28 +165,32 @@ struct FuseHorizontalGemmsPass
     SmallVector<int64_t> outShape(outType.getShape());
     outShape.back() = total;
     auto fusedType = RankedTensorType::get(outShape, outType.getElementType());
+    Value b;
+    if (withBias) {
+      auto biasType = RankedTensorType::get({total}, outType.getElementType());
+      auto biasAttr = concatLast(context, biases, biasType);
+      if (succeeded(biasAttr))
+        b = ConstantOp::create(builder, loc, *biasAttr);
+      else
+        withBias = false;
+    }
+    auto sizesType = RankedTensorType::get({(int64_t)sizes.size()}, builder.getI64Type());
+    Value sizesValue = ConstantOp::create(
+        builder, loc, DenseIntElementsAttr::get(sizesType, ArrayRef<int64_t>(sizes)));
     Operation *matmul = builder.clone(*first);
     matmul->setOperand(1, w);
     matmul->getResult(0).setType(fusedType);
     Value fused = matmul->getResult(0);
     if (withBias) {
-      auto biasType = RankedTensorType::get({total}, outType.getElementType());
-      auto biasAttr = concatLast(context, biases, biasType);
-      if (succeeded(biasAttr)) {
-        Value b = ConstantOp::create(builder, loc, *biasAttr);
+      {
         Operation *add = builder.clone(*adds.front());
         bool lhsIsMatmul = adds.front().getLhs() == first.getResult();
         add->setOperand(lhsIsMatmul ? 0 : 1, fused);
         add->setOperand(lhsIsMatmul ? 1 : 0, b);
         add->getResult(0).setType(fusedType);
         fused = add->getResult(0);
-      } else {
-        withBias = false;
       }
     }
-    auto sizesType = RankedTensorType::get({(int64_t)sizes.size()}, builder.getI64Type());
-    Value sizesValue = ConstantOp::create(
-        builder, loc, DenseIntElementsAttr::get(sizesType, ArrayRef<int64_t>(sizes)));
     SmallVector<Type> pieceTypes;
     for (MatMulOp m : matmuls)
       pieceTypes.push_back(m.getType());
@@ -211,6 +215,10 @@ struct FuseHorizontalGemmsPass
         adds[i]->erase();
       m->erase();
     }
+    // The separate weights and biases, unless something else reads them.
+    for (ConstantOp c : llvm::concat<ConstantOp>(weights, biases))
+      if (c->use_empty())
+        c->erase();
   }
 };
 
