@@ -128,21 +128,26 @@ private:
     for (Operation *op : ops)
       if (last->isBeforeInBlock(op))
         last = op;
+    // Users inside a nested region count as the top-level op holding them.
+    Block &block = func.getBody().front();
     SmallVector<Operation *> work;
     llvm::SmallPtrSet<Operation *, 32> seen;
+    auto push = [&](Operation *user) {
+      if (Operation *top = block.findAncestorOpInBlock(*user))
+        work.push_back(top);
+    };
     for (Operation *op : ops)
       for (Operation *user : op->getUsers())
         if (!set.contains(user))
-          work.push_back(user);
+          push(user);
     while (!work.empty()) {
       Operation *op = work.pop_back_val();
       if (set.contains(op))
         return false;
-      if (!seen.insert(op).second || op->getBlock() != last->getBlock() ||
-          last->isBeforeInBlock(op))
+      if (!seen.insert(op).second || last->isBeforeInBlock(op))
         continue;
       for (Operation *user : op->getUsers())
-        work.push_back(user);
+        push(user);
     }
     return true;
   }
