@@ -172,6 +172,22 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
     anchor = op;
   }
   Kind anchorKind = anchor ? kindOf(anchor) : Kind::Elementwise;
+  if (!anchor && llvm::none_of(ops, [](Operation *op) {
+        return kindOf(op) == Kind::Elementwise;
+      })) {
+    // Only views: one data-moving view (the F5 op) and layout-preserving
+    // aliases of its operand or result.
+    if (!allowViews) {
+      why = "view ops are not fused in this mode";
+      return failure();
+    }
+    int nonLayout = llvm::count_if(ops, [](Operation *op) { return !isLayoutView(op); });
+    if (nonLayout != 1) {
+      why = "a group of views holds exactly one view that moves data";
+      return failure();
+    }
+    return Form::Single;
+  }
 
   // Roles, in program order (a topological order of the group).
   enum Role { LeafView, Prologue, Main, Trailing };
@@ -281,15 +297,6 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
 
   switch (anchorKind) {
   case Kind::Elementwise: {
-    if (!llvm::any_of(ops, [](Operation *op) { return kindOf(op) == Kind::Elementwise; })) {
-      // Only views: a view group is one op plus layout-preserving aliases.
-      int nonLayout = llvm::count_if(ops, [](Operation *op) { return !isLayoutView(op); });
-      if (nonLayout > 1) {
-        why = "a group of views holds at most one non-layout view";
-        return failure();
-      }
-      return Form::Single;
-    }
     std::optional<SmallVector<int64_t>> space;
     for (Value y : yields) {
       ArrayRef<int64_t> s = mainShape(y);

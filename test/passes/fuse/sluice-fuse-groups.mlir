@@ -320,3 +320,23 @@ func.func @reorder(%x: tensor<4x8xf32>) -> (tensor<1x8xf32>, tensor<4x8xf32>) {
   %3 = sluice.add %2, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %1, %3 : tensor<1x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A layout-preserving reshape is an alias: it joins the transpose that reads
+// it (F5); a reshape alone stays alone.
+// CHECK-LABEL: func @views
+// CHECK: sluice.kernel @k0_transpose
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: sluice.constant
+// CHECK-NEXT: sluice.reshape
+// CHECK-NEXT: sluice.transpose
+// CHECK: sluice.kernel @k1_reshape
+func.func @views(%x: tensor<2x12xf32>) -> (tensor<3x4x2xf32>, tensor<4x6xf32>) {
+  %s = sluice.constant dense<[2, 3, 4]> : tensor<3xi64>
+  %s2 = sluice.constant dense<[4, 6]> : tensor<2xi64>
+  %r = sluice.reshape %x, %s : (tensor<2x12xf32>, tensor<3xi64>) -> tensor<2x3x4xf32>
+  %t = sluice.transpose %r {perm = array<i64: 1, 2, 0>} : (tensor<2x3x4xf32>) -> tensor<3x4x2xf32>
+  %r2 = sluice.reshape %x, %s2 : (tensor<2x12xf32>, tensor<2xi64>) -> tensor<4x6xf32>
+  return %t, %r2 : tensor<3x4x2xf32>, tensor<4x6xf32>
+}
