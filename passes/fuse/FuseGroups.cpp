@@ -38,7 +38,6 @@ namespace {
 struct Group {
   SmallVector<Operation *> ops;
   int duplicates = 0; // cheap producers duplicated into this group
-  bool dead = false;
 };
 
 class Grouper {
@@ -46,7 +45,8 @@ public:
   Grouper(func::FuncOp func, bool allowViews)
       : func(func), allowViews(allowViews) {
     for (Operation &op : func.getBody().front())
-      if (!isa<ConstantOp, KernelOp, func::ReturnOp>(op) && !op.hasAttr(kGroupAttr))
+      if (!isa<ConstantOp, KernelOp, func::ReturnOp>(op) &&
+          !op.hasAttr(kGroupAttr))
         singleton(&op);
   }
 
@@ -84,7 +84,6 @@ private:
   bool allowViews;
   std::vector<std::unique_ptr<Group>> groups;
   llvm::DenseMap<Operation *, Group *> groupOf;
-  llvm::SmallPtrSet<Operation *, 16> copies; // duplicated views/elementwise
   /// Refusals, remarked at the end on ops still alone (first reason wins).
   llvm::MapVector<Operation *, std::string> refusals;
 
@@ -169,7 +168,6 @@ private:
     into->ops = std::move(all);
     into->duplicates += from->duplicates;
     from->ops.clear();
-    from->dead = true;
     return true;
   }
 
@@ -180,8 +178,8 @@ private:
     builder.setInsertionPointAfter(op);
     Operation *copy = builder.clone(*op);
     Value used = user->getOperand(index);
-    user->setOperand(index, copy->getResult(cast<OpResult>(used).getResultNumber()));
-    copies.insert(copy);
+    user->setOperand(index,
+                     copy->getResult(cast<OpResult>(used).getResultNumber()));
     singleton(copy);
     return copy;
   }
@@ -189,18 +187,18 @@ private:
   void undoDuplicate(Operation *copy, Operation *original, Operation *user,
                      unsigned index) {
     Value used = user->getOperand(index);
-    user->setOperand(index,
-                     original->getResult(cast<OpResult>(used).getResultNumber()));
-    groupOf.lookup(copy)->dead = true;
+    user->setOperand(
+        index, original->getResult(cast<OpResult>(used).getResultNumber()));
+    groupOf.lookup(copy)->ops.clear();
     groupOf.erase(copy);
-    copies.erase(copy);
     copy->erase();
   }
 
   /// Whether `ops` (producers of `consumer`) hold an expensive op with fewer
   /// elements than `consumer`'s result: fused, it would be evaluated once per
   /// element of the larger iteration space.
-  static bool recomputesExpensive(ArrayRef<Operation *> ops, Operation *consumer) {
+  static bool recomputesExpensive(ArrayRef<Operation *> ops,
+                                  Operation *consumer) {
     auto elements = [](Value v) {
       return cast<RankedTensorType>(v.getType()).getNumElements();
     };
@@ -212,8 +210,9 @@ private:
   }
 
   bool onlyUsedIn(Operation *op, Group *g) {
-    return llvm::all_of(op->getUsers(),
-                        [&](Operation *user) { return groupOf.lookup(user) == g; });
+    return llvm::all_of(op->getUsers(), [&](Operation *user) {
+      return groupOf.lookup(user) == g;
+    });
   }
 
   /// Pulls the chain of views that computes `user`'s operand `index` into
@@ -224,9 +223,6 @@ private:
     if (!def || kindOf(def) != Kind::View || groupOf.lookup(def) == g ||
         !groupOf.count(def) || (accept && !accept(def)))
       return;
-    // A view alone and read only here moves; one other groups read too, or
-    // a leaf view of another group, is duplicated (views cost nothing). A
-    // view of a value computed inside another group stays there.
     // The same view already in g (say the split of a fused QKV projection
     // read for q and for k): read that one.
     for (Operation *member : g->ops)
@@ -234,10 +230,13 @@ private:
           OperationEquivalence::isEquivalentTo(
               member, def, OperationEquivalence::IgnoreLocations)) {
         Value used = user->getOperand(index);
-        user->setOperand(index,
-                         member->getResult(cast<OpResult>(used).getResultNumber()));
+        user->setOperand(
+            index, member->getResult(cast<OpResult>(used).getResultNumber()));
         return;
       }
+    // A view alone and read only here moves; one other groups read too, or
+    // a leaf view of another group, is duplicated (views cost nothing). A
+    // view of a value computed inside another group stays there.
     Group *owner = groupOf[def];
     bool alone = owner->ops.size() == 1;
     Operation *target = def;
@@ -281,10 +280,11 @@ private:
       for (unsigned i = 0; i < anchor->getNumOperands(); ++i)
         absorbViews(g, anchor, i);
     } else {
-      if (isa<LayerNormOp>(anchor) &&
-          (!anchor->getResult(1).use_empty() || !anchor->getResult(2).use_empty())) {
-        refuse(anchor, std::string("not fused: the layer_norm's mean or inv_std_dev "
-                                "are used by other ops"));
+      if (isa<LayerNormOp>(anchor) && (!anchor->getResult(1).use_empty() ||
+                                       !anchor->getResult(2).use_empty())) {
+        refuse(anchor,
+               std::string("not fused: the layer_norm's mean or inv_std_dev "
+                           "are used by other ops"));
         return;
       }
       absorbProducer(g, anchor, 0);
@@ -302,8 +302,10 @@ private:
       return;
     if (kindOf(def) == Kind::View) {
       if (!isLayoutView(def)) {
-        refuse(def, std::string("not fused into the prologue of ") + describeOp(anchorOf(g)) + ": a non-layout view on the row input breaks "
-                             "unit-stride rows");
+        refuse(def, std::string("not fused into the prologue of ") +
+                        describeOp(anchorOf(g)) +
+                        ": a non-layout view on the row input breaks "
+                        "unit-stride rows");
         return;
       }
       size_t before = g->ops.size();
@@ -318,8 +320,10 @@ private:
     if (kindOf(def) != Kind::Elementwise || groupOf[def]->ops.size() != 1)
       return; // an anchor, or already fused (e.g. a GEMM epilogue)
     if (recomputesExpensive(def, user)) {
-      refuse(def, std::string("not fused into the prologue of ") + describeOp(anchorOf(g)) + ": it is expensive and would be recomputed for "
-                           "every broadcast element");
+      refuse(def, std::string("not fused into the prologue of ") +
+                      describeOp(anchorOf(g)) +
+                      ": it is expensive and would be recomputed for "
+                      "every broadcast element");
       return;
     }
     Operation *target = def;
@@ -329,12 +333,17 @@ private:
       for (Operation *u : def->getUsers())
         users += groupOf.lookup(u) != g;
       if (isExpensive(def)) {
-        refuse(def, std::string("not fused into the prologue of ") + describeOp(anchorOf(g)) + ": it has " + std::to_string(users) + " user(s) in other groups and is expensive to "
-                             "recompute");
+        refuse(def, std::string("not fused into the prologue of ") +
+                        describeOp(anchorOf(g)) + ": it has " +
+                        std::to_string(users) +
+                        " user(s) in other groups and is expensive to "
+                        "recompute");
         return;
       }
       if (g->duplicates >= kDuplicateBudget) {
-        refuse(def, std::string("not fused into the prologue of ") + describeOp(anchorOf(g)) + ": the group's duplication budget is spent");
+        refuse(def, std::string("not fused into the prologue of ") +
+                        describeOp(anchorOf(g)) +
+                        ": the group's duplication budget is spent");
         return;
       }
       target = duplicateFor(def, user, index);
@@ -347,7 +356,8 @@ private:
         undoDuplicate(target, def, user, index);
         g->duplicates--;
       }
-      refuse(def, std::string("not fused into the prologue of ") + describeOp(anchorOf(g)) + ": " + why);
+      refuse(def, std::string("not fused into the prologue of ") +
+                      describeOp(anchorOf(g)) + ": " + why);
       return;
     }
     for (unsigned i = 0; i < target->getNumOperands(); ++i)
@@ -362,15 +372,19 @@ private:
       changed = false;
       SmallVector<Operation *> candidates;
       for (Operation *op : g->ops) {
-        if (op != anchor && (kindOf(op) != Kind::Elementwise || op->isBeforeInBlock(anchor)))
+        if (op != anchor &&
+            (kindOf(op) != Kind::Elementwise || op->isBeforeInBlock(anchor)))
           continue;
         Value result = op->getResult(0);
         for (Operation *user : result.getUsers())
           if (groupOf.count(user) && groupOf[user] != g &&
-              kindOf(user) == Kind::Elementwise && !llvm::is_contained(candidates, user))
+              kindOf(user) == Kind::Elementwise &&
+              !llvm::is_contained(candidates, user))
             candidates.push_back(user);
       }
-      llvm::sort(candidates, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+      llvm::sort(candidates, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
       for (Operation *user : candidates) {
         if (groupOf[user] == g)
           continue;
@@ -378,7 +392,8 @@ private:
         if (groupOf[user]->ops.size() != 1)
           continue; // already in another group
         if (!merge(g, groupOf[user], why)) {
-          refuse(user, std::string("not fused into the epilogue of ") + describeOp(anchor) + ": " + why);
+          refuse(user, std::string("not fused into the epilogue of ") +
+                           describeOp(anchor) + ": " + why);
           continue;
         }
         for (unsigned i = 0; i < user->getNumOperands(); ++i)
@@ -404,7 +419,9 @@ private:
             trial.push_back(view);
             if (succeeded(checkForm(trial, true, why)))
               return true;
-            refuse(view, std::string("not fused into the elementwise group of ") + describeOp(op) + ": " + why);
+            refuse(view,
+                   std::string("not fused into the elementwise group of ") +
+                       describeOp(op) + ": " + why);
             return false;
           });
         continue;
@@ -413,8 +430,10 @@ private:
       if (kindOf(def) != Kind::Elementwise || anchorOf(producer))
         continue;
       if (recomputesExpensive(producer->ops, op)) {
-        refuse(def, std::string("not fused into the elementwise group of ") + describeOp(op) + ": it is expensive and would be recomputed for "
-                             "every broadcast element");
+        refuse(def, std::string("not fused into the elementwise group of ") +
+                        describeOp(op) +
+                        ": it is expensive and would be recomputed for "
+                        "every broadcast element");
         continue;
       }
       std::string why;
@@ -426,7 +445,9 @@ private:
       if (onlyUsedIn(def, g) || producer->ops.size() != 1 || !cheap ||
           g->duplicates >= kDuplicateBudget) {
         if (!cheap)
-          refuse(def, std::string("not fused into the elementwise group of ") + describeOp(op) + ": " + why + "; it is expensive to recompute");
+          refuse(def, std::string("not fused into the elementwise group of ") +
+                          describeOp(op) + ": " + why +
+                          "; it is expensive to recompute");
         continue;
       }
       Operation *copy = duplicateFor(def, op, i);
@@ -450,7 +471,8 @@ private:
         continue;
       absorbViews(groupOf[user], user, index);
     }
-    if (!view->use_empty() && groupOf[view]->ops.size() == 1 && isLayoutView(view))
+    if (!view->use_empty() && groupOf[view]->ops.size() == 1 &&
+        isLayoutView(view))
       if (Operation *def = view->getOperand(0).getDefiningOp())
         if (groupOf.count(def)) {
           std::string why;
@@ -467,8 +489,6 @@ private:
         continue;
       Group *g = groupOf[op];
       llvm::erase(g->ops, op);
-      if (g->ops.empty())
-        g->dead = true;
       groupOf.erase(op);
       op->erase();
     }
@@ -504,7 +524,8 @@ private:
   }
 };
 
-struct FuseGroupsPass : public ::sluice::impl::FuseGroupsPassBase<FuseGroupsPass> {
+struct FuseGroupsPass
+    : public ::sluice::impl::FuseGroupsPassBase<FuseGroupsPass> {
   using FuseGroupsPassBase::FuseGroupsPassBase;
 
   void runOnOperation() override {

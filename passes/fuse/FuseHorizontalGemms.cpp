@@ -58,7 +58,8 @@ AddOp biasAddOf(MatMulOp matmul, ConstantOp &bias) {
 }
 
 /// Concatenates 2-D (or 1-D) constants along their last axis.
-FailureOr<ElementsAttr> concatLast(MLIRContext *context, ArrayRef<ConstantOp> parts,
+FailureOr<ElementsAttr> concatLast(MLIRContext *context,
+                                   ArrayRef<ConstantOp> parts,
                                    RankedTensorType type) {
   SmallVector<Tensor> tensors;
   for (ConstantOp part : parts) {
@@ -84,7 +85,8 @@ FailureOr<ElementsAttr> concatLast(MLIRContext *context, ArrayRef<ConstantOp> pa
 }
 
 struct FuseHorizontalGemmsPass
-    : public ::sluice::impl::FuseHorizontalGemmsPassBase<FuseHorizontalGemmsPass> {
+    : public ::sluice::impl::FuseHorizontalGemmsPassBase<
+          FuseHorizontalGemmsPass> {
   using FuseHorizontalGemmsPassBase::FuseHorizontalGemmsPassBase;
 
   void runOnOperation() override {
@@ -107,7 +109,8 @@ struct FuseHorizontalGemmsPass
       if (matmuls.size() < 2)
         continue;
       // One K and one element type.
-      auto firstType = cast<RankedTensorType>(matmuls.front().getRhs().getType());
+      auto firstType =
+          cast<RankedTensorType>(matmuls.front().getRhs().getType());
       SmallVector<MatMulOp> same;
       for (MatMulOp m : matmuls) {
         auto t = cast<RankedTensorType>(m.getRhs().getType());
@@ -151,8 +154,8 @@ struct FuseHorizontalGemmsPass
       first->emitRemark() << "biases not fused horizontally: not every branch "
                              "adds a constant [N] bias";
 
-    auto concatType =
-        RankedTensorType::get({weightType.getDimSize(0), total}, weightType.getElementType());
+    auto concatType = RankedTensorType::get({weightType.getDimSize(0), total},
+                                            weightType.getElementType());
     auto weight = concatLast(context, weights, concatType);
     if (failed(weight)) {
       first->emitRemark() << "not fused horizontally: cannot read the weights";
@@ -174,9 +177,11 @@ struct FuseHorizontalGemmsPass
       else
         withBias = false;
     }
-    auto sizesType = RankedTensorType::get({(int64_t)sizes.size()}, builder.getI64Type());
+    auto sizesType =
+        RankedTensorType::get({(int64_t)sizes.size()}, builder.getI64Type());
     Value sizesValue = ConstantOp::create(
-        builder, loc, DenseIntElementsAttr::get(sizesType, ArrayRef<int64_t>(sizes)));
+        builder, loc,
+        DenseIntElementsAttr::get(sizesType, ArrayRef<int64_t>(sizes)));
     Operation *matmul = builder.clone(*first);
     matmul->setOperand(1, w);
     matmul->getResult(0).setType(fusedType);
@@ -203,7 +208,8 @@ struct FuseHorizontalGemmsPass
     std::string names;
     for (auto [i, m] : llvm::enumerate(matmuls)) {
       names += (i ? ", " : "") + fusion::describeOp(m);
-      Operation *replaced = withBias ? adds[i].getOperation() : m.getOperation();
+      Operation *replaced =
+          withBias ? adds[i].getOperation() : m.getOperation();
       replaced->getResult(0).replaceAllUsesWith(split->getResult(i));
     }
     matmul->emitRemark() << "fused " << matmuls.size()

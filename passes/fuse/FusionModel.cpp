@@ -36,7 +36,9 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
-int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
+int64_t rankOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getRank();
+}
 
 /// Whether a reduction-like op normalizes/reduces trailing axes only, so a
 /// row is contiguous (the vectorizable case).
@@ -108,7 +110,8 @@ Kind kindOf(Operation *op) {
   if (codegen::isElementwise(op))
     return Kind::Elementwise;
   if (auto matmul = dyn_cast<MatMulOp>(op)) {
-    Type et = cast<RankedTensorType>(matmul.getLhs().getType()).getElementType();
+    Type et =
+        cast<RankedTensorType>(matmul.getLhs().getType()).getElementType();
     if ((et.isF32() || et.isF64()) && rankOf(matmul.getLhs()) >= 2 &&
         rankOf(matmul.getRhs()) >= 2)
       return Kind::Gemm;
@@ -154,7 +157,8 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
   for (Operation *op : opsIn)
     if (!isa<ConstantOp>(op))
       ops.push_back(op);
-  llvm::sort(ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  llvm::sort(ops,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   llvm::SmallPtrSet<Operation *, 16> inGroup(ops.begin(), ops.end());
   if (ops.size() <= 1)
     return Form::Single;
@@ -181,7 +185,8 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
       why = "view ops are not fused in this mode";
       return failure();
     }
-    int nonLayout = llvm::count_if(ops, [](Operation *op) { return !isLayoutView(op); });
+    int nonLayout =
+        llvm::count_if(ops, [](Operation *op) { return !isLayoutView(op); });
     if (nonLayout != 1) {
       why = "a group of views holds exactly one view that moves data";
       return failure();
@@ -253,8 +258,9 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
   SmallVector<Value> yields;
   for (Operation *op : ops)
     for (Value result : op->getResults())
-      if (llvm::any_of(result.getUsers(),
-                       [&](Operation *user) { return !inGroup.contains(user); }))
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !inGroup.contains(user);
+          }))
         yields.push_back(result);
   auto mainShape = [&](Value v) -> ArrayRef<int64_t> {
     while (role.lookup(v) == Trailing)
@@ -274,7 +280,8 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
     Kind kind = kindOf(op);
     if (kind == Kind::View && r == Trailing && anchorKind != Kind::Attention &&
         !isLayoutView(op)) {
-      why = describeOp(op) + " on a computed value changes the layout of the output";
+      why = describeOp(op) +
+            " on a computed value changes the layout of the output";
       return failure();
     }
     if (kind == Kind::View && r == Prologue && !isLayoutView(op)) {
@@ -288,8 +295,8 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
         ArrayRef<int64_t> perm = transpose.getPerm();
         if (!perm.empty() && perm.back() != (int64_t)perm.size() - 1 &&
             shapeOf(transpose.getOutput()).back() > 1) {
-          why = describeOp(op) +
-                " moves the innermost axis (non-unit-stride reads break vectorization)";
+          why = describeOp(op) + " moves the innermost axis (non-unit-stride "
+                                 "reads break vectorization)";
           return failure();
         }
       }
@@ -312,7 +319,8 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
   case Kind::Row: {
     Value result = anchor->getResult(0);
     if (anchorKind == Kind::Row && isa<LayerNormOp>(anchor) &&
-        (!anchor->getResult(1).use_empty() || !anchor->getResult(2).use_empty())) {
+        (!anchor->getResult(1).use_empty() ||
+         !anchor->getResult(2).use_empty())) {
       why = "the layer_norm's mean or inv_std_dev are used";
       return failure();
     }
