@@ -340,3 +340,20 @@ func.func @views(%x: tensor<2x12xf32>) -> (tensor<3x4x2xf32>, tensor<4x6xf32>) {
   %r2 = sluice.reshape %x, %s2 : (tensor<2x12xf32>, tensor<2xi64>) -> tensor<4x6xf32>
   return %t, %r2 : tensor<3x4x2xf32>, tensor<4x6xf32>
 }
+
+// -----
+
+// A layout-preserving reshape of a returned value joins its producer's
+// group (an F1 root taken before its trailing reshape).
+// CHECK-LABEL: func @trailing_reshape
+// CHECK: %[[K:.+]] = sluice.kernel @k0_add
+// CHECK: sluice.add
+// CHECK-NEXT: sluice.reshape
+// CHECK-NEXT: sluice.kernel_yield %{{.+}} : tensor<2x4x8xf32>
+// CHECK: return %[[K]]
+func.func @trailing_reshape(%x: tensor<8x8xf32>, %y: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+  %s = sluice.constant dense<[2, 4, 8]> : tensor<3xi64>
+  %0 = sluice.add %x, %y : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %1 = sluice.reshape %0, %s : (tensor<8x8xf32>, tensor<3xi64>) -> tensor<2x4x8xf32>
+  return %1 : tensor<2x4x8xf32>
+}
