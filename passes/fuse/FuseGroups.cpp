@@ -62,6 +62,10 @@ public:
       for (Operation *op : order)
         if (kindOf(op) == Kind::Row)
           growAnchor(op, /*prologue=*/true);
+        else if (isa<SoftmaxOp, ReduceOp>(op) && hasStaticShapes(op) &&
+                 hasElementwiseNeighbour(op))
+          refuse(op, "not fused: the reduced axes are not the innermost ones "
+                     "(strided rows break vectorization)");
     }
     for (Operation *op : computeOps())
       if (kindOf(op) == Kind::Elementwise && !anchorOf(groupOf[op]))
@@ -207,6 +211,16 @@ private:
       return isExpensive(op) && op->getNumResults() == 1 &&
              elements(op->getResult(0)) < space;
     });
+  }
+
+  /// Whether an elementwise op computes `op`'s input or reads its result
+  /// (a fusion users would expect).
+  static bool hasElementwiseNeighbour(Operation *op) {
+    Operation *def = op->getOperand(0).getDefiningOp();
+    return (def && kindOf(def) == Kind::Elementwise) ||
+           llvm::any_of(op->getUsers(), [](Operation *user) {
+             return kindOf(user) == Kind::Elementwise;
+           });
   }
 
   bool onlyUsedIn(Operation *op, Group *g) {
