@@ -5,6 +5,7 @@
 #include "codegen/common/ScalarEmitter.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
@@ -107,6 +108,11 @@ Kind kindOf(Operation *op) {
   if (auto expand = dyn_cast<ExpandOp>(op))
     if (isConstant(expand.getShape()))
       return Kind::View;
+  // Casts from or to strings are no scalar expression: a kernel of their own.
+  if (auto castOp = dyn_cast<CastOp>(op))
+    if (isa<StringType>(getElementTypeOrSelf(castOp.getInput().getType())) ||
+        isa<StringType>(getElementTypeOrSelf(castOp.getOutput().getType())))
+      return Kind::Other;
   if (codegen::isElementwise(op))
     return Kind::Elementwise;
   if (auto matmul = dyn_cast<MatMulOp>(op)) {

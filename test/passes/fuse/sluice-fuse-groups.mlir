@@ -358,3 +358,18 @@ func.func @trailing_reshape(%x: tensor<8x8xf32>, %y: tensor<8x8xf32>) -> tensor<
   %1 = sluice.reshape %0, %s : (tensor<8x8xf32>, tensor<3xi64>) -> tensor<2x4x8xf32>
   return %1 : tensor<2x4x8xf32>
 }
+
+// -----
+
+// A cast to strings is no scalar expression: it stays a kernel of its own.
+// CHECK-LABEL: func @string_cast
+// CHECK: sluice.kernel @k0_add
+// CHECK: sluice.kernel @k1_cast
+// EW-LABEL: func @string_cast
+// EW: sluice.kernel @k0_add
+// EW: sluice.kernel @k1_cast
+func.func @string_cast(%x: tensor<3xf32>) -> tensor<3x!sluice.string> {
+  %0 = sluice.add %x, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %1 = sluice.cast %0 : tensor<3xf32> -> tensor<3x!sluice.string>
+  return %1 : tensor<3x!sluice.string>
+}
