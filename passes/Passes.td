@@ -131,11 +131,62 @@ def RecognizeNormsPass : Pass<"sluice-recognize-norms", "mlir::func::FuncOp"> {
 // fuse
 //===----------------------------------------------------------------------===//
 
+def FuseGroupsPass : Pass<"sluice-fuse-groups", "mlir::func::FuncOp"> {
+  let summary = "Grows kernel groups (forms F1-F5) and marks them for sluice-form-kernels";
+  let description = [{
+    Decides which ops share one kernel and marks each group's ops with one
+    `sluice.group` id (its kernel's naming op with `sluice.group_anchor`);
+    `sluice-form-kernels` then wraps each group. Every group is one of the
+    forms of docs/architecture.md ("fuse"): F1 elementwise (elementwise ops,
+    views on their leaves, one iteration space), F2 gemm (views on a float
+    matmul's operands, an elementwise epilogue: bias, activation, residual,
+    scale), F3 row (softmax / layer_norm / rms_norm / reduce over trailing
+    axes with an elementwise prologue and epilogue), F4 attention (views on
+    `sluice.attention`'s operands and result) or F5 single op. Stages in
+    order: attention, GEMMs, row ops, elementwise chains, leftover views.
+
+    Cost model: views are free and duplicated into every group that reads
+    them; a cheap elementwise producer (add, mul, compare, cast, ...) read by
+    other groups too may be duplicated (at most 4 per group); an expensive
+    one (anchors; exp, erf, tanh, sigmoid, gelu, silu, pow, ...) is never
+    recomputed, nor fused where it would be evaluated once per broadcast
+    element. A transpose moving the innermost axis of an elementwise leaf,
+    a non-layout view on a row input and a row op over non-trailing axes are
+    refused (they break unit-stride, vectorized loops). Refusals users would
+    wonder about are remarks on the op, with the reason.
+
+    `mode=elementwise` only chains elementwise ops without views (F1, what
+    every target's emitter takes today); `mode=all` runs every stage.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"all\"",
+           "Which groups to grow: elementwise or all">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+def FuseHorizontalGemmsPass : Pass<"sluice-fuse-horizontal-gemms", "mlir::func::FuncOp"> {
+  let summary = "Merges float matmuls sharing their LHS into one GEMM on concatenated weights";
+  let description = [{
+    Float matmuls that read one LHS with constant 2-D weights of one K (the
+    separate q/k/v projections of LLaMA, gate/up) become one matmul on the
+    weights concatenated along N (a new dense_resource constant), followed
+    by a `sluice.split` on the last axis that gives back each result. When
+    every branch's only user adds a constant `[N]` bias, the biases are
+    concatenated and added once before the split. Each fusion and each
+    refusal is a remark.
+  }];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
 def FormKernelsPass : Pass<"sluice-form-kernels", "mlir::func::FuncOp"> {
   let summary = "Puts every compute op into exactly one sluice.kernel group";
   let description = [{
-    The first form of the fuse phase: one group per op (the fusion passes grow
-    groups later). Matmuls, convolutions and transposed convolutions on
+    The last pass of the fuse phase: one group per op, except that ops the
+    fusion passes marked with one `sluice.group` id form one group (named
+    after the op marked `sluice.group_anchor`; it yields the values used
+    outside it, and sits where the group's last op was, the block then being
+    sorted topologically). Matmuls, convolutions and transposed convolutions on
     floating-point tensors become library calls (`library = "gemm"` /
     `"conv"`): BLAS and cuBLASLt/cuDNN beat generated code there. Values used
     inside a group (including inside nested regions) become its inputs, except

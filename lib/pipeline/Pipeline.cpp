@@ -80,6 +80,13 @@ void buildFusePipeline(OpPassManager &pm, const CompilerOptions &options) {
     decomposeOptions.ops.assign(decompose.begin(), decompose.end());
     pm.addNestedPass<func::FuncOp>(sluice::createDecomposeCompositesPass(decomposeOptions));
   }
+  if (options.fusion == "all")
+    pm.addNestedPass<func::FuncOp>(sluice::createFuseHorizontalGemmsPass());
+  if (options.fusion == "all" || options.fusion == "elementwise") {
+    FuseGroupsPassOptions groups;
+    groups.mode = options.fusion;
+    pm.addNestedPass<func::FuncOp>(sluice::createFuseGroupsPass(groups));
+  }
   pm.addNestedPass<func::FuncOp>(sluice::createFormKernelsPass());
 }
 

@@ -41,6 +41,11 @@ struct CompilerOptions {
   /// When set, the passes' remarks (why a fusion was refused ...) are
   /// appended here as "where: message" lines (otherwise they are dropped).
   std::vector<std::string> *remarks = nullptr;
+  /// Which kernel groups the fuse phase grows (`--fusion=`): "none" (one op
+  /// per kernel), "elementwise" (chains of elementwise ops, F1 without
+  /// views) or "all" (every form: GEMM epilogues, row ops, attention, views,
+  /// and horizontal GEMMs). "none" until the emitters take every form.
+  std::string fusion = "all";
 };
 
 /// simplify: shape propagation with constant folding of shape subgraphs,

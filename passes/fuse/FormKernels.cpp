@@ -8,7 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/fuse/FusionModel.h"
 
+#include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
@@ -62,33 +64,86 @@ struct FormKernelsPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    SmallVector<Operation *> ops;
-    for (Operation &op : func.getBody().front())
-      if (!isa<ConstantOp, KernelOp, func::ReturnOp>(op))
-        ops.push_back(&op);
+    Block &block = func.getBody().front();
+    // Groups in program order of their first op: ops marked with one
+    // `sluice.group` id by the fusion passes, every other op alone.
+    SmallVector<SmallVector<Operation *>> groups;
+    llvm::DenseMap<int64_t, size_t> groupIndex;
+    for (Operation &op : block) {
+      if (isa<ConstantOp, KernelOp, func::ReturnOp>(op))
+        continue;
+      auto id = op.getAttrOfType<IntegerAttr>(fusion::kGroupAttr);
+      if (!id) {
+        groups.push_back({&op});
+        continue;
+      }
+      auto [it, inserted] = groupIndex.try_emplace(id.getInt(), groups.size());
+      if (inserted)
+        groups.push_back({});
+      groups[it->second].push_back(&op);
+    }
     int64_t index = 0;
     func.walk([&](KernelOp) { ++index; });
-    for (Operation *op : ops)
-      wrap(op, index++);
+    llvm::SmallPtrSet<Operation *, 32> formed;
+    for (auto &group : groups)
+      formed.insert(wrap(group, index++));
+    // A kernel sits where its group's last op was; outside users of the
+    // group's earlier ops may precede it. Groups are convex, so the block
+    // has a topological order.
+    if (!sortTopologically(&block)) {
+      func.emitError() << "kernel groups form a cycle";
+      return signalPassFailure();
+    }
+    // Numbers follow the final program order.
+    index -= formed.size();
+    for (Operation &op : block)
+      if (formed.contains(&op)) {
+        auto kernel = cast<KernelOp>(op);
+        StringRef suffix = kernel.getSymName().split('_').second;
+        kernel.setSymName(("k" + std::to_string(index++) + "_" + suffix).str());
+      }
     // Constants now cloned into every group that reads them.
-    for (Operation &op : llvm::make_early_inc_range(func.getBody().front()))
+    for (Operation &op : llvm::make_early_inc_range(block))
       if (isa<ConstantOp>(op) && op.use_empty())
         op.erase();
   }
 
-  void wrap(Operation *op, int64_t index) {
-    // Everything the op reads from outside itself, nested regions included.
-    llvm::SetVector<Value> used(op->operand_begin(), op->operand_end());
-    getUsedValuesDefinedAbove(op->getRegions(), used);
+  KernelOp wrap(ArrayRef<Operation *> ops, int64_t index) {
+    llvm::SmallPtrSet<Operation *, 8> members(ops.begin(), ops.end());
+    // Everything the group reads from outside itself, nested regions
+    // included, and the results used outside it.
+    llvm::SetVector<Value> used;
+    SmallVector<Value> results;
+    Operation *anchor = ops.front();
+    for (Operation *op : ops) {
+      for (Value v : op->getOperands())
+        if (!members.contains(v.getDefiningOp()))
+          used.insert(v);
+      llvm::SetVector<Value> nested;
+      getUsedValuesDefinedAbove(op->getRegions(), nested);
+      used.insert(nested.begin(), nested.end());
+      // A lone op yields all its results (emitters write every one).
+      for (Value r : op->getResults())
+        if (ops.size() == 1 ||
+            llvm::any_of(r.getUsers(),
+                         [&](Operation *u) { return !members.contains(u); }))
+          results.push_back(r);
+      if (op->hasAttr(fusion::kAnchorAttr))
+        anchor = op;
+    }
     SmallVector<Value> inputs, inlined;
     for (Value v : used)
       (inlinesConstant(v, maxInlineElements) ? inlined : inputs).push_back(v);
 
-    OpBuilder builder(op);
-    auto kernel = KernelOp::create(builder, 
-        op->getLoc(), op->getResultTypes(), inputs,
-        builder.getStringAttr(kernelName(index, op)),
-        libraryFor(op) ? builder.getStringAttr(*libraryFor(op)) : StringAttr());
+    OpBuilder builder(ops.back());
+    std::optional<StringRef> library = libraryFor(anchor);
+    SmallVector<Type> resultTypes;
+    for (Value r : results)
+      resultTypes.push_back(r.getType());
+    auto kernel = KernelOp::create(builder,
+        anchor->getLoc(), resultTypes, inputs,
+        builder.getStringAttr(kernelName(index, anchor)),
+        library ? builder.getStringAttr(*library) : StringAttr());
     Block *body = builder.createBlock(&kernel.getBody());
     IRMapping mapping;
     for (Value input : inputs)
@@ -96,10 +151,24 @@ struct FormKernelsPass
     builder.setInsertionPointToStart(body);
     for (Value v : inlined)
       mapping.map(v, builder.clone(*v.getDefiningOp())->getResult(0));
-    Operation *inner = builder.clone(*op, mapping);
-    KernelYieldOp::create(builder, op->getLoc(), inner->getResults());
-    op->replaceAllUsesWith(kernel.getResults());
-    op->erase();
+    for (Operation *op : ops) {
+      Operation *inner = builder.clone(*op, mapping);
+      inner->removeAttr(fusion::kGroupAttr);
+      inner->removeAttr(fusion::kAnchorAttr);
+    }
+    SmallVector<Value> yielded;
+    for (Value r : results)
+      yielded.push_back(mapping.lookup(r));
+    KernelYieldOp::create(builder, anchor->getLoc(), yielded);
+    for (auto [r, k] : llvm::zip(results, kernel.getResults()))
+      r.replaceUsesWithIf(k, [&](OpOperand &use) {
+        return !members.contains(use.getOwner());
+      });
+    for (Operation *op : llvm::reverse(ops)) {
+      op->dropAllUses();
+      op->erase();
+    }
+    return kernel;
   }
 };
 

@@ -50,6 +50,10 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --bind=NAME=FILE      freeze an input to a tensor file's value (.pb/.npy):
                         it becomes a constant and leaves the bundle's
                         inputs (for shape tensors a static bundle needs)
+  --fusion=MODE         kernel groups the fuse phase grows: none (one op per
+                        kernel, the default), elementwise (elementwise
+                        chains) or all (GEMM epilogues, row ops, attention,
+                        views; see docs/architecture.md "fuse")
   --stop-after=PHASE    import | simplify | recognize | compress |
                         parallelize | fuse | plan | emit
   --emit=mlir           print the IR after the stop phase instead of a bundle
@@ -138,6 +142,11 @@ int main(int argc, char **argv) {
       report = args.flagValue("--report");
     } else if (args.is("--target")) {
       target = args.flagValue("--target");
+    } else if (args.is("--fusion")) {
+      options.fusion = args.flagValue("--fusion");
+      if (options.fusion != "none" && options.fusion != "elementwise" &&
+          options.fusion != "all")
+        die("unknown --fusion '" + options.fusion + "' (none, elementwise, all)");
     } else if (arg == "--elide-weights") {
       elide = true;
     } else if (arg == "--quiet") {

@@ -40,6 +40,31 @@ func.func @library(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: tensor<2x3xi32>
 
 // -----
 
+// Ops marked with one sluice.group id form one kernel, named after the op
+// marked sluice.group_anchor; it yields the values used outside the group
+// (here the matmul result too) and no longer carries the marks. The kernel
+// sits where the group's last op was; the tanh, which reads the group's
+// first value, moves after it. Numbers follow the final order.
+// CHECK-LABEL: func @group
+// CHECK: %[[K:.+]]:2 = sluice.kernel @k0_matmul library "gemm"(%arg0, %arg1, %arg2 : tensor<2x3xf32>, tensor<3x4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[M:.+]] = sluice.matmul
+// CHECK-NEXT: %[[A:.+]] = sluice.add %[[M]]
+// CHECK-NEXT: %[[R:.+]] = sluice.relu %[[A]]
+// CHECK-NOT: sluice.group
+// CHECK-NEXT: sluice.kernel_yield %[[M]], %[[R]]
+// CHECK: sluice.kernel @k1_tanh(%[[K]]#0
+// CHECK: return %[[K]]#1, %{{.+}}
+func.func @group(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %0 = sluice.matmul %a, %b {sluice.group = 0 : i64, sluice.group_anchor} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %1 = sluice.tanh %0 : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %2 = sluice.add %0, %c {sluice.group = 0 : i64} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %3 = sluice.relu %2 {sluice.group = 0 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %3, %1 : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
 // Weights (dense_resource blobs) stay outside and become inputs.
 // CHECK-LABEL: func @weights
 // CHECK: %[[W:.+]] = sluice.constant dense_resource<w>
