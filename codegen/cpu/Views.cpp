@@ -126,7 +126,7 @@ static int64_t sliceStart(int64_t start, int64_t step, int64_t dim) {
   return std::clamp<int64_t>(start, 0, dim - 1);
 }
 
-FailureOr<StridedView> resolveView(Value value) {
+FailureOr<StridedView> resolveView(Value value, bool emitErrors) {
   Operation *op = value.getDefiningOp();
   if (!op || !isViewOp(op) || !staticShaped(value)) {
     StridedView v;
@@ -135,7 +135,7 @@ FailureOr<StridedView> resolveView(Value value) {
       v.strides = contiguousStrides(t.getShape());
     return v;
   }
-  auto inner = resolveView(op->getOperand(0));
+  auto inner = resolveView(op->getOperand(0), emitErrors);
   if (failed(inner))
     return failure();
   ArrayRef<int64_t> inShape = dimsOf(op->getOperand(0)), outShape = dimsOf(value);
@@ -150,14 +150,15 @@ FailureOr<StridedView> resolveView(Value value) {
   if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp>(op)) {
     auto s = reshapeStrides(inShape, inner->strides, outShape);
     if (failed(s))
-      return op->emitOpError("cpu target: this reshape of a strided view needs a copy");
+      return emitErrors ? op->emitOpError("cpu target: this reshape of a strided view needs a copy")
+                        : failure();
     v.strides = *s;
     return v;
   }
   if (isa<ExpandOp>(op)) {
     auto s = broadcastStridesTo(inShape, inner->strides, outShape);
     if (failed(s))
-      return op->emitOpError("cpu target: expand shapes do not broadcast");
+      return emitErrors ? op->emitOpError("cpu target: expand shapes do not broadcast") : failure();
     v.strides = *s;
     return v;
   }
@@ -180,7 +181,7 @@ FailureOr<StridedView> resolveView(Value value) {
     int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
     int64_t step = i < steps.size() ? steps[i] : 1;
     if (a < 0 || a >= rank || step == 0)
-      return op->emitOpError("cpu target: bad slice parameters");
+      return emitErrors ? op->emitOpError("cpu target: bad slice parameters") : failure();
     if (outShape[a] == 0)
       continue;
     v.offset += sliceStart(starts[i], step, inShape[a]) * inner->strides[a];

@@ -46,8 +46,8 @@ std::vector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);
 /// Follows `value` back through view ops to the first value that is not
 /// the result of one and composes their strides. Fails (with an error on
 /// the view op) when a reshape of a strided view cannot be expressed with
-/// strides.
-mlir::FailureOr<StridedView> resolveView(mlir::Value value);
+/// strides (quietly when `emitErrors` is false: the fuse phase asks).
+mlir::FailureOr<StridedView> resolveView(mlir::Value value, bool emitErrors = true);
 
 /// The strides `value` gets when it is written to a contiguous buffer of
 /// shape `target` through the chain of view ops from `value` to `target`

@@ -44,7 +44,7 @@ struct CompilerOptions {
   /// Which kernel groups the fuse phase grows (`--fusion=`): "none" (one op
   /// per kernel), "elementwise" (chains of elementwise ops, F1 without
   /// views) or "all" (every form: GEMM epilogues, row ops, attention, views,
-  /// and horizontal GEMMs). "none" until the emitters take every form.
+  /// and horizontal GEMMs), the default.
   std::string fusion = "all";
 };
 

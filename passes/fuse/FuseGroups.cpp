@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "codegen/cpu/Views.h"
 #include "passes/fuse/FusionModel.h"
 
 #include "mlir/IR/Builders.h"
@@ -237,6 +238,9 @@ private:
     if (!def || kindOf(def) != Kind::View || groupOf.lookup(def) == g ||
         !groupOf.count(def) || (accept && !accept(def)))
       return;
+    // GEMMs pack their operands from unit-stride rows.
+    if (isa<MatMulOp>(user) && !unitStrideRows(user->getOperand(index)))
+      return;
     // The same view already in g (say the split of a fused QKV projection
     // read for q and for k): read that one.
     for (Operation *member : g->ops)
@@ -291,8 +295,16 @@ private:
   void growAnchor(Operation *anchor, bool prologue) {
     Group *g = groupOf[anchor];
     if (!prologue) {
-      for (unsigned i = 0; i < anchor->getNumOperands(); ++i)
+      for (unsigned i = 0; i < anchor->getNumOperands(); ++i) {
+        if (isa<MatMulOp>(anchor) && !unitStrideRows(anchor->getOperand(i))) {
+          if (Operation *def = anchor->getOperand(i).getDefiningOp())
+            refuse(def, std::string("not fused into ") + describeOp(anchor) +
+                            ": the GEMM would read this operand transposed (its rows "
+                            "are not unit-stride); it is copied first");
+          continue;
+        }
         absorbViews(g, anchor, i);
+      }
     } else {
       if (isa<LayerNormOp>(anchor) && (!anchor->getResult(1).use_empty() ||
                                        !anchor->getResult(2).use_empty())) {
@@ -306,6 +318,16 @@ private:
         absorbViews(g, anchor, i, isLayoutView);
     }
     absorbEpilogue(g, anchor);
+  }
+
+  /// Whether a GEMM operand, read through its chain of views, has unit
+  /// stride along its last dim (what the GEMM kernels pack from).
+  static bool unitStrideRows(Value operand) {
+    auto view = codegen::resolveView(operand, /*emitErrors=*/false);
+    if (failed(view) || view->strides.empty())
+      return succeeded(view);
+    auto shape = cast<RankedTensorType>(operand.getType()).getShape();
+    return shape.back() == 1 || view->strides.back() == 1;
   }
 
   /// A row op's prologue: the elementwise ops (and layout views) computing

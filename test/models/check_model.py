@@ -6,6 +6,12 @@ Runtime run now on the same inputs, both at rtol 1e-4 (atol 1e-5 for values
 near zero). Input shapes differ from the export shapes, so the dynamic axes
 are specialized with --shape.
 
+On the cpu target it also counts the launches (kernels + library calls) of
+each transformer layer from --report's steps and fails above the layer's
+budget (LAYERS below): a layer spans the steps from one that holds its first
+node (`start`, a regex over ONNX node names) to the step before the next
+layer's start, or before the first step matching `end` for the last layer.
+
 Usage: check_model.py --bin BUILD/bin [--target reference|cpu] MODEL_DIR
 """
 import argparse
@@ -16,6 +22,30 @@ import sys
 import tempfile
 
 import numpy as np
+
+
+# Per-model layer spans and launch budgets (issue 4: BERT and GPT-2 layers
+# at most 8 launches, a LLaMA block at most 10).
+LAYERS = {
+    "bert_encoder": {"layers": 2, "start": r"^/qkv(_\d+)?/MatMul$", "end": r"^/Gather_3$|^/pool/",
+                     "max_launches": 8},
+    "gpt_decoder": {"layers": 2, "start": r"^/ln1(_\d+)?/", "end": r"^/ln_f/", "max_launches": 8},
+}
+
+
+def layer_launches(steps, spec):
+    """Launch counts of each layer, from the report's steps in run order."""
+    import re  # noqa: PLC0415
+    start, end = re.compile(spec["start"]), re.compile(spec["end"])
+    starts = [i for i, s in enumerate(steps) if any(start.search(n) for n in s["nodes"])]
+    # A layer starts at the first step of a run of steps holding its start nodes.
+    starts = [i for k, i in enumerate(starts) if k == 0 or starts[k - 1] != i - 1]
+    ends = [i for i, s in enumerate(steps)
+            if any(end.search(n) for n in s["nodes"]) and starts and i > starts[-1]]
+    if len(starts) != spec["layers"] or not ends:
+        return None
+    bounds = starts + [ends[0]]
+    return [bounds[k + 1] - bounds[k] for k in range(spec["layers"])]
 
 
 def run(cmd):
@@ -43,6 +73,7 @@ def main():
     tolerances = [f"--rtol={args.rtol}", f"--atol={args.atol}"]
     sluice_run = os.path.join(args.bin, "sluice-run")
 
+    budget_failed = False
     work = tempfile.TemporaryDirectory()
     if args.target == "cpu":
         bundle = os.path.join(work.name, "model.sluice")
@@ -54,6 +85,18 @@ def main():
         print(f"cpu bundle: {report['kernels']} kernels, {report['library_calls']} "
               f"library calls, arena {report['arena_bytes']} B, weights "
               f"{report['weights_bytes']} B")
+        spec = LAYERS.get(os.path.basename(os.path.normpath(args.model_dir)))
+        if spec:
+            counts = layer_launches(report["steps"], spec)
+            if counts is None:
+                print(f"cannot find {spec['layers']} layers (start {spec['start']!r}, "
+                      f"end {spec['end']!r}) in the report's steps")
+                return 1
+            print(f"launches per layer: {counts} (budget {spec['max_launches']}); "
+                  f"{report['launches']} launches in all")
+            if max(counts) > spec["max_launches"]:
+                print("FAIL: a layer takes more launches than its budget")
+                budget_failed = True
         target_args = [bundle]
     else:
         target_args = [model, "--reference", *shapes]
@@ -76,7 +119,7 @@ def main():
         print("against ONNX Runtime:")
         status |= run([sluice_run, *target_args, *inputs,
                        "--expect", *ort_expected, *tolerances])
-    return 1 if status else 0
+    return 1 if status or budget_failed else 0
 
 
 if __name__ == "__main__":
