@@ -204,7 +204,8 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     if (!kernel)
       continue;
     for (Operation &inner : kernel.getBody().front().without_terminator()) {
-      if (isa<ConstantOp>(inner) || isElementwise(&inner) ||
+      // Attention has no single-op emitter: its groups are form F4.
+      if (isa<ConstantOp, AttentionOp>(inner) || isElementwise(&inner) ||
           registry.lookup(inner.getName().getStringRef()))
         continue;
       if (!unsupported.count(inner.getName().getStringRef()))
@@ -440,6 +441,10 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
       model.usesBlas = true;
     ++step;
   }
+
+  // Kernels calling the GEMMs of cpu_blas.h themselves (fused attention).
+  if (headers.count("sluice_gen/cpu_blas.h") || headers.count("sluice_gen/cpu_attention.h"))
+    model.usesBlas = true;
 
   // Outputs not written in place: copies at the end.
   for (auto [index, value] : llvm::enumerate(ret.getOperands())) {

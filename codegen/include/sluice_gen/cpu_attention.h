@@ -1,0 +1,399 @@
+//===- sluice_gen/cpu_attention.h - fused attention (cpu) -*- C++ -*-===//
+//
+// `sluice.attention` (kernel form F4) in one pass: softmax(scale * Q K^T +
+// mask) V without writing the scores to memory. Semantics follow the
+// reference evaluator (lib/reference/Composite.cpp): fp32 softmax statistics,
+// causal keys j <= i + Sk - Sq, a float mask added to the scaled scores, a
+// boolean mask keeping where true, rotary (rotate-half) on Q and K first, and
+// NaN for a row whose keys are all masked out.
+//
+// Every tensor is read (and the output written) through strides: one per
+// batch dim (0 where it broadcasts), one for rows, one for columns, so the
+// head split of a QKV GEMM output and the transposes around attention cost
+// no copies. The emitter (codegen/cpu/groups/Attention.cpp) fills a
+// sluice_attn_desc with compile-time sizes and strides.
+//
+// Float path (f32, f16, bf16 storage; arithmetic in f32), per (batch, block
+// of query rows) tile, tiles spread over OpenMP threads:
+//   1. K^T (rotated) packed into a per-thread [D x Sk] scratch, once per
+//      batch the thread sees; V packed into [Sk x Dv] unless it is f32 with
+//      unit-stride columns (then its rows are read in place);
+//   2. the query block packed (rotated, times scale) into [rows x D];
+//   3. S = Qblk K^T with the AVX-512 SGEMM over the keys the block can see
+//      (causal: the masked key range is skipped);
+//   4. mask, row max, exp (16 lanes), sums; keys past a row's causal limit
+//      get probability 0;
+//   5. O = P V (SGEMM), rows scaled by 1/sum while written out.
+// f64 uses a plain loop nest in double (as the evaluator).
+//
+//===----------------------------------------------------------------------===//
+#ifndef SLUICE_GEN_CPU_ATTENTION_H
+#define SLUICE_GEN_CPU_ATTENTION_H
+
+#include "sluice_gen/cpu_blas.h"
+#include "sluice_gen/cpu_reduce.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <type_traits>
+
+/// Most batch dims (heads are batch dims) the descriptor holds.
+#define SLUICE_ATTN_MAX_BATCH 8
+
+/// How one tensor is addressed in attention's index space: strides for
+/// every batch dim of the query (0 where the tensor broadcasts), the row
+/// (sequence) dim and the column (head or key) dim.
+struct sluice_attn_access {
+  int64_t batch[SLUICE_ATTN_MAX_BATCH];
+  int64_t row, col;
+};
+
+/// Sizes and strides of one attention (filled by generated code).
+struct sluice_attn_desc {
+  int nbatch;
+  int64_t batch[SLUICE_ATTN_MAX_BATCH];
+  int64_t sq, sk, d, dv;
+  float scale;
+  bool causal;
+  /// 0: none, 1: additive float mask, 2: boolean keep-mask.
+  int mask;
+  bool rotary;
+  /// Rows of the query block a tile computes (0: chosen here).
+  int64_t block;
+  /// q, k and v over [B..., S, D]; m over [B..., Sq, Sk]; out over
+  /// [B..., Sq, Dv]; cos/sin over the query's and the key's shapes.
+  sluice_attn_access q, k, v, m, out, cos_q, sin_q, cos_k, sin_k;
+};
+
+/// Per-thread scratch of at least `floats` floats, 64-byte aligned (null
+/// when it cannot be allocated); grown as needed, never freed. Separate
+/// from the SGEMM's packing buffer, which is in use while these are read.
+static inline float *sluice_attn_scratch(int64_t floats) {
+  static thread_local void *raw = nullptr;
+  static thread_local int64_t capacity = 0;
+  if (floats > capacity) {
+    free(raw);
+    raw = malloc((size_t)floats * sizeof(float) + 64);
+    capacity = raw ? floats : 0;
+  }
+  return raw ? (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63) : nullptr;
+}
+
+/// Element offsets of batch `b` (row-major over d.batch) for one access.
+static inline int64_t sluice_attn_offset(const sluice_attn_desc &d, const sluice_attn_access &a,
+                                         int64_t b) {
+  int64_t off = 0;
+  for (int x = d.nbatch - 1; x >= 0; --x) {
+    off += (b % d.batch[x]) * a.batch[x];
+    b /= d.batch[x];
+  }
+  return off;
+}
+
+/// Row `x` (D elements, column stride xs) rotated with cos/sin rows into
+/// dst, times `mul`: x * cos + rotate_half(x) * sin.
+template <typename T, typename RT, typename C>
+static inline void sluice_attn_rotate(int64_t n, const T *x, int64_t xs, const RT *cs,
+                                      const RT *sn, int64_t rs, int64_t ss, C mul, C *dst,
+                                      int64_t dstStride) {
+  const int64_t h = n / 2;
+  for (int64_t c = 0; c < n; ++c) {
+    C xc = (C)sluice_load(x[c * xs]);
+    C partner = c < h ? -(C)sluice_load(x[(c + h) * xs]) : (C)sluice_load(x[(c - h) * xs]);
+    dst[c * dstStride] =
+        (xc * (C)sluice_load(cs[c * rs]) + partner * (C)sluice_load(sn[c * ss])) * mul;
+  }
+}
+
+/// The f64 path (and any storage type): the evaluator's loop nest.
+template <typename C, typename T, typename MT, typename RT>
+static inline int32_t sluice_attention_simple(int threads, const sluice_attn_desc &d,
+                                              const T *q, const T *k, const T *v,
+                                              const MT *mask, const RT *cosp, const RT *sinp,
+                                              T *out) {
+  int64_t batches = 1;
+  for (int x = 0; x < d.nbatch; ++x)
+    batches *= d.batch[x];
+  const int64_t rows = batches * d.sq;
+  const C inf = (C)INFINITY;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && rows * d.sk * (d.d + d.dv) > 65536)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t b = r / d.sq, i = r % d.sq;
+    C *buf = (C *)malloc(sizeof(C) * (size_t)(d.sk + 2 * d.d + 1));
+    if (!buf)
+      continue;
+    C *s = buf, *qr = buf + d.sk, *kr = qr + d.d;
+    const int64_t qo = sluice_attn_offset(d, d.q, b) + i * d.q.row;
+    const int64_t ko = sluice_attn_offset(d, d.k, b), vo = sluice_attn_offset(d, d.v, b);
+    const int64_t mo = d.mask ? sluice_attn_offset(d, d.m, b) + i * d.m.row : 0;
+    if (d.rotary)
+      sluice_attn_rotate<T, RT, C>(d.d, q + qo, d.q.col,
+                                   cosp + sluice_attn_offset(d, d.cos_q, b) + i * d.cos_q.row,
+                                   sinp + sluice_attn_offset(d, d.sin_q, b) + i * d.sin_q.row,
+                                   d.cos_q.col, d.sin_q.col, (C)1, qr, 1);
+    else
+      for (int64_t c = 0; c < d.d; ++c)
+        qr[c] = (C)sluice_load(q[qo + c * d.q.col]);
+    C mx = -inf;
+    for (int64_t j = 0; j < d.sk; ++j) {
+      const T *kj = k + ko + j * d.k.row;
+      if (d.rotary)
+        sluice_attn_rotate<T, RT, C>(
+            d.d, kj, d.k.col, cosp + sluice_attn_offset(d, d.cos_k, b) + j * d.cos_k.row,
+            sinp + sluice_attn_offset(d, d.sin_k, b) + j * d.sin_k.row, d.cos_k.col,
+            d.sin_k.col, (C)1, kr, 1);
+      else
+        for (int64_t c = 0; c < d.d; ++c)
+          kr[c] = (C)sluice_load(kj[c * d.k.col]);
+      C acc = 0;
+      for (int64_t c = 0; c < d.d; ++c)
+        acc += qr[c] * kr[c];
+      acc *= (C)d.scale;
+      if (d.mask == 1)
+        acc += (C)sluice_load(mask[mo + j * d.m.col]);
+      else if (d.mask == 2 && !mask[mo + j * d.m.col])
+        acc = -inf;
+      if (d.causal && j > i + d.sk - d.sq)
+        acc = -inf;
+      s[j] = acc;
+      mx = acc > mx ? acc : mx;
+    }
+    C sum = 0;
+    for (int64_t j = 0; j < d.sk; ++j) {
+      s[j] = exp(s[j] - mx);
+      sum += s[j];
+    }
+    const int64_t oo = sluice_attn_offset(d, d.out, b) + i * d.out.row;
+    for (int64_t c = 0; c < d.dv; ++c) {
+      C acc = 0;
+      for (int64_t j = 0; j < d.sk; ++j)
+        acc += s[j] * (C)sluice_load(v[vo + j * d.v.row + c * d.v.col]);
+      out[oo + c * d.out.col] = SLUICE_STORE(T, acc / sum);
+    }
+    free(buf);
+  }
+  return 0;
+}
+
+/// Rows of a query block: up to 64, fewer when there would not be two tiles
+/// per thread.
+static inline int64_t sluice_attn_block(const sluice_attn_desc &d, int64_t batches,
+                                        int threads) {
+  if (d.block > 0)
+    return d.block < d.sq ? d.block : (d.sq > 0 ? d.sq : 1);
+  int64_t mb = d.sq < 64 ? d.sq : 64;
+  while (mb > 16 && batches * ((d.sq + mb - 1) / mb) < 2 * threads)
+    mb = (mb + 1) / 2;
+  return mb > 0 ? mb : 1;
+}
+
+/// Fused attention (see the file comment). T: q/k/v/out storage, MT: mask
+/// storage (T, or bool for a keep-mask), RT: cos/sin storage. Returns 0, or
+/// 1 when scratch memory cannot be had.
+template <typename T, typename MT, typename RT>
+static inline int32_t sluice_attention(int threads, const sluice_attn_desc &d, const T *q,
+                                       const T *k, const T *v, const MT *mask, const RT *cosp,
+                                       const RT *sinp, T *out) {
+  if constexpr (std::is_same<T, double>::value) {
+    return sluice_attention_simple<double>(threads, d, q, k, v, mask, cosp, sinp, out);
+  } else {
+  sluice_blas_threads(1);
+  int64_t batches = 1;
+  for (int x = 0; x < d.nbatch; ++x)
+    batches *= d.batch[x];
+  if (batches == 0 || d.sq == 0 || d.dv == 0)
+    return 0;
+  const int64_t sq = d.sq, sk = d.sk, hd = d.d, dv = d.dv;
+  const int64_t mb = sluice_attn_block(d, batches, threads);
+  const int64_t qBlocks = (sq + mb - 1) / mb, tiles = batches * qBlocks;
+  // V rows in place: f32 with unit-stride head columns.
+  const bool vInPlace = std::is_same<T, float>::value && d.v.col == 1;
+  const int64_t ldkt = sk, lds = sk > 0 ? sk : 1;
+  // Scratch per thread: K^T, packed V, the query block, scores, outputs,
+  // row scales.
+  const int64_t ktSize = (hd * ldkt + 15) / 16 * 16, vSize = vInPlace ? 0 : (sk * dv + 15) / 16 * 16,
+                qSize = (mb * hd + 15) / 16 * 16, sSize = (mb * lds + 15) / 16 * 16,
+                oSize = (mb * dv + 15) / 16 * 16;
+  const int64_t total = ktSize + vSize + qSize + sSize + oSize + mb + 16;
+  const double work = 2.0 * (double)batches * sq * sk * (hd + dv);
+  int failed = 0;
+#pragma omp parallel num_threads(threads) if (threads > 1 && tiles > 1 && work > 1e6)
+  {
+    float *ws = sluice_attn_scratch(total);
+    if (!ws) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    float *kt = ws, *vp = kt + ktSize, *qp = vp + vSize, *s = qp + qSize, *o = s + sSize,
+          *inv = o + oSize;
+    // The batch offsets K^T / V were last packed for (per thread).
+    int64_t packedK = -1, packedCos = -1, packedSin = -1, packedV = -1;
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tiles; ++t) {
+      if (!ws)
+        continue;
+      const int64_t b = t / qBlocks, i0 = (t % qBlocks) * mb;
+      const int64_t rows = sq - i0 < mb ? sq - i0 : mb;
+      // Keys the block sees: causal rows i see j <= i + sk - sq.
+      int64_t nk = sk;
+      if (d.causal) {
+        nk = i0 + rows + sk - sq;
+        nk = nk < 0 ? 0 : (nk > sk ? sk : nk);
+      }
+      const int64_t ko = sluice_attn_offset(d, d.k, b);
+      const int64_t cko = d.rotary ? sluice_attn_offset(d, d.cos_k, b) : 0;
+      const int64_t sko = d.rotary ? sluice_attn_offset(d, d.sin_k, b) : 0;
+      if (ko != packedK || cko != packedCos || sko != packedSin) {
+        // K^T: kt[c * ldkt + j] = rot(k)[j][c].
+        for (int64_t j = 0; j < sk; ++j) {
+          const T *kj = k + ko + j * d.k.row;
+          if (d.rotary)
+            sluice_attn_rotate<T, RT, float>(hd, kj, d.k.col, cosp + cko + j * d.cos_k.row,
+                                             sinp + sko + j * d.sin_k.row, d.cos_k.col,
+                                             d.sin_k.col, 1.0f, kt + j, ldkt);
+          else if (d.k.col == 1)
+            for (int64_t c = 0; c < hd; ++c)
+              kt[c * ldkt + j] = (float)sluice_load(kj[c]);
+          else
+            for (int64_t c = 0; c < hd; ++c)
+              kt[c * ldkt + j] = (float)sluice_load(kj[c * d.k.col]);
+        }
+        packedK = ko;
+        packedCos = cko;
+        packedSin = sko;
+      }
+      const int64_t vo = sluice_attn_offset(d, d.v, b);
+      const float *vb;
+      int64_t ldv;
+      if (vInPlace) {
+        vb = (const float *)(const void *)(v + vo);
+        ldv = d.v.row;
+      } else {
+        if (vo != packedV) {
+          for (int64_t j = 0; j < sk; ++j)
+            for (int64_t c = 0; c < dv; ++c)
+              vp[j * dv + c] = (float)sluice_load(v[vo + j * d.v.row + c * d.v.col]);
+          packedV = vo;
+        }
+        vb = vp;
+        ldv = dv;
+      }
+      // The query block, rotated and scaled.
+      const int64_t qo = sluice_attn_offset(d, d.q, b);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = i0 + r;
+        const T *qi = q + qo + i * d.q.row;
+        float *dst = qp + r * hd;
+        if (d.rotary)
+          sluice_attn_rotate<T, RT, float>(
+              hd, qi, d.q.col, cosp + sluice_attn_offset(d, d.cos_q, b) + i * d.cos_q.row,
+              sinp + sluice_attn_offset(d, d.sin_q, b) + i * d.sin_q.row, d.cos_q.col,
+              d.sin_q.col, d.scale, dst, 1);
+        else if (d.q.col == 1)
+          for (int64_t c = 0; c < hd; ++c)
+            dst[c] = (float)sluice_load(qi[c]) * d.scale;
+        else
+          for (int64_t c = 0; c < hd; ++c)
+            dst[c] = (float)sluice_load(qi[c * d.q.col]) * d.scale;
+      }
+      // Scores over the visible keys.
+      if (nk > 0)
+        sluice_gemm<float>::run(rows, nk, hd, qp, hd, kt, ldkt, s, lds);
+      const int64_t mo = d.mask ? sluice_attn_offset(d, d.m, b) : 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = i0 + r;
+        float *sr = s + r * lds;
+        int64_t lim = nk;
+        if (d.causal) {
+          lim = i + sk - sq + 1;
+          lim = lim < 0 ? 0 : (lim > nk ? nk : lim);
+        }
+        if (d.mask == 1) {
+          const MT *mr = mask + mo + i * d.m.row;
+          if (d.m.col == 1) {
+#pragma omp simd
+            for (int64_t j = 0; j < lim; ++j)
+              sr[j] += (float)sluice_load(mr[j]);
+          } else if (d.m.col == 0) {
+            const float add = (float)sluice_load(mr[0]);
+#pragma omp simd
+            for (int64_t j = 0; j < lim; ++j)
+              sr[j] += add;
+          } else {
+            for (int64_t j = 0; j < lim; ++j)
+              sr[j] += (float)sluice_load(mr[j * d.m.col]);
+          }
+        } else if (d.mask == 2) {
+          const MT *mr = mask + mo + i * d.m.row;
+          for (int64_t j = 0; j < lim; ++j)
+            if (!mr[j * d.m.col])
+              sr[j] = -INFINITY;
+        }
+        const int64_t body = lim / 16 * 16;
+        sluice_v16f mv = sluice_v16_splat(-INFINITY);
+        for (int64_t j = 0; j < body; j += 16) {
+          sluice_v16f x = sluice_v16_load(sr + j);
+          mv = x > mv ? x : mv;
+        }
+        float mx = sluice_v16_max(mv);
+        for (int64_t j = body; j < lim; ++j)
+          mx = sr[j] > mx ? sr[j] : mx;
+        if (lim == 0 || mx == -INFINITY) {
+          // Every key masked out: NaN, as the evaluator (and Where ->
+          // Softmax) gives.
+          for (int64_t j = 0; j < nk; ++j)
+            sr[j] = 0.0f;
+          inv[r] = NAN;
+          continue;
+        }
+        sluice_v16f sv = sluice_v16f{};
+        for (int64_t j = 0; j < body; j += 16) {
+          sluice_v16f e = sluice_exp_v16(sluice_v16_load(sr + j) - mx);
+          sluice_v16_store(sr + j, e);
+          sv += e;
+        }
+        float sum = sluice_v16_sum(sv);
+        for (int64_t j = body; j < lim; ++j) {
+          float e = sluice_exp_fast(sr[j] - mx);
+          sr[j] = e;
+          sum += e;
+        }
+        for (int64_t j = lim; j < nk; ++j)
+          sr[j] = 0.0f;
+        inv[r] = 1.0f / sum;
+      }
+      // O = P V, scaled per row on the way out.
+      const int64_t oo = sluice_attn_offset(d, d.out, b);
+      if (nk > 0) {
+        sluice_gemm<float>::run(rows, dv, nk, s, lds, vb, ldv, o, dv);
+      } else {
+        for (int64_t x = 0; x < rows * dv; ++x)
+          o[x] = 0.0f;
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        const float f = inv[r];
+        const float *orow = o + r * dv;
+        T *dst = out + oo + (i0 + r) * d.out.row;
+        if (d.out.col == 1) {
+          if constexpr (std::is_same<T, float>::value) {
+            float *fd = (float *)(void *)dst;
+#pragma omp simd
+            for (int64_t c = 0; c < dv; ++c)
+              fd[c] = orow[c] * f;
+          } else {
+            for (int64_t c = 0; c < dv; ++c)
+              dst[c] = SLUICE_STORE(T, orow[c] * f);
+          }
+        } else {
+          for (int64_t c = 0; c < dv; ++c)
+            dst[c * d.out.col] = SLUICE_STORE(T, orow[c] * f);
+        }
+      }
+    }
+  }
+  return failed;
+  }
+}
+
+#endif // SLUICE_GEN_CPU_ATTENTION_H
