@@ -152,7 +152,7 @@ static inline int32_t sluice_attention_simple(int threads, const sluice_attn_des
       acc *= (C)d.scale;
       if (d.mask == 1)
         acc += (C)sluice_load(mask[mo + j * d.m.col]);
-      else if (d.mask == 2 && !mask[mo + j * d.m.col])
+      else if (d.mask == 2 && !sluice_load(mask[mo + j * d.m.col]))
         acc = -inf;
       if (d.causal && j > i + d.sk - d.sq)
         acc = -inf;
@@ -327,7 +327,7 @@ static inline int32_t sluice_attention(int threads, const sluice_attn_desc &d, c
         } else if (d.mask == 2) {
           const MT *mr = mask + mo + i * d.m.row;
           for (int64_t j = 0; j < lim; ++j)
-            if (!mr[j * d.m.col])
+            if (!sluice_load(mr[j * d.m.col]))
               sr[j] = -INFINITY;
         }
         const int64_t body = lim / 16 * 16;
