@@ -442,10 +442,6 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     ++step;
   }
 
-  // Kernels calling the GEMMs of cpu_blas.h themselves (fused attention).
-  if (headers.count("sluice_gen/cpu_blas.h") || headers.count("sluice_gen/cpu_attention.h"))
-    model.usesBlas = true;
-
   // Outputs not written in place: copies at the end.
   for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
     std::string out = "args->outputs[" + std::to_string(index) + "]";

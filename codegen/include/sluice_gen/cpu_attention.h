@@ -15,22 +15,23 @@
 //
 // Float path (f32, f16, bf16 storage; arithmetic in f32), per (batch, block
 // of query rows) tile, tiles spread over OpenMP threads:
-//   1. K^T (rotated) packed into a per-thread [D x Sk] scratch, once per
-//      batch the thread sees; V packed into [Sk x Dv] unless it is f32 with
-//      unit-stride columns (then its rows are read in place);
+//   1. K^T (rotated) and V packed into per-thread scratch in the SGEMM
+//      micro-kernel's 32-column panels, once per batch the thread sees
+//      (every query block of the batch reuses them: no packing in the GEMMs);
 //   2. the query block packed (rotated, times scale) into [rows x D];
-//   3. S = Qblk K^T with the AVX-512 SGEMM over the keys the block can see
-//      (causal: the masked key range is skipped);
+//   3. S = Qblk K^T with the AVX-512 micro-kernel (cpu_gemm.h) over the keys
+//      the block can see (causal: the masked key range is skipped);
 //   4. mask, row max, exp (16 lanes), sums; keys past a row's causal limit
 //      get probability 0;
-//   5. O = P V (SGEMM), rows scaled by 1/sum while written out.
+//   5. O = P V (micro-kernel), rows scaled by 1/sum while written out.
+// Without AVX-512 the GEMMs are plain loops over the same panels.
 // f64 uses a plain loop nest in double (as the evaluator).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_GEN_CPU_ATTENTION_H
 #define SLUICE_GEN_CPU_ATTENTION_H
 
-#include "sluice_gen/cpu_blas.h"
+#include "sluice_gen/cpu_gemm.h"
 #include "sluice_gen/cpu_reduce.h"
 
 #include <math.h>
@@ -90,6 +91,94 @@ static inline int64_t sluice_attn_offset(const sluice_attn_desc &d, const sluice
   }
   return off;
 }
+
+/// Width of the packed panels of K^T and V: the SGEMM micro-kernel's.
+#define SLUICE_ATTN_NR 32
+
+/// C[m x n] = A[m x kc] B, B packed in SLUICE_ATTN_NR-column panels (panel
+/// j at bp + j * panelStride holds B[p][j*NR + q] at p*NR + q, zero-padded
+/// past n): the SGEMM's micro-kernel without its packing pass, since K^T
+/// and V are packed once per batch and reused by every query block.
+static inline void sluice_attn_gemm(int64_t m, int64_t n, int64_t kc, const float *a,
+                                    int64_t lda, const float *bp, int64_t panelStride, float *c,
+                                    int64_t ldc) {
+  const int64_t NR = SLUICE_ATTN_NR;
+#if defined(__AVX512F__)
+  if (kc <= 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = 0.0f;
+    return;
+  }
+  // Row panels of near-equal height (as sluice_sgemm::gemm).
+  const int64_t panels = (m + sluice_sgemm::MR - 1) / sluice_sgemm::MR;
+  if (panels == 0)
+    return;
+  const int64_t base = m / panels, extra = m % panels;
+  for (int64_t jr = 0; jr < n; jr += NR) {
+    const int64_t cols = n - jr < NR ? n - jr : NR;
+    const float *panel = bp + (jr / NR) * panelStride;
+    for (int64_t r = 0, ir = 0; r < panels; ++r) {
+      const int64_t rows = base + (r < extra ? 1 : 0);
+      if (cols > 16)
+        sluice_sgemm::kernel_rows<2, true>(rows, kc, a + ir * lda, lda, panel, NR,
+                                           c + ir * ldc + jr, ldc, cols, false, nullptr);
+      else
+        sluice_sgemm::kernel_rows<1, true>(rows, kc, a + ir * lda, lda, panel, NR,
+                                           c + ir * ldc + jr, ldc, cols, false, nullptr);
+      ir += rows;
+    }
+  }
+#else
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t jr = 0; jr < n; jr += NR) {
+      const int64_t cols = n - jr < NR ? n - jr : NR;
+      const float *panel = bp + (jr / NR) * panelStride;
+      float acc[SLUICE_ATTN_NR] = {0};
+      for (int64_t p = 0; p < kc; ++p) {
+        const float x = a[i * lda + p];
+#pragma omp simd
+        for (int64_t q = 0; q < NR; ++q)
+          acc[q] += x * panel[p * NR + q];
+      }
+      for (int64_t q = 0; q < cols; ++q)
+        c[i * ldc + jr + q] = acc[q];
+    }
+#endif
+}
+
+#if defined(__AVX512F__)
+/// Transposes a 16 x 16 block: row r of the source (src + r * lds, 16
+/// floats) becomes column r of the destination (dst + c * ldd).
+static inline void sluice_attn_transpose16(const float *src, int64_t lds, float *dst,
+                                           int64_t ldd) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i)
+    r[i] = _mm512_loadu_ps(src + i * lds);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // Lane L of r[4g + x] now: rows 4g..4g+3 of column 4L + x.
+  for (int g = 0; g < 4; ++g) {
+    r[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+    r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+  }
+  for (int h = 0; h < 2; ++h)
+    for (int x = 0; x < 4; ++x) {
+      t[8 * h + x] = _mm512_shuffle_f32x4(r[8 * h + x], r[8 * h + 4 + x], 0x88);
+      t[8 * h + 4 + x] = _mm512_shuffle_f32x4(r[8 * h + x], r[8 * h + 4 + x], 0xDD);
+    }
+  for (int x = 0; x < 4; ++x) {
+    _mm512_storeu_ps(dst + x * ldd, _mm512_shuffle_f32x4(t[x], t[8 + x], 0x88));
+    _mm512_storeu_ps(dst + (8 + x) * ldd, _mm512_shuffle_f32x4(t[x], t[8 + x], 0xDD));
+    _mm512_storeu_ps(dst + (4 + x) * ldd, _mm512_shuffle_f32x4(t[4 + x], t[12 + x], 0x88));
+    _mm512_storeu_ps(dst + (12 + x) * ldd, _mm512_shuffle_f32x4(t[4 + x], t[12 + x], 0xDD));
+  }
+}
+#endif
 
 /// Row `x` (D elements, column stride xs) rotated with cos/sin rows into
 /// dst, times `mul`: x * cos + rotate_half(x) * sin.
@@ -198,23 +287,21 @@ static inline int32_t sluice_attention(int threads, const sluice_attn_desc &d, c
   if constexpr (std::is_same<T, double>::value) {
     return sluice_attention_simple<double>(threads, d, q, k, v, mask, cosp, sinp, out);
   } else {
-  sluice_blas_threads(1);
   int64_t batches = 1;
   for (int x = 0; x < d.nbatch; ++x)
     batches *= d.batch[x];
   if (batches == 0 || d.sq == 0 || d.dv == 0)
     return 0;
   const int64_t sq = d.sq, sk = d.sk, hd = d.d, dv = d.dv;
+  const float scale = d.scale;
   const int64_t mb = sluice_attn_block(d, batches, threads);
   const int64_t qBlocks = (sq + mb - 1) / mb, tiles = batches * qBlocks;
-  // V rows in place: f32 with unit-stride head columns.
-  const bool vInPlace = std::is_same<T, float>::value && d.v.col == 1;
-  const int64_t ldkt = sk, lds = sk > 0 ? sk : 1;
-  // Scratch per thread: K^T, packed V, the query block, scores, outputs,
-  // row scales.
-  const int64_t ktSize = (hd * ldkt + 15) / 16 * 16, vSize = vInPlace ? 0 : (sk * dv + 15) / 16 * 16,
-                qSize = (mb * hd + 15) / 16 * 16, sSize = (mb * lds + 15) / 16 * 16,
-                oSize = (mb * dv + 15) / 16 * 16;
+  // Scratch per thread: K^T and V in panels, the query block, scores,
+  // outputs, row scales.
+  const int64_t NR = SLUICE_ATTN_NR, lds = sk > 0 ? (sk + 15) / 16 * 16 : 16;
+  const int64_t ktPanel = NR * hd, vPanel = NR * sk;
+  const int64_t ktSize = (sk + NR - 1) / NR * ktPanel, vSize = (dv + NR - 1) / NR * vPanel,
+                qSize = (mb * hd + 15) / 16 * 16, sSize = mb * lds, oSize = (mb * dv + 15) / 16 * 16;
   const int64_t total = ktSize + vSize + qSize + sSize + oSize + mb + 16;
   const double work = 2.0 * (double)batches * sq * sk * (hd + dv);
   int failed = 0;
@@ -245,39 +332,66 @@ static inline int32_t sluice_attention(int threads, const sluice_attn_desc &d, c
       const int64_t cko = d.rotary ? sluice_attn_offset(d, d.cos_k, b) : 0;
       const int64_t sko = d.rotary ? sluice_attn_offset(d, d.sin_k, b) : 0;
       if (ko != packedK || cko != packedCos || sko != packedSin) {
-        // K^T: kt[c * ldkt + j] = rot(k)[j][c].
-        for (int64_t j = 0; j < sk; ++j) {
+        // K^T in panels: key j, head column c at
+        // kt[(j / NR) * ktPanel + c * NR + j % NR]; keys past sk zero.
+        int64_t jDone = 0;
+#if defined(__AVX512F__)
+        if constexpr (std::is_same<T, float>::value) {
+          // f32 rows with unit-stride columns: 16 x 16 block transposes.
+          if (!d.rotary && d.k.col == 1 && hd % 16 == 0) {
+            for (; jDone + 16 <= sk; jDone += 16)
+              for (int64_t c0 = 0; c0 < hd; c0 += 16)
+                sluice_attn_transpose16(k + ko + jDone * d.k.row + c0, d.k.row,
+                                        kt + (jDone / NR) * ktPanel + c0 * NR + jDone % NR,
+                                        NR);
+          }
+        }
+#endif
+        for (int64_t j = jDone; j < (sk + NR - 1) / NR * NR; ++j) {
+          float *dst = kt + (j / NR) * ktPanel + j % NR;
+          if (j >= sk) {
+            for (int64_t c = 0; c < hd; ++c)
+              dst[c * NR] = 0.0f;
+            continue;
+          }
           const T *kj = k + ko + j * d.k.row;
           if (d.rotary)
             sluice_attn_rotate<T, RT, float>(hd, kj, d.k.col, cosp + cko + j * d.cos_k.row,
                                              sinp + sko + j * d.sin_k.row, d.cos_k.col,
-                                             d.sin_k.col, 1.0f, kt + j, ldkt);
+                                             d.sin_k.col, 1.0f, dst, NR);
           else if (d.k.col == 1)
             for (int64_t c = 0; c < hd; ++c)
-              kt[c * ldkt + j] = (float)sluice_load(kj[c]);
+              dst[c * NR] = (float)sluice_load(kj[c]);
           else
             for (int64_t c = 0; c < hd; ++c)
-              kt[c * ldkt + j] = (float)sluice_load(kj[c * d.k.col]);
+              dst[c * NR] = (float)sluice_load(kj[c * d.k.col]);
         }
         packedK = ko;
         packedCos = cko;
         packedSin = sko;
       }
       const int64_t vo = sluice_attn_offset(d, d.v, b);
-      const float *vb;
-      int64_t ldv;
-      if (vInPlace) {
-        vb = (const float *)(const void *)(v + vo);
-        ldv = d.v.row;
-      } else {
-        if (vo != packedV) {
-          for (int64_t j = 0; j < sk; ++j)
-            for (int64_t c = 0; c < dv; ++c)
-              vp[j * dv + c] = (float)sluice_load(v[vo + j * d.v.row + c * d.v.col]);
-          packedV = vo;
+      if (vo != packedV) {
+        // V in panels: key j, column c at vp[(c / NR) * vPanel + j * NR + c % NR];
+        // columns past dv zero.
+        for (int64_t j = 0; j < sk; ++j) {
+          const T *vj = v + vo + j * d.v.row;
+          for (int64_t c0 = 0; c0 < dv; c0 += NR) {
+            float *dst = vp + (c0 / NR) * vPanel + j * NR;
+            const int64_t cols = dv - c0 < NR ? dv - c0 : NR;
+            if (d.v.col == 1) {
+#pragma omp simd
+              for (int64_t c = 0; c < cols; ++c)
+                dst[c] = (float)sluice_load(vj[c0 + c]);
+            } else {
+              for (int64_t c = 0; c < cols; ++c)
+                dst[c] = (float)sluice_load(vj[(c0 + c) * d.v.col]);
+            }
+            for (int64_t c = cols; c < NR; ++c)
+              dst[c] = 0.0f;
+          }
         }
-        vb = vp;
-        ldv = dv;
+        packedV = vo;
       }
       // The query block, rotated and scaled.
       const int64_t qo = sluice_attn_offset(d, d.q, b);
@@ -290,16 +404,18 @@ static inline int32_t sluice_attention(int threads, const sluice_attn_desc &d, c
               hd, qi, d.q.col, cosp + sluice_attn_offset(d, d.cos_q, b) + i * d.cos_q.row,
               sinp + sluice_attn_offset(d, d.sin_q, b) + i * d.sin_q.row, d.cos_q.col,
               d.sin_q.col, d.scale, dst, 1);
-        else if (d.q.col == 1)
+        else if (d.q.col == 1) {
+#pragma omp simd
           for (int64_t c = 0; c < hd; ++c)
-            dst[c] = (float)sluice_load(qi[c]) * d.scale;
-        else
+            dst[c] = (float)sluice_load(qi[c]) * scale;
+        } else {
           for (int64_t c = 0; c < hd; ++c)
-            dst[c] = (float)sluice_load(qi[c * d.q.col]) * d.scale;
+            dst[c] = (float)sluice_load(qi[c * d.q.col]) * scale;
+        }
       }
       // Scores over the visible keys.
       if (nk > 0)
-        sluice_gemm<float>::run(rows, nk, hd, qp, hd, kt, ldkt, s, lds);
+        sluice_attn_gemm(rows, nk, hd, qp, hd, kt, ktPanel, s, lds);
       const int64_t mo = d.mask ? sluice_attn_offset(d, d.m, b) : 0;
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r;
@@ -365,12 +481,7 @@ static inline int32_t sluice_attention(int threads, const sluice_attn_desc &d, c
       }
       // O = P V, scaled per row on the way out.
       const int64_t oo = sluice_attn_offset(d, d.out, b);
-      if (nk > 0) {
-        sluice_gemm<float>::run(rows, dv, nk, s, lds, vb, ldv, o, dv);
-      } else {
-        for (int64_t x = 0; x < rows * dv; ++x)
-          o[x] = 0.0f;
-      }
+      sluice_attn_gemm(rows, dv, nk, s, lds, vp, vPanel, o, dv);
       for (int64_t r = 0; r < rows; ++r) {
         const float f = inv[r];
         const float *orow = o + r * dv;
