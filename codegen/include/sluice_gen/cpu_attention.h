@@ -130,20 +130,32 @@ static inline void sluice_attn_gemm(int64_t m, int64_t n, int64_t kc, const floa
     }
   }
 #else
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t jr = 0; jr < n; jr += NR) {
-      const int64_t cols = n - jr < NR ? n - jr : NR;
-      const float *panel = bp + (jr / NR) * panelStride;
-      float acc[SLUICE_ATTN_NR] = {0};
+  // Four rows at a time: each panel row is loaded once for four FMAs.
+  for (int64_t jr = 0; jr < n; jr += NR) {
+    const int64_t cols = n - jr < NR ? n - jr : NR;
+    const float *panel = bp + (jr / NR) * panelStride;
+    for (int64_t i0 = 0; i0 < m; i0 += 4) {
+      const int64_t rows = m - i0 < 4 ? m - i0 : 4;
+      float acc[4][SLUICE_ATTN_NR] = {};
       for (int64_t p = 0; p < kc; ++p) {
-        const float x = a[i * lda + p];
+        const float *bq = panel + p * NR;
+        const float x0 = a[i0 * lda + p];
+        const float x1 = rows > 1 ? a[(i0 + 1) * lda + p] : 0.0f;
+        const float x2 = rows > 2 ? a[(i0 + 2) * lda + p] : 0.0f;
+        const float x3 = rows > 3 ? a[(i0 + 3) * lda + p] : 0.0f;
 #pragma omp simd
-        for (int64_t q = 0; q < NR; ++q)
-          acc[q] += x * panel[p * NR + q];
+        for (int64_t q = 0; q < SLUICE_ATTN_NR; ++q) {
+          acc[0][q] += x0 * bq[q];
+          acc[1][q] += x1 * bq[q];
+          acc[2][q] += x2 * bq[q];
+          acc[3][q] += x3 * bq[q];
+        }
       }
-      for (int64_t q = 0; q < cols; ++q)
-        c[i * ldc + jr + q] = acc[q];
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t q = 0; q < cols; ++q)
+          c[(i0 + r) * ldc + jr + q] = acc[r][q];
     }
+  }
 #endif
 }
 
