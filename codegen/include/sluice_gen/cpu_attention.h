@@ -289,16 +289,11 @@ static inline int64_t sluice_attn_block(const sluice_attn_desc &d, int64_t batch
   return mb > 0 ? mb : 1;
 }
 
-/// Fused attention (see the file comment). T: q/k/v/out storage, MT: mask
-/// storage (T, or bool for a keep-mask), RT: cos/sin storage. Returns 0, or
-/// 1 when scratch memory cannot be had.
+/// The float path of sluice_attention (f32, f16, bf16 storage).
 template <typename T, typename MT, typename RT>
-static inline int32_t sluice_attention(int threads, const sluice_attn_desc &d, const T *q,
-                                       const T *k, const T *v, const MT *mask, const RT *cosp,
-                                       const RT *sinp, T *out) {
-  if constexpr (std::is_same<T, double>::value) {
-    return sluice_attention_simple<double>(threads, d, q, k, v, mask, cosp, sinp, out);
-  } else {
+static inline int32_t sluice_attention_f32(int threads, const sluice_attn_desc &d, const T *q,
+                                           const T *k, const T *v, const MT *mask,
+                                           const RT *cosp, const RT *sinp, T *out) {
   int64_t batches = 1;
   for (int x = 0; x < d.nbatch; ++x)
     batches *= d.batch[x];
@@ -437,7 +432,25 @@ static inline int32_t sluice_attention(int threads, const sluice_attn_desc &d, c
           lim = i + sk - sq + 1;
           lim = lim < 0 ? 0 : (lim > nk ? nk : lim);
         }
-        if (d.mask == 1) {
+        const int64_t body = lim / 16 * 16;
+        sluice_v16f mv = sluice_v16_splat(-INFINITY);
+        int64_t maxDone = 0;
+        if constexpr (std::is_same<MT, float>::value) {
+          if (d.mask == 1 && d.m.col == 1) {
+            // f32 additive mask: added in the max pass.
+            const float *mr = mask + mo + i * d.m.row;
+            for (; maxDone < body; maxDone += 16) {
+              sluice_v16f x = sluice_v16_load(sr + maxDone) + sluice_v16_load(mr + maxDone);
+              sluice_v16_store(sr + maxDone, x);
+              mv = x > mv ? x : mv;
+            }
+            for (int64_t j = body; j < lim; ++j)
+              sr[j] += mr[j];
+          }
+        }
+        if (maxDone) {
+          // Done above.
+        } else if (d.mask == 1) {
           const MT *mr = mask + mo + i * d.m.row;
           if (d.m.col == 1) {
 #pragma omp simd
@@ -458,9 +471,7 @@ static inline int32_t sluice_attention(int threads, const sluice_attn_desc &d, c
             if (!sluice_load(mr[j * d.m.col]))
               sr[j] = -INFINITY;
         }
-        const int64_t body = lim / 16 * 16;
-        sluice_v16f mv = sluice_v16_splat(-INFINITY);
-        for (int64_t j = 0; j < body; j += 16) {
+        for (int64_t j = maxDone; j < body; j += 16) {
           sluice_v16f x = sluice_v16_load(sr + j);
           mv = x > mv ? x : mv;
         }
@@ -516,7 +527,19 @@ static inline int32_t sluice_attention(int threads, const sluice_attn_desc &d, c
     }
   }
   return failed;
-  }
+}
+
+/// Fused attention (see the file comment). T: q/k/v/out storage, MT: mask
+/// storage (T, or bool for a keep-mask), RT: cos/sin storage. Returns 0, or
+/// 1 when scratch memory cannot be had.
+template <typename T, typename MT, typename RT>
+static inline int32_t sluice_attention(int threads, const sluice_attn_desc &d, const T *q,
+                                       const T *k, const T *v, const MT *mask, const RT *cosp,
+                                       const RT *sinp, T *out) {
+  if constexpr (std::is_same<T, double>::value)
+    return sluice_attention_simple<double>(threads, d, q, k, v, mask, cosp, sinp, out);
+  else
+    return sluice_attention_f32(threads, d, q, k, v, mask, cosp, sinp, out);
 }
 
 #endif // SLUICE_GEN_CPU_ATTENTION_H
