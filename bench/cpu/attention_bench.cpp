@@ -18,7 +18,7 @@
 // Build (from the repository root):
 //   c++ -std=c++17 -O2 -march=native -fopenmp -I codegen/include -I include \
 //       bench/cpu/attention_bench.cpp -lopenblas -o /tmp/attention_bench
-//   /tmp/attention_bench [threads ...]      (default: 1 and all cores)
+//   /tmp/attention_bench [--seq=N] [threads ...]   (default: S = 128; 1 and all cores)
 // It checks the fused result against the unfused one (max abs difference)
 // before timing.
 #include "sluice_gen/cpu_attention.h"
@@ -31,11 +31,13 @@
 #include <cstdlib>
 #include <omp.h>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
 
-constexpr int64_t B = 1, H = 12, S = 128, D = 64, HID = H * D;
+constexpr int64_t B = 1, H = 12, D = 64, HID = H * D;
+int64_t S = 128; // --seq=N
 
 /// Median and minimum seconds of single calls (after warm-up calls) over
 /// about a second: the minimum is the steadier number on a shared machine.
@@ -164,8 +166,12 @@ void unfused(int threads, Buffers &b) {
 
 int main(int argc, char **argv) {
   std::vector<int> threadCounts;
-  for (int i = 1; i < argc; ++i)
-    threadCounts.push_back(atoi(argv[i]));
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]).rfind("--seq=", 0) == 0)
+      S = atoll(argv[i] + 6);
+    else
+      threadCounts.push_back(atoi(argv[i]));
+  }
   if (threadCounts.empty()) {
     threadCounts.push_back(1);
     if (omp_get_num_procs() > 1)
