@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <omp.h>
 #include <random>
 #include <string>
@@ -40,25 +41,35 @@ constexpr int64_t B = 1, H = 12, D = 64, HID = H * D;
 int64_t S = 128; // --seq=N
 
 /// Median and minimum seconds of single calls (after warm-up calls) over
-/// about a second: the minimum is the steadier number on a shared machine.
+/// about three seconds, the variants interleaved call by call so that a
+/// change in the machine's load hits all of them alike; the minimum is the
+/// steadier number on a shared machine.
 struct Timing {
   double median, min;
 };
 
-template <typename F> Timing time_calls(F &&f) {
+template <typename... F> std::vector<Timing> time_calls(F &&...fs) {
+  std::vector<std::function<void()>> calls = {fs...};
   for (int i = 0; i < 20; ++i)
-    f();
-  std::vector<double> samples;
+    for (auto &f : calls)
+      f();
+  std::vector<std::vector<double>> samples(calls.size());
   double spent = 0;
-  while (samples.size() < 50 || (spent < 1.0 && samples.size() < 20000)) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    samples.push_back(s);
-    spent += s;
+  while (samples[0].size() < 50 || (spent < 3.0 && samples[0].size() < 20000)) {
+    for (size_t v = 0; v < calls.size(); ++v) {
+      auto t0 = std::chrono::steady_clock::now();
+      calls[v]();
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      samples[v].push_back(s);
+      spent += s;
+    }
   }
-  std::sort(samples.begin(), samples.end());
-  return {samples[samples.size() / 2], samples.front()};
+  std::vector<Timing> out;
+  for (auto &v : samples) {
+    std::sort(v.begin(), v.end());
+    out.push_back({v[v.size() / 2], v.front()});
+  }
+  return out;
 }
 
 struct Buffers {
@@ -210,9 +221,9 @@ int main(int argc, char **argv) {
   }
   const double flops = 2.0 * B * H * S * S * (D + D);
   for (int t : threadCounts) {
-    Timing tf = time_calls([&] { fused(t, d, b); });
-    Timing tu = time_calls([&] { unfused(t, b); });
-    Timing tc = time_calls([&] { core(t, b); });
+    std::vector<Timing> times = time_calls([&] { fused(t, d, b); }, [&] { unfused(t, b); },
+                                           [&] { core(t, b); });
+    const Timing tf = times[0], tu = times[1], tc = times[2];
     for (int min = 0; min < 2; ++min) {
       double f = min ? tf.min : tf.median, u = min ? tu.min : tu.median,
              c = min ? tc.min : tc.median;
