@@ -278,13 +278,14 @@ static inline int32_t sluice_attention_simple(int threads, const sluice_attn_des
 }
 
 /// Rows of a query block: up to 64, fewer when there would not be two tiles
-/// per thread.
+/// per thread or when the block's scores (rows x Sk floats) would leave L2
+/// (long sequences: 1 MiB at most down to 16 rows).
 static inline int64_t sluice_attn_block(const sluice_attn_desc &d, int64_t batches,
                                         int threads) {
   if (d.block > 0)
     return d.block < d.sq ? d.block : (d.sq > 0 ? d.sq : 1);
   int64_t mb = d.sq < 64 ? d.sq : 64;
-  while (mb > 16 && batches * ((d.sq + mb - 1) / mb) < 2 * threads)
+  while (mb > 16 && (batches * ((d.sq + mb - 1) / mb) < 2 * threads || mb * d.sk > 262144))
     mb = (mb + 1) / 2;
   return mb > 0 ? mb : 1;
 }
