@@ -49,6 +49,85 @@ def SpecializeShapesPass : Pass<"sluice-specialize-shapes", "mlir::func::FuncOp"
 }
 
 //===----------------------------------------------------------------------===//
+// recognize
+//===----------------------------------------------------------------------===//
+
+def DecomposeCompositesPass : Pass<"sluice-decompose-composites", "mlir::func::FuncOp"> {
+  let summary = "Writes composites (gelu, silu, layer_norm, rms_norm, attention) as primitive ops";
+  let description = [{
+    The inverse of the recognizers, exactly each op's semantics: GELU as
+    erf/tanh arithmetic, SiLU as `x * sigmoid(x)`, the norms as
+    ReduceMean/Sub/Mul/Rsqrt with fp32 statistics, attention as rotary
+    (slices, negation, concat), the key transpose, MatMul, the scale, the
+    mask (Add for a float mask, Select with -inf for an i1 keep-mask, an
+    additive constant for `causal`), Softmax on the last axis and the second
+    MatMul. The fuse phase runs it first, restricted to the composites the
+    target has no kernel for (lib/pipeline/Pipeline.cpp,
+    `compositesToDecompose`); tests run it after the recognizers to compare
+    the two graphs numerically. Fails on a causal or rotary attention whose
+    sequence or head dims are not static.
+  }];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "Op names to decompose (e.g. sluice.attention,sluice.rms_norm); all composites when empty">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+def RecognizeActivationsPass : Pass<"sluice-recognize-activations", "mlir::func::FuncOp"> {
+  let summary = "Forms sluice.gelu and sluice.silu from their elementwise chains";
+  let description = [{
+    GELU, erf form: `0.5 * x * (1 + erf(x / sqrt(2)))` (or `x * 0.7071`);
+    tanh form: `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`
+    with `x^3` as `Pow(x, 3)` or `x * x * x`. The three-factor product may be
+    associated and ordered in any way; constants are compared with a
+    relative tolerance of 1e-4. SiLU: `x * sigmoid(x)`. Intermediates that
+    have users outside the chain, or that broadcast to a different shape,
+    stop the match.
+  }];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+def RecognizeAttentionPass : Pass<"sluice-recognize-attention", "mlir::func::FuncOp"> {
+  let summary = "Forms sluice.attention from MatMul/scale/mask/Softmax/MatMul chains";
+  let description = [{
+    Matches `MatMul(Q, Transpose(K))`, a positive constant scale (Div or
+    Mul, after the MatMul or on Q and K before it), up to two masks (Add of
+    a float tensor, or Where with a -inf or <= -1e4 fill on either side, as
+    masked_fill writes it), `Softmax` on the last axis and `MatMul(., V)`.
+    The key operand is the transpose's source re-transposed with the last
+    two perm entries swapped. A constant mask that is exactly causal (0 /
+    -inf or <= -1e9, the same for every batch and head) becomes `causal =
+    true`; the other mask stays an operand (a Where condition becomes an i1
+    keep-mask, negated when it marks the dropped positions). Rotary
+    embeddings in rotate-half form applied to both Q and K with the same
+    cos/sin tables (and K already in [B..., Sk, D] layout) are absorbed as
+    the rotary operands. Refused: an additive mask followed by a scale; a
+    finite Where fill on a mask that is not constant, drops a whole row, or
+    comes with a second mask; two masks neither of which is causal, or a
+    causal one with a finite fill beside another; intermediates with users
+    outside the chain.
+  }];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+def RecognizeNormsPass : Pass<"sluice-recognize-norms", "mlir::func::FuncOp"> {
+  let summary = "Forms sluice.layer_norm and sluice.rms_norm from reduction chains";
+  let description = [{
+    LayerNorm as older exporters write it: `d = x - ReduceMean(x)`,
+    `ReduceMean(d^2)` (`Pow(d, 2)` or `d * d`), `+ eps`, then `d / Sqrt(.)`
+    or `d * Rsqrt(.)` / `Reciprocal(Sqrt(.))` / `1 / Sqrt(.)`, then optional
+    `* scale` and `+ bias`. RMSNorm: the same without the centering, with an
+    optional Cast to fp32 around it and an optional `* weight`. The means
+    must reduce the trailing axes with keepdims (axis = the first reduced
+    axis); scale and bias must broadcast into the normalized dims only; a
+    missing scale becomes ones. Intermediates with users outside the chain
+    stop the match.
+  }];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // fuse
 //===----------------------------------------------------------------------===//
 

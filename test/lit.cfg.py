@@ -14,6 +14,8 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs
 config.environment["PATH"] = os.pathsep.join(
     [config.sluice_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%python", config.python_executable))
+# The exported models of test/models (differential tests of the passes).
+config.substitutions.append(("%models", os.path.join(config.sluice_src_root, "test", "models")))
 config.substitutions.append(("%testdata", "/usr/share/libonnx-testdata/data"))
 # The hand-written bundle of test/unit/fixtures (its path has a space: quote
 # it in RUN lines).

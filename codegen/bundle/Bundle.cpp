@@ -174,7 +174,8 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
     const StepInfo &s = model.steps[i];
     m += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + jsonString(s.name) +
          ", \"kind\": " + jsonString(s.kind) + ", \"op\": " + jsonString(s.op) +
-         ", \"node\": " + jsonString(s.node) + "}";
+         ", \"node\": " + jsonString(s.node) + ", \"ops\": " + jsonStringList(s.ops) +
+         ", \"nodes\": " + jsonStringList(s.nodes) + "}";
   }
   m += model.steps.empty() ? "]\n" : "\n  ]\n";
   m += "}\n";

@@ -103,15 +103,10 @@ std::string numpyDtype(Type t) {
 
 namespace {
 
-/// The ONNX node an op came from (its name), or "".
+/// The (first) ONNX node an op came from, or "".
 std::string nodeName(Location loc) {
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (auto name = dyn_cast<NameLoc>(inner))
-        return name.getName().str();
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  return "";
+  auto names = onnx_import::onnxNodeNames(loc);
+  return names.empty() ? "" : names.front();
 }
 
 } // namespace
@@ -431,9 +426,9 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     for (Operation &inner : body.without_terminator())
       if (!isa<ConstantOp>(inner)) {
         stepInfo.ops.push_back(inner.getName().getStringRef().str());
-        std::string node = nodeName(inner.getLoc());
-        if (!node.empty() && llvm::find(stepInfo.nodes, node) == stepInfo.nodes.end())
-          stepInfo.nodes.push_back(node);
+        for (std::string &node : onnx_import::onnxNodeNames(inner.getLoc()))
+          if (llvm::find(stepInfo.nodes, node) == stepInfo.nodes.end())
+            stepInfo.nodes.push_back(std::move(node));
       }
     model.steps.push_back(std::move(stepInfo));
     (library ? model.libraryCalls : model.kernels)++;

@@ -61,10 +61,37 @@ std::string describeLocation(Location loc) {
     if (file.getLine() == 0)
       return file.getFilename().str();
   }
+  // An op fused from several nodes (a recognized composite): its first
+  // node and how many more.
+  if (isa<FusedLoc>(loc)) {
+    std::vector<std::string> names = onnxNodeNames(loc);
+    std::string fileName;
+    loc->walk([&](Location inner) {
+      if (auto file = dyn_cast<FileLineColLoc>(inner); file && fileName.empty())
+        fileName = file.getFilename().str();
+      return WalkResult::advance();
+    });
+    if (!names.empty())
+      return (fileName.empty() ? "" : fileName + ": ") + "node '" + names.front() + "'" +
+             (names.size() > 1 ? " (and " + std::to_string(names.size() - 1) + " more)" : "");
+  }
   std::string s;
   llvm::raw_string_ostream os(s);
   loc.print(os);
   return s;
+}
+
+std::vector<std::string> onnxNodeNames(Location loc) {
+  std::vector<std::string> names;
+  loc->walk([&](Location inner) {
+    if (auto name = dyn_cast<NameLoc>(inner)) {
+      std::string n = name.getName().str();
+      if (std::find(names.begin(), names.end(), n) == names.end())
+        names.push_back(std::move(n));
+    }
+    return WalkResult::advance();
+  });
+  return names;
 }
 
 void registerImportDialects(MLIRContext &context) {

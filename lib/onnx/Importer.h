@@ -47,6 +47,11 @@ mlir::Location nodeLocation(mlir::MLIRContext &context, llvm::StringRef file,
 /// location printed plainly otherwise.
 std::string describeLocation(mlir::Location loc);
 
+/// The names of the ONNX nodes a location comes from: one for an imported
+/// op, several for an op that passes fused from many (recognized
+/// composites), in order, without repeats; empty for other locations.
+std::vector<std::string> onnxNodeNames(mlir::Location loc);
+
 /// Registers the dialects the importer produces.
 void registerImportDialects(mlir::MLIRContext &context);
 

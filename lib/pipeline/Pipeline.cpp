@@ -45,7 +45,41 @@ void buildSimplifyPipeline(OpPassManager &pm, const CompilerOptions &) {
   pm.addPass(createCanonicalizerPass());
 }
 
-void buildFusePipeline(OpPassManager &pm, const CompilerOptions &) {
+void buildRecognizePipeline(OpPassManager &pm, const CompilerOptions &) {
+  // Norms and activations first: they shrink the chains the attention
+  // matcher walks past (a LayerNorm feeding Q/K/V is one op by then).
+  // Canonicalization then drops the constants and mask computations the
+  // rewritten chains no longer read.
+  pm.addNestedPass<func::FuncOp>(sluice::createRecognizeNormsPass());
+  pm.addNestedPass<func::FuncOp>(sluice::createRecognizeActivationsPass());
+  pm.addNestedPass<func::FuncOp>(sluice::createRecognizeAttentionPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+std::vector<std::string> compositesToDecompose(const std::string &target) {
+  // The composites each target's code generator has kernels for; the rest
+  // are decomposed back to primitive ops at the start of the fuse phase.
+  static const char *const kAll[] = {"sluice.gelu", "sluice.silu",
+                                     "sluice.layer_norm", "sluice.rms_norm",
+                                     "sluice.attention"};
+  std::vector<std::string> implemented;
+  if (target == "cpu")
+    implemented = {"sluice.gelu", "sluice.silu", "sluice.layer_norm", "sluice.rms_norm"};
+  std::vector<std::string> decompose;
+  for (const char *name : kAll)
+    if (!llvm::is_contained(implemented, name))
+      decompose.push_back(name);
+  return decompose;
+}
+
+void buildFusePipeline(OpPassManager &pm, const CompilerOptions &options) {
+  std::vector<std::string> decompose = compositesToDecompose(options.target);
+  if (!decompose.empty()) {
+    DecomposeCompositesPassOptions decomposeOptions;
+    decomposeOptions.ops.assign(decompose.begin(), decompose.end());
+    pm.addNestedPass<func::FuncOp>(sluice::createDecomposeCompositesPass(decomposeOptions));
+  }
   pm.addNestedPass<func::FuncOp>(sluice::createFormKernelsPass());
 }
 
@@ -60,6 +94,10 @@ void registerPipelines() {
   PassPipelineRegistration<>(
       "sluice-plan-pipeline", "The plan phase: arena offsets by liveness",
       [](OpPassManager &pm) { buildPlanPipeline(pm, CompilerOptions()); });
+  PassPipelineRegistration<>(
+      "sluice-recognize-pipeline",
+      "The recognize phase: norms, activations and attention as composite ops",
+      [](OpPassManager &pm) { buildRecognizePipeline(pm, CompilerOptions()); });
   PassPipelineRegistration<>(
       "sluice-simplify-pipeline",
       "The simplify phase: shape propagation, folding, canonicalization, CSE",
@@ -87,15 +125,19 @@ LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
     if (diag.getSeverity() == DiagnosticSeverity::Error)
       error += onnx_import::describeLocation(diag.getLocation()) + ": " +
                diag.str() + "\n";
+    if (diag.getSeverity() == DiagnosticSeverity::Remark && options.remarks)
+      options.remarks->push_back(onnx_import::describeLocation(diag.getLocation()) + ": " +
+                                 diag.str());
     return success();
   });
   struct Step {
     Phase phase;
     void (*build)(OpPassManager &, const CompilerOptions &);
   };
-  // recognize, compress and parallelize have no passes yet: models pass
-  // through them unchanged. emit is the caller's (it writes files).
+  // compress and parallelize have no passes yet: models pass through them
+  // unchanged. emit is the caller's (it writes files).
   const Step steps[] = {{Phase::Simplify, buildSimplifyPipeline},
+                        {Phase::Recognize, buildRecognizePipeline},
                         {Phase::Fuse, buildFusePipeline},
                         {Phase::Plan, buildPlanPipeline}};
   for (const Step &step : steps) {

@@ -38,13 +38,26 @@ struct CompilerOptions {
   /// Reshape target, Slice bounds, TopK's k) that a static bundle needs at
   /// build time, as TensorRT needs shape-tensor values in its profiles.
   std::map<std::string, std::string> boundInputs;
+  /// When set, the passes' remarks (why a fusion was refused ...) are
+  /// appended here as "where: message" lines (otherwise they are dropped).
+  std::vector<std::string> *remarks = nullptr;
 };
 
 /// simplify: shape propagation with constant folding of shape subgraphs,
 /// then canonicalization and CSE (which also remove dead code).
 void buildSimplifyPipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
 
-/// fuse: every compute op into one sluice.kernel group or library call.
+/// recognize: LayerNorm/RMSNorm, GELU/SiLU and attention chains become
+/// composite ops (passes/recognize).
+void buildRecognizePipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
+
+/// The composite op names (`sluice.attention`, ...) that `target` has no
+/// kernels for: the fuse phase decomposes them first.
+std::vector<std::string> compositesToDecompose(const std::string &target);
+
+/// fuse: the composites the target lacks back to primitive ops
+/// (compositesToDecompose), then every compute op into one sluice.kernel
+/// group or library call.
 void buildFusePipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
 
 /// plan: buffer liveness and arena offsets.

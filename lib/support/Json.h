@@ -37,6 +37,17 @@ inline std::string jsonString(std::string_view text) {
   return out + "\"";
 }
 
+/// `["a", "b"]`: a JSON array of strings.
+template <typename Strings> inline std::string jsonStringList(const Strings &items) {
+  std::string out = "[";
+  bool first = true;
+  for (const auto &item : items) {
+    out += (first ? "" : ", ") + jsonString(item);
+    first = false;
+  }
+  return out + "]";
+}
+
 } // namespace sluice
 
 #endif // SLUICE_LIB_SUPPORT_JSON_H

@@ -9,7 +9,9 @@ shapes, so that shape specialization is exercised), torch's outputs
 also runs ONNX Runtime on the same inputs and fails if it disagrees with torch,
 so the expected outputs are cross-checked by a second implementation.
 
-Usage: export_models.py [OUT_DIR]   (default: the folder of this script)
+Usage: export_models.py [OUT_DIR] [MODEL...]   (default: the folder of this
+script, all models). Each model seeds the generators itself, so exporting one
+model alone gives the same files as exporting all of them.
 """
 import json
 import math
@@ -128,6 +130,71 @@ class SmallCnn(nn.Module):
         return self.head(x)
 
 
+class LlamaBlock(nn.Module):
+    """LLaMA-style: RMSNorm pre-norm layers, bias-free projections, rotary
+    position embeddings (rotate-half form), causal additive mask, SwiGLU
+    feed-forward, untied lm_head."""
+
+    def __init__(self, vocab=96, hidden=64, heads=4, layers=2, ffn=176, eps=1e-6):
+        super().__init__()
+        self.heads = heads
+        self.eps = eps
+        self.embed = nn.Embedding(vocab, hidden)
+        self.layers = nn.ModuleList()
+        for _ in range(layers):
+            self.layers.append(nn.ModuleDict({
+                "q": nn.Linear(hidden, hidden, bias=False),
+                "k": nn.Linear(hidden, hidden, bias=False),
+                "v": nn.Linear(hidden, hidden, bias=False),
+                "o": nn.Linear(hidden, hidden, bias=False),
+                "gate": nn.Linear(hidden, ffn, bias=False),
+                "up": nn.Linear(hidden, ffn, bias=False),
+                "down": nn.Linear(ffn, hidden, bias=False)}))
+        # RMSNorm weights: attention norm, ffn norm per layer, then the final one.
+        self.norms = nn.ParameterList(
+            [nn.Parameter(1.0 + 0.1 * torch.randn(hidden)) for _ in range(2 * layers + 1)])
+        self.lm_head = nn.Linear(hidden, vocab, bias=False)
+        d = hidden // heads
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d)))
+
+    def rms_norm(self, x, weight):
+        # HF LlamaRMSNorm: statistics in fp32, cast back.
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        variance = x.pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(variance + self.eps)
+        return weight * x.to(dtype)
+
+    @staticmethod
+    def rotate_half(x):
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+    def forward(self, input_ids):
+        b, s = input_ids.shape
+        x = self.embed(input_ids)
+        h = x.shape[-1]
+        d = h // self.heads
+        t = torch.arange(s, device=x.device).to(self.inv_freq.dtype)
+        freqs = torch.outer(t, self.inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+        mask = torch.full((s, s), float("-inf"), device=x.device).triu(1)
+        for i, layer in enumerate(self.layers):
+            y = self.rms_norm(x, self.norms[2 * i])
+            q = layer["q"](y).view(b, s, self.heads, d).transpose(1, 2)
+            k = layer["k"](y).view(b, s, self.heads, d).transpose(1, 2)
+            v = layer["v"](y).view(b, s, self.heads, d).transpose(1, 2)
+            q = q * cos + self.rotate_half(q) * sin
+            k = k * cos + self.rotate_half(k) * sin
+            scores = q @ k.transpose(2, 3) / math.sqrt(d) + mask
+            ctx = torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v
+            x = x + layer["o"](ctx.transpose(1, 2).reshape(b, s, h))
+            y = self.rms_norm(x, self.norms[2 * i + 1])
+            x = x + layer["down"](nn.functional.silu(layer["gate"](y)) * layer["up"](y))
+        return self.lm_head(self.rms_norm(x, self.norms[-1]))
+
+
 def randomize_batchnorm(model):
     # Fresh BatchNorm statistics are 0/1: give them real values.
     for m in model.modules():
@@ -176,8 +243,7 @@ def export(out_dir, name, model, export_inputs, check_inputs, input_names,
     print(f"{name}: {os.path.getsize(path)} bytes, opset {opset}")
 
 
-def main():
-    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+def export_bert(out_dir):
     bert = BertEncoder()
     ids = torch.randint(0, 96, (2, 8))
     mask = torch.ones(2, 8, dtype=torch.int64)
@@ -192,18 +258,45 @@ def main():
             "last_hidden_state": {0: "batch", 1: "sequence"}, "pooled": {0: "batch"}},
            opset=17)
 
+
+def export_gpt(out_dir):
     gpt = GptDecoder()
     export(out_dir, "gpt_decoder", gpt, (torch.randint(0, 96, (2, 8)),),
            (torch.randint(0, 96, (2, 13)),), ["input_ids"], ["logits"],
            {"input_ids": {0: "batch", 1: "sequence"},
             "logits": {0: "batch", 1: "sequence"}}, opset=14)
 
+
+def export_cnn(out_dir):
     cnn = SmallCnn()
     randomize_batchnorm(cnn)
     export(out_dir, "small_cnn", cnn, (torch.randn(2, 3, 16, 16),),
            (torch.randn(3, 3, 16, 16),), ["image"], ["logits"],
            {"image": {0: "batch"}, "logits": {0: "batch"}}, opset=13, keep_batchnorm=True)
 
+
+def export_llama(out_dir):
+    torch.manual_seed(4)
+    llama = LlamaBlock()
+    export(out_dir, "llama_block", llama, (torch.randint(0, 96, (2, 8)),),
+           (torch.randint(0, 96, (3, 10)),), ["input_ids"], ["logits"],
+           {"input_ids": {0: "batch", 1: "sequence"},
+            "logits": {0: "batch", 1: "sequence"}}, opset=17)
+
+
+def main():
+    args = sys.argv[1:]
+    out_dir = args.pop(0) if args else os.path.dirname(os.path.abspath(__file__))
+    # bert, gpt and cnn share one generator stream from the seed at the top
+    # (their files were exported that way): they are exported together, in
+    # this order. Later models seed themselves.
+    models = args or ["bert_encoder", "gpt_decoder", "small_cnn", "llama_block"]
+    if any(m in models for m in ("bert_encoder", "gpt_decoder", "small_cnn")):
+        export_bert(out_dir)
+        export_gpt(out_dir)
+        export_cnn(out_dir)
+    if "llama_block" in models:
+        export_llama(out_dir)
 
 if __name__ == "__main__":
     main()

@@ -12,7 +12,9 @@
 #include "codegen/bundle/Bundle.h"
 #include "codegen/cpu/CpuEmitter.h"
 #include "lib/onnx/Importer.h"
+#include "dialects/sluice/SluiceOps.h"
 #include "lib/pipeline/Pipeline.h"
+#include "lib/support/Json.h"
 #include "tools/common/ToolSupport.h"
 
 #include "mlir/IR/AsmState.h"
@@ -25,6 +27,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 
 using namespace mlir;
@@ -50,8 +53,13 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --stop-after=PHASE    import | simplify | recognize | compress |
                         parallelize | fuse | plan | emit
   --emit=mlir           print the IR after the stop phase instead of a bundle
-  --report=FILE.json    write kernels, library_calls, arena_bytes,
-                        weights_bytes and phase timings as JSON
+  --emit=kernels        list the kernel groups (after plan, or --stop-after
+                        fuse): the ops inside each and their ONNX nodes,
+                        the launch count, and the fusion passes' remarks
+                        (what did not fuse and why)
+  --report=FILE.json    write kernels, library_calls, launches, arena_bytes,
+                        weights_bytes, steps (each launch with its ops and
+                        ONNX nodes), remarks and phase timings as JSON
   --elide-weights       print weight blobs as '...' instead of hex
   --quiet               no progress lines on stderr
   -h, --help            this help
@@ -61,6 +69,45 @@ Environment: SLUICE_CXX or CXX picks the C++ compiler (default c++).
 
 [[noreturn]] void die(const std::string &message) {
   sluice::tools::die("sluice-compile", message);
+}
+
+/// --emit=kernels: each kernel group with the ops inside it and the ONNX
+/// nodes they came from, then the passes' remarks (what did not fuse, why).
+void printKernelGroups(ModuleOp module, const std::vector<std::string> &remarks,
+                       llvm::raw_ostream &out) {
+  int64_t kernels = 0, library = 0;
+  module.walk([&](sluice::KernelOp kernel) {
+    (kernel.getLibrary() ? library : kernels)++;
+    out << kernel.getSymName();
+    if (auto lib = kernel.getLibrary())
+      out << " [library " << *lib << "]";
+    std::vector<std::string> ops, nodes;
+    for (Operation &op : kernel.getBody().front().without_terminator()) {
+      if (isa<sluice::ConstantOp>(op))
+        continue;
+      ops.push_back(op.getName().stripDialect().str());
+      for (std::string &n : sluice::onnx_import::onnxNodeNames(op.getLoc()))
+        if (std::find(nodes.begin(), nodes.end(), n) == nodes.end())
+          nodes.push_back(std::move(n));
+    }
+    out << ": " << ops.size() << (ops.size() == 1 ? " op:" : " ops:");
+    for (const std::string &op : ops)
+      out << " " << op;
+    out << "\n";
+    if (!nodes.empty()) {
+      out << "    nodes:";
+      for (const std::string &n : nodes)
+        out << " " << n;
+      out << "\n";
+    }
+  });
+  out << kernels << " kernels + " << library << " library calls = " << kernels + library
+      << " launches\n";
+  if (!remarks.empty()) {
+    out << "remarks (" << remarks.size() << "):\n";
+    for (const std::string &r : remarks)
+      out << "  " << r << "\n";
+  }
 }
 
 std::string defaultBundlePath(const std::string &model) {
@@ -118,9 +165,9 @@ int main(int argc, char **argv) {
   if (target != "cpu")
     die("target '" + target + "' is not available in this build (targets: cpu)");
   options.target = target;
-  if (!emit.empty() && emit != "mlir")
-    die("unknown --emit '" + emit + "' (supported: mlir)");
-  sluice::Phase stopPhase = sluice::Phase::Emit;
+  if (!emit.empty() && emit != "mlir" && emit != "kernels")
+    die("unknown --emit '" + emit + "' (supported: mlir, kernels)");
+  sluice::Phase stopPhase = emit == "kernels" ? sluice::Phase::Plan : sluice::Phase::Emit;
   if (!stop.empty()) {
     auto phase = sluice::parsePhase(stop);
     if (!phase)
@@ -129,8 +176,14 @@ int main(int argc, char **argv) {
     stopPhase = *phase;
     if (emit.empty() && stopPhase != sluice::Phase::Emit)
       die("--stop-after=" + stop + " needs --emit=mlir (only emit writes a bundle)");
+    if (emit == "kernels" && stopPhase < sluice::Phase::Fuse)
+      die("--emit=kernels lists kernel groups, which the fuse phase forms: stop after "
+          "fuse, plan or emit");
   }
   bool printIR = emit == "mlir";
+  bool printKernels = emit == "kernels";
+  std::vector<std::string> remarks;
+  options.remarks = &remarks;
 
   MLIRContext context;
   std::string error;
@@ -161,7 +214,7 @@ int main(int argc, char **argv) {
     timings.push_back({"emit", std::chrono::duration<double, std::milli>(
                                    std::chrono::steady_clock::now() - start)
                                    .count()});
-    if (!printIR) {
+    if (!printIR && !printKernels) {
       sluice::codegen::BundleOptions bundle;
       bundle.directory = output.empty() ? defaultBundlePath(model) : output;
       bundle.modelName = llvm::sys::path::stem(model).str();
@@ -185,6 +238,14 @@ int main(int argc, char **argv) {
     module->print(out, flags);
   }
 
+  if (printKernels) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(output.empty() ? "-" : output, ec);
+    if (ec)
+      die(output + ": cannot write: " + ec.message());
+    printKernelGroups(*module, remarks, out);
+  }
+
   if (!report.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream json(report, ec);
@@ -195,7 +256,21 @@ int main(int argc, char **argv) {
       json << ",\n  \"kernels\": " << cpuModel.kernels
            << ",\n  \"library_calls\": " << cpuModel.libraryCalls
            << ",\n  \"arena_bytes\": " << cpuModel.arenaBytes
-           << ",\n  \"weights_bytes\": " << cpuModel.weights.size();
+           << ",\n  \"weights_bytes\": " << cpuModel.weights.size()
+           << ",\n  \"launches\": " << cpuModel.kernels + cpuModel.libraryCalls;
+    if (stopPhase == sluice::Phase::Emit) {
+      json << ",\n  \"steps\": [";
+      for (size_t i = 0; i < cpuModel.steps.size(); ++i) {
+        const auto &st = cpuModel.steps[i];
+        json << (i ? ",\n    " : "\n    ") << "{\"name\": " << sluice::jsonString(st.name)
+             << ", \"kind\": " << sluice::jsonString(st.kind)
+             << ", \"op\": " << sluice::jsonString(st.op)
+             << ", \"ops\": " << sluice::jsonStringList(st.ops)
+             << ", \"nodes\": " << sluice::jsonStringList(st.nodes) << "}";
+      }
+      json << (cpuModel.steps.empty() ? "]" : "\n  ]");
+    }
+    json << ",\n  \"remarks\": " << sluice::jsonStringList(remarks);
     if (bundled)
       json << ",\n  \"bundle\": \"" << (output.empty() ? defaultBundlePath(model) : output) << "\"";
     json << ",\n  \"phases\": [";

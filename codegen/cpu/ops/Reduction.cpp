@@ -274,6 +274,49 @@ LogicalResult emitLayerNorm(CpuOpContext &ctx) {
   return success();
 }
 
+/// rms_norm: rows over dims [axis, rank), vectorized like layer_norm; a
+/// scale that broadcasts is read through a compile-time index table.
+LogicalResult emitRmsNorm(CpuOpContext &ctx) {
+  auto rn = cast<RmsNormOp>(ctx.op);
+  ArrayRef<int64_t> shape = shapeOf(rn.getInput());
+  auto axis = axisOf(rn, rn.getAxis(), shape.size());
+  if (failed(axis))
+    return failure();
+  ArrayRef<int64_t> normalized = shape.drop_front(*axis);
+  int64_t rows = product(shape.take_front(*axis)), count = product(normalized);
+  std::string &s = ctx.body;
+  std::string scaleIndex = "nullptr";
+  if (!coversExactly(rn.getScale(), normalized)) {
+    if (count > (1 << 22))
+      return rn.emitOpError("cpu target: broadcast rms_norm scale over too many elements");
+    ArrayRef<int64_t> p = shapeOf(rn.getScale());
+    SmallVector<int64_t> strides(normalized.size(), 0);
+    int64_t stride = 1;
+    for (int64_t i = (int64_t)p.size() - 1, d = (int64_t)normalized.size() - 1; i >= 0 && d >= 0;
+         --i, --d) {
+      strides[d] = p[i] == 1 ? 0 : stride;
+      stride *= p[i];
+    }
+    SmallVector<int64_t> table(count);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t rest = i, at = 0;
+      for (int64_t d = (int64_t)normalized.size() - 1; d >= 0; --d) {
+        at += (rest % normalized[d]) * strides[d];
+        rest /= normalized[d];
+      }
+      table[i] = at;
+    }
+    s += "  " + cStaticArray("scale_index", table);
+    scaleIndex = "scale_index";
+  }
+  ctx.include(kHeader);
+  s += "  sluice_rms_norm<" + storageType(elementOf(rn.getInput())) + ", " +
+       storageType(elementOf(rn.getScale())) + ">(" + CpuOpContext::threads + ", " + ctx.in[0] +
+       ", " + ctx.in[1] + ", " + ctx.out[0] + ", " + str(rows) + ", " + str(count) + ", " +
+       floatLiteral(rn.getEpsilon()) + ", " + scaleIndex + ");\n";
+  return success();
+}
+
 /// Batch, channels and plane sizes of an NC... input.
 struct ChannelSplit {
   int64_t batch, channels, plane;
@@ -375,6 +418,7 @@ void registerCpuReductionEmitters(CpuOpRegistry &registry) {
   registry.add(TopKOp::getOperationName(), emitTopK);
   registry.add(CumSumOp::getOperationName(), emitCumSum);
   registry.add(LayerNormOp::getOperationName(), emitLayerNorm);
+  registry.add(RmsNormOp::getOperationName(), emitRmsNorm);
   registry.add(BatchNormOp::getOperationName(), emitBatchNorm);
   registry.add(InstanceNormOp::getOperationName(), emitInstanceNorm);
   registry.add(GroupNormOp::getOperationName(), emitGroupNorm);

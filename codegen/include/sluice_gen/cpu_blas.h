@@ -47,6 +47,18 @@ template <> struct sluice_gemm<float> {
                 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
 #endif
   }
+  /// run with an epilogue `epi(r0, rows, c0, cols)` on blocks of C as they
+  /// are finished (sluice_sgemm::gemm_ep); after the whole call with cblas.
+  template <typename Epilogue>
+  static void run_ep(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                     const float *b, int64_t ldb, float *c, int64_t ldc, const Epilogue &epi) {
+#if defined(__AVX512F__)
+    sluice_sgemm::gemm_ep(m, n, k, a, lda, b, ldb, c, ldc, nullptr, epi);
+#else
+    run(m, n, k, a, lda, b, ldb, c, ldc);
+    epi(0, m, 0, n);
+#endif
+  }
   /// run, then C[i][j] += bias[i]: on AVX-512 the add happens in the
   /// GEMM's last store (convolution bias without a second pass over C).
   static void run_bias(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
@@ -64,6 +76,15 @@ template <> struct sluice_gemm<double> {
                   const double *b, int64_t ldb, double *c, int64_t ldc) {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
                 1.0, a, (int)lda, b, (int)ldb, 0.0, c, (int)ldc);
+  }
+  /// run, then the epilogue on the whole block (it is still in cache when
+  /// the caller's tiles are small).
+  template <typename Epilogue>
+  static void run_ep(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+                     const double *b, int64_t ldb, double *c, int64_t ldc,
+                     const Epilogue &epi) {
+    run(m, n, k, a, lda, b, ldb, c, ldc);
+    epi(0, m, 0, n);
   }
   /// run, then C[i][j] += bias[i] (a second pass; no fused form here).
   static void run_bias(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
@@ -123,6 +144,63 @@ static inline void sluice_gemm_batched(int threads, int64_t batches, int64_t m, 
       continue;
     sluice_gemm<T>::run(rows, cols, k, a + aOff[batch] + r0 * k, k, b + bOff[batch] + c0, n,
                         c + batch * m * n + r0 * n + c0, n);
+  }
+}
+
+/// Batched GEMM with strided operands and a fused epilogue (form F2 kernel
+/// groups): batch i reads A at a + aOff[i] (rows lda apart) and B at
+/// b + bOff[i] (rows ldb apart) and writes C at c + i*m*n (contiguous).
+/// `epi(batch, r0, rows, c0, cols)` runs on each block of C right after the
+/// GEMM finished it, on the thread that computed it, while it is in cache:
+/// the epilogue is part of the same pass over the output, not a second one.
+/// Tiles are spread over OpenMP threads as in sluice_gemm_batched.
+template <typename T, typename Epilogue>
+static inline void sluice_gemm_batched_ep(int threads, int64_t batches, int64_t m, int64_t n,
+                                          int64_t k, const T *a, const int64_t *aOff,
+                                          int64_t lda, const T *b, const int64_t *bOff,
+                                          int64_t ldb, T *c, const Epilogue &epi) {
+  sluice_blas_threads(1);
+  if (m == 0 || n == 0 || batches == 0)
+    return;
+  int64_t rowBlocks = 1, colBlocks = 1;
+  const double flops = 2.0 * (double)batches * m * n * (k > 0 ? k : 1);
+  if (threads > 1 && flops > 2e6) {
+    while (batches * rowBlocks * colBlocks < 2 * threads) {
+      if (n / (colBlocks * 2) >= 64 && n >= m)
+        colBlocks *= 2;
+      else if (m / (rowBlocks * 2) >= 16)
+        rowBlocks *= 2;
+      else if (n / (colBlocks * 2) >= 64)
+        colBlocks *= 2;
+      else
+        break;
+    }
+  }
+  const int64_t tiles = batches * rowBlocks * colBlocks;
+  const int64_t rowStep = (m + rowBlocks - 1) / rowBlocks;
+  const int64_t colStep = ((n + colBlocks - 1) / colBlocks + 15) / 16 * 16;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tiles > 1)
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t batch = t / (rowBlocks * colBlocks);
+    const int64_t rb = (t / colBlocks) % rowBlocks, cb = t % colBlocks;
+    const int64_t r0 = rb * rowStep, c0 = cb * colStep;
+    const int64_t rows = (r0 + rowStep < m ? r0 + rowStep : m) - r0;
+    const int64_t cols = (c0 + colStep < n ? c0 + colStep : n) - c0;
+    if (rows <= 0 || cols <= 0)
+      continue;
+    T *ct = c + batch * m * n + r0 * n + c0;
+    auto tileEpi = [&](int64_t i0, int64_t ni, int64_t j0, int64_t nj) {
+      epi(batch, r0 + i0, ni, c0 + j0, nj);
+    };
+    if (k <= 0) {
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          ct[i * n + j] = 0;
+      tileEpi(0, rows, 0, cols);
+      continue;
+    }
+    sluice_gemm<T>::run_ep(rows, cols, k, a + aOff[batch] + r0 * lda, lda, b + bOff[batch] + c0,
+                           ldb, ct, n, tileEpi);
   }
 }
 

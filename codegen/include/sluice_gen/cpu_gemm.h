@@ -172,18 +172,29 @@ static inline void kernel_rows(int64_t rows, int64_t kc, const float *a, int64_t
   }
 }
 
+/// The epilogue of a plain GEMM: nothing.
+struct no_epilogue {
+  void operator()(int64_t, int64_t, int64_t, int64_t) const {}
+};
+
 /// C[m x n] = A[m x k] * B[k x n] (+ bias[i] on row i when `bias` is not
 /// null: convolutions fuse their per-channel bias into the last store);
-/// row-major with leading dimensions.
-static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                        const float *b, int64_t ldb, float *c, int64_t ldc,
-                        const float *bias = nullptr) {
+/// row-major with leading dimensions. `epi(r0, rows, c0, cols)` is called on
+/// each block of C as soon as it holds its final values (an MC x NR block,
+/// or MR x NR when B is read in place, 24 KiB at most: still in L1), so a
+/// fused epilogue (bias, activation, residual; codegen/cpu/groups/Gemm.cpp)
+/// reads C from cache instead of sweeping the whole matrix again.
+template <typename Epilogue>
+static inline void gemm_ep(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                           const float *b, int64_t ldb, float *c, int64_t ldc,
+                           const float *bias, const Epilogue &epi) {
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
         c[i * ldc + j] = bias ? 0.0f + bias[i] : 0.0f;
+    epi(0, m, 0, n);
     return;
   }
   const int64_t kSlices = (k + KC - 1) / KC;
@@ -209,6 +220,7 @@ static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t
           kernel_rows<2, false>(rows, k, a + ir * lda, lda, b + j, ldb, cp, ldc, cols, false, br);
         else
           kernel_rows<1, false>(rows, k, a + ir * lda, lda, b + j, ldb, cp, ldc, cols, false, br);
+        epi(ir, rows, j, cols);
       }
     }
     return;
@@ -240,10 +252,18 @@ static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t
               kernel_rows<1, true>(rows, kc, apanel, lda, bpanel, NR, cp, ldc, cols, acc, br);
             ir += rows;
           }
+          if (last)
+            epi(ic, mc, jc + jr, cols);
         }
       }
     }
   }
+}
+
+static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                        const float *b, int64_t ldb, float *c, int64_t ldc,
+                        const float *bias = nullptr) {
+  gemm_ep(m, n, k, a, lda, b, ldb, c, ldc, bias, no_epilogue());
 }
 
 } // namespace sluice_sgemm

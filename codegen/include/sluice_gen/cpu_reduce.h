@@ -684,4 +684,162 @@ inline void sluice_lrn(int threads, const T *in, T *out, int64_t batch, int64_t 
 }
 
 
+//===----------------------------------------------------------------------===//
+// row functions of fused row groups (codegen/cpu/groups/Row.cpp)
+//===----------------------------------------------------------------------===//
+//
+// A fused row group computes each row (prologue applied) into a thread-local
+// buffer in the compute type C (float, or double for f64), calls one of the
+// functions below for the row's statistics and then writes the row op's
+// values with its epilogue in one more pass.
+
+/// A per-thread buffer of at least n values of C (grown, never freed).
+template <typename C> inline C *sluice_row_buffer(int64_t n) {
+  static thread_local C *buf = nullptr;
+  static thread_local int64_t capacity = 0;
+  if (n > capacity) {
+    free(buf);
+    buf = (C *)malloc((size_t)(n > 0 ? n : 1) * sizeof(C) + 64);
+    capacity = buf ? n : 0;
+  }
+  return buf;
+}
+
+/// x[i] = exp(x[i] - max(x)); returns 1 / sum of them (softmax = x * that).
+inline float sluice_row_softmax_exp(float *x, int64_t n) {
+  const int64_t body = n / 16 * 16;
+  sluice_v16f mv = sluice_v16_splat(-INFINITY);
+  for (int64_t e = 0; e < body; e += 16) {
+    sluice_v16f v = sluice_v16_load(x + e);
+    mv = v > mv ? v : mv;
+  }
+  float m = sluice_v16_max(mv);
+  for (int64_t e = body; e < n; ++e)
+    m = x[e] > m ? x[e] : m;
+  sluice_v16f sv = sluice_v16f{};
+  for (int64_t e = 0; e < body; e += 16) {
+    sluice_v16f ex = sluice_exp_v16(sluice_v16_load(x + e) - m);
+    sluice_v16_store(x + e, ex);
+    sv += ex;
+  }
+  float sum = sluice_v16_sum(sv);
+  for (int64_t e = body; e < n; ++e) {
+    float ex = sluice_exp_fast(x[e] - m);
+    x[e] = ex;
+    sum += ex;
+  }
+  return 1.0f / sum;
+}
+inline double sluice_row_softmax_exp(double *x, int64_t n) {
+  double m = -INFINITY, sum = 0;
+  for (int64_t e = 0; e < n; ++e)
+    m = x[e] > m ? x[e] : m;
+  for (int64_t e = 0; e < n; ++e) {
+    x[e] = exp(x[e] - m);
+    sum += x[e];
+  }
+  return 1.0 / sum;
+}
+
+/// max(x) + log(sum(exp(x - max))): log-softmax = x - that.
+inline float sluice_row_logsumexp(const float *x, int64_t n) {
+  const int64_t body = n / 16 * 16;
+  sluice_v16f mv = sluice_v16_splat(-INFINITY);
+  for (int64_t e = 0; e < body; e += 16) {
+    sluice_v16f v = sluice_v16_load(x + e);
+    mv = v > mv ? v : mv;
+  }
+  float m = sluice_v16_max(mv);
+  for (int64_t e = body; e < n; ++e)
+    m = x[e] > m ? x[e] : m;
+  sluice_v16f sv = sluice_v16f{};
+  for (int64_t e = 0; e < body; e += 16)
+    sv += sluice_exp_v16(sluice_v16_load(x + e) - m);
+  float sum = sluice_v16_sum(sv);
+  for (int64_t e = body; e < n; ++e)
+    sum += sluice_exp_fast(x[e] - m);
+  return m + logf(sum);
+}
+inline double sluice_row_logsumexp(const double *x, int64_t n) {
+  double m = -INFINITY, sum = 0;
+  for (int64_t e = 0; e < n; ++e)
+    m = x[e] > m ? x[e] : m;
+  for (int64_t e = 0; e < n; ++e)
+    sum += exp(x[e] - m);
+  return m + log(sum);
+}
+
+/// Mean and 1 / sqrt(variance + eps) of a row (as sluice_layer_norm).
+template <typename C>
+inline void sluice_row_moments(const C *x, int64_t n, C eps, C *meanOut, C *invOut) {
+  C sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i)
+    sum += x[i];
+  const C mean = sum / (C)n;
+  C var = 0;
+#pragma omp simd reduction(+ : var)
+  for (int64_t i = 0; i < n; ++i) {
+    const C d = x[i] - mean;
+    var += d * d;
+  }
+  var /= (C)n;
+  *meanOut = mean;
+  *invOut = (C)1 / (C)sqrt((double)(var + eps));
+}
+
+/// 1 / sqrt(mean(x^2) + eps) of a row (rms_norm = x * that * scale).
+template <typename C> inline C sluice_row_rms_inv(const C *x, int64_t n, C eps) {
+  C sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i)
+    sum += x[i] * x[i];
+  return (C)1 / (C)sqrt((double)(sum / (C)n + eps));
+}
+
+/// Reduce kind K (sum, prod, max, min, mean) of a row, accumulated as
+/// sluice_reduce_3d does (double for floats).
+template <int K, typename C> inline C sluice_row_reduce(const C *x, int64_t n) {
+  typedef typename sluice_acc<C>::type A;
+  A a = sluice_red_identity<K, A>();
+  if (K == 0 || K == 4) {
+#pragma omp simd reduction(+ : a)
+    for (int64_t i = 0; i < n; ++i)
+      a += (A)x[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      sluice_red_step<K, A>(a, (A)x[i]);
+  }
+  return sluice_red_finish<K, C, A>(a, n);
+}
+
+/// RMS norm of `rows` contiguous rows of `count` elements; scale holds
+/// `count` values, or is read at scaleIndex[i] when it broadcasts.
+template <typename T, typename P>
+inline void sluice_rms_norm(int threads, const T *in, const P *scale, T *out, int64_t rows,
+                            int64_t count, float eps, const int64_t *scaleIndex = nullptr) {
+  typedef typename sluice_rowc<T>::type C;
+#pragma omp parallel for num_threads(threads) if (rows * count > 16384)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *x = in + r * count;
+    T *y = out + r * count;
+    C sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < count; ++i) {
+      const C v = (C)sluice_load(x[i]);
+      sum += v * v;
+    }
+    const C inv = (C)1 / (C)sl_sqrt(sum / (C)count + (C)eps);
+    if (scaleIndex) {
+      for (int64_t i = 0; i < count; ++i)
+        y[i] = SLUICE_STORE(T, (C)sluice_load(x[i]) * inv *
+                                   (C)sluice_load(scale[scaleIndex[i]]));
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < count; ++i)
+        y[i] = SLUICE_STORE(T, (C)sluice_load(x[i]) * inv * (C)sluice_load(scale[i]));
+    }
+  }
+}
+
 #endif // SLUICE_GEN_CPU_REDUCE_H

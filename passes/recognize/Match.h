@@ -1,0 +1,153 @@
+//===- Match.h - helpers shared by the recognize-phase passes ----*- C++ -*-===//
+//
+// Reading scalar constants, checking that a chain's intermediates feed only
+// the chain, building ops with inferred result types, and erasing the chain
+// once its root has been replaced.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_PASSES_RECOGNIZE_MATCH_H
+#define SLUICE_PASSES_RECOGNIZE_MATCH_H
+
+#include "dialects/sluice/SluiceOps.h"
+#include "lib/reference/Evaluator.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <cmath>
+#include <optional>
+
+namespace sluice {
+namespace recognize {
+
+/// The value every element of a constant holds, when they all hold one
+/// (a scalar, or a splat of any shape up to 4096 elements).
+inline std::optional<double> splatValue(mlir::Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto tensor = tensorFromAttr(constant.getValue());
+  if (mlir::failed(tensor) || tensor->numElements() < 1 ||
+      tensor->numElements() > 4096 || tensor->dtype() == DType::String ||
+      tensor->dtype() == DType::Bool)
+    return std::nullopt;
+  double first = tensor->getDouble(0);
+  for (int64_t i = 1; i < tensor->numElements(); ++i)
+    if (tensor->getDouble(i) != first &&
+        !(std::isnan(first) && std::isnan(tensor->getDouble(i))))
+      return std::nullopt;
+  return first;
+}
+
+/// Whether `value` is a constant splat close to `expected` (relative
+/// tolerance `rtol`: exporters write constants like 1.4142 or 0.7071).
+inline bool isSplatNear(mlir::Value value, double expected, double rtol = 1e-4) {
+  auto v = splatValue(value);
+  return v && std::abs(*v - expected) <= rtol * std::abs(expected);
+}
+
+/// The integers a constant holds (axes, shapes), if it is one.
+inline std::optional<llvm::SmallVector<int64_t>> intConstant(mlir::Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto tensor = tensorFromAttr(constant.getValue());
+  if (mlir::failed(tensor))
+    return std::nullopt;
+  auto values = tensor->toInt64Vector();
+  return llvm::SmallVector<int64_t>(values.begin(), values.end());
+}
+
+/// Whether every user of `value` is one of `users`.
+inline bool onlyUsedBy(mlir::Value value, llvm::ArrayRef<mlir::Operation *> users) {
+  return llvm::all_of(value.getUsers(),
+                      [&](mlir::Operation *u) { return llvm::is_contained(users, u); });
+}
+
+/// Whether `value` has exactly one use.
+inline bool singleUse(mlir::Value value) { return value.hasOneUse(); }
+
+/// The operand of a two-operand op other than `one` (null if `one` is not
+/// an operand, or is both).
+inline mlir::Value otherOperand(mlir::Operation *op, mlir::Value one) {
+  if (op->getNumOperands() != 2)
+    return {};
+  if (op->getOperand(0) == one && op->getOperand(1) != one)
+    return op->getOperand(1);
+  if (op->getOperand(1) == one && op->getOperand(0) != one)
+    return op->getOperand(0);
+  return {};
+}
+
+/// Creates `OpTy` with inferred result types (null when inference fails).
+template <typename OpTy, typename... Args>
+mlir::Operation *buildOp(mlir::OpBuilder &b, mlir::Location loc, Args &&...args) {
+  mlir::OperationState state(loc, OpTy::getOperationName());
+  OpTy::build(b, state, mlir::TypeRange{}, std::forward<Args>(args)...);
+  llvm::SmallVector<mlir::Type> types;
+  if (mlir::failed(OpTy::inferReturnTypes(
+          b.getContext(), loc, state.operands,
+          state.attributes.getDictionary(b.getContext()),
+          state.getRawProperties(), state.regions, types)))
+    return nullptr;
+  state.addTypes(types);
+  return b.create(state);
+}
+
+template <typename OpTy, typename... Args>
+mlir::Value build(mlir::OpBuilder &b, mlir::Location loc, Args &&...args) {
+  mlir::Operation *op = buildOp<OpTy>(b, loc, std::forward<Args>(args)...);
+  return op ? op->getResult(0) : mlir::Value();
+}
+
+/// A rank-0 constant of `elementType` (a float type) holding `value`.
+inline mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::Type elementType, double value) {
+  auto type = mlir::RankedTensorType::get({}, elementType);
+  return ConstantOp::create(
+      b, loc, mlir::DenseElementsAttr::get(type, mlir::FloatAttr::get(elementType, value)));
+}
+
+/// A 1-D i64 constant (axes, shapes, slice bounds).
+inline mlir::Value i64Constant(mlir::OpBuilder &b, mlir::Location loc,
+                               llvm::ArrayRef<int64_t> values) {
+  auto type = mlir::RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
+  return ConstantOp::create(b, loc, mlir::DenseElementsAttr::get(type, values));
+}
+
+/// Erases the ops of a replaced chain that have no users left (in any
+/// order: repeats until nothing more goes), and the constants they alone
+/// read.
+inline void eraseDeadOps(llvm::ArrayRef<mlir::Operation *> chain) {
+  llvm::SmallVector<mlir::Operation *> ops(chain.begin(), chain.end());
+  llvm::SmallPtrSet<mlir::Operation *, 16> seen(chain.begin(), chain.end()), erased;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      mlir::Operation *op = ops[i];
+      if (erased.contains(op) || !op->use_empty())
+        continue;
+      for (mlir::Value operand : op->getOperands())
+        if (auto constant = operand.getDefiningOp<ConstantOp>())
+          if (seen.insert(constant).second)
+            ops.push_back(constant);
+      erased.insert(op);
+      op->erase();
+      changed = true;
+    }
+  }
+}
+
+/// The ranked tensor type of `value`, or null.
+inline mlir::RankedTensorType rankedType(mlir::Value value) {
+  return llvm::dyn_cast<mlir::RankedTensorType>(value.getType());
+}
+
+} // namespace recognize
+} // namespace sluice
+
+#endif // SLUICE_PASSES_RECOGNIZE_MATCH_H

@@ -1,0 +1,200 @@
+//===- RecognizeActivations.cpp - GELU and SiLU from elementwise chains ----===//
+//
+// Exporters before ONNX Gelu (opset 20) write GELU as elementwise math:
+//   erf form:  0.5 * x * (1 + erf(x / sqrt(2)))        (x * 0.7071 too)
+//   tanh form: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+// with the three products associated and ordered in any way, and x^3 as
+// Pow(x, 3) or x * x * x. SiLU is x * sigmoid(x). Each becomes one op,
+// which fuses as a single elementwise op and maps to one intrinsic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/recognize/Match.h"
+
+namespace sluice {
+#define GEN_PASS_DEF_RECOGNIZEACTIVATIONSPASS
+#include "passes/Passes.h.inc"
+} // namespace sluice
+
+using namespace mlir;
+using namespace sluice;
+using namespace sluice::recognize;
+
+namespace {
+
+/// The factors of a product tree rooted at `value`: Mul ops whose result
+/// feeds only the tree (the root excepted) and has the root's type are
+/// expanded, everything else is a leaf. Gives up past `maxLeaves`.
+bool flattenProduct(Value value, Type type, bool isRoot, SmallVectorImpl<Value> &leaves,
+                    SmallVectorImpl<Operation *> &inner, size_t maxLeaves) {
+  auto mul = value.getDefiningOp<MulOp>();
+  if (mul && value.getType() == type && (isRoot || singleUse(value))) {
+    inner.push_back(mul);
+    return flattenProduct(mul.getLhs(), type, false, leaves, inner, maxLeaves) &&
+           flattenProduct(mul.getRhs(), type, false, leaves, inner, maxLeaves);
+  }
+  leaves.push_back(value);
+  return leaves.size() <= maxLeaves;
+}
+
+/// Removes the first leaf satisfying `pred` from `leaves`; returns it.
+template <typename Pred>
+Value takeLeaf(SmallVectorImpl<Value> &leaves, Pred pred) {
+  for (auto *it = leaves.begin(); it != leaves.end(); ++it)
+    if (pred(*it)) {
+      Value v = *it;
+      leaves.erase(it);
+      return v;
+    }
+  return {};
+}
+
+/// x of `x / sqrt(2)` or `x * (1 / sqrt(2))`.
+Value matchErfArgument(Value t, SmallVectorImpl<Operation *> &chain) {
+  if (!singleUse(t))
+    return {};
+  if (auto div = t.getDefiningOp<DivOp>()) {
+    if (!isSplatNear(div.getRhs(), std::sqrt(2.0)))
+      return {};
+    chain.push_back(div);
+    return div.getLhs();
+  }
+  if (auto mul = t.getDefiningOp<MulOp>()) {
+    for (auto [x, c] : {std::pair(mul.getLhs(), mul.getRhs()),
+                        std::pair(mul.getRhs(), mul.getLhs())})
+      if (isSplatNear(c, std::sqrt(0.5))) {
+        chain.push_back(mul);
+        return x;
+      }
+  }
+  return {};
+}
+
+/// x of `sqrt(2/pi) * (x + 0.044715 * x^3)`, operands in any order, x^3 as
+/// Pow(x, 3) or a product of three x.
+Value matchTanhArgument(Value t, SmallVectorImpl<Operation *> &chain) {
+  auto mul = t.getDefiningOp<MulOp>();
+  if (!mul || !singleUse(t))
+    return {};
+  const double kSqrt2OverPi = std::sqrt(2.0 / M_PI);
+  Value sum;
+  if (isSplatNear(mul.getRhs(), kSqrt2OverPi))
+    sum = mul.getLhs();
+  else if (isSplatNear(mul.getLhs(), kSqrt2OverPi))
+    sum = mul.getRhs();
+  auto add = sum ? sum.getDefiningOp<AddOp>() : AddOp();
+  if (!add || !singleUse(sum))
+    return {};
+  for (auto [x, cubic] : {std::pair(add.getLhs(), add.getRhs()),
+                          std::pair(add.getRhs(), add.getLhs())}) {
+    SmallVector<Value> leaves;
+    SmallVector<Operation *> inner;
+    if (cubic.getType() != t.getType() || !singleUse(cubic) ||
+        !flattenProduct(cubic, t.getType(), false, leaves, inner, 5))
+      continue;
+    if (!takeLeaf(leaves, [](Value v) { return isSplatNear(v, 0.044715); }))
+      continue;
+    // Pow(x, 3) counts as three factors of x.
+    int64_t xs = 0;
+    SmallVector<Operation *> pows;
+    bool ok = true;
+    for (Value leaf : leaves) {
+      if (leaf == x) {
+        ++xs;
+      } else if (auto pow = leaf.getDefiningOp<PowOp>();
+                 pow && pow.getLhs() == x && singleUse(leaf) &&
+                 isSplatNear(pow.getRhs(), 3.0, 0)) {
+        xs += 3;
+        pows.push_back(pow);
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok || xs != 3)
+      continue;
+    chain.push_back(mul);
+    chain.push_back(add);
+    chain.append(inner.begin(), inner.end());
+    chain.append(pows.begin(), pows.end());
+    return x;
+  }
+  return {};
+}
+
+/// `0.5 * x * (1 + erf(..))` / `(1 + tanh(..))` rooted at the product `root`.
+bool matchGelu(MulOp root) {
+  Type type = root.getType();
+  SmallVector<Value> leaves;
+  SmallVector<Operation *> chain;
+  if (!flattenProduct(root, type, true, leaves, chain, 3) || leaves.size() != 3)
+    return false;
+  if (!takeLeaf(leaves, [](Value v) { return isSplatNear(v, 0.5); }))
+    return false;
+  // The (1 + erf/tanh(..)) factor; the remaining leaf must be x.
+  for (int which = 0; which < 2; ++which) {
+    Value onePlus = leaves[which], x = leaves[1 - which];
+    auto add = onePlus.getDefiningOp<AddOp>();
+    if (!add || !singleUse(onePlus) || onePlus.getType() != type || x.getType() != type)
+      continue;
+    Value fn = isSplatNear(add.getRhs(), 1.0) ? add.getLhs()
+               : isSplatNear(add.getLhs(), 1.0) ? add.getRhs()
+                                                 : Value();
+    if (!fn || !singleUse(fn))
+      continue;
+    SmallVector<Operation *> inner = {add, fn.getDefiningOp()};
+    Value arg;
+    StringRef approximate;
+    if (auto erf = fn.getDefiningOp<ErfOp>()) {
+      arg = matchErfArgument(erf.getInput(), inner);
+      approximate = "none";
+    } else if (auto tanh = fn.getDefiningOp<TanhOp>()) {
+      arg = matchTanhArgument(tanh.getInput(), inner);
+      approximate = "tanh";
+    }
+    if (!arg || arg != x)
+      continue;
+    OpBuilder b(root);
+    auto gelu = GeluOp::create(b, root.getLoc(), type, x, b.getStringAttr(approximate));
+    root.getResult().replaceAllUsesWith(gelu.getResult());
+    chain.append(inner.begin(), inner.end());
+    eraseDeadOps(chain);
+    return true;
+  }
+  return false;
+}
+
+/// `x * sigmoid(x)`, either order.
+bool matchSilu(MulOp root) {
+  for (auto [x, s] : {std::pair(root.getLhs(), root.getRhs()),
+                      std::pair(root.getRhs(), root.getLhs())}) {
+    auto sigmoid = s.getDefiningOp<SigmoidOp>();
+    if (!sigmoid || sigmoid.getInput() != x || !singleUse(s) ||
+        root.getType() != x.getType())
+      continue;
+    OpBuilder b(root);
+    auto silu = SiluOp::create(b, root.getLoc(), root.getType(), x);
+    root.getResult().replaceAllUsesWith(silu.getResult());
+    eraseDeadOps({root.getOperation(), sigmoid.getOperation()});
+    return true;
+  }
+  return false;
+}
+
+struct RecognizeActivationsPass
+    : public ::sluice::impl::RecognizeActivationsPassBase<RecognizeActivationsPass> {
+  using RecognizeActivationsPassBase::RecognizeActivationsPassBase;
+
+  void runOnOperation() override {
+    // Roots are products; a match erases ops before the root only, so the
+    // walk can go on from the op after it.
+    getOperation().walk([&](Block *block) {
+      for (Operation &op : llvm::make_early_inc_range(*block))
+        if (auto mul = dyn_cast<MulOp>(op))
+          if (!matchGelu(mul))
+            matchSilu(mul);
+    });
+  }
+};
+
+} // namespace
