@@ -199,7 +199,8 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     if (!kernel)
       continue;
     for (Operation &inner : kernel.getBody().front().without_terminator()) {
-      if (isa<ConstantOp>(inner) || isElementwise(&inner) ||
+      // Attention has no single-op emitter: its groups are form F4.
+      if (isa<ConstantOp, AttentionOp>(inner) || isElementwise(&inner) ||
           registry.lookup(inner.getName().getStringRef()))
         continue;
       if (!unsupported.count(inner.getName().getStringRef()))
