@@ -65,7 +65,8 @@ std::vector<std::string> compositesToDecompose(const std::string &target) {
                                      "sluice.attention"};
   std::vector<std::string> implemented;
   if (target == "cpu")
-    implemented = {"sluice.gelu", "sluice.silu", "sluice.layer_norm", "sluice.rms_norm"};
+    implemented = {"sluice.gelu", "sluice.silu", "sluice.layer_norm", "sluice.rms_norm",
+                   "sluice.attention"};
   std::vector<std::string> decompose;
   for (const char *name : kAll)
     if (!llvm::is_contained(implemented, name))

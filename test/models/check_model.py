@@ -30,6 +30,10 @@ LAYERS = {
     "bert_encoder": {"layers": 2, "start": r"^/qkv(_\d+)?/MatMul$", "end": r"^/Gather_3$|^/pool/",
                      "max_launches": 8},
     "gpt_decoder": {"layers": 2, "start": r"^/ln1(_\d+)?/", "end": r"^/ln_f/", "max_launches": 8},
+    # From the (horizontally fused) q projection to the next one: the window
+    # holds one RMSNorm per layer, as the layer itself does.
+    "llama_block": {"layers": 2, "start": r"^/q(_\d+)?/MatMul$", "end": r"^/lm_head/",
+                    "max_launches": 10},
 }
 
 
