@@ -306,10 +306,18 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
       if (!isElementwise(&inner))
         anchors.push_back(&inner);
     }
-    // A lone data-moving view (a transpose, slice ...) is an op of its own.
-    if (computeOps.empty() && viewOps.size() == 1 && !isLayoutPreserving(viewOps.front())) {
-      computeOps.push_back(viewOps.front());
-      anchors.push_back(viewOps.front());
+    // One data-moving view (a transpose, slice ...) with layout-preserving
+    // views around it is an op of its own (F5): DepthToSpace's reshape ->
+    // transpose -> reshape.
+    if (computeOps.empty()) {
+      SmallVector<Operation *> moving;
+      for (Operation *view : viewOps)
+        if (!isLayoutPreserving(view))
+          moving.push_back(view);
+      if (moving.size() == 1) {
+        computeOps.push_back(moving.front());
+        anchors.push_back(moving.front());
+      }
     }
     Operation *anchor = anchors.empty() ? nullptr : anchors.front();
     bool single = computeOps.size() == 1 && anchor &&
@@ -356,11 +364,14 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
       for (auto [i, result] : llvm::enumerate(inner->getResults())) {
         // The yield that carries this result (directly or through reshapes).
         std::optional<unsigned> slot;
-        for (auto [y, v] : llvm::enumerate(yield.getValues()))
-          if (!slot && (v == result || (stripOutputViews(v) == result &&
-                                        succeeded(resolveOutputView(result, v)) &&
-                                        resolveOutputView(result, v)->isContiguous(shapeOf(result)))))
+        for (auto [y, v] : llvm::enumerate(yield.getValues())) {
+          Value root = v;
+          while (root != result && root.getDefiningOp() &&
+                 isLayoutPreserving(root.getDefiningOp()))
+            root = root.getDefiningOp()->getOperand(0);
+          if (!slot && root == result)
             slot = y;
+        }
         std::string dims;
         auto type = cast<RankedTensorType>(result.getType());
         if (!type.hasStaticShape()) {

@@ -45,7 +45,9 @@ void buildSimplifyPipeline(OpPassManager &pm, const CompilerOptions &) {
   pm.addPass(createCanonicalizerPass());
 }
 
-void buildRecognizePipeline(OpPassManager &pm, const CompilerOptions &) {
+void buildRecognizePipeline(OpPassManager &pm, const CompilerOptions &options) {
+  if (!options.recognize)
+    return;
   // Norms and activations first: they shrink the chains the attention
   // matcher walks past (a LayerNorm feeding Q/K/V is one op by then).
   // Canonicalization then drops the constants and mask computations the

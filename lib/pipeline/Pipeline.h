@@ -46,6 +46,8 @@ struct CompilerOptions {
   /// views) or "all" (every form: GEMM epilogues, row ops, attention, views,
   /// and horizontal GEMMs), the default.
   std::string fusion = "all";
+  /// Whether the recognize phase forms composites (`--no-recognize`: off).
+  bool recognize = true;
 };
 
 /// simplify: shape propagation with constant folding of shape subgraphs,

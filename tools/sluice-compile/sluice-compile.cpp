@@ -50,10 +50,14 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --bind=NAME=FILE      freeze an input to a tensor file's value (.pb/.npy):
                         it becomes a constant and leaves the bundle's
                         inputs (for shape tensors a static bundle needs)
-  --fusion=MODE         kernel groups the fuse phase grows: none (one op per
-                        kernel, the default), elementwise (elementwise
-                        chains) or all (GEMM epilogues, row ops, attention,
-                        views; see docs/architecture.md "fuse")
+  --fusion=MODE         kernel groups the fuse phase grows: all (the
+                        default: GEMM epilogues, row ops, attention, views,
+                        horizontal GEMMs; see docs/architecture.md "fuse"),
+                        elementwise (elementwise chains only) or none (one
+                        op per kernel)
+  --no-recognize        skip the recognize phase (no layer_norm/rms_norm/
+                        gelu/silu/attention composites from op chains);
+                        with --fusion=none, one kernel per ONNX-level op
   --stop-after=PHASE    import | simplify | recognize | compress |
                         parallelize | fuse | plan | emit
   --emit=mlir           print the IR after the stop phase instead of a bundle
@@ -147,6 +151,8 @@ int main(int argc, char **argv) {
       if (options.fusion != "none" && options.fusion != "elementwise" &&
           options.fusion != "all")
         die("unknown --fusion '" + options.fusion + "' (none, elementwise, all)");
+    } else if (arg == "--no-recognize") {
+      options.recognize = false;
     } else if (arg == "--elide-weights") {
       elide = true;
     } else if (arg == "--quiet") {
