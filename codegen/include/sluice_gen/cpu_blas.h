@@ -95,65 +95,18 @@ template <> struct sluice_gemm<double> {
   }
 };
 
-/// Batched GEMM: batch i reads a + aOff[i], b + bOff[i], writes c + i*m*n.
-///
-/// All parallelism is OpenMP's: the (batch, column block, row block) tiles
-/// are spread over the run's threads and each tile is one single-threaded
-/// BLAS call. Letting OpenBLAS start its own threads right after OpenMP
-/// regions makes the two pools fight for the cores (OpenMP's workers spin
-/// for a while after each region), which cost several times the GEMM time.
-template <typename T>
-static inline void sluice_gemm_batched(int threads, int64_t batches, int64_t m, int64_t n,
-                                       int64_t k, const T *a, const int64_t *aOff,
-                                       const T *b, const int64_t *bOff, T *c) {
-  sluice_blas_threads(1);
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0) {
-    for (int64_t i = 0; i < batches * m * n; ++i)
-      c[i] = 0;
-    return;
-  }
-  // Split rows and columns until there are enough tiles for the threads,
-  // keeping column blocks a multiple of 64 and row blocks of 16.
-  int64_t rowBlocks = 1, colBlocks = 1;
-  const double flops = 2.0 * (double)batches * m * n * k;
-  if (threads > 1 && flops > 2e6) {
-    while (batches * rowBlocks * colBlocks < 2 * threads) {
-      if (n / (colBlocks * 2) >= 64 && n >= m)
-        colBlocks *= 2;
-      else if (m / (rowBlocks * 2) >= 16)
-        rowBlocks *= 2;
-      else if (n / (colBlocks * 2) >= 64)
-        colBlocks *= 2;
-      else
-        break;
-    }
-  }
-  const int64_t tiles = batches * rowBlocks * colBlocks;
-  const int64_t rowStep = (m + rowBlocks - 1) / rowBlocks;
-  const int64_t colStep = ((n + colBlocks - 1) / colBlocks + 15) / 16 * 16;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tiles > 1)
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t batch = t / (rowBlocks * colBlocks);
-    const int64_t rb = (t / colBlocks) % rowBlocks, cb = t % colBlocks;
-    const int64_t r0 = rb * rowStep, c0 = cb * colStep;
-    const int64_t rows = (r0 + rowStep < m ? r0 + rowStep : m) - r0;
-    const int64_t cols = (c0 + colStep < n ? c0 + colStep : n) - c0;
-    if (rows <= 0 || cols <= 0)
-      continue;
-    sluice_gemm<T>::run(rows, cols, k, a + aOff[batch] + r0 * k, k, b + bOff[batch] + c0, n,
-                        c + batch * m * n + r0 * n + c0, n);
-  }
-}
-
 /// Batched GEMM with strided operands and a fused epilogue (form F2 kernel
 /// groups): batch i reads A at a + aOff[i] (rows lda apart) and B at
 /// b + bOff[i] (rows ldb apart) and writes C at c + i*m*n (contiguous).
 /// `epi(batch, r0, rows, c0, cols)` runs on each block of C right after the
 /// GEMM finished it, on the thread that computed it, while it is in cache:
 /// the epilogue is part of the same pass over the output, not a second one.
-/// Tiles are spread over OpenMP threads as in sluice_gemm_batched.
+///
+/// All parallelism is OpenMP's: the (batch, column block, row block) tiles
+/// are spread over the run's threads and each tile is one single-threaded
+/// BLAS call. Letting OpenBLAS start its own threads right after OpenMP
+/// regions makes the two pools fight for the cores (OpenMP's workers spin
+/// for a while after each region), which cost several times the GEMM time.
 template <typename T, typename Epilogue>
 static inline void sluice_gemm_batched_ep(int threads, int64_t batches, int64_t m, int64_t n,
                                           int64_t k, const T *a, const int64_t *aOff,
@@ -162,6 +115,8 @@ static inline void sluice_gemm_batched_ep(int threads, int64_t batches, int64_t 
   sluice_blas_threads(1);
   if (m == 0 || n == 0 || batches == 0)
     return;
+  // Split rows and columns until there are enough tiles for the threads,
+  // keeping column blocks a multiple of 64 and row blocks of 16.
   int64_t rowBlocks = 1, colBlocks = 1;
   const double flops = 2.0 * (double)batches * m * n * (k > 0 ? k : 1);
   if (threads > 1 && flops > 2e6) {
@@ -202,6 +157,22 @@ static inline void sluice_gemm_batched_ep(int threads, int64_t batches, int64_t 
     sluice_gemm<T>::run_ep(rows, cols, k, a + aOff[batch] + r0 * lda, lda, b + bOff[batch] + c0,
                            ldb, ct, n, tileEpi);
   }
+}
+
+/// The epilogue of a plain batched GEMM: nothing (it inlines away, leaving
+/// the tiles' plain GEMM calls).
+struct sluice_no_batched_epilogue {
+  void operator()(int64_t, int64_t, int64_t, int64_t, int64_t) const {}
+};
+
+/// Batched GEMM: batch i reads a + aOff[i], b + bOff[i], writes c + i*m*n
+/// (all contiguous): sluice_gemm_batched_ep without an epilogue.
+template <typename T>
+static inline void sluice_gemm_batched(int threads, int64_t batches, int64_t m, int64_t n,
+                                       int64_t k, const T *a, const int64_t *aOff,
+                                       const T *b, const int64_t *bOff, T *c) {
+  sluice_gemm_batched_ep(threads, batches, m, n, k, a, aOff, k, b, bOff, n, c,
+                         sluice_no_batched_epilogue());
 }
 
 #endif // SLUICE_GEN_CPU_BLAS_H
