@@ -67,20 +67,6 @@ struct sluice_attn_desc {
   sluice_attn_access q, k, v, m, out, cos_q, sin_q, cos_k, sin_k;
 };
 
-/// Per-thread scratch of at least `floats` floats, 64-byte aligned (null
-/// when it cannot be allocated); grown as needed, never freed. Separate
-/// from the SGEMM's packing buffer, which is in use while these are read.
-static inline float *sluice_attn_scratch(int64_t floats) {
-  static thread_local void *raw = nullptr;
-  static thread_local int64_t capacity = 0;
-  if (floats > capacity) {
-    free(raw);
-    raw = malloc((size_t)floats * sizeof(float) + 64);
-    capacity = raw ? floats : 0;
-  }
-  return raw ? (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63) : nullptr;
-}
-
 /// Element offsets of batch `b` (row-major over d.batch) for one access.
 static inline int64_t sluice_attn_offset(const sluice_attn_desc &d, const sluice_attn_access &a,
                                          int64_t b) {
@@ -315,7 +301,7 @@ static inline int32_t sluice_attention_f32(int threads, const sluice_attn_desc &
   int failed = 0;
 #pragma omp parallel num_threads(threads) if (threads > 1 && tiles > 1 && work > 1e6)
   {
-    float *ws = sluice_attn_scratch(total);
+    float *ws = sluice_float_scratch<SLUICE_SCRATCH_ATTENTION>(total);
     if (!ws) {
 #pragma omp atomic write
       failed = 1;

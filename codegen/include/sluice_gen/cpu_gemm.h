@@ -20,14 +20,37 @@
 // A measured as fast or faster here, and packing A cost up to half the time
 // when N is small (ResNet's late layers: N = 49).
 //
+// The per-thread float scratch (sluice_float_scratch) is defined for every
+// build: the fused attention (cpu_attention.h) takes its buffers from it.
+//
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_GEN_CPU_GEMM_H
 #define SLUICE_GEN_CPU_GEMM_H
 
-#if defined(__AVX512F__)
-
 #include <cstdint>
 #include <cstdlib>
+
+/// Users of sluice_float_scratch; each has its own buffer, since the SGEMM's
+/// packing buffer is in use while the fused attention's is read.
+enum sluice_scratch_slot { SLUICE_SCRATCH_SGEMM, SLUICE_SCRATCH_ATTENTION };
+
+/// Per-thread scratch of at least `floats` floats for `Slot`, 64-byte
+/// aligned, or null when it cannot be allocated. Grown as needed and never
+/// freed. Separate from sluice_scratch, which the convolutions hold (the
+/// im2col matrix) while they call the GEMM.
+template <sluice_scratch_slot Slot> static inline float *sluice_float_scratch(int64_t floats) {
+  static thread_local void *raw = nullptr;
+  static thread_local int64_t capacity = 0;
+  if (floats > capacity) {
+    free(raw);
+    raw = malloc((size_t)floats * sizeof(float) + 64);
+    capacity = raw ? floats : 0;
+  }
+  return raw ? (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63) : nullptr;
+}
+
+#if defined(__AVX512F__)
+
 #include <cstring>
 #include <immintrin.h>
 
@@ -54,19 +77,6 @@ constexpr int64_t MC = 192;
 /// best of 512..4096 here.
 constexpr int64_t NC = 1024;
 
-/// Per-thread packing buffer of at least `floats` floats, 64-byte aligned,
-/// or null when it cannot be allocated. Grown as needed and never freed. Separate from sluice_scratch, which the
-/// convolutions hold (the im2col matrix) while they call the GEMM.
-static inline float *scratch(int64_t floats) {
-  static thread_local void *raw = nullptr;
-  static thread_local int64_t capacity = 0;
-  if (floats > capacity) {
-    free(raw);
-    raw = malloc((size_t)floats * sizeof(float) + 64);
-    capacity = raw ? floats : 0;
-  }
-  return raw ? (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63) : nullptr;
-}
 
 /// Packs rows [0, kc) and columns [0, cols) of B into NR-column panels:
 /// panel j holds B[p][j*NR + q] at bp[j*NR*kc + p*NR + q], columns past
@@ -202,7 +212,7 @@ static inline void gemm_ep(int64_t m, int64_t n, int64_t k, const float *a, int6
   const int64_t nBlocks = (n + NC - 1) / NC;
   const int64_t ncMax = ((n + nBlocks - 1) / nBlocks + NR - 1) / NR * NR;
   const bool inPlace = m <= MR && (m <= 4 || k * ldb <= (int64_t(1) << 20));
-  float *bp = inPlace ? nullptr : scratch(kcMax * ncMax);
+  float *bp = inPlace ? nullptr : sluice_float_scratch<SLUICE_SCRATCH_SGEMM>(kcMax * ncMax);
   if (!bp) {
     // One row panel: each B element is used once, so packing B would only
     // add a copy. Stream B in place over the whole depth: 2-3x faster for
