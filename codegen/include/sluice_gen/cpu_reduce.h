@@ -259,6 +259,42 @@ inline sluice_v16f sluice_exp_v16(sluice_v16f x0) {
   return x0 != x0 ? x0 : r;
 }
 
+/// max(x[0..n)), sixteen lanes at a time.
+inline float sluice_row_max_f32(const float *x, int64_t n) {
+  const int64_t body = n / 16 * 16;
+  sluice_v16f mv = sluice_v16_splat(-INFINITY);
+  for (int64_t e = 0; e < body; e += 16) {
+    sluice_v16f v = sluice_v16_load(x + e);
+    mv = v > mv ? v : mv;
+  }
+  float m = sluice_v16_max(mv);
+  for (int64_t e = body; e < n; ++e)
+    m = x[e] > m ? x[e] : m;
+  return m;
+}
+
+/// Sum of exp(x[e] - m) over x[0..n), sixteen lanes at a time; with Store,
+/// each exp also goes to y[e] (y may be x).
+template <bool Store>
+inline float sluice_row_expsum_f32(const float *x, int64_t n, float m, float *y) {
+  const int64_t body = n / 16 * 16;
+  sluice_v16f sv = sluice_v16f{};
+  for (int64_t e = 0; e < body; e += 16) {
+    sluice_v16f ex = sluice_exp_v16(sluice_v16_load(x + e) - m);
+    if (Store)
+      sluice_v16_store(y + e, ex);
+    sv += ex;
+  }
+  float sum = sluice_v16_sum(sv);
+  for (int64_t e = body; e < n; ++e) {
+    float ex = sluice_exp_fast(x[e] - m);
+    if (Store)
+      y[e] = ex;
+    sum += ex;
+  }
+  return sum;
+}
+
 /// Softmax (or log-softmax) of contiguous f32 rows, sixteen lanes at a time.
 inline void sluice_softmax_rows_f32(int threads, const float *in, float *out, int64_t rows,
                                     int64_t extent, bool logSoftmax) {
@@ -267,28 +303,9 @@ inline void sluice_softmax_rows_f32(int threads, const float *in, float *out, in
   for (int64_t r = 0; r < rows; ++r) {
     const float *x = in + r * extent;
     float *y = out + r * extent;
-    sluice_v16f mv = sluice_v16_splat(-INFINITY);
-    for (int64_t e = 0; e < body; e += 16) {
-      sluice_v16f v = sluice_v16_load(x + e);
-      mv = v > mv ? v : mv;
-    }
-    float m = sluice_v16_max(mv);
-    for (int64_t e = body; e < extent; ++e)
-      m = x[e] > m ? x[e] : m;
-    sluice_v16f sv = sluice_v16f{};
-    for (int64_t e = 0; e < body; e += 16) {
-      sluice_v16f ex = sluice_exp_v16(sluice_v16_load(x + e) - m);
-      if (!logSoftmax)
-        sluice_v16_store(y + e, ex);
-      sv += ex;
-    }
-    float sum = sluice_v16_sum(sv);
-    for (int64_t e = body; e < extent; ++e) {
-      float ex = sluice_exp_fast(x[e] - m);
-      if (!logSoftmax)
-        y[e] = ex;
-      sum += ex;
-    }
+    float m = sluice_row_max_f32(x, extent);
+    float sum = logSoftmax ? sluice_row_expsum_f32<false>(x, extent, m, nullptr)
+                           : sluice_row_expsum_f32<true>(x, extent, m, y);
     if (logSoftmax) {
       float shift = m + logf(sum);
       for (int64_t e = 0; e < body; e += 16)
@@ -707,28 +724,7 @@ template <typename C> inline C *sluice_row_buffer(int64_t n) {
 
 /// x[i] = exp(x[i] - max(x)); returns 1 / sum of them (softmax = x * that).
 inline float sluice_row_softmax_exp(float *x, int64_t n) {
-  const int64_t body = n / 16 * 16;
-  sluice_v16f mv = sluice_v16_splat(-INFINITY);
-  for (int64_t e = 0; e < body; e += 16) {
-    sluice_v16f v = sluice_v16_load(x + e);
-    mv = v > mv ? v : mv;
-  }
-  float m = sluice_v16_max(mv);
-  for (int64_t e = body; e < n; ++e)
-    m = x[e] > m ? x[e] : m;
-  sluice_v16f sv = sluice_v16f{};
-  for (int64_t e = 0; e < body; e += 16) {
-    sluice_v16f ex = sluice_exp_v16(sluice_v16_load(x + e) - m);
-    sluice_v16_store(x + e, ex);
-    sv += ex;
-  }
-  float sum = sluice_v16_sum(sv);
-  for (int64_t e = body; e < n; ++e) {
-    float ex = sluice_exp_fast(x[e] - m);
-    x[e] = ex;
-    sum += ex;
-  }
-  return 1.0f / sum;
+  return 1.0f / sluice_row_expsum_f32<true>(x, n, sluice_row_max_f32(x, n), x);
 }
 inline double sluice_row_softmax_exp(double *x, int64_t n) {
   double m = -INFINITY, sum = 0;
@@ -743,22 +739,8 @@ inline double sluice_row_softmax_exp(double *x, int64_t n) {
 
 /// max(x) + log(sum(exp(x - max))): log-softmax = x - that.
 inline float sluice_row_logsumexp(const float *x, int64_t n) {
-  const int64_t body = n / 16 * 16;
-  sluice_v16f mv = sluice_v16_splat(-INFINITY);
-  for (int64_t e = 0; e < body; e += 16) {
-    sluice_v16f v = sluice_v16_load(x + e);
-    mv = v > mv ? v : mv;
-  }
-  float m = sluice_v16_max(mv);
-  for (int64_t e = body; e < n; ++e)
-    m = x[e] > m ? x[e] : m;
-  sluice_v16f sv = sluice_v16f{};
-  for (int64_t e = 0; e < body; e += 16)
-    sv += sluice_exp_v16(sluice_v16_load(x + e) - m);
-  float sum = sluice_v16_sum(sv);
-  for (int64_t e = body; e < n; ++e)
-    sum += sluice_exp_fast(x[e] - m);
-  return m + logf(sum);
+  const float m = sluice_row_max_f32(x, n);
+  return m + logf(sluice_row_expsum_f32<false>(x, n, m, nullptr));
 }
 inline double sluice_row_logsumexp(const double *x, int64_t n) {
   double m = -INFINITY, sum = 0;
@@ -769,6 +751,18 @@ inline double sluice_row_logsumexp(const double *x, int64_t n) {
   return m + log(sum);
 }
 
+/// 1 / sqrt(mean((x - center)^2) + eps) of a row: with Center, center is the
+/// row's mean; without, it is 0 (rms_norm = x * that * scale).
+template <bool Center, typename C> inline C sluice_row_inv_std(const C *x, int64_t n, C center, C eps) {
+  C var = 0;
+#pragma omp simd reduction(+ : var)
+  for (int64_t i = 0; i < n; ++i) {
+    const C d = Center ? x[i] - center : x[i];
+    var += d * d;
+  }
+  return (C)1 / (C)sqrt((double)(var / (C)n + eps));
+}
+
 /// Mean and 1 / sqrt(variance + eps) of a row (as sluice_layer_norm).
 template <typename C>
 inline void sluice_row_moments(const C *x, int64_t n, C eps, C *meanOut, C *invOut) {
@@ -777,24 +771,13 @@ inline void sluice_row_moments(const C *x, int64_t n, C eps, C *meanOut, C *invO
   for (int64_t i = 0; i < n; ++i)
     sum += x[i];
   const C mean = sum / (C)n;
-  C var = 0;
-#pragma omp simd reduction(+ : var)
-  for (int64_t i = 0; i < n; ++i) {
-    const C d = x[i] - mean;
-    var += d * d;
-  }
-  var /= (C)n;
   *meanOut = mean;
-  *invOut = (C)1 / (C)sqrt((double)(var + eps));
+  *invOut = sluice_row_inv_std<true>(x, n, mean, eps);
 }
 
 /// 1 / sqrt(mean(x^2) + eps) of a row (rms_norm = x * that * scale).
 template <typename C> inline C sluice_row_rms_inv(const C *x, int64_t n, C eps) {
-  C sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i)
-    sum += x[i] * x[i];
-  return (C)1 / (C)sqrt((double)(sum / (C)n + eps));
+  return sluice_row_inv_std<false>(x, n, (C)0, eps);
 }
 
 /// Reduce kind K (sum, prod, max, min, mean) of a row, accumulated as
