@@ -218,6 +218,37 @@ bool coversExactly(Value param, ArrayRef<int64_t> dims) {
   return a == b && product(shapeOf(param)) == product(dims);
 }
 
+/// The index table of a norm's scale or bias `param` over the normalized
+/// dims: emits `static const int64_t <name>_index[]` (element i of a row
+/// reads param[table[i]]) and returns its name, or "nullptr" when `param`
+/// covers the normalized dims exactly. Parameters that broadcast (rare) are
+/// read through such compile-time tables; nothing is written at run time,
+/// so concurrent runs stay safe.
+std::string emitParamIndex(CpuOpContext &ctx, Value param,
+                           ArrayRef<int64_t> normalized, const std::string &name) {
+  if (coversExactly(param, normalized))
+    return "nullptr";
+  ArrayRef<int64_t> p = shapeOf(param);
+  SmallVector<int64_t> strides(normalized.size(), 0);
+  int64_t stride = 1;
+  for (int64_t i = (int64_t)p.size() - 1, d = (int64_t)normalized.size() - 1; i >= 0 && d >= 0;
+       --i, --d) {
+    strides[d] = p[i] == 1 ? 0 : stride;
+    stride *= p[i];
+  }
+  SmallVector<int64_t> table(product(normalized));
+  for (int64_t i = 0; i < (int64_t)table.size(); ++i) {
+    int64_t rest = i, at = 0;
+    for (int64_t d = (int64_t)normalized.size() - 1; d >= 0; --d) {
+      at += (rest % normalized[d]) * strides[d];
+      rest /= normalized[d];
+    }
+    table[i] = at;
+  }
+  ctx.body += "  " + cStaticArray(name + "_index", table);
+  return name + "_index";
+}
+
 LogicalResult emitLayerNorm(CpuOpContext &ctx) {
   auto ln = cast<LayerNormOp>(ctx.op);
   ArrayRef<int64_t> shape = shapeOf(ln.getInput());
@@ -228,39 +259,12 @@ LogicalResult emitLayerNorm(CpuOpContext &ctx) {
   int64_t rows = product(shape.take_front(*axis)), count = product(normalized);
   std::string scale = ctx.in[1], bias = ln.getBias() ? ctx.in[2] : "nullptr";
   std::string &s = ctx.body;
-  // Parameters that broadcast (rare) are read through a compile-time index
-  // table; nothing is written at run time, so concurrent runs stay safe.
-  auto expand = [&](Value param, const std::string &name, std::string &index) {
-    index = "nullptr";
-    if (coversExactly(param, normalized))
-      return;
-    ArrayRef<int64_t> p = shapeOf(param);
-    SmallVector<int64_t> strides(normalized.size(), 0);
-    int64_t stride = 1;
-    for (int64_t i = (int64_t)p.size() - 1, d = (int64_t)normalized.size() - 1; i >= 0 && d >= 0;
-         --i, --d) {
-      strides[d] = p[i] == 1 ? 0 : stride;
-      stride *= p[i];
-    }
-    SmallVector<int64_t> table(count);
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t rest = i, at = 0;
-      for (int64_t d = (int64_t)normalized.size() - 1; d >= 0; --d) {
-        at += (rest % normalized[d]) * strides[d];
-        rest /= normalized[d];
-      }
-      table[i] = at;
-    }
-    s += "  " + cStaticArray(name + "_index", table);
-    index = name + "_index";
-  };
   if (count > (1 << 22) && (!coversExactly(ln.getScale(), normalized) ||
                             (ln.getBias() && !coversExactly(ln.getBias(), normalized))))
     return ln.emitOpError("cpu target: broadcast layer_norm parameters over too many elements");
-  std::string scaleIndex, biasIndex = "nullptr";
-  expand(ln.getScale(), "scale", scaleIndex);
-  if (ln.getBias())
-    expand(ln.getBias(), "bias", biasIndex);
+  std::string scaleIndex = emitParamIndex(ctx, ln.getScale(), normalized, "scale");
+  std::string biasIndex =
+      ln.getBias() ? emitParamIndex(ctx, ln.getBias(), normalized, "bias") : "nullptr";
   std::string inT = storageType(elementOf(ln.getInput())),
               pT = storageType(elementOf(ln.getScale()));
   if (ln.getBias() && storageType(elementOf(ln.getBias())) != pT)
@@ -285,30 +289,9 @@ LogicalResult emitRmsNorm(CpuOpContext &ctx) {
   ArrayRef<int64_t> normalized = shape.drop_front(*axis);
   int64_t rows = product(shape.take_front(*axis)), count = product(normalized);
   std::string &s = ctx.body;
-  std::string scaleIndex = "nullptr";
-  if (!coversExactly(rn.getScale(), normalized)) {
-    if (count > (1 << 22))
-      return rn.emitOpError("cpu target: broadcast rms_norm scale over too many elements");
-    ArrayRef<int64_t> p = shapeOf(rn.getScale());
-    SmallVector<int64_t> strides(normalized.size(), 0);
-    int64_t stride = 1;
-    for (int64_t i = (int64_t)p.size() - 1, d = (int64_t)normalized.size() - 1; i >= 0 && d >= 0;
-         --i, --d) {
-      strides[d] = p[i] == 1 ? 0 : stride;
-      stride *= p[i];
-    }
-    SmallVector<int64_t> table(count);
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t rest = i, at = 0;
-      for (int64_t d = (int64_t)normalized.size() - 1; d >= 0; --d) {
-        at += (rest % normalized[d]) * strides[d];
-        rest /= normalized[d];
-      }
-      table[i] = at;
-    }
-    s += "  " + cStaticArray("scale_index", table);
-    scaleIndex = "scale_index";
-  }
+  if (count > (1 << 22) && !coversExactly(rn.getScale(), normalized))
+    return rn.emitOpError("cpu target: broadcast rms_norm scale over too many elements");
+  std::string scaleIndex = emitParamIndex(ctx, rn.getScale(), normalized, "scale");
   ctx.include(kHeader);
   s += "  sluice_rms_norm<" + storageType(elementOf(rn.getInput())) + ", " +
        storageType(elementOf(rn.getScale())) + ">(" + CpuOpContext::threads + ", " + ctx.in[0] +
