@@ -15,6 +15,8 @@
 #include "dialects/sluice/SluiceOps.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <set>
 #include <string>
@@ -52,6 +54,17 @@ LogicalResult emitElementwiseGroup(GroupContext &ctx);
 LogicalResult emitGemmGroup(GroupContext &ctx);
 LogicalResult emitRowGroup(GroupContext &ctx);
 LogicalResult emitAttentionGroup(GroupContext &ctx);
+
+/// The compute ops of a group body with one anchor op (forms F2-F4):
+/// constants and views are passed over; the first op `isAnchor` accepts is
+/// the anchor (null when none is), the others are the ops before and after
+/// it, in block order; `yield` is the body's terminator.
+struct GroupOps {
+  KernelYieldOp yield;
+  mlir::Operation *anchor = nullptr;
+  llvm::SmallVector<mlir::Operation *> before, after;
+};
+GroupOps splitGroupOps(KernelOp kernel, llvm::function_ref<bool(mlir::Operation *)> isAnchor);
 
 /// Row ops: softmax, layer_norm, rms_norm, reduce (form F3's anchor).
 bool isRowOp(mlir::Operation *op);

@@ -49,19 +49,14 @@ struct Access {
 
 LogicalResult emitAttentionGroup(GroupContext &ctx) {
   KernelOp kernel = ctx.kernel;
-  Block &block = kernel.getBody().front();
-  auto yield = cast<KernelYieldOp>(block.getTerminator());
-  AttentionOp attn;
-  for (Operation &op : block.without_terminator()) {
-    if (isa<ConstantOp>(op) || isViewOp(&op))
-      continue;
-    if (auto a = dyn_cast<AttentionOp>(op); a && !attn) {
-      attn = a;
-      continue;
-    }
-    return op.emitOpError("cpu target: an attention group holds only view ops around one "
-                          "sluice.attention (form F4)");
-  }
+  GroupOps parts = splitGroupOps(kernel, [](Operation *op) { return isa<AttentionOp>(op); });
+  KernelYieldOp yield = parts.yield;
+  if (!parts.before.empty() || !parts.after.empty())
+    return (parts.before.empty() ? parts.after : parts.before)
+        .front()
+        ->emitOpError("cpu target: an attention group holds only view ops around one "
+                      "sluice.attention (form F4)");
+  auto attn = dyn_cast_or_null<AttentionOp>(parts.anchor);
   if (!attn)
     return kernel.emitOpError("cpu target: no sluice.attention in an attention group");
   if (yield.getValues().size() != 1 || stripOutputViews(yield.getValues()[0]) != attn.getResult())

@@ -41,22 +41,21 @@ int64_t batchOffset(ArrayRef<int64_t> batch, int64_t flat, ArrayRef<int64_t> sha
 
 LogicalResult emitGemmGroup(GroupContext &ctx) {
   KernelOp kernel = ctx.kernel;
-  Block &block = kernel.getBody().front();
-  auto yield = cast<KernelYieldOp>(block.getTerminator());
-  MatMulOp matmul;
-  SmallVector<Operation *> epilogueOps;
-  for (Operation &op : block.without_terminator()) {
-    if (isa<ConstantOp>(op) || isViewOp(&op))
-      continue;
-    if (auto mm = dyn_cast<MatMulOp>(op)) {
-      matmul = mm;
-      continue;
-    }
-    if (!matmul || !isElementwise(&op))
-      return op.emitOpError("cpu target: a GEMM group holds only views, one matmul and "
-                            "elementwise ops after it");
-    epilogueOps.push_back(&op);
-  }
+  GroupOps parts = splitGroupOps(kernel, [](Operation *op) { return isa<MatMulOp>(op); });
+  KernelYieldOp yield = parts.yield;
+  auto misplaced = [](Operation *op) {
+    return op->emitOpError("cpu target: a GEMM group holds only views, one matmul and "
+                           "elementwise ops after it");
+  };
+  if (!parts.before.empty())
+    return misplaced(parts.before.front());
+  for (Operation *op : parts.after)
+    if (!isElementwise(op))
+      return misplaced(op);
+  auto matmul = dyn_cast_or_null<MatMulOp>(parts.anchor);
+  if (!matmul)
+    return kernel.emitOpError("cpu target: no matmul in a GEMM group");
+  SmallVector<Operation *> &epilogueOps = parts.after;
   Value aValue = matmul->getOperand(0), bValue = matmul->getOperand(1);
   Value result = matmul->getResult(0);
   ArrayRef<int64_t> aShape = shapeOf(aValue), bShape = shapeOf(bValue),

@@ -87,21 +87,16 @@ FailureOr<int64_t> rowAxis(Operation *op) {
 
 LogicalResult emitRowGroup(GroupContext &ctx) {
   KernelOp kernel = ctx.kernel;
-  Block &block = kernel.getBody().front();
-  auto yield = cast<KernelYieldOp>(block.getTerminator());
-  Operation *rowOp = nullptr;
-  SmallVector<Operation *> prologueOps, epilogueOps;
-  for (Operation &op : block.without_terminator()) {
-    if (isa<ConstantOp>(op) || isViewOp(&op))
-      continue;
-    if (isRowOp(&op)) {
-      rowOp = &op;
-      continue;
-    }
-    if (!isElementwise(&op))
-      return op.emitOpError("cpu target: a row group holds only views, elementwise ops and one row op");
-    (rowOp ? epilogueOps : prologueOps).push_back(&op);
-  }
+  GroupOps parts = splitGroupOps(kernel, isRowOp);
+  KernelYieldOp yield = parts.yield;
+  for (Operation *op : llvm::concat<Operation *>(parts.before, parts.after))
+    if (!isElementwise(op))
+      return op->emitOpError(
+          "cpu target: a row group holds only views, elementwise ops and one row op");
+  Operation *rowOp = parts.anchor;
+  if (!rowOp)
+    return kernel.emitOpError("cpu target: no row op in a row group");
+  SmallVector<Operation *> &prologueOps = parts.before, &epilogueOps = parts.after;
   Value x = rowOp->getOperand(0), y = rowOp->getResult(0);
   ArrayRef<int64_t> inShape = shapeOf(x), outShape = shapeOf(y);
   auto axisOr = rowAxis(rowOp);
