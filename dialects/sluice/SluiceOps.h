@@ -52,4 +52,27 @@ class SequenceMapOp;
 #define GET_OP_CLASSES
 #include "dialects/sluice/SluiceCompositeOps.h.inc"
 
+namespace sluice {
+
+/// Creates `OpTy` (built from `args`) with its result types inferred, at b's
+/// insertion point. Null, and nothing created, when an operand is null (an
+/// earlier build failed: propagated rather than crashing) or inference fails.
+/// For the importer's handlers (lib/onnx/Binder.h) and the rewrite passes.
+template <typename OpTy, typename... Args>
+mlir::Operation *buildInferred(mlir::OpBuilder &b, mlir::Location loc, Args &&...args) {
+  mlir::OperationState state(loc, OpTy::getOperationName());
+  OpTy::build(b, state, mlir::TypeRange{}, std::forward<Args>(args)...);
+  if (llvm::any_of(state.operands, [](mlir::Value v) { return !v; }))
+    return nullptr;
+  llvm::SmallVector<mlir::Type> types;
+  if (mlir::failed(OpTy::inferReturnTypes(b.getContext(), loc, state.operands,
+                                          state.attributes.getDictionary(b.getContext()),
+                                          state.getRawProperties(), state.regions, types)))
+    return nullptr;
+  state.addTypes(types);
+  return b.create(state);
+}
+
+} // namespace sluice
+
 #endif // SLUICE_DIALECTS_SLUICE_SLUICEOPS_H

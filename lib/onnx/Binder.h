@@ -11,6 +11,7 @@
 #ifndef SLUICE_LIB_ONNX_BINDER_H
 #define SLUICE_LIB_ONNX_BINDER_H
 
+#include "dialects/sluice/SluiceOps.h"
 #include "lib/reference/Tensor.h"
 
 #include "mlir/IR/Builders.h"
@@ -143,19 +144,8 @@ public:
   }
   template <typename OpTy, typename... Args>
   mlir::Operation *createOp(Args &&...args) {
-    mlir::OperationState state(loc, OpTy::getOperationName());
-    OpTy::build(b, state, mlir::TypeRange{}, std::forward<Args>(args)...);
-    // A null operand means an earlier create failed: propagate, don't crash.
-    if (llvm::any_of(state.operands, [](mlir::Value v) { return !v; }))
-      return nullptr;
-    llvm::SmallVector<mlir::Type> types;
-    if (mlir::failed(OpTy::inferReturnTypes(
-            b.getContext(), loc, state.operands,
-            state.attributes.getDictionary(b.getContext()),
-            state.getRawProperties(), state.regions, types)))
-      return nullptr;
-    state.addTypes(types);
-    return b.create(state);
+    // A null operand means an earlier create failed: propagated, no crash.
+    return buildInferred<OpTy>(b, loc, std::forward<Args>(args)...);
   }
 
   /// Constants built by handlers (small, dense).

@@ -82,19 +82,11 @@ inline mlir::Value otherOperand(mlir::Operation *op, mlir::Value one) {
   return {};
 }
 
-/// Creates `OpTy` with inferred result types (null when inference fails).
+/// Creates `OpTy` with inferred result types (null when inference fails):
+/// sluice::buildInferred.
 template <typename OpTy, typename... Args>
 mlir::Operation *buildOp(mlir::OpBuilder &b, mlir::Location loc, Args &&...args) {
-  mlir::OperationState state(loc, OpTy::getOperationName());
-  OpTy::build(b, state, mlir::TypeRange{}, std::forward<Args>(args)...);
-  llvm::SmallVector<mlir::Type> types;
-  if (mlir::failed(OpTy::inferReturnTypes(
-          b.getContext(), loc, state.operands,
-          state.attributes.getDictionary(b.getContext()),
-          state.getRawProperties(), state.regions, types)))
-    return nullptr;
-  state.addTypes(types);
-  return b.create(state);
+  return buildInferred<OpTy>(b, loc, std::forward<Args>(args)...);
 }
 
 template <typename OpTy, typename... Args>
