@@ -14,6 +14,17 @@ using namespace mlir;
 
 namespace sluice::fusion {
 
+/// NumPy broadcasting of `shape` to `target` (right-aligned, size-1 dims).
+static bool broadcastsTo(ArrayRef<int64_t> shape, ArrayRef<int64_t> target) {
+  if (shape.size() > target.size())
+    return false;
+  size_t lead = target.size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1 && shape[d] != target[lead + d])
+      return false;
+  return true;
+}
+
 namespace {
 
 bool isConstant(Value v) {
@@ -336,6 +347,14 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
       Role r = role.lookup(op->getResult(0));
       if (r == Prologue && anchorKind == Kind::Gemm) {
         why = "a GEMM's operands are views of its inputs only";
+        return failure();
+      }
+      // The row emitter evaluates the prologue in the row input's index
+      // space: every prologue value has that shape or broadcasts to it.
+      if (r == Prologue &&
+          !broadcastsTo(shapeOf(op->getResult(0)), shapeOf(anchor->getOperand(0)))) {
+        why = describeOp(op) + " computes the row input in another shape (" +
+              "a reshape of a computed value between it and the row op)";
         return failure();
       }
       if (r == Main && shapeOf(op->getResult(0)) != shapeOf(result)) {
