@@ -23,6 +23,36 @@
 namespace sluice {
 namespace recognize {
 
+/// The locations of `ops` (one block), fused in program order.
+inline mlir::Location fusedLoc(llvm::ArrayRef<mlir::Operation *> ops) {
+  llvm::SmallVector<mlir::Operation *> sorted(ops.begin(), ops.end());
+  llvm::sort(sorted, [](mlir::Operation *a, mlir::Operation *b) { return a->isBeforeInBlock(b); });
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  llvm::SmallVector<mlir::Location> locs;
+  for (mlir::Operation *op : sorted)
+    locs.push_back(op->getLoc());
+  return locs.size() == 1 ? locs.front() : mlir::FusedLoc::get(sorted.front()->getContext(), locs);
+}
+
+/// The location of a composite that replaces the chain ending at `root`:
+/// the locations of `root` and of the single-use ops feeding it (stopping at
+/// `stops`, the composite's operands, at constants and at values other ops
+/// read too), fused in program order, so that the composite names every
+/// ONNX node it came from (--emit=kernels, --report, errors).
+inline mlir::Location chainLoc(mlir::Operation *root, llvm::ArrayRef<mlir::Value> stops) {
+  llvm::SmallVector<mlir::Operation *> chain{root};
+  llvm::SmallPtrSet<mlir::Operation *, 16> seen{root};
+  for (size_t i = 0; i < chain.size(); ++i)
+    for (mlir::Value operand : chain[i]->getOperands()) {
+      mlir::Operation *def = operand.getDefiningOp();
+      if (!def || llvm::is_contained(stops, operand) || mlir::isa<ConstantOp>(def) ||
+          def->getBlock() != root->getBlock() || !operand.hasOneUse() || !seen.insert(def).second)
+        continue;
+      chain.push_back(def);
+    }
+  return fusedLoc(chain);
+}
+
 /// The value every element of a constant holds, when they all hold one
 /// (a scalar, or a splat of any shape up to 4096 elements).
 inline std::optional<double> splatValue(mlir::Value value) {

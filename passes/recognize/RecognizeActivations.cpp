@@ -155,7 +155,7 @@ bool matchGelu(MulOp root) {
     if (!arg || arg != x)
       continue;
     OpBuilder b(root);
-    auto gelu = GeluOp::create(b, root.getLoc(), type, x, b.getStringAttr(approximate));
+    auto gelu = GeluOp::create(b, chainLoc(root, {x}), type, x, b.getStringAttr(approximate));
     root.getResult().replaceAllUsesWith(gelu.getResult());
     chain.append(inner.begin(), inner.end());
     eraseDeadOps(chain);
@@ -173,7 +173,7 @@ bool matchSilu(MulOp root) {
         root.getType() != x.getType())
       continue;
     OpBuilder b(root);
-    auto silu = SiluOp::create(b, root.getLoc(), root.getType(), x);
+    auto silu = SiluOp::create(b, chainLoc(root, {x}), root.getType(), x);
     root.getResult().replaceAllUsesWith(silu.getResult());
     eraseDeadOps({root.getOperation(), sigmoid.getOperation()});
     return true;

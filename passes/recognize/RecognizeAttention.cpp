@@ -314,7 +314,10 @@ bool rewriteAttention(MatMulOp root) {
   Value maskOperand;
   bool dynamicSeq = ShapedType::isDynamic(sq) || ShapedType::isDynamic(sk);
   OpBuilder b(root);
-  Location loc = root.getLoc();
+  SmallVector<Operation *> matched(chain.begin(), chain.end());
+  matched.append(rotaryChain.begin(), rotaryChain.end());
+  matched.push_back(root);
+  Location loc = fusedLoc(matched);
   SmallVector<Operation *> made;
   auto refuse = [&] {
     eraseDeadOps(made);

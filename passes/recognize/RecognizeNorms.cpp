@@ -225,7 +225,11 @@ bool rewriteNorm(ReduceOp variance) {
     return false;
   Operation *root = m->normalized.getDefiningOp();
   OpBuilder b(root);
-  Location loc = root->getLoc();
+  SmallVector<Value> stops{m->input};
+  for (Value v : {m->scale, m->bias})
+    if (v)
+      stops.push_back(v);
+  Location loc = chainLoc(root, stops);
   auto type = rankedType(m->input);
   int64_t normalizedRank = type.getRank() - m->axis;
   Value scale = m->scale;
