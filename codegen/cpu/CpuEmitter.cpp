@@ -111,6 +111,18 @@ std::string nodeName(Location loc) {
 
 } // namespace
 
+void describeKernel(Operation *kernel, std::vector<std::string> &ops,
+                    std::vector<std::string> &nodes) {
+  for (Operation &inner : cast<KernelOp>(kernel).getBody().front().without_terminator()) {
+    if (isa<ConstantOp>(inner))
+      continue;
+    ops.push_back(inner.getName().getStringRef().str());
+    for (std::string &node : onnx_import::onnxNodeNames(inner.getLoc()))
+      if (llvm::find(nodes, node) == nodes.end())
+        nodes.push_back(std::move(node));
+  }
+}
+
 FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
   auto func = module.lookupSymbol<func::FuncOp>("main");
   if (!func)
@@ -434,13 +446,7 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     StepInfo stepInfo{name, library ? "library" : "kernel",
                       named ? named->getName().getStringRef().str() : "",
                       named ? nodeName(named->getLoc()) : "", {}, {}};
-    for (Operation &inner : body.without_terminator())
-      if (!isa<ConstantOp>(inner)) {
-        stepInfo.ops.push_back(inner.getName().getStringRef().str());
-        for (std::string &node : onnx_import::onnxNodeNames(inner.getLoc()))
-          if (llvm::find(stepInfo.nodes, node) == stepInfo.nodes.end())
-            stepInfo.nodes.push_back(std::move(node));
-      }
+    describeKernel(kernel, stepInfo.ops, stepInfo.nodes);
     model.steps.push_back(std::move(stepInfo));
     (library ? model.libraryCalls : model.kernels)++;
     if (library && (kernel.getLibrary() == "gemm" || kernel.getLibrary() == "conv"))

@@ -121,6 +121,11 @@ struct StepInfo {
   std::vector<std::string> ops, nodes;
 };
 
+/// The ops of a `sluice.kernel` body (full names, constants left out) and
+/// the ONNX nodes they came from, in order, without repeats.
+void describeKernel(mlir::Operation *kernel, std::vector<std::string> &ops,
+                    std::vector<std::string> &nodes);
+
 struct CpuModel {
   std::string source;              ///< the C++ translation unit
   std::vector<unsigned char> weights;

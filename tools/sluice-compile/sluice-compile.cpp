@@ -90,17 +90,10 @@ void printKernelGroups(ModuleOp module, const std::vector<std::string> &remarks,
     if (auto lib = kernel.getLibrary())
       out << " [library " << *lib << "]";
     std::vector<std::string> ops, nodes;
-    for (Operation &op : kernel.getBody().front().without_terminator()) {
-      if (isa<sluice::ConstantOp>(op))
-        continue;
-      ops.push_back(op.getName().stripDialect().str());
-      for (std::string &n : sluice::onnx_import::onnxNodeNames(op.getLoc()))
-        if (std::find(nodes.begin(), nodes.end(), n) == nodes.end())
-          nodes.push_back(std::move(n));
-    }
+    sluice::codegen::describeKernel(kernel, ops, nodes);
     out << ": " << ops.size() << (ops.size() == 1 ? " op:" : " ops:");
     for (const std::string &op : ops)
-      out << " " << op;
+      out << " " << llvm::StringRef(op).split('.').second;
     out << "\n";
     if (!nodes.empty()) {
       out << "    nodes:";

@@ -30,7 +30,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -657,23 +656,9 @@ int main(int argc, char **argv) {
   // A .mlir file (any phase's output, kernel groups included) runs as it is:
   // what the differential tests compare before and after a pass.
   bool mlirInput = llvm::sys::path::extension(options.model) == ".mlir";
-  OwningOpRef<ModuleOp> module;
-  if (mlirInput) {
-    context.loadDialect<sluice::SluiceDialect, func::FuncDialect>();
-    std::string parseError;
-    ScopedDiagnosticHandler parseHandler(&context, [&](Diagnostic &diag) {
-      parseError += diag.str() + "\n";
-      return success();
-    });
-    module = parseSourceFile<ModuleOp>(options.model, &context);
-    if (!module)
-      die(options.model + ": cannot parse: " + parseError);
-    if (!module->lookupSymbol<func::FuncOp>("main"))
-      die(options.model + ": no function 'main'");
-  } else {
-    module = sluice::compileModel(context, options.model, compilerOptions,
-                                  sluice::Phase::Import, error);
-  }
+  // compileModel parses a .mlir file as it is (no phase runs up to import).
+  OwningOpRef<ModuleOp> module = sluice::compileModel(
+      context, options.model, compilerOptions, sluice::Phase::Import, error);
   if (!module)
     die(error);
   auto func = module->lookupSymbol<func::FuncOp>("main");
