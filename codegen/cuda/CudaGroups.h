@@ -1,0 +1,94 @@
+//===- CudaGroups.h - kernel-group emitters of the cuda target -*- C++ -*-===//
+//
+// The cuda target emits the same five group forms as the cpu target
+// (docs/architecture.md, "fuse"): elementwise (F1), GEMM with an epilogue
+// (F2, cuBLASLt), row op with a prologue and an epilogue (F3, one block or
+// warp per row), attention (F4, flash attention) and single ops (F5: conv
+// through cuDNN, a few data movers; every other op runs as a host step
+// through the cpu emitter). Views (codegen/cpu/Views.h, target-neutral)
+// become offsets and strides exactly as on cpu.
+//
+// A group emitter writes
+//   - device code (`__global__` kernels, functors) into *device, at
+//     namespace scope inside the kernel's own namespace, and
+//   - the host statements of the step function into *host: launches on
+//     `stream` and library calls, each checked (SLUICE_CUDA, SLUICE_LAUNCHED,
+//     SLUICE_CUBLAS, SLUICE_CUDNN with `kernelName()`), returning nonzero on
+//     failure. The step function returns 0 after them.
+// The step function has `args` (const SluiceRunArgs *), `stream`
+// (cudaStream_t) and `state` (SluiceCudaState *) in scope.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_CODEGEN_CUDA_CUDAGROUPS_H
+#define SLUICE_CODEGEN_CUDA_CUDAGROUPS_H
+
+#include "codegen/cpu/Views.h"
+#include "dialects/sluice/SluiceOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <set>
+#include <string>
+
+namespace sluice::codegen {
+
+/// What an emitter decided about a group.
+enum class CudaEmit {
+  Done,        ///< device code and launches written
+  Unsupported, ///< no cuda kernel for this form: the group runs on the host
+               ///< (why in CudaGroupContext::reason); nothing was written
+  Error        ///< an error was emitted on the op; compilation fails
+};
+
+struct CudaGroupContext {
+  KernelOp kernel;
+  /// The kernel's symbol (unique in the module): name device functions
+  /// `<name>_...` or put them in *device (already inside `namespace <name>`).
+  std::string name;
+  std::string *device;
+  std::string *host;
+  std::set<std::string> *headers;
+  /// Device pointer expressions of leaves: block arguments ("in0", typed
+  /// `const T *`) and non-splat dense constants ("c0": `__device__` arrays
+  /// the emitter declared).
+  llvm::DenseMap<mlir::Value, std::string> pointers;
+  /// C++ literals (compute type) of splat or one-element constants.
+  llvm::DenseMap<mlir::Value, std::string> literals;
+  /// `T *` name of yield operand i.
+  std::string output(unsigned i) const { return "out" + std::to_string(i); }
+  /// Workspace the group needs (bytes of args->device_state's workspace;
+  /// the emitter records its maximum so init can allocate it).
+  int64_t *workspaceBytes = nullptr;
+  /// Why a group was left to the host (Unsupported).
+  std::string reason;
+  /// The step's kind for the manifest: "kernel" (generated) or "library"
+  /// (cuBLASLt, cuDNN); emitters of library calls set "library".
+  std::string kind = "kernel";
+
+  void include(const std::string &header) { headers->insert(header); }
+  std::string kernelName() const { return "\"" + name + "\""; }
+  /// The device pointer expression of a leaf view, or failure (with an
+  /// error) when the view's base is not a leaf.
+  mlir::FailureOr<std::string> leafPointer(const StridedView &view) const;
+  CudaEmit unsupported(std::string why) {
+    reason = std::move(why);
+    return CudaEmit::Unsupported;
+  }
+};
+
+CudaEmit emitCudaElementwiseGroup(CudaGroupContext &ctx);
+CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx);
+CudaEmit emitCudaRowGroup(CudaGroupContext &ctx);
+CudaEmit emitCudaAttentionGroup(CudaGroupContext &ctx);
+/// F5 single ops with a cuda implementation (conv through cuDNN, pooling,
+/// data movement ...); Unsupported for the rest (host steps).
+CudaEmit emitCudaSingleOp(CudaGroupContext &ctx, mlir::Operation *op);
+
+/// The CUDA type of an element type on the device: float, double, __half,
+/// __nv_bfloat16, int64_t, bool ... (storage layout equals storageType's).
+std::string cudaStorageType(mlir::Type elementType);
+
+} // namespace sluice::codegen
+
+#endif // SLUICE_CODEGEN_CUDA_CUDAGROUPS_H

@@ -1,0 +1,176 @@
+//===- sluice_gen/cuda.h - scaffolding of generated cuda kernels -*- C++ -*-===//
+//
+// Included first by every cuda-target bundle source (model.cu, built by
+// nvcc): the bundle ABI, the scalar helpers shared with the cpu target, the
+// per-context device state (library handles, workspace, algorithm caches,
+// the asynchronous error slot), the checked-call macros that name the kernel
+// at fault, and the step macro of the run function.
+//
+// Every launch and library call of a run goes to args->stream and nothing
+// synchronizes, so a whole run can be captured into one CUDA graph.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SLUICE_GEN_CUDA_H
+#define SLUICE_GEN_CUDA_H
+
+#include "sluice/bundle_abi.h"
+#include "sluice_gen/scalar.h"
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <string>
+#include <tuple>
+#include <vector>
+
+// Host steps (ops with no cuda kernel run on the host, ONNX Runtime's
+// fallback): their inputs are copied to args->host_arena, the cpu kernel runs
+// in a host function enqueued on the stream (capturable into a graph), and
+// the results are copied back. The host function's failure is recorded in
+// the state and surfaces at sluice_model_check.
+struct SluiceHostStep {
+  int32_t (*fn)(void *const *, const SluiceRunArgs *);
+  const char *kernel;
+  std::vector<void *> buffers;
+  SluiceRunArgs args;
+  char error[384];
+};
+
+/// One runtime context's device state (sluice_model_init creates it).
+struct SluiceCudaState {
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  /// cuBLASLt / cuDNN workspace (device memory), grown at init to the
+  /// largest need the bundle declared.
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+  /// Algorithm choices per problem key (cuda_blas.h, cuda_conv.h).
+  std::map<std::string, std::shared_ptr<void>> algorithms;
+  std::mutex mutex;
+  /// Host steps by step index, made at their first run and kept (a
+  /// captured graph calls them by address on every replay).
+  std::map<int32_t, std::unique_ptr<SluiceHostStep>> hostSteps;
+  /// The first asynchronous failure (host steps, device asserts), read by
+  /// sluice_model_check after the caller synchronized.
+  std::atomic<int> failed{0};
+  char message[512] = {0};
+
+  void fail(const char *kernel, const char *what) {
+    int expected = 0;
+    if (failed.compare_exchange_strong(expected, 1))
+      snprintf(message, sizeof(message), "%s: %s", kernel, what);
+  }
+};
+
+static inline SluiceCudaState *sluice_state(const SluiceRunArgs *args) {
+  return (SluiceCudaState *)args->device_state;
+}
+
+/// Writes "<kernel>: <message>" into the run's error buffer; returns 1.
+static inline int32_t sluice_fail(const SluiceRunArgs *args, const char *kernel,
+                                  const char *message) {
+  if (args->error && args->error_size)
+    snprintf(args->error, args->error_size, "%s: %s", kernel, message);
+  return 1;
+}
+
+/// A CUDA runtime call in kernel `kernel`; on failure the run fails with
+/// "<kernel>: <call>: <cuda error string>".
+#define SLUICE_CUDA(kernel, call)                                              \
+  do {                                                                         \
+    cudaError_t sluice_err = (call);                                           \
+    if (sluice_err != cudaSuccess) {                                           \
+      char sluice_msg[384];                                                    \
+      snprintf(sluice_msg, sizeof(sluice_msg), "%s failed: %s (%s)", #call,    \
+               cudaGetErrorString(sluice_err), cudaGetErrorName(sluice_err));  \
+      return sluice_fail(args, kernel, sluice_msg);                            \
+    }                                                                          \
+  } while (0)
+
+/// After a launch: a bad configuration (too much shared memory, a missing
+/// architecture) fails the run naming the kernel.
+#define SLUICE_LAUNCHED(kernel) SLUICE_CUDA(kernel, cudaGetLastError())
+
+#define SLUICE_CUBLAS(kernel, call)                                            \
+  do {                                                                         \
+    cublasStatus_t sluice_st = (call);                                         \
+    if (sluice_st != CUBLAS_STATUS_SUCCESS) {                                  \
+      char sluice_msg[384];                                                    \
+      snprintf(sluice_msg, sizeof(sluice_msg), "%s failed: cuBLAS status %d", \
+               #call, (int)sluice_st);                                         \
+      return sluice_fail(args, kernel, sluice_msg);                            \
+    }                                                                          \
+  } while (0)
+
+#define SLUICE_CUDNN(kernel, call)                                             \
+  do {                                                                         \
+    cudnnStatus_t sluice_st = (call);                                          \
+    if (sluice_st != CUDNN_STATUS_SUCCESS) {                                   \
+      char sluice_msg[384];                                                    \
+      snprintf(sluice_msg, sizeof(sluice_msg), "%s failed: %s", #call,         \
+               cudnnGetErrorString(sluice_st));                                \
+      return sluice_fail(args, kernel, sluice_msg);                            \
+    }                                                                          \
+  } while (0)
+
+#define SLUICE_STEP(index, call)                                               \
+  do {                                                                         \
+    if (args->trace)                                                           \
+      args->trace->begin(args->trace->user, index);                            \
+    int32_t sluice_status = (call);                                            \
+    if (args->trace)                                                           \
+      args->trace->end(args->trace->user, index);                              \
+    if (sluice_status)                                                         \
+      return sluice_status;                                                    \
+  } while (0)
+
+/// Grid size for `n` work items of `block` threads each handling `per`
+/// items, capped so that grid-stride loops cover the rest.
+static inline unsigned sluice_grid(int64_t n, int block, int per = 1) {
+  int64_t blocks = (n + (int64_t)block * per - 1) / ((int64_t)block * per);
+  if (blocks < 1)
+    blocks = 1;
+  if (blocks > 65535LL * 32)
+    blocks = 65535LL * 32;
+  return (unsigned)blocks;
+}
+
+// Device-side storage conversions: the scalar helpers of scalar.h spell
+// half types as sluice_f16/sluice_bf16 (bit containers); on the device the
+// hardware converts.
+__device__ __forceinline__ float sluice_dload(sluice_f16 v) {
+  return __half2float(__ushort_as_half(v.bits));
+}
+__device__ __forceinline__ float sluice_dload(sluice_bf16 v) {
+  return __bfloat162float(__ushort_as_bfloat16(v.bits));
+}
+template <typename T> __device__ __forceinline__ T sluice_dload(T v) { return v; }
+
+static void CUDART_CB sluice_host_step_trampoline(void *data) {
+  SluiceHostStep *step = (SluiceHostStep *)data;
+  SluiceCudaState *state = (SluiceCudaState *)step->args.device_state;
+  if (state->failed.load())
+    return;
+  step->args.error = step->error;
+  step->args.error_size = sizeof(step->error);
+  step->args.trace = nullptr;
+  if (step->fn(step->buffers.data(), &step->args)) {
+    // The cpu kernel wrote "<kernel>: <message>".
+    int expected = 0;
+    if (state->failed.compare_exchange_strong(expected, 1))
+      snprintf(state->message, sizeof(state->message), "%s", step->error);
+  }
+}
+
+#endif // SLUICE_GEN_CUDA_H
