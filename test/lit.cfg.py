@@ -20,3 +20,11 @@ config.substitutions.append(("%testdata", "/usr/share/libonnx-testdata/data"))
 # The hand-written bundle of test/unit/fixtures (its path has a space: quote
 # it in RUN lines).
 config.substitutions.append(("%fake_bundle", config.sluice_fake_bundle))
+# Its cuda stand-in (no device code).
+config.substitutions.append(("%fake_cuda_bundle", config.sluice_fake_cuda_bundle))
+# "cuda-module": libsluice_runtime_cuda.so was built; "gpu": this machine has
+# an NVIDIA GPU (its driver's device node), so cuda bundles really run.
+if config.sluice_cuda_module.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("cuda-module")
+if os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0"):
+    config.available_features.add("gpu")

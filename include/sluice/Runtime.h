@@ -145,10 +145,14 @@ public:
   Context(const Context &) = delete;
   Context &operator=(const Context &) = delete;
 
-  /// Creates the context (arena and outputs) for `model`.
-  bool create(const Model &model, std::string *error = nullptr) {
+  /// Creates the context (arena and outputs) for `model`; cuda bundles on
+  /// GPU `device` (-1: SLUICE_DEVICE, else 0).
+  bool create(const Model &model, std::string *error = nullptr,
+              int32_t device = -1) {
     SluiceContext *created = nullptr;
-    if (!detail::check(sluice_context_create(model.get(), &created), error))
+    if (!detail::check(
+            sluice_context_create_on_device(model.get(), device, &created),
+            error))
       return false;
     sluice_context_free(context);
     context = created;
@@ -172,6 +176,26 @@ public:
                          error);
   }
   void enableTrace(bool on) { sluice_context_enable_trace(context, on); }
+  /// cuda: capture runs into a CUDA graph (on by default).
+  void enableCudaGraph(bool on) {
+    sluice_context_enable_cuda_graph(context, on);
+  }
+  /// Whether the last run replayed a CUDA graph; if not, why in `reason`.
+  bool replayedCudaGraph(std::string *reason = nullptr) const {
+    int replayed = 0;
+    const char *why = "";
+    if (sluice_context_cuda_graph(context, &replayed, &why) != SLUICE_OK)
+      return false;
+    if (reason)
+      *reason = why;
+    return replayed != 0;
+  }
+  /// "cpu", or the GPU ("NVIDIA H100 80GB HBM3 (sm_90, device 0)").
+  std::string device() const {
+    const char *name = nullptr;
+    return sluice_context_device(context, &name) == SLUICE_OK && name ? name
+                                                                        : "";
+  }
 
   bool run(std::string *error = nullptr) {
     return detail::check(sluice_context_run(context), error);

@@ -20,6 +20,15 @@
  *    never call two functions on the same context concurrently. To run one
  *    model on several threads at once, give each thread its own context.
  *
+ * cuda bundles (target "cuda"): a context lives on one GPU (its arena,
+ * inputs, outputs and weights in device memory, a stream of its own, inputs
+ * and outputs staged through pinned host memory). The CUDA support is a
+ * separate library, libsluice_runtime_cuda.so, loaded from the folder of
+ * libsluice_runtime.so (or the library search path) when the first cuda
+ * context is created, so that this library links no CUDA: without it, a
+ * CUDA driver or a GPU, sluice_context_create fails with
+ * SLUICE_ERROR_DEVICE and one line saying which.
+ *
  *===----------------------------------------------------------------------===*/
 #ifndef SLUICE_RUNTIME_H
 #define SLUICE_RUNTIME_H
@@ -43,7 +52,10 @@ typedef enum SluiceStatus {
   SLUICE_ERROR_INVALID_ARGUMENT = 1, /* null pointer, bad index, wrong size */
   SLUICE_ERROR_BUNDLE = 2,           /* the bundle cannot be loaded */
   SLUICE_ERROR_RUN = 3,              /* the model's run reported a failure */
-  SLUICE_ERROR_OUT_OF_MEMORY = 4
+  SLUICE_ERROR_OUT_OF_MEMORY = 4,
+  SLUICE_ERROR_DEVICE = 5 /* no device can run the bundle: no CUDA support,
+                             driver or GPU; a GPU too old for its code; a
+                             device-side allocation or setup failure */
 } SluiceStatus;
 
 typedef struct SluiceModel SluiceModel;
@@ -96,7 +108,7 @@ SLUICE_RT_API SluiceStatus sluice_model_input(const SluiceModel *model, size_t i
                                 SluiceTensorInfo *info);
 SLUICE_RT_API SluiceStatus sluice_model_output(const SluiceModel *model, size_t index,
                                  SluiceTensorInfo *info);
-/* "cpu". */
+/* "cpu" or "cuda". */
 SLUICE_RT_API SluiceStatus sluice_model_target(const SluiceModel *model, const char **target);
 /* The version of sluice-compile that wrote the bundle. */
 SLUICE_RT_API SluiceStatus sluice_model_version(const SluiceModel *model,
@@ -112,9 +124,18 @@ SLUICE_RT_API SluiceStatus sluice_model_kernel(const SluiceModel *model, size_t 
 
 /*---- Contexts -------------------------------------------------------------*/
 
-/* A context for running `model`; it allocates the arena and the outputs. */
+/* A context for running `model`; it allocates the arena and the outputs.
+ * cuda bundles: on the GPU that the environment variable SLUICE_DEVICE
+ * names (an index, as cudaSetDevice counts), else device 0; it checks that
+ * the GPU can run the bundle's code (manifest "gpu_architectures"), uploads
+ * the weights and sets up the bundle's device state. */
 SLUICE_RT_API SluiceStatus sluice_context_create(const SluiceModel *model,
                                    SluiceContext **out);
+/* sluice_context_create on CUDA device `device` (>= 0; -1: SLUICE_DEVICE or
+ * 0). cpu bundles ignore `device`. */
+SLUICE_RT_API SluiceStatus sluice_context_create_on_device(const SluiceModel *model,
+                                             int32_t device,
+                                             SluiceContext **out);
 /* Frees a context (null is fine). */
 SLUICE_RT_API SluiceStatus sluice_context_free(SluiceContext *context);
 
@@ -122,16 +143,21 @@ SLUICE_RT_API SluiceStatus sluice_context_free(SluiceContext *context);
 SLUICE_RT_API SluiceStatus sluice_context_set_input(SluiceContext *context, size_t index,
                                       const void *data, size_t bytes);
 /* Binds input `index` to caller memory without copying; `data` must stay
- * valid and unchanged until the context is freed or the input is set again. */
+ * valid and unchanged until the context is freed or the input is set again.
+ * cuda bundles: a run cannot read host memory in place, so each run copies
+ * the bound memory into the context's pinned staging and from there to the
+ * device (what set_input does once); binding still saves the caller's copy
+ * and lets it update the data in place between runs. */
 SLUICE_RT_API SluiceStatus sluice_context_bind_input(SluiceContext *context, size_t index,
                                        const void *data, size_t bytes);
-/* OpenMP threads for each run (>= 1; the default is the hardware's). */
+/* OpenMP threads for each run (>= 1; the default is the hardware's); on
+ * cuda, those of the host steps (ops run on the cpu). */
 SLUICE_RT_API SluiceStatus sluice_context_set_num_threads(SluiceContext *context,
                                             int32_t num_threads);
 /* Runs the model once; every input must have been set. */
 SLUICE_RT_API SluiceStatus sluice_context_run(SluiceContext *context);
 /* Output `index` of the last run, owned by the context and valid until its
- * next run or its free. */
+ * next run or its free (host memory on every target). */
 SLUICE_RT_API SluiceStatus sluice_context_output(const SluiceContext *context, size_t index,
                                    const void **data, size_t *bytes);
 
@@ -143,8 +169,27 @@ SLUICE_RT_API SluiceStatus sluice_context_output_dims(const SluiceContext *conte
                                         int32_t *rank);
 
 /* Tracing: when on, each run records one event per kernel or library call.
- * Off by default (it costs two clock reads per call). */
+ * Off by default (it costs two clock reads per call). cuda: traced runs are
+ * not captured into a CUDA graph; each call is timed on the GPU by CUDA
+ * events recorded around it on the context's stream. */
 SLUICE_RT_API SluiceStatus sluice_context_enable_trace(SluiceContext *context, int on);
+
+/* cuda bundles: capture a run into a CUDA graph and replay it, which saves
+ * the launch cost of every kernel. On by default for bundles whose outputs
+ * have static shapes: the first run is eager, the second is captured, later
+ * runs replay it. A bundle whose run cannot be captured runs eagerly (see
+ * sluice_context_cuda_graph). Turning it on again retries the capture. No
+ * effect on cpu bundles. */
+SLUICE_RT_API SluiceStatus sluice_context_enable_cuda_graph(SluiceContext *context,
+                                              int on);
+/* Whether the last run replayed a CUDA graph (`*replayed` 1 or 0) and, if
+ * not, why (`*reason`, owned by the context, valid until the next call). */
+SLUICE_RT_API SluiceStatus sluice_context_cuda_graph(const SluiceContext *context,
+                                       int *replayed, const char **reason);
+/* What runs the context: "cpu", or the GPU's name, architecture and index,
+ * e.g. "NVIDIA H100 80GB HBM3 (sm_90, device 0)"; owned by the context. */
+SLUICE_RT_API SluiceStatus sluice_context_device(const SluiceContext *context,
+                                   const char **device);
 /* The last run's duration in microseconds (traced or not). */
 SLUICE_RT_API SluiceStatus sluice_context_run_time(const SluiceContext *context,
                                      double *us);

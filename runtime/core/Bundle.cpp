@@ -164,6 +164,9 @@ bool Bundle::openLibrary(std::string &error) {
     const char *why = ::dlerror();
     error = file +
             ": cannot load the model library: " + (why ? why : "unknown error");
+    if (manifest_.target == "cuda")
+      error += " (a cuda bundle's library needs the CUDA runtime, cuBLASLt "
+               "and cuDNN libraries on the library path)";
     return false;
   }
   auto abi = reinterpret_cast<int32_t (*)()>(
@@ -180,6 +183,26 @@ bool Bundle::openLibrary(std::string &error) {
     error = file + ": the library has bundle ABI " + std::to_string(version) +
             "; this runtime supports ABI " +
             std::to_string(SLUICE_BUNDLE_ABI_VERSION);
+    return false;
+  }
+  if (manifest_.target != "cuda")
+    return true;
+  // A cuda bundle keeps per-context device state (library handles,
+  // workspaces) and reports asynchronous failures after a synchronize.
+  init_ = reinterpret_cast<int32_t (*)(void **, void *, char *, size_t)>(
+      ::dlsym(library_, "sluice_model_init"));
+  release_ =
+      reinterpret_cast<void (*)(void *)>(::dlsym(library_, "sluice_model_release"));
+  check_ = reinterpret_cast<int32_t (*)(void *, char *, size_t)>(
+      ::dlsym(library_, "sluice_model_check"));
+  const char *missing = !init_      ? "sluice_model_init"
+                        : !release_ ? "sluice_model_release"
+                        : !check_   ? "sluice_model_check"
+                                    : nullptr;
+  if (missing) {
+    error = file + ": the bundle targets cuda but its library does not "
+                   "export " +
+            missing;
     return false;
   }
   return true;

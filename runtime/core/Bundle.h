@@ -35,6 +35,16 @@ public:
   const unsigned char *weights() const { return weights_; }
   /// The library's sluice_model_run.
   int32_t run(const SluiceRunArgs &args) const { return run_(&args); }
+  /// cuda bundles only (the loader requires them there): the library's
+  /// sluice_model_init, sluice_model_release and sluice_model_check.
+  int32_t initDevice(void **state, void *stream, char *error,
+                     size_t errorSize) const {
+    return init_(state, stream, error, errorSize);
+  }
+  void releaseDevice(void *state) const { release_(state); }
+  int32_t checkDevice(void *state, char *error, size_t errorSize) const {
+    return check_(state, error, errorSize);
+  }
 
 private:
   Bundle() = default;
@@ -48,6 +58,9 @@ private:
   size_t mappedBytes_ = 0;
   void *library_ = nullptr;
   int32_t (*run_)(const SluiceRunArgs *) = nullptr;
+  int32_t (*init_)(void **, void *, char *, size_t) = nullptr;
+  void (*release_)(void *) = nullptr;
+  int32_t (*check_)(void *, char *, size_t) = nullptr;
 };
 
 } // namespace sluice::runtime

@@ -1,8 +1,10 @@
 //===- CApi.cpp - the C API of include/sluice/runtime.h -------------------===//
 //
-// Thin: checks arguments, forwards to Bundle and CpuContext, and turns their
-// error strings into a status plus the thread-local last error. Nothing may
-// throw across the C boundary, so allocation failures are caught here.
+// Thin: checks arguments, forwards to Bundle and the context of the bundle's
+// target (CpuContext here, CudaContext through the cuda module), and turns
+// their error strings into a status plus the thread-local last error.
+// Nothing may throw across the C boundary, so allocation failures are caught
+// here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,14 +12,20 @@
 #include "sluice/version.h"
 
 #include "runtime/core/Bundle.h"
+#include "runtime/core/RunContext.h"
 #include "runtime/cpu/CpuContext.h"
 
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
 
 using sluice::runtime::Bundle;
 using sluice::runtime::CpuContext;
+using sluice::runtime::RunContext;
 using sluice::runtime::TensorSpec;
 
 struct SluiceModel {
@@ -28,8 +36,10 @@ struct SluiceModel {
 };
 
 struct SluiceContext {
-  explicit SluiceContext(const Bundle &bundle) : cpu(bundle) {}
-  CpuContext cpu;
+  /// A CpuContext or the cuda module's CudaContext.
+  std::unique_ptr<RunContext> run;
+  /// What sluice_context_cuda_graph last returned, kept for its pointer.
+  mutable std::string graphStatus;
 };
 
 namespace {
@@ -204,14 +214,50 @@ SluiceStatus sluice_model_kernel(const SluiceModel *model, size_t index,
 
 SluiceStatus sluice_context_create(const SluiceModel *model,
                                    SluiceContext **out) {
+  return sluice_context_create_on_device(model, -1, out);
+}
+
+SluiceStatus sluice_context_create_on_device(const SluiceModel *model,
+                                             int32_t device,
+                                             SluiceContext **out) {
   if (!model || !out)
     return nullArgument("sluice_context_create");
   *out = nullptr;
   return guarded([&] {
-    auto context = std::make_unique<SluiceContext>(*model->bundle);
+    const Bundle &bundle = *model->bundle;
+    auto context = std::make_unique<SluiceContext>();
     std::string error;
-    if (!context->cpu.init(error))
-      return fail(SLUICE_ERROR_OUT_OF_MEMORY, error);
+    if (bundle.manifest().target != "cuda") {
+      // cpu: there is one device; `device` does not apply.
+      auto cpu = std::make_unique<CpuContext>(bundle);
+      if (!cpu->init(error))
+        return fail(SLUICE_ERROR_OUT_OF_MEMORY, error);
+      context->run = std::move(cpu);
+      *out = context.release();
+      return SLUICE_OK;
+    }
+    if (device < -1)
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                  "sluice_context_create_on_device: device " +
+                      std::to_string(device) +
+                      " (give an index >= 0, or -1 for SLUICE_DEVICE or 0)");
+    if (device == -1) {
+      device = 0;
+      if (const char *env = std::getenv("SLUICE_DEVICE"); env && *env) {
+        char *end = nullptr;
+        errno = 0;
+        long value = std::strtol(env, &end, 10);
+        if (*end || errno || value < 0 || value > INT32_MAX)
+          return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                      std::string("SLUICE_DEVICE='") + env +
+                          "' is not a device index (0, 1, ...)");
+        device = (int32_t)value;
+      }
+    }
+    RunContext *cuda = sluice::runtime::createCudaContext(bundle, device, error);
+    if (!cuda)
+      return fail(SLUICE_ERROR_DEVICE, error);
+    context->run.reset(cuda);
     *out = context.release();
     return SLUICE_OK;
   });
@@ -229,7 +275,7 @@ static SluiceStatus setInput(SluiceContext *context, size_t index,
                              : "sluice_context_bind_input");
   return guarded([&] {
     std::string error;
-    if (!context->cpu.setInput(index, data, bytes, copy, error))
+    if (!context->run->setInput(index, data, bytes, copy, error))
       return fail(SLUICE_ERROR_INVALID_ARGUMENT, error);
     return SLUICE_OK;
   });
@@ -250,7 +296,7 @@ SluiceStatus sluice_context_set_num_threads(SluiceContext *context,
   if (!context)
     return nullArgument("sluice_context_set_num_threads");
   std::string error;
-  if (!context->cpu.setNumThreads(num_threads, error))
+  if (!context->run->setNumThreads(num_threads, error))
     return fail(SLUICE_ERROR_INVALID_ARGUMENT, error);
   return SLUICE_OK;
 }
@@ -260,7 +306,7 @@ SluiceStatus sluice_context_run(SluiceContext *context) {
     return nullArgument("sluice_context_run");
   return guarded([&] {
     std::string error;
-    if (!context->cpu.run(error))
+    if (!context->run->run(error))
       return fail(SLUICE_ERROR_RUN, error);
     return SLUICE_OK;
   });
@@ -270,14 +316,14 @@ SluiceStatus sluice_context_output(const SluiceContext *context, size_t index,
                                    const void **data, size_t *bytes) {
   if (!context || !data || !bytes)
     return nullArgument("sluice_context_output");
-  size_t count = context->cpu.numOutputs();
+  size_t count = context->run->numOutputs();
   if (index >= count)
     return fail(SLUICE_ERROR_INVALID_ARGUMENT,
                 "sluice_context_output: the bundle has " +
                     std::to_string(count) + " outputs; no index " +
                     std::to_string(index));
-  *data = context->cpu.output(index).data();
-  *bytes = context->cpu.outputBytes(index);
+  *data = context->run->outputData(index);
+  *bytes = context->run->outputBytes(index);
   return SLUICE_OK;
 }
 
@@ -285,13 +331,13 @@ SluiceStatus sluice_context_output_dims(const SluiceContext *context, size_t ind
                                         const int64_t **dims, int32_t *rank) {
   if (!context || !dims || !rank)
     return nullArgument("sluice_context_output_dims");
-  size_t count = context->cpu.numOutputs();
+  size_t count = context->run->numOutputs();
   if (index >= count)
     return fail(SLUICE_ERROR_INVALID_ARGUMENT,
                 "sluice_context_output_dims: the bundle has " +
                     std::to_string(count) + " outputs; no index " +
                     std::to_string(index));
-  const std::vector<int64_t> &shape = context->cpu.outputDims(index);
+  const std::vector<int64_t> &shape = context->run->outputDims(index);
   *dims = shape.data();
   *rank = (int32_t)shape.size();
   return SLUICE_OK;
@@ -300,14 +346,41 @@ SluiceStatus sluice_context_output_dims(const SluiceContext *context, size_t ind
 SluiceStatus sluice_context_enable_trace(SluiceContext *context, int on) {
   if (!context)
     return nullArgument("sluice_context_enable_trace");
-  context->cpu.enableTrace(on != 0);
+  context->run->enableTrace(on != 0);
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_context_enable_cuda_graph(SluiceContext *context, int on) {
+  if (!context)
+    return nullArgument("sluice_context_enable_cuda_graph");
+  context->run->enableCudaGraph(on != 0);
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_context_cuda_graph(const SluiceContext *context,
+                                       int *replayed, const char **reason) {
+  if (!context || !replayed || !reason)
+    return nullArgument("sluice_context_cuda_graph");
+  return guarded([&] {
+    *replayed = context->run->lastRunReplayedGraph() ? 1 : 0;
+    context->graphStatus = context->run->graphStatus();
+    *reason = context->graphStatus.c_str();
+    return SLUICE_OK;
+  });
+}
+
+SluiceStatus sluice_context_device(const SluiceContext *context,
+                                   const char **device) {
+  if (!context || !device)
+    return nullArgument("sluice_context_device");
+  *device = context->run->deviceName().c_str();
   return SLUICE_OK;
 }
 
 SluiceStatus sluice_context_run_time(const SluiceContext *context, double *us) {
   if (!context || !us)
     return nullArgument("sluice_context_run_time");
-  *us = context->cpu.runMicroseconds();
+  *us = context->run->runMicroseconds();
   return SLUICE_OK;
 }
 
@@ -316,7 +389,7 @@ SluiceStatus sluice_context_trace(const SluiceContext *context,
                                   size_t *count) {
   if (!context || !events || !count)
     return nullArgument("sluice_context_trace");
-  const auto &trace = context->cpu.trace();
+  const auto &trace = context->run->trace();
   *events = trace.data();
   *count = trace.size();
   return SLUICE_OK;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/Manifest.h"
+#include "runtime/core/GpuArch.h"
 #include "runtime/core/Json.h"
 #include "runtime/core/Paths.h"
 
@@ -236,9 +237,9 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
   }
   if (!reader.string("target", manifest.target))
     return false;
-  if (manifest.target != "cpu") {
+  if (manifest.target != "cpu" && manifest.target != "cuda") {
     error = "bundle '" + bundleDir + "' is for target '" + manifest.target +
-            "'; this runtime runs cpu bundles";
+            "'; this runtime runs cpu and cuda bundles";
     return false;
   }
 
@@ -286,6 +287,20 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
       return reader.reject("'gpu_architectures' must hold strings");
     manifest.gpuArchitectures.push_back(arch.string);
   }
+  if (manifest.target == "cuda") {
+    if (manifest.gpuArchitectures.empty())
+      return reader.reject("a cuda bundle must list its 'gpu_architectures' "
+                           "(\"sm_90\", \"compute_90\" ...)");
+    for (const std::string &name : manifest.gpuArchitectures) {
+      GpuArch arch;
+      if (!parseGpuArch(name, arch))
+        return reader.reject("'gpu_architectures' entry '" + name +
+                             "' is not sm_XY or compute_XY");
+    }
+  }
+  if (root.get("host_arena_bytes") &&
+      !reader.size("host_arena_bytes", manifest.hostArenaBytes))
+    return false;
   if (!readTensors(root, "inputs", file, manifest.inputs, error) ||
       !readTensors(root, "outputs", file, manifest.outputs, error))
     return false;

@@ -43,7 +43,12 @@ struct Manifest {
   uint64_t weightsBytes = 0;
   uint64_t weightsAlignment = 0;
   uint64_t arenaBytes = 0;
+  /// cuda: pinned host memory for the staging buffers of host steps
+  /// (optional, 0 when absent).
+  uint64_t hostArenaBytes = 0;
   int64_t worldSize = 1;
+  /// cuda: the codes the library carries, "sm_XY" cubins and "compute_XY"
+  /// PTX (runtime/core/GpuArch.h); at least one for a cuda bundle.
   std::vector<std::string> gpuArchitectures;
   std::vector<TensorSpec> inputs, outputs;
   std::vector<KernelSpec> kernels;

@@ -10,6 +10,7 @@
 #define SLUICE_RUNTIME_CPU_CPUCONTEXT_H
 
 #include "runtime/core/Bundle.h"
+#include "runtime/core/RunContext.h"
 
 #include "sluice/runtime.h"
 
@@ -44,31 +45,34 @@ private:
   size_t bytes_ = 0;
 };
 
-class CpuContext {
+class CpuContext final : public RunContext {
 public:
   explicit CpuContext(const Bundle &bundle) : bundle(bundle) {}
 
   /// Allocates the arena and the outputs.
   bool init(std::string &error);
-  /// Copies (`copy`) or binds input `index`.
   bool setInput(size_t index, const void *data, size_t bytes, bool copy,
-                std::string &error);
-  bool setNumThreads(int32_t threads, std::string &error);
-  void enableTrace(bool on) { tracing = on; }
-  /// Runs once; on failure sets `error` (the library's message included).
-  bool run(std::string &error);
+                std::string &error) override;
+  bool setNumThreads(int32_t threads, std::string &error) override;
+  void enableTrace(bool on) override { tracing = on; }
+  void enableCudaGraph(bool) override {}
+  bool run(std::string &error) override;
 
-  size_t numOutputs() const { return outputs.size(); }
-  const AlignedBuffer &output(size_t index) const { return outputs[index]; }
-  /// Bytes of output `index` as the last run shaped it.
-  size_t outputBytes(size_t index) const;
-  /// Dims of output `index` as the last run shaped them (data-dependent dims
-  /// resolved; before any run, the manifest's bounds).
-  const std::vector<int64_t> &outputDims(size_t index) const {
+  size_t numOutputs() const override { return outputs.size(); }
+  const void *outputData(size_t index) const override {
+    return outputs[index].data();
+  }
+  size_t outputBytes(size_t index) const override;
+  const std::vector<int64_t> &outputDims(size_t index) const override {
     return outputShapes[index];
   }
-  double runMicroseconds() const { return lastRunUs; }
-  const std::vector<SluiceTraceEvent> &trace() const { return events; }
+  double runMicroseconds() const override { return lastRunUs; }
+  const std::vector<SluiceTraceEvent> &trace() const override {
+    return events;
+  }
+  const std::string &deviceName() const override { return device; }
+  bool lastRunReplayedGraph() const override { return false; }
+  std::string graphStatus() const override { return "the cpu target"; }
 
 private:
   static void traceBegin(void *user, int32_t step);
@@ -85,6 +89,7 @@ private:
   std::vector<SluiceTraceEvent> events;
   std::chrono::steady_clock::time_point runStart;
   double lastRunUs = 0;
+  std::string device = "cpu";
 };
 
 } // namespace sluice::runtime

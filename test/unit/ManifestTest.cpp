@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 using sluice::runtime::Manifest;
 using sluice::runtime::parseManifest;
 
@@ -15,7 +17,7 @@ const char *kDir = "/b/my model.sluice";
 
 std::string validManifest() {
   return R"({"format": "sluice-bundle", "version": ")" SLUICE_VERSION_STRING
-         R"(", "abi": 2, "target": "cpu",
+         R"(", "abi": 3, "target": "cpu",
  "model": "mlp", "library": "model.so",
  "weights": {"file": "weights.bin", "bytes": 4096, "alignment": 64},
  "arena_bytes": 1024, "world_size": 1, "gpu_architectures": [],
@@ -72,12 +74,12 @@ TEST(Manifest, ReadsEveryKey) {
 
 TEST(Manifest, RefusesWhatThisRuntimeCannotRun) {
   std::string file = std::string(kDir) + "/manifest.json: ";
-  EXPECT_EQ(errorOf(with("\"target\": \"cpu\"", "\"target\": \"cuda\"")),
-            "bundle '/b/my model.sluice' is for target 'cuda'; this runtime "
-            "runs cpu bundles");
-  EXPECT_EQ(errorOf(with("\"abi\": 2", "\"abi\": 1")),
-            "bundle '/b/my model.sluice' uses bundle ABI 1; this runtime "
-            "supports ABI 2");
+  EXPECT_EQ(errorOf(with("\"target\": \"cpu\"", "\"target\": \"tpu\"")),
+            "bundle '/b/my model.sluice' is for target 'tpu'; this runtime "
+            "runs cpu and cuda bundles");
+  EXPECT_EQ(errorOf(with("\"abi\": 3", "\"abi\": 2")),
+            "bundle '/b/my model.sluice' uses bundle ABI 2; this runtime "
+            "supports ABI 3");
   EXPECT_EQ(errorOf(with("\"version\": \"" SLUICE_VERSION_STRING "\"",
                          "\"version\": \"9.1.0\"")),
             "bundle '/b/my model.sluice' was written by Sluice 9.1.0; this "
@@ -95,7 +97,7 @@ TEST(Manifest, NamesTheBadKey) {
   std::string file = std::string(kDir) + "/manifest.json: ";
   EXPECT_EQ(errorOf(with("\"arena_bytes\": 1024,", "")),
             file + "missing key 'arena_bytes'");
-  EXPECT_EQ(errorOf(with("\"abi\": 2", "\"abi\": \"2\"")),
+  EXPECT_EQ(errorOf(with("\"abi\": 3", "\"abi\": \"3\"")),
             file + "key 'abi' must be a number, got a string");
   EXPECT_EQ(errorOf(with("\"bytes\": 4096", "\"bytes\": -1")),
             file + "key 'weights.bytes' must not be negative");
@@ -127,6 +129,56 @@ TEST(Manifest, NamesTheBadKey) {
   EXPECT_EQ(errorOf("[1, 2]"), file + "the manifest must be a JSON object");
   EXPECT_EQ(errorOf("{\"format\": \"sluice-bundle\",}"),
             file + "invalid JSON at byte 27: expected a string key");
+}
+
+/// validManifest for target cuda with `archs` (a JSON array) and `extra`
+/// keys.
+std::string cudaManifest(const std::string &archs,
+                         const std::string &extra = "") {
+  std::string text = with("\"target\": \"cpu\"", "\"target\": \"cuda\"" + extra);
+  size_t at = text.find("\"gpu_architectures\": []");
+  text.replace(at, std::strlen("\"gpu_architectures\": []"),
+               "\"gpu_architectures\": " + archs);
+  return text;
+}
+
+TEST(Manifest, CudaKeys) {
+  Manifest m;
+  std::string error;
+  ASSERT_TRUE(parseManifest(
+      cudaManifest(R"(["sm_80", "sm_90", "compute_90"])",
+                   R"(, "host_arena_bytes": 4096)"),
+      kDir, m, error))
+      << error;
+  EXPECT_EQ(m.target, "cuda");
+  EXPECT_EQ(m.gpuArchitectures,
+            (std::vector<std::string>{"sm_80", "sm_90", "compute_90"}));
+  EXPECT_EQ(m.hostArenaBytes, 4096u);
+
+  // host_arena_bytes is optional (no host steps) and means 0 then.
+  ASSERT_TRUE(parseManifest(cudaManifest(R"(["sm_90"])"), kDir, m, error))
+      << error;
+  EXPECT_EQ(m.hostArenaBytes, 0u);
+  // cpu bundles may carry it too; nothing reads it there.
+  ASSERT_TRUE(parseManifest(with("\"world_size\": 1",
+                                 "\"world_size\": 1, \"host_arena_bytes\": 8"),
+                            kDir, m, error))
+      << error;
+  EXPECT_EQ(m.hostArenaBytes, 8u);
+
+  std::string file = std::string(kDir) + "/manifest.json: ";
+  EXPECT_EQ(errorOf(cudaManifest("[]")),
+            file + "a cuda bundle must list its 'gpu_architectures' "
+                   "(\"sm_90\", \"compute_90\" ...)");
+  EXPECT_EQ(errorOf(cudaManifest(R"(["sm_90", "ampere"])")),
+            file + "'gpu_architectures' entry 'ampere' is not sm_XY or "
+                   "compute_XY");
+  EXPECT_EQ(errorOf(cudaManifest(R"(["sm_90", 90])")),
+            file + "'gpu_architectures' must hold strings");
+  EXPECT_EQ(errorOf(cudaManifest(R"(["sm_90"])", R"(, "host_arena_bytes": -4)")),
+            file + "key 'host_arena_bytes' must not be negative");
+  EXPECT_EQ(errorOf(cudaManifest(R"(["sm_90"])", R"(, "host_arena_bytes": "4")")),
+            file + "key 'host_arena_bytes' must be a number, got a string");
 }
 
 TEST(Manifest, DtypeSizes) {

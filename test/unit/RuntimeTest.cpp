@@ -16,6 +16,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -242,17 +243,29 @@ TEST(Runtime, BadBundles) {
                                 ") runs bundles of version 0.3.x");
 
   dir = copyBundle("abi");
-  editManifest(dir, "\"abi\": 2", "\"abi\": 7");
+  editManifest(dir, "\"abi\": 3", "\"abi\": 7");
   EXPECT_EQ(loadError(dir), "bundle '" + dir +
                                 "' uses bundle ABI 7; this "
                                 "runtime supports ABI " +
                                 std::to_string(SLUICE_BUNDLE_ABI_VERSION));
 
+  dir = copyBundle("tpu");
+  editManifest(dir, "\"target\": \"cpu\"", "\"target\": \"tpu\"");
+  EXPECT_EQ(loadError(dir), "bundle '" + dir +
+                                "' is for target 'tpu'; this "
+                                "runtime runs cpu and cuda bundles");
+
+  // A cpu library in a cuda bundle: the manifest must name the GPU codes,
+  // the library must export the cuda entry points.
   dir = copyBundle("cuda");
   editManifest(dir, "\"target\": \"cpu\"", "\"target\": \"cuda\"");
-  EXPECT_EQ(loadError(dir), "bundle '" + dir +
-                                "' is for target 'cuda'; this "
-                                "runtime runs cpu bundles");
+  EXPECT_EQ(loadError(dir), dir + "/manifest.json: a cuda bundle must list its "
+                                  "'gpu_architectures' (\"sm_90\", "
+                                  "\"compute_90\" ...)");
+  editManifest(dir, "\"gpu_architectures\": []",
+               "\"gpu_architectures\": [\"sm_90\"]");
+  EXPECT_EQ(loadError(dir), dir + "/model.so: the bundle targets cuda but its "
+                                  "library does not export sluice_model_init");
 
   dir = copyBundle("no-weights");
   editManifest(dir, "\"bytes\": 32", "\"bytes\": 0");
@@ -265,4 +278,76 @@ TEST(Runtime, BadBundles) {
             "bundle '" + dir +
                 "/manifest.json' is not a folder (a bundle is "
                 "the folder sluice-compile writes)");
+}
+
+TEST(Runtime, CudaBundleWithoutDevice) {
+  // The stand-in cuda bundle loads anywhere: the manifest, its codes and the
+  // library's cuda entry points are checked without CUDA.
+  Model model;
+  std::string error;
+  ASSERT_TRUE(model.load(SLUICE_FAKE_CUDA_BUNDLE, &error)) << error;
+  EXPECT_EQ(model.target(), "cuda");
+  Context context;
+  if (context.create(model, &error)) {
+    // A machine with a GPU (and the cuda module): the stand-in has no
+    // device code, so its run fails naming its first step.
+    EXPECT_NE(context.device().find("(sm_"), std::string::npos)
+        << context.device();
+    float x[8] = {};
+    ASSERT_TRUE(context.setInput(0, x, sizeof x, &error)) << error;
+    EXPECT_FALSE(context.run(&error));
+    EXPECT_NE(error.find("run failed: k0_scale: this stand-in bundle has no "
+                         "device code"),
+              std::string::npos)
+        << error;
+    GTEST_SKIP() << "this machine has a CUDA device; the refusal is untested";
+  }
+  std::string dir = SLUICE_FAKE_CUDA_BUNDLE;
+  SluiceModel *raw = nullptr;
+  ASSERT_EQ(sluice_model_load(dir.c_str(), &raw), SLUICE_OK);
+  SluiceContext *rawContext = nullptr;
+  EXPECT_EQ(sluice_context_create(raw, &rawContext), SLUICE_ERROR_DEVICE);
+  EXPECT_EQ(rawContext, nullptr);
+  sluice_model_free(raw);
+#if SLUICE_HAS_CUDA_MODULE
+  // One line: the bundle, the target, and what CUDA said.
+  EXPECT_EQ(error.rfind("bundle '" + dir +
+                            "' targets cuda: no CUDA device "
+                            "(cudaGetDeviceCount: ",
+                        0),
+            0u)
+      << error;
+#else
+  EXPECT_EQ(error.rfind("bundle '" + dir +
+                            "' targets cuda: this runtime has no CUDA "
+                            "support (",
+                        0),
+            0u)
+      << error;
+#endif
+  EXPECT_EQ(error.back(), ')') << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+
+  // A bad SLUICE_DEVICE is refused before any CUDA call.
+  ::setenv("SLUICE_DEVICE", "gpu1", 1);
+  EXPECT_FALSE(context.create(model, &error));
+  ::unsetenv("SLUICE_DEVICE");
+  EXPECT_EQ(error, "SLUICE_DEVICE='gpu1' is not a device index (0, 1, ...)");
+}
+
+TEST(Runtime, CpuContextQueries) {
+  Model model;
+  std::string error;
+  ASSERT_TRUE(model.load(SLUICE_FAKE_BUNDLE, &error)) << error;
+  Context context;
+  // cpu bundles take any device index and ignore it.
+  ASSERT_TRUE(context.create(model, &error, /*device=*/3)) << error;
+  EXPECT_EQ(context.device(), "cpu");
+  context.enableCudaGraph(false); // no effect on cpu
+  float x[8] = {};
+  ASSERT_TRUE(context.setInput(0, x, sizeof x, &error)) << error;
+  ASSERT_TRUE(context.run(&error)) << error;
+  std::string reason;
+  EXPECT_FALSE(context.replayedCudaGraph(&reason));
+  EXPECT_EQ(reason, "the cpu target");
 }

@@ -4,6 +4,7 @@
 //              [--expect OUTPUT ...] [--rtol=1e-3 --atol=1e-7]
 //              [--iters=N --warmup=W] [--save-outputs=DIR] [--random-inputs]
 //              [--shape=NAME=2x128] [--trace=FILE.json] [--threads=N]
+//              [--device=N] [--no-cuda-graph]
 //
 // A bundle written by sluice-compile runs through the runtime's API only
 // (include/sluice/Runtime.h, no MLIR); MODEL.onnx --reference runs on the
@@ -50,8 +51,8 @@ namespace {
 const char *kUsage = R"(usage: sluice-run OUT.sluice [INPUT ...] [options]
        sluice-run (MODEL.onnx | FILE.mlir) --reference [INPUT ...] [options]
 
-Runs a bundle written by sluice-compile (a folder; cpu target) or a model on
-the reference evaluator, checks and times it.
+Runs a bundle written by sluice-compile (a folder; cpu or cuda target) or a
+model on the reference evaluator, checks and times it.
 
   INPUT                 .pb (ONNX TensorProto) or .npy file, in the graph's
                         input order, or NAME=FILE
@@ -74,7 +75,13 @@ the reference evaluator, checks and times it.
                         one), check every thread's outputs against the
                         first run's and print the throughput
   --threads=N           bundles: OpenMP threads per run (default: all the
-                        hardware's)
+                        hardware's; on cuda, those of host steps)
+  --device=N            cuda bundles: run on GPU N (default: the
+                        SLUICE_DEVICE environment variable, else 0)
+  --no-cuda-graph       cuda bundles: run every kernel eagerly instead of
+                        capturing a run into a CUDA graph and replaying it
+                        (the default for bundles with static output shapes;
+                        the first run is always eager, --trace runs too)
   --reference           run MODEL.onnx on the reference evaluator (or a
                         FILE.mlir that sluice-compile --emit=mlir or
                         sluice-opt wrote, kernel groups included, as it is)
@@ -96,6 +103,8 @@ struct Options {
   std::string trace;
   int threads = 0; ///< 0: the hardware's concurrency
   int contexts = 1; ///< bundles: contexts running at once on their own threads
+  int device = -1;  ///< cuda bundles: -1 for SLUICE_DEVICE or 0
+  bool noCudaGraph = false;
 };
 
 [[noreturn]] void die(const std::string &message) {
@@ -145,6 +154,14 @@ Options parseArgs(int argc, char **argv) {
       o.threads = (int)parseNumber("--threads", args.flagValue("--threads"));
       if (o.threads < 1)
         die("--threads must be at least 1");
+    } else if (args.is("--device")) {
+      std::string value = args.flagValue("--device");
+      double device = parseNumber("--device", value);
+      if (device < 0 || device != (int)device)
+        die("--device takes a GPU index (0, 1, ...), got '" + value + "'");
+      o.device = (int)device;
+    } else if (arg == "--no-cuda-graph") {
+      o.noCudaGraph = true;
     } else if (args.is("--shape")) {
       std::string error;
       if (!sluice::parseShapeOption(args.flagValue("--shape"), o.shapes, error))
@@ -181,6 +198,9 @@ Options parseArgs(int argc, char **argv) {
   } else if (!o.trace.empty() || o.threads) {
     die(std::string(o.trace.empty() ? "--threads" : "--trace") +
         " applies to bundles, not --reference");
+  } else if (o.device >= 0 || o.noCudaGraph) {
+    die(std::string(o.device >= 0 ? "--device" : "--no-cuda-graph") +
+        " applies to cuda bundles, not --reference");
   }
   return o;
 }
@@ -485,9 +505,16 @@ int runBundle(const Options &options) {
   sluice::rt::Model model;
   if (!model.load(options.model, &error))
     die(error);
+  bool cuda = model.target() == "cuda";
+  if (!cuda && (options.device >= 0 || options.noCudaGraph))
+    die(std::string(options.device >= 0 ? "--device" : "--no-cuda-graph") +
+        " applies to cuda bundles; " + options.model + " is a " +
+        model.target() + " bundle");
   sluice::rt::Context context;
-  if (!context.create(model, &error))
+  if (!context.create(model, &error, options.device))
     die(error);
+  if (options.noCudaGraph)
+    context.enableCudaGraph(false);
   unsigned hardware = std::thread::hardware_concurrency();
   int threads = options.threads ? options.threads : hardware ? hardware : 1;
   if (!context.setNumThreads(threads, &error))
@@ -553,9 +580,21 @@ int runBundle(const Options &options) {
       if (!context.run(&error))
         die(error);
     });
-    std::printf("latency over %d runs (cpu target, %d threads): median %.4g "
-                "ms, p90 %.4g ms\n",
-                options.iters, threads, median, p90);
+    if (!cuda) {
+      std::printf("latency over %d runs (cpu target, %d threads): median "
+                  "%.4g ms, p90 %.4g ms\n",
+                  options.iters, threads, median, p90);
+    } else {
+      // Whether the timed runs replayed a CUDA graph, or why not.
+      std::string reason;
+      std::string graph = context.replayedCudaGraph(&reason)
+                              ? std::string("replayed")
+                              : "off (" + reason + ")";
+      std::printf("latency over %d runs (cuda target on %s): median %.4g ms, "
+                  "p90 %.4g ms; cuda graph: %s\n",
+                  options.iters, context.device().c_str(), median, p90,
+                  graph.c_str());
+    }
   }
 
   // Several contexts on their own threads, all running the one model.
@@ -568,10 +607,13 @@ int runBundle(const Options &options) {
       workers.emplace_back([&, c] {
         std::string err;
         sluice::rt::Context own;
-        if (!own.create(model, &err) || !own.setNumThreads(threads, &err)) {
+        if (!own.create(model, &err, options.device) ||
+            !own.setNumThreads(threads, &err)) {
           failures[c] = err;
           return;
         }
+        if (options.noCudaGraph)
+          own.enableCudaGraph(false);
         for (size_t i = 0; i < bound.size(); ++i)
           if (!own.bindInput(i, bound[i].rawData(), bound[i].byteSize(), &err)) {
             failures[c] = err;

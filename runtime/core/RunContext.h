@@ -1,0 +1,91 @@
+//===- RunContext.h - one context's run state, for any target ---*- C++ -*-===//
+//
+// What the C API's SluiceContext holds: a CpuContext (runtime/cpu, built into
+// libsluice_runtime.so) or a CudaContext (runtime/cuda, built into
+// libsluice_runtime_cuda.so, which the core dlopens only for a cuda bundle so
+// that libsluice_runtime.so itself links no CUDA library).
+//
+// The two libraries are built together from this tree, so the interface is
+// C++: the module exports one extern "C" factory (kCudaModuleFactory) that
+// returns a RunContext it allocated; the core deletes it through the virtual
+// destructor, whose code lives in the module. kCudaModuleInterface guards
+// against a module from another build.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_RUNTIME_CORE_RUNCONTEXT_H
+#define SLUICE_RUNTIME_CORE_RUNCONTEXT_H
+
+#include "sluice/runtime.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sluice::runtime {
+
+class Bundle;
+
+class RunContext {
+public:
+  virtual ~RunContext() = default;
+
+  /// Copies (`copy`) or binds input `index`.
+  virtual bool setInput(size_t index, const void *data, size_t bytes,
+                        bool copy, std::string &error) = 0;
+  /// Threads of each run's host code (OpenMP).
+  virtual bool setNumThreads(int32_t threads, std::string &error) = 0;
+  virtual void enableTrace(bool on) = 0;
+  /// cuda: capture runs into a CUDA graph (on by default); cpu: no effect.
+  virtual void enableCudaGraph(bool on) = 0;
+  /// Runs once; on failure sets `error` (the library's message included).
+  virtual bool run(std::string &error) = 0;
+
+  virtual size_t numOutputs() const = 0;
+  /// Host memory holding output `index` of the last run.
+  virtual const void *outputData(size_t index) const = 0;
+  /// Bytes of output `index` as the last run shaped it.
+  virtual size_t outputBytes(size_t index) const = 0;
+  /// Dims of output `index` as the last run shaped them (data-dependent dims
+  /// resolved; before any run, the manifest's bounds).
+  virtual const std::vector<int64_t> &outputDims(size_t index) const = 0;
+  virtual double runMicroseconds() const = 0;
+  virtual const std::vector<SluiceTraceEvent> &trace() const = 0;
+  /// What runs the model: "cpu", or the GPU ("NVIDIA H100 ... (sm_90,
+  /// device 0)").
+  virtual const std::string &deviceName() const = 0;
+  /// Whether the last run replayed a captured CUDA graph.
+  virtual bool lastRunReplayedGraph() const = 0;
+  /// Why it did not ("" when it did).
+  virtual std::string graphStatus() const = 0;
+};
+
+/// Bumped whenever RunContext, Bundle or Manifest change layout.
+constexpr int32_t kCudaModuleInterface = 1;
+
+/// The cuda module's file name, looked up next to libsluice_runtime.so
+/// first, then on the default library search path.
+constexpr const char *kCudaModuleFile = "libsluice_runtime_cuda.so";
+
+/// The factory the cuda module exports:
+///   int32_t sluice_cuda_create_context(int32_t interface,
+///       const Bundle *bundle, int32_t device, RunContext **out,
+///       std::string *error);
+/// `interface` is the caller's kCudaModuleInterface; on success returns 0
+/// and sets *out (selected device, arena, weights uploaded, the bundle's
+/// sluice_model_init called); otherwise returns nonzero with *error set.
+constexpr const char *kCudaModuleFactory = "sluice_cuda_create_context";
+using CudaContextFactory = int32_t (*)(int32_t interface, const Bundle *bundle,
+                                       int32_t device, RunContext **out,
+                                       std::string *error);
+
+/// Creates the run state of a cuda bundle on `device` through the cuda
+/// module (dlopened once, kept loaded); null with `error` set if the module,
+/// the driver or a device is missing, or the device cannot run the bundle.
+RunContext *createCudaContext(const Bundle &bundle, int32_t device,
+                              std::string &error);
+
+} // namespace sluice::runtime
+
+#endif // SLUICE_RUNTIME_CORE_RUNCONTEXT_H
