@@ -27,6 +27,13 @@ echo "$out" | grep -q "output 'y' f32\[2x4\]: max abs err 0, max rel err 0: ok" 
 echo "$out" | grep -q "latency over 5 runs (cuda target on .*sm_.*): .*cuda graph: replayed" ||
   fail "the timed runs did not replay a CUDA graph"
 
+# Other contexts replay their graphs and must agree with the first run.
+out=$("$run" "$bundle" "$work/x.npy" --expect "$work/y.npy" --contexts=2 --iters=4 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "two contexts (exit $rc)"
+echo "$out" | grep -q "2 contexts x 4 runs at once: all outputs agree" || fail "two contexts"
+
 out=$("$run" "$bundle" "$work/x.npy" --expect "$work/y.npy" --iters=3 --no-cuda-graph 2>&1)
 rc=$?
 echo "$out"

@@ -1,0 +1,201 @@
+//===- CudaRuntimeTest.cpp - a cuda bundle through the runtime API --------===//
+//
+// Runs the fake cuda bundle (fixtures/FakeCudaModel.cu: y = x * 2 + w, a
+// device kernel and a host step) through include/sluice/Runtime.h on a GPU:
+// eager first run, CUDA graph capture and replay with inputs that change
+// every run (copied and bound), graphs turned off, traced runs, the
+// asynchronous failure path with and without a graph, and contexts on two
+// threads. A plain program (not gtest) so that it can exit 77, ctest's
+// "skipped", on machines without a CUDA device.
+//
+//   sluice-cuda-runtime-test BUNDLE
+//
+//===----------------------------------------------------------------------===//
+
+#include "sluice/Runtime.h"
+
+#include <cstdio>
+#include <string>
+#include <thread>
+
+using sluice::rt::Context;
+using sluice::rt::Model;
+
+namespace {
+
+const float kWeights[8] = {0.5f, 1.0f, 1.5f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f};
+int failures = 0;
+
+#define EXPECT(cond, ...)                                                      \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      ++failures;                                                              \
+      std::printf("FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
+      std::printf(__VA_ARGS__);                                                \
+      std::printf("\n");                                                       \
+    }                                                                          \
+  } while (0)
+
+void fill(float *x, float base) {
+  for (int i = 0; i < 8; ++i)
+    x[i] = base + (float)i;
+}
+
+/// Whether output 0 is x * 2 + w (exact: small integers and halves).
+bool matches(const Context &context, const float *x) {
+  size_t bytes = 0;
+  auto *y = static_cast<const float *>(context.output(0, &bytes));
+  if (!y || bytes != 32)
+    return false;
+  for (int i = 0; i < 8; ++i)
+    if (y[i] != x[i] * 2 + kWeights[i])
+      return false;
+  return true;
+}
+
+void runsReplayAGraph(const Model &model) {
+  Context context;
+  std::string error;
+  EXPECT(context.create(model, &error), "%s", error.c_str());
+  std::printf("device: %s\n", context.device().c_str());
+  EXPECT(context.device().find("(sm_") != std::string::npos, "%s",
+         context.device().c_str());
+  float x[8];
+  std::string reason;
+  for (int run = 0; run < 6; ++run) {
+    fill(x, 10.0f * run);
+    EXPECT(context.setInput(0, x, sizeof x, &error), "%s", error.c_str());
+    EXPECT(context.run(&error), "run %d: %s", run, error.c_str());
+    EXPECT(matches(context, x), "run %d: wrong output", run);
+    bool replayed = context.replayedCudaGraph(&reason);
+    // The first run is eager; the second is captured and replayed.
+    EXPECT(replayed == (run > 0), "run %d: replayed %d (%s)", run, replayed,
+           reason.c_str());
+  }
+  // Bound inputs are staged at every run, graph or not.
+  float bound[8];
+  fill(bound, -7);
+  EXPECT(context.bindInput(0, bound, sizeof bound, &error), "%s",
+         error.c_str());
+  for (int run = 0; run < 3; ++run) {
+    bound[3] = 100.0f + run;
+    EXPECT(context.run(&error), "%s", error.c_str());
+    EXPECT(matches(context, bound), "bound run %d: wrong output", run);
+    EXPECT(context.replayedCudaGraph(), "bound run %d did not replay", run);
+  }
+
+  // A failure found on the device surfaces at the synchronize, through the
+  // graph too, and the next run is fine again.
+  fill(x, 0);
+  x[0] = -12345;
+  EXPECT(context.setInput(0, x, sizeof x, &error), "%s", error.c_str());
+  EXPECT(!context.run(&error), "the magic input ran");
+  EXPECT(error.find("run failed: k0_scale (node '/Mul'): refused the magic "
+                    "input -12345 (device-side check)") != std::string::npos,
+         "%s", error.c_str());
+  fill(x, 3);
+  EXPECT(context.setInput(0, x, sizeof x, &error), "%s", error.c_str());
+  EXPECT(context.run(&error), "after the failure: %s", error.c_str());
+  EXPECT(matches(context, x), "after the failure: wrong output");
+
+  // Graphs off: eager, and says so.
+  context.enableCudaGraph(false);
+  fill(x, 42);
+  EXPECT(context.setInput(0, x, sizeof x, &error), "%s", error.c_str());
+  EXPECT(context.run(&error), "%s", error.c_str());
+  EXPECT(matches(context, x), "eager: wrong output");
+  EXPECT(!context.replayedCudaGraph(&reason) && reason == "turned off", "%s",
+         reason.c_str());
+  x[0] = -12345;
+  EXPECT(context.setInput(0, x, sizeof x, &error), "%s", error.c_str());
+  EXPECT(!context.run(&error) &&
+             error.find("k0_scale (node '/Mul')") != std::string::npos,
+         "eager magic input: %s", error.c_str());
+
+  // Traced: eager, one event per step timed on the GPU.
+  context.enableCudaGraph(true);
+  context.enableTrace(true);
+  fill(x, 5);
+  EXPECT(context.setInput(0, x, sizeof x, &error), "%s", error.c_str());
+  EXPECT(context.run(&error), "%s", error.c_str());
+  EXPECT(matches(context, x), "traced: wrong output");
+  EXPECT(!context.replayedCudaGraph(), "a traced run replayed a graph");
+  auto trace = context.trace();
+  EXPECT(trace.size() == 2, "%zu trace events", trace.size());
+  if (trace.size() == 2) {
+    EXPECT(trace[0].step == 0 && trace[1].step == 1, "steps %d %d",
+           trace[0].step, trace[1].step);
+    for (const SluiceTraceEvent &e : trace) {
+      std::printf("step %d: %.3f..%.3f us (run %.3f us)\n", e.step,
+                  e.begin_us, e.end_us, context.runMicroseconds());
+      EXPECT(0 <= e.begin_us && e.begin_us <= e.end_us &&
+                 e.end_us <= context.runMicroseconds() + 1,
+             "step %d: %f..%f", e.step, e.begin_us, e.end_us);
+    }
+    EXPECT(trace[0].end_us <= trace[1].begin_us, "steps overlap");
+  }
+  context.enableTrace(false);
+  EXPECT(context.run(&error), "%s", error.c_str());
+  EXPECT(context.run(&error), "%s", error.c_str());
+  EXPECT(context.replayedCudaGraph(&reason), "graph on again: %s",
+         reason.c_str());
+  EXPECT(context.trace().empty(), "untraced run left events");
+}
+
+void contextsOnTwoThreads(const Model &model) {
+  int bad[2] = {0, 0};
+  auto worker = [&model](float base, int *failures) {
+    Context context;
+    std::string error;
+    if (!context.create(model, &error) || !context.setNumThreads(1, &error)) {
+      std::printf("context: %s\n", error.c_str());
+      ++*failures;
+      return;
+    }
+    for (int run = 0; run < 100; ++run) {
+      float x[8];
+      fill(x, base + run * 8);
+      if (!context.setInput(0, x, sizeof x, &error) || !context.run(&error)) {
+        std::printf("run: %s\n", error.c_str());
+        ++*failures;
+      } else if (!matches(context, x)) {
+        ++*failures;
+      }
+    }
+  };
+  std::thread a(worker, 0.0f, &bad[0]);
+  std::thread b(worker, 100000.0f, &bad[1]);
+  a.join();
+  b.join();
+  EXPECT(bad[0] == 0 && bad[1] == 0, "%d and %d failed runs", bad[0], bad[1]);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: sluice-cuda-runtime-test BUNDLE\n");
+    return 2;
+  }
+  Model model;
+  std::string error;
+  if (!model.load(argv[1], &error)) {
+    std::printf("%s\n", error.c_str());
+    return 1;
+  }
+  {
+    Context probe;
+    if (!probe.create(model, &error)) {
+      std::printf("%s\n", error.c_str());
+      if (error.find("no CUDA device") != std::string::npos) {
+        std::printf("no CUDA device: skipped\n");
+        return 77;
+      }
+      return 1;
+    }
+  }
+  runsReplayAGraph(model);
+  contextsOnTwoThreads(model);
+  std::printf("%s\n", failures ? "FAILED" : "all passed");
+  return failures ? 1 : 0;
+}
