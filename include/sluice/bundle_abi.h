@@ -50,7 +50,9 @@ typedef struct SluiceRunArgs {
   char *error;                   /* where a failing run writes its message */
   size_t error_size;
   /* cuda target only (manifest "target": "cuda"; null on cpu). Then inputs,
-   * outputs, arena and weights are device pointers, and the run only
+   * outputs, output_dims (each output's dims, which the runtime resets from
+   * the manifest at the start of every run and copies back after it),
+   * arena and weights are device pointers, and the run only
    * enqueues work: every launch, library call and copy goes to `stream`
    * (a cudaStream_t), the caller synchronizes. The run may be captured into
    * a CUDA graph, so it must not synchronize or allocate. */
