@@ -7,6 +7,10 @@
 // SimCudart.cpp. With SIM_MODEL_UNCAPTURABLE set, every run also allocates,
 // which a capture does not allow: the runtime must fall back to eager runs.
 //
+// Built with SIM_DYNAMIC_OUTPUT, it has a second output with a
+// data-dependent dim (simcuda/dynamic-manifest.json.in): "positive", the
+// elements of x above 0 in order, its extent written through output_dims.
+//
 //===----------------------------------------------------------------------===//
 
 #include "sluice/bundle_abi.h"
@@ -26,6 +30,8 @@ struct State {
   float *scaled = nullptr;
   float *hostScaled = nullptr, *hostSum = nullptr;
   const float *hostWeights = nullptr;
+  float *positive = nullptr;
+  int64_t *positiveDims = nullptr; // "device" memory, like the outputs
 };
 
 int32_t refuse(const SluiceRunArgs *args, const char *message) {
@@ -55,6 +61,15 @@ void scale(void *user) {
     state->scaled[i] = state->x[i] * 2;
   if (state->x[0] == -12345.0f)
     *state->flag = 1;
+}
+
+[[maybe_unused]] void selectPositive(void *user) {
+  auto *state = static_cast<State *>(user);
+  int64_t count = 0;
+  for (int i = 0; i < kElements; ++i)
+    if (state->x[i] > 0)
+      state->positive[count++] = state->x[i];
+  state->positiveDims[0] = count;
 }
 
 void addBias(void *user) {
@@ -158,5 +173,22 @@ extern "C" int32_t sluice_model_run(const SluiceRunArgs *args) {
                                    kElements * sizeof(float),
                                    cudaMemcpyHostToDevice, stream));
   mark(args, 1, false);
+#ifdef SIM_DYNAMIC_OUTPUT
+  if (capture == cudaStreamCaptureStatusNone &&
+      (!is(args->outputs[1], cudaMemoryTypeDevice) ||
+       !is(args->output_dims[1], cudaMemoryTypeDevice)))
+    return refuse(args, "k2_select: output 1 or its dims are not in device "
+                        "memory");
+  // The runtime reset the dims from the manifest: -1 until written.
+  if (capture == cudaStreamCaptureStatusNone && args->output_dims[1][0] != -1)
+    return refuse(args, "k2_select: the dims were not reset to the "
+                        "manifest's shape before the run");
+  state->positive = static_cast<float *>(args->outputs[1]);
+  state->positiveDims = args->output_dims[1];
+  // The runtime resets the dims from the manifest before each run.
+  mark(args, 2, true);
+  CHECK("k2_select", cudaLaunchHostFunc(stream, selectPositive, state));
+  mark(args, 2, false);
+#endif
   return 0;
 }

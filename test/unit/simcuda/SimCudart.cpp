@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -53,8 +54,12 @@ struct SimEvent {
 };
 
 enum class Memory { Device, Host };
+struct Block {
+  size_t bytes;
+  Memory kind;
+};
 std::mutex mutex;
-std::map<const void *, Memory> blocks;
+std::map<const char *, Block> blocks; ///< by start address
 thread_local cudaError_t lastError = cudaSuccess;
 thread_local SimStream *capturingHere = nullptr;
 
@@ -105,7 +110,7 @@ cudaError_t allocate(void **p, size_t bytes, Memory kind) {
   if (!*p)
     return fail(cudaErrorMemoryAllocation);
   std::lock_guard<std::mutex> lock(mutex);
-  blocks[*p] = kind;
+  blocks[static_cast<const char *>(*p)] = {bytes, kind};
   return cudaSuccess;
 }
 
@@ -113,7 +118,7 @@ cudaError_t release(void *p) {
   if (!p)
     return cudaSuccess;
   std::lock_guard<std::mutex> lock(mutex);
-  blocks.erase(p);
+  blocks.erase(static_cast<const char *>(p));
   std::free(p);
   return cudaSuccess;
 }
@@ -231,10 +236,15 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *attributes,
                                      const void *p) {
   std::memset(attributes, 0, sizeof *attributes);
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = blocks.find(p);
-  attributes->type = it == blocks.end() ? cudaMemoryTypeUnregistered
-                     : it->second == Memory::Device ? cudaMemoryTypeDevice
-                                                    : cudaMemoryTypeHost;
+  // The block holding p, if any: the last one starting at or before it.
+  const char *at = static_cast<const char *>(p);
+  auto it = blocks.upper_bound(at);
+  bool inside = it != blocks.begin() &&
+                at < std::prev(it)->first + std::prev(it)->second.bytes;
+  attributes->type = !inside ? cudaMemoryTypeUnregistered
+                     : std::prev(it)->second.kind == Memory::Device
+                         ? cudaMemoryTypeDevice
+                         : cudaMemoryTypeHost;
   return cudaSuccess;
 }
 
