@@ -20,3 +20,17 @@ config.substitutions.append(("%testdata", "/usr/share/libonnx-testdata/data"))
 # The hand-written bundle of test/unit/fixtures (its path has a space: quote
 # it in RUN lines).
 config.substitutions.append(("%fake_bundle", config.sluice_fake_bundle))
+
+# The cuda target: `nvcc` when the CUDA toolkit can build bundles here,
+# `gpu` when a GPU can run them (tests run their GPU lines under %if gpu).
+import shutil
+import subprocess
+
+if shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc"):
+    config.available_features.add("nvcc")
+try:
+    _smi = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    if _smi.returncode == 0 and "GPU" in _smi.stdout:
+        config.available_features.add("gpu")
+except (OSError, subprocess.TimeoutExpired):
+    pass
