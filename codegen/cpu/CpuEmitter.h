@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <functional>
@@ -88,6 +89,8 @@ std::string cStaticArray(const std::string &name, llvm::ArrayRef<int64_t> values
 std::string cString(llvm::StringRef text);
 /// `123LL`: an int64_t literal.
 std::string cInt(int64_t value);
+/// A float literal that round-trips (epsilon, alpha ...): `1.000000047e-03f`.
+std::string floatLiteral(const llvm::APFloat &value);
 /// The product of dims [begin, end).
 int64_t product(llvm::ArrayRef<int64_t> dims, size_t begin = 0,
                 size_t end = SIZE_MAX);

@@ -87,6 +87,8 @@ CudaEmit emitCudaAttentionGroup(CudaGroupContext &ctx);
 /// F5 single ops with a cuda implementation (conv through cuDNN, pooling,
 /// data movement ...); Unsupported for the rest (host steps).
 CudaEmit emitCudaSingleOp(CudaGroupContext &ctx, mlir::Operation *op);
+/// Pooling and inference batch norm (ops/NN.cpp).
+CudaEmit emitCudaNNOp(CudaGroupContext &ctx, mlir::Operation *op);
 /// Conv and conv_transpose through cuDNN (library "conv" groups).
 CudaEmit emitCudaConv(CudaGroupContext &ctx, mlir::Operation *op);
 

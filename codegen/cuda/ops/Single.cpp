@@ -1,7 +1,8 @@
 //===- Single.cpp - cuda form F5: single ops with a cuda implementation ---===//
 //
 // Convolutions go to cuDNN (ops/Conv.cpp); gather and concat are byte
-// movers (sluice_gen/cuda_movement.h). Every other single op is left to the
+// movers (sluice_gen/cuda_movement.h); pooling and batch norm are in
+// ops/NN.cpp. Every other single op is left to the
 // host (CudaEmit::Unsupported), where the cpu emitter's kernel runs it.
 //
 //===----------------------------------------------------------------------===//
@@ -130,6 +131,8 @@ CudaEmit emitCudaSingleOp(CudaGroupContext &ctx, Operation *op) {
     return emitGather(ctx, gather);
   if (auto concat = dyn_cast<ConcatOp>(op))
     return emitConcat(ctx, concat);
+  if (isa<PoolOp, BatchNormOp>(op))
+    return emitCudaNNOp(ctx, op);
   return ctx.unsupported("no cuda kernel for " + op->getName().getStringRef().str());
 }
 
