@@ -306,8 +306,11 @@ bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,
     return false;
   }
   std::string source = inDir(dir, "model.cu"), library = inDir(dir, "model.so");
-  std::vector<std::string> args = {nvcc, "-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC",
-                                   "-Xcompiler", "-fopenmp", "-w", "--expt-relaxed-constexpr"};
+  // -cudart shared: the bundle and the runtime's cuda module share one
+  // CUDA runtime (streams, graphs and allocations cross between them).
+  std::vector<std::string> args = {nvcc, "-std=c++17", "-O3", "-shared", "-cudart", "shared",
+                                   "-Xcompiler", "-fPIC", "-Xcompiler", "-fopenmp", "-w",
+                                   "--expt-relaxed-constexpr"};
   for (const std::string &arch : archs) {
     std::string number = arch.substr(arch.find('_') + 1);
     args.push_back("-gencode");
@@ -317,6 +320,13 @@ bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,
     args.push_back("-I" + d);
   for (const std::string &f : options.extraFlags)
     args.push_back(f);
+  // $SLUICE_NVCC_FLAGS: where a machine keeps cuDNN elsewhere (-I/-L), ...
+  if (const char *env = std::getenv("SLUICE_NVCC_FLAGS"); env && *env) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(env).split(parts, ' ', -1, false);
+    for (llvm::StringRef part : parts)
+      args.push_back(part.str());
+  }
   size_t flagsEnd = args.size();
   args.push_back(source);
   if (!hostObject.empty())

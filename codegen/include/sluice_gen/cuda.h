@@ -20,7 +20,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+// cuDNN only for bundles with convolutions (the emitter defines
+// SLUICE_WITH_CUDNN): a machine without cuDNN still builds the rest.
+#if SLUICE_WITH_CUDNN
 #include <cudnn.h>
+#else
+typedef struct cudnnContext *cudnnHandle_t;
+#endif
 
 #include <atomic>
 #include <map>
@@ -122,6 +128,7 @@ static inline int32_t sluice_fail(const SluiceRunArgs *args, const char *kernel,
     }                                                                          \
   } while (0)
 
+#if SLUICE_WITH_CUDNN
 #define SLUICE_CUDNN(kernel, call)                                             \
   do {                                                                         \
     cudnnStatus_t sluice_st = (call);                                          \
@@ -132,6 +139,7 @@ static inline int32_t sluice_fail(const SluiceRunArgs *args, const char *kernel,
       return sluice_fail(args, kernel, sluice_msg);                            \
     }                                                                          \
   } while (0)
+#endif
 
 #define SLUICE_STEP(index, call)                                               \
   do {                                                                         \
@@ -193,6 +201,23 @@ template <typename T, int N> struct alignas(sizeof(T) * N) sluice_vec {
   T v[N];
 };
 
+static inline void sluice_cuda_release(void *p) {
+  SluiceCudaState *state = (SluiceCudaState *)p;
+  if (!state)
+    return;
+  if (state->workspace)
+    cudaFree(state->workspace);
+  if (state->deviceError)
+    cudaFree(state->deviceError);
+#if SLUICE_WITH_CUDNN
+  if (state->cudnn)
+    cudnnDestroy(state->cudnn);
+#endif
+  if (state->lt)
+    cublasLtDestroy(state->lt);
+  delete state;
+}
+
 /// Creates a context's device state: the stream, a cuBLASLt handle, a cuDNN
 /// handle when the bundle has convolutions, the workspace.
 static inline int32_t sluice_cuda_init(void **out, void *stream, size_t workspaceBytes,
@@ -210,6 +235,10 @@ static inline int32_t sluice_cuda_init(void **out, void *stream, size_t workspac
   if (st != CUBLAS_STATUS_SUCCESS)
     return fail("cublasLtCreate failed", cublasLtGetStatusString(st));
   if (needsCudnn) {
+#if !SLUICE_WITH_CUDNN
+    cublasLtDestroy(state->lt);
+    return fail("cuDNN", "this bundle was built without cuDNN");
+#else
     cudnnStatus_t dst = cudnnCreate(&state->cudnn);
     if (dst != CUDNN_STATUS_SUCCESS) {
       cublasLtDestroy(state->lt);
@@ -221,45 +250,27 @@ static inline int32_t sluice_cuda_init(void **out, void *stream, size_t workspac
       cublasLtDestroy(state->lt);
       return fail("cudnnSetStream failed", cudnnGetErrorString(dst));
     }
+#endif
   }
   {
     cudaError_t err = cudaMalloc((void **)&state->deviceError, sizeof(int));
     if (err == cudaSuccess)
       err = cudaMemset(state->deviceError, 0, sizeof(int));
     if (err != cudaSuccess) {
-      if (state->cudnn)
-        cudnnDestroy(state->cudnn);
-      cublasLtDestroy(state->lt);
+      sluice_cuda_release(state.release());
       return fail("cudaMalloc of the error word failed", cudaGetErrorString(err));
     }
   }
   if (workspaceBytes) {
     cudaError_t err = cudaMalloc(&state->workspace, workspaceBytes);
     if (err != cudaSuccess) {
-      if (state->cudnn)
-        cudnnDestroy(state->cudnn);
-      cublasLtDestroy(state->lt);
+      sluice_cuda_release(state.release());
       return fail("cudaMalloc of the library workspace failed", cudaGetErrorString(err));
     }
     state->workspaceBytes = workspaceBytes;
   }
   *out = state.release();
   return 0;
-}
-
-static inline void sluice_cuda_release(void *p) {
-  SluiceCudaState *state = (SluiceCudaState *)p;
-  if (!state)
-    return;
-  if (state->workspace)
-    cudaFree(state->workspace);
-  if (state->deviceError)
-    cudaFree(state->deviceError);
-  if (state->cudnn)
-    cudnnDestroy(state->cudnn);
-  if (state->lt)
-    cublasLtDestroy(state->lt);
-  delete state;
 }
 
 /// After the caller synchronized: a host step's failure, or a sticky device
