@@ -277,6 +277,7 @@ FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
         buffers += "(void *)(h + " + std::to_string(at) + "), ";
         at += roundUp64(std::max<int64_t>(bytes, 1));
       }
+      std::string dimsSetup;
       for (auto [i, result] : llvm::enumerate(kernel.getResults())) {
         std::string b = "b[" + std::to_string(index++) + "]";
         int64_t bytes = resultBytes(model, result, offsets[i]);
@@ -285,6 +286,22 @@ FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
                    ", cudaMemcpyHostToDevice, stream));\n";
         buffers += "(void *)(h + " + std::to_string(at) + "), ";
         at += roundUp64(std::max<int64_t>(bytes, 1));
+        // A graph output with data-dependent dims: the cpu kernel writes
+        // them on the host; the device's copy (args->output_dims) follows.
+        if (!cast<RankedTensorType>(result.getType()).hasStaticShape() && offsets[i] < 0) {
+          int64_t output = -offsets[i] - 1;
+          int64_t dimBytes = 8 * std::max<int64_t>(1, shapeOf(result).size());
+          std::string dev = "args->output_dims[" + std::to_string(output) + "]";
+          copyIn += "  SLUICE_CUDA(" + kernelName + ", cudaMemcpyAsync(h + " + std::to_string(at) +
+                    ", " + dev + ", " + std::to_string(dimBytes) +
+                    ", cudaMemcpyDeviceToHost, stream));\n";
+          copyOut += "  SLUICE_CUDA(" + kernelName + ", cudaMemcpyAsync(" + dev + ", h + " +
+                     std::to_string(at) + ", " + std::to_string(dimBytes) +
+                     ", cudaMemcpyHostToDevice, stream));\n";
+          dimsSetup += "    slot->outputDims[" + std::to_string(output) + "] = (int64_t *)(h + " +
+                       std::to_string(at) + ");\n";
+          at += roundUp64(dimBytes);
+        }
       }
       model.hostArenaBytes = std::max(model.hostArenaBytes, at);
       h += copyIn;
@@ -292,7 +309,11 @@ FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
            "];\n";
       h += "  if (!slot) {\n    slot.reset(new SluiceHostStep());\n";
       h += "    slot->fn = sluice_host_" + name + ";\n    slot->kernel = " + kernelName + ";\n";
-      h += "    slot->buffers = {" + buffers + "};\n    slot->args = *args;\n  }\n";
+      h += "    slot->buffers = {" + buffers + "};\n    slot->args = *args;\n";
+      if (!dimsSetup.empty())
+        h += "    slot->outputDims.assign(" + std::to_string(model.outputs.size()) +
+             ", nullptr);\n" + dimsSetup + "    slot->args.output_dims = slot->outputDims.data();\n";
+      h += "  }\n";
       h += "  SLUICE_CUDA(" + kernelName +
            ", cudaLaunchHostFunc(stream, sluice_host_step_trampoline, slot.get()));\n";
       h += copyOut + "  return 0;\n}\n\n";

@@ -48,6 +48,10 @@ struct SluiceHostStep {
   int32_t (*fn)(void *const *, const SluiceRunArgs *);
   const char *kernel;
   std::vector<void *> buffers;
+  /// Host copies of the dims of the graph outputs it shapes (data-dependent
+  /// dims): args.output_dims points here, the step copies them to the
+  /// device's after the host function.
+  std::vector<int64_t *> outputDims;
   SluiceRunArgs args;
   char error[384];
 };
