@@ -22,9 +22,20 @@ config.substitutions.append(("%testdata", "/usr/share/libonnx-testdata/data"))
 config.substitutions.append(("%fake_bundle", config.sluice_fake_bundle))
 # Its cuda stand-in (no device code).
 config.substitutions.append(("%fake_cuda_bundle", config.sluice_fake_cuda_bundle))
-# "cuda-module": libsluice_runtime_cuda.so was built; "gpu": this machine has
-# an NVIDIA GPU (its driver's device node), so cuda bundles really run.
+# "cuda-module": libsluice_runtime_cuda.so was built.
 if config.sluice_cuda_module.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("cuda-module")
-if os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0"):
-    config.available_features.add("gpu")
+
+# The cuda target: `nvcc` when the CUDA toolkit can build bundles here,
+# `gpu` when a GPU can run them (tests run their GPU lines under %if gpu).
+import shutil
+import subprocess
+
+if shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc"):
+    config.available_features.add("nvcc")
+try:
+    _smi = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    if _smi.returncode == 0 and "GPU" in _smi.stdout:
+        config.available_features.add("gpu")
+except (OSError, subprocess.TimeoutExpired):
+    pass

@@ -3,6 +3,7 @@
 #include "codegen/bundle/Bundle.h"
 
 #include "lib/support/Json.h"
+#include "llvm/ADT/StringExtras.h"
 #include "sluice/bundle_abi.h"
 #include "sluice/version.h"
 
@@ -64,6 +65,49 @@ std::vector<std::string> includeDirs() {
   return result;
 }
 
+struct ManifestFacts {
+  std::string target, source, flags;
+  std::vector<std::string> architectures;
+  int64_t hostArenaBytes = 0;
+};
+
+bool writeManifest(const std::string &dir, const BundleOptions &options,
+                   const ModelFacts &model, const std::vector<StepInfo> &steps,
+                   const ManifestFacts &facts, std::string &error) {
+  // The manifest last: a folder with a manifest is a complete bundle.
+  std::string m = "{\n";
+  m += "  \"format\": \"sluice-bundle\",\n";
+  m += "  \"version\": \"" SLUICE_VERSION_STRING "\",\n";
+  m += "  \"abi\": " + std::to_string(SLUICE_BUNDLE_ABI_VERSION) + ",\n";
+  m += "  \"target\": " + jsonString(facts.target) + ",\n";
+  m += "  \"model\": " + jsonString(options.modelName) + ",\n";
+  m += "  \"library\": \"model.so\",\n";
+  m += "  \"source\": " + jsonString(facts.source) + ",\n";
+  m += "  \"compile_flags\": " + jsonString(facts.flags) + ",\n";
+  m += "  \"weights\": {\"file\": \"weights.bin\", \"bytes\": " +
+       std::to_string(model.weights.size()) + ", \"alignment\": 64},\n";
+  m += "  \"arena_bytes\": " + std::to_string(model.arenaBytes) + ",\n";
+  if (facts.target != "cpu")
+    m += "  \"host_arena_bytes\": " + std::to_string(facts.hostArenaBytes) + ",\n";
+  m += "  \"world_size\": 1,\n";
+  m += "  \"gpu_architectures\": " + jsonStringList(facts.architectures) + ",\n";
+  m += "  \"inputs\": " + tensorList(model.inputs) + ",\n";
+  m += "  \"outputs\": " + tensorList(model.outputs) + ",\n";
+  m += "  \"kernels\": [";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepInfo &s = steps[i];
+    m += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + jsonString(s.name) +
+         ", \"kind\": " + jsonString(s.kind) + ", \"op\": " + jsonString(s.op) +
+         ", \"node\": " + jsonString(s.node) + ", \"ops\": " + jsonStringList(s.ops) +
+         ", \"nodes\": " + jsonStringList(s.nodes) + "}";
+  }
+  m += steps.empty() ? "]\n" : "\n  ]\n";
+  m += "}\n";
+  llvm::SmallString<256> p(dir);
+  llvm::sys::path::append(p, "manifest.json");
+  return writeFile(std::string(p), m, error);
+}
+
 } // namespace
 
 std::string cxxCompiler() {
@@ -73,24 +117,92 @@ std::string cxxCompiler() {
   return "c++";
 }
 
-bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
-                    std::string &error, double *compileSeconds) {
-  const std::string &dir = options.directory;
+namespace {
+
+/// Runs a compiler; on failure sets `error` to one line naming `source`,
+/// the exit code and the log's first error line (the log stays beside it).
+bool runCompiler(const std::string &program, const std::vector<std::string> &args,
+                 const std::string &source, const std::string &log, const char *what,
+                 std::string &error, double &seconds) {
+  std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
+                                                llvm::StringRef(log)};
+  auto start = std::chrono::steady_clock::now();
+  std::string execError;
+  int rc = llvm::sys::ExecuteAndWait(program, argRefs, std::nullopt, redirects, 0, 0,
+                                     &execError);
+  seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (rc != 0) {
+    std::string first;
+    if (auto buffer = llvm::MemoryBuffer::getFile(log)) {
+      llvm::SmallVector<llvm::StringRef> lines;
+      (*buffer)->getBuffer().split(lines, '\n');
+      for (auto line : lines)
+        if (line.contains("error")) {
+          first = line.trim().str();
+          break;
+        }
+    }
+    error = source + ": " + what + " failed (exit " + std::to_string(rc) + ")" +
+            (execError.empty() ? "" : ": " + execError) + (first.empty() ? "" : ": " + first) +
+            " (full log: " + log + ")";
+    return false;
+  }
+  llvm::sys::fs::remove(log);
+  return true;
+}
+
+/// Creates the bundle folder and writes `files` (name -> bytes) into it.
+bool startBundle(const std::string &dir,
+                 std::initializer_list<std::pair<const char *, llvm::StringRef>> files,
+                 std::string &error) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
     error = dir + ": cannot create the bundle folder: " + ec.message();
     return false;
   }
-  auto path = [&](llvm::StringRef name) {
+  for (auto &[name, bytes] : files) {
     llvm::SmallString<256> p(dir);
     llvm::sys::path::append(p, name);
-    return std::string(p);
-  };
-  std::string source = path("model.cpp"), library = path("model.so");
-  if (!writeFile(source, model.source, error) ||
-      !writeFile(path("weights.bin"),
-                 llvm::StringRef((const char *)model.weights.data(), model.weights.size()),
-                 error))
+    if (!writeFile(std::string(p), bytes, error))
+      return false;
+  }
+  return true;
+}
+
+/// The flags of a compiler command line, for the manifest (no include
+/// paths, no file names).
+std::string flagsOf(const std::vector<std::string> &args, size_t end) {
+  std::string flags;
+  for (size_t i = 1; i < end; ++i)
+    if (args[i].rfind("-I", 0) != 0)
+      flags += (flags.empty() ? "" : " ") + args[i];
+  return flags;
+}
+
+std::string inDir(const std::string &dir, llvm::StringRef name) {
+  llvm::SmallString<256> p(dir);
+  llvm::sys::path::append(p, name);
+  return std::string(p);
+}
+
+/// The host C++ flags of generated code (cpu bundles and cuda host steps).
+std::vector<std::string> hostCxxFlags() {
+  return {"-std=c++17", "-O2", "-march=native", "-fopenmp", "-fPIC",
+          "-fno-math-errno", "-fno-trapping-math", "-w"};
+}
+
+} // namespace
+
+bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
+                    std::string &error, double *compileSeconds) {
+  const std::string &dir = options.directory;
+  if (!startBundle(dir,
+                   {{"model.cpp", model.source},
+                    {"weights.bin", llvm::StringRef((const char *)model.weights.data(),
+                                                    model.weights.size())}},
+                   error))
     return false;
+  std::string source = inDir(dir, "model.cpp"), library = inDir(dir, "model.so");
 
   // Build the library.
   std::string cxx = cxxCompiler();
@@ -100,86 +212,148 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
             "' (set SLUICE_CXX or CXX, or install g++)";
     return false;
   }
-  std::vector<std::string> args = {*program, "-std=c++17", "-O2", "-march=native",
-                                   "-fopenmp", "-fPIC", "-shared",
-                                   "-fno-math-errno", "-fno-trapping-math", "-w"};
+  std::vector<std::string> args = {*program};
+  for (const std::string &f : hostCxxFlags())
+    args.push_back(f);
+  args.push_back("-shared");
   for (const std::string &d : includeDirs())
     args.push_back("-I" + d);
   for (const std::string &f : options.extraFlags)
     args.push_back(f);
+  size_t flagsEnd = args.size();
   args.push_back(source);
   args.push_back("-o");
   args.push_back(library);
   if (model.usesBlas)
     args.push_back("-lopenblas");
-  std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
-  std::string log = path("compile.log");
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
-                                                llvm::StringRef(log)};
   if (options.progress)
     std::fprintf(stderr, "sluice-compile: building %s (%lld kernels, %lld library calls) with %s\n",
                  library.c_str(), (long long)model.kernels, (long long)model.libraryCalls,
                  cxx.c_str());
-  auto start = std::chrono::steady_clock::now();
-  std::string execError;
-  int rc = llvm::sys::ExecuteAndWait(*program, argRefs, std::nullopt, redirects, 0, 0,
-                                     &execError);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = 0;
+  bool built = runCompiler(*program, args, source, inDir(dir, "compile.log"),
+                           "the C++ compiler", error, seconds);
   if (compileSeconds)
     *compileSeconds = seconds;
-  if (rc != 0) {
-    std::string first;
-    if (auto buffer = llvm::MemoryBuffer::getFile(log)) {
-      llvm::SmallVector<llvm::StringRef> lines;
-      (*buffer)->getBuffer().split(lines, '\n');
-      for (auto line : lines)
-        if (line.contains("error")) {
-          first = line.str();
-          break;
-        }
-    }
-    error = source + ": the C++ compiler failed (exit " + std::to_string(rc) + ")" +
-            (execError.empty() ? "" : ": " + execError) +
-            (first.empty() ? "" : ": " + first) + " (full log: " + log + ")";
+  if (!built)
     return false;
-  }
-  llvm::sys::fs::remove(log);
   if (options.progress)
     std::fprintf(stderr, "sluice-compile: built in %.1f s\n", seconds);
-
-  // The manifest last: a folder with a manifest is a complete bundle.
-  std::string m = "{\n";
-  m += "  \"format\": \"sluice-bundle\",\n";
-  m += "  \"version\": \"" SLUICE_VERSION_STRING "\",\n";
-  m += "  \"abi\": " + std::to_string(SLUICE_BUNDLE_ABI_VERSION) + ",\n";
-  m += "  \"target\": \"cpu\",\n";
-  m += "  \"model\": " + jsonString(options.modelName) + ",\n";
-  m += "  \"library\": \"model.so\",\n";
-  m += "  \"source\": \"model.cpp\",\n";
   // -march=native: the library runs on CPUs with this machine's ISA.
-  std::string flags;
-  for (size_t i = 1; i < args.size() && args[i] != source; ++i)
-    if (args[i].rfind("-I", 0) != 0)
-      flags += (flags.empty() ? "" : " ") + args[i];
-  m += "  \"compile_flags\": " + jsonString(flags) + ",\n";
-  m += "  \"weights\": {\"file\": \"weights.bin\", \"bytes\": " +
-       std::to_string(model.weights.size()) + ", \"alignment\": 64},\n";
-  m += "  \"arena_bytes\": " + std::to_string(model.arenaBytes) + ",\n";
-  m += "  \"world_size\": 1,\n";
-  m += "  \"gpu_architectures\": [],\n";
-  m += "  \"inputs\": " + tensorList(model.inputs) + ",\n";
-  m += "  \"outputs\": " + tensorList(model.outputs) + ",\n";
-  m += "  \"kernels\": [";
-  for (size_t i = 0; i < model.steps.size(); ++i) {
-    const StepInfo &s = model.steps[i];
-    m += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + jsonString(s.name) +
-         ", \"kind\": " + jsonString(s.kind) + ", \"op\": " + jsonString(s.op) +
-         ", \"node\": " + jsonString(s.node) + ", \"ops\": " + jsonStringList(s.ops) +
-         ", \"nodes\": " + jsonStringList(s.nodes) + "}";
+  ManifestFacts facts{"cpu", "model.cpp", flagsOf(args, flagsEnd), {}, 0};
+  return writeManifest(dir, options, model, model.steps, facts, error);
+}
+
+std::string nvccCompiler() {
+  if (const char *v = std::getenv("SLUICE_NVCC"); v && *v)
+    return v;
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
+    return std::string(home) + "/bin/nvcc";
+  if (auto found = llvm::sys::findProgramByName("nvcc"))
+    return *found;
+  return "/usr/local/cuda/bin/nvcc";
+}
+
+bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,
+                     std::string &error, double *compileSeconds) {
+  const std::string &dir = options.directory;
+  if (!startBundle(dir,
+                   {{"model.cu", model.deviceSource},
+                    {"weights.bin", llvm::StringRef((const char *)model.weights.data(),
+                                                    model.weights.size())}},
+                   error))
+    return false;
+  std::vector<std::string> archs =
+      options.cudaArchitectures.empty() ? cudaArchitectures() : options.cudaArchitectures;
+  for (const std::string &arch : archs)
+    if (!llvm::StringRef(arch).starts_with("sm_") && !llvm::StringRef(arch).starts_with("compute_")) {
+      error = "bad GPU architecture '" + arch + "' (expected sm_XY or compute_XY)";
+      return false;
+    }
+  double seconds = 0;
+  std::string hostObject;
+  if (!model.hostSource.empty()) {
+    // Host steps: the cpu emitter's kernels, built by the host compiler.
+    std::string hostSource = inDir(dir, "host.cpp");
+    hostObject = inDir(dir, "host.o");
+    if (!writeFile(hostSource, model.hostSource, error))
+      return false;
+    std::string cxx = cxxCompiler();
+    auto program = llvm::sys::findProgramByName(cxx);
+    if (!program) {
+      error = "cannot find the C++ compiler '" + cxx +
+              "' (set SLUICE_CXX or CXX, or install g++)";
+      return false;
+    }
+    std::vector<std::string> args = {*program};
+    for (const std::string &f : hostCxxFlags())
+      args.push_back(f);
+    for (const std::string &d : includeDirs())
+      args.push_back("-I" + d);
+    args.insert(args.end(), {"-c", hostSource, "-o", hostObject});
+    if (options.progress)
+      std::fprintf(stderr, "sluice-compile: building %s (%lld host steps) with %s\n",
+                   hostSource.c_str(), (long long)model.hostSteps, cxx.c_str());
+    if (!runCompiler(*program, args, hostSource, inDir(dir, "host-compile.log"),
+                     "the C++ compiler", error, seconds))
+      return false;
   }
-  m += model.steps.empty() ? "]\n" : "\n  ]\n";
-  m += "}\n";
-  return writeFile(path("manifest.json"), m, error);
+
+  std::string nvcc = nvccCompiler();
+  if (!llvm::sys::fs::can_execute(nvcc)) {
+    error = "cannot find nvcc ('" + nvcc +
+            "'): the cuda target needs the CUDA toolkit (set SLUICE_NVCC or CUDA_HOME)";
+    return false;
+  }
+  std::string source = inDir(dir, "model.cu"), library = inDir(dir, "model.so");
+  // -cudart shared: the bundle and the runtime's cuda module share one
+  // CUDA runtime (streams, graphs and allocations cross between them).
+  std::vector<std::string> args = {nvcc, "-std=c++17", "-O3", "-shared", "-cudart", "shared",
+                                   "-Xcompiler", "-fPIC", "-Xcompiler", "-fopenmp", "-w",
+                                   "--expt-relaxed-constexpr"};
+  for (const std::string &arch : archs) {
+    std::string number = arch.substr(arch.find('_') + 1);
+    args.push_back("-gencode");
+    args.push_back("arch=compute_" + number + ",code=" + arch);
+  }
+  for (const std::string &d : includeDirs())
+    args.push_back("-I" + d);
+  for (const std::string &f : options.extraFlags)
+    args.push_back(f);
+  // $SLUICE_NVCC_FLAGS: where a machine keeps cuDNN elsewhere (-I/-L), ...
+  if (const char *env = std::getenv("SLUICE_NVCC_FLAGS"); env && *env) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(env).split(parts, ' ', -1, false);
+    for (llvm::StringRef part : parts)
+      args.push_back(part.str());
+  }
+  size_t flagsEnd = args.size();
+  args.push_back(source);
+  if (!hostObject.empty())
+    args.push_back(hostObject);
+  args.insert(args.end(), {"-o", library, "-lcublasLt", "-lcublas"});
+  if (model.usesCudnn)
+    args.push_back("-lcudnn");
+  if (model.hostUsesBlas)
+    args.push_back("-lopenblas");
+  args.push_back("-lgomp");
+  if (options.progress)
+    std::fprintf(stderr,
+                 "sluice-compile: building %s (%lld kernels, %lld library calls, %lld host "
+                 "steps) with nvcc for %s\n",
+                 library.c_str(), (long long)model.kernels, (long long)model.libraryCalls,
+                 (long long)model.hostSteps, llvm::join(archs, ", ").c_str());
+  bool built = runCompiler(nvcc, args, source, inDir(dir, "compile.log"), "nvcc", error, seconds);
+  if (compileSeconds)
+    *compileSeconds = seconds;
+  if (!built)
+    return false;
+  if (!hostObject.empty())
+    llvm::sys::fs::remove(hostObject);
+  if (options.progress)
+    std::fprintf(stderr, "sluice-compile: built in %.1f s\n", seconds);
+  ManifestFacts facts{"cuda", "model.cu", flagsOf(args, flagsEnd), archs, model.hostArenaBytes};
+  return writeManifest(dir, options, model, model.steps, facts, error);
 }
 
 } // namespace sluice::codegen

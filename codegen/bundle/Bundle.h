@@ -10,6 +10,7 @@
 #define SLUICE_CODEGEN_BUNDLE_BUNDLE_H
 
 #include "codegen/cpu/CpuEmitter.h"
+#include "codegen/cuda/CudaEmitter.h"
 
 #include <string>
 
@@ -21,12 +22,24 @@ struct BundleOptions {
   bool progress = true;    ///< progress lines on stderr for long steps
   /// Compiler flags after the defaults (-O2 -march=native -fopenmp ...).
   std::vector<std::string> extraFlags;
+  /// cuda: the GPU architectures to build (sm_XY machine code, compute_XY
+  /// PTX); empty: cudaArchitectures().
+  std::vector<std::string> cudaArchitectures;
 };
 
 /// Writes the bundle and compiles model.so. On failure returns false with a
 /// one-line `error` naming the file or the compiler's first error.
 bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
                     std::string &error, double *compileSeconds = nullptr);
+
+/// Writes a cuda bundle: model.cu (and host.cpp for host steps) built by
+/// nvcc into model.so for the architectures of `options`.
+bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,
+                     std::string &error, double *compileSeconds = nullptr);
+
+/// nvcc: $SLUICE_NVCC, else $CUDA_HOME/bin/nvcc, else nvcc on the PATH, else
+/// /usr/local/cuda/bin/nvcc.
+std::string nvccCompiler();
 
 /// The C++ compiler command used: $SLUICE_CXX, else $CXX, else "c++".
 std::string cxxCompiler();

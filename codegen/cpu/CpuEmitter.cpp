@@ -61,6 +61,12 @@ std::string cString(StringRef text) {
 
 std::string cInt(int64_t value) { return std::to_string(value) + "LL"; }
 
+std::string floatLiteral(const llvm::APFloat &value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.9ef", value.convertToFloat());
+  return buffer;
+}
+
 int64_t product(ArrayRef<int64_t> dims, size_t begin, size_t end) {
   int64_t p = 1;
   for (size_t i = begin; i < end && i < dims.size(); ++i)
@@ -123,11 +129,35 @@ void describeKernel(Operation *kernel, std::vector<std::string> &ops,
   }
 }
 
-FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
+Operation *stepOp(KernelOp kernel) {
+  Operation *firstCompute = nullptr, *firstView = nullptr;
+  for (Operation &inner : kernel.getBody().front().without_terminator()) {
+    if (isa<ConstantOp>(inner))
+      continue;
+    if (isViewOp(&inner)) {
+      firstView = firstView ? firstView : &inner;
+      continue;
+    }
+    if (!isElementwise(&inner))
+      return &inner;
+    firstCompute = firstCompute ? firstCompute : &inner;
+  }
+  return firstCompute ? firstCompute : firstView;
+}
+
+StepInfo describeStep(KernelOp kernel, llvm::StringRef kind) {
+  Operation *named = stepOp(kernel);
+  StepInfo info{kernel.getSymName().str(), kind.str(),
+                named ? named->getName().getStringRef().str() : "",
+                named ? nodeName(named->getLoc()) : "", {}, {}};
+  describeKernel(kernel, info.ops, info.nodes);
+  return info;
+}
+
+LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::StringRef target) {
   auto func = module.lookupSymbol<func::FuncOp>("main");
   if (!func)
     return module.emitError("no function 'main' to emit");
-  CpuModel model;
   auto arenaAttr = func->getAttrOfType<IntegerAttr>("sluice.arena_bytes");
   if (!arenaAttr)
     return func.emitError("emit needs a planned function (run the plan phase)");
@@ -142,6 +172,7 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     }
     return result;
   };
+  model.func = func;
   Block &block = func.getBody().front();
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   auto inputNames = names("sluice.input_names", block.getNumArguments(), "input");
@@ -187,7 +218,6 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     return failure();
 
   // Weights: every top-level constant, 64-byte aligned in weights.bin.
-  llvm::DenseMap<Value, int64_t> weightOffset;
   for (Operation &op : block) {
     auto constant = dyn_cast<ConstantOp>(op);
     if (!constant)
@@ -200,7 +230,7 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     model.weights.resize(offset + bytes);
     if (bytes)
       std::memcpy(model.weights.data() + offset, tensor->rawData(), bytes);
-    weightOffset[constant] = offset;
+    model.weightOffset[constant] = offset;
   }
 
   // Unsupported ops, all of them, before emitting anything.
@@ -228,17 +258,201 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     std::string list;
     for (auto &[name, where] : unsupported)
       list += (list.empty() ? "" : ", ") + name.str() + " (" + where + ")";
-    return module.emitError() << "unsupported ops on target cpu ("
+    return module.emitError() << "unsupported ops on target " << target << " ("
                               << unsupported.size() << "): " << list;
   }
 
+  return success();
+}
+
+FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &headers) {
+  const CpuOpRegistry &registry = CpuOpRegistry::get();
+  std::string name = kernel.getSymName().str();
+  Block &body = kernel.getBody().front();
+  auto offsets = kernel->getAttrOfType<DenseI64ArrayAttr>("arena_offsets");
+  if (!offsets || offsets.size() != (int64_t)kernel.getNumResults())
+    return kernel.emitOpError("emit needs arena offsets (run the plan phase)");
+  // The kernel function: pointers first, then the body.
+  std::string fn, prologue, fnBody;
+  fn += "static int32_t " + name + "(void *const *b, const SluiceRunArgs *args) {\n";
+  int64_t slot = 0;
+  for (BlockArgument arg : body.getArguments()) {
+    std::string t = storageType(elementOf(arg));
+    fn += "  const " + t + " *__restrict in" + std::to_string(arg.getArgNumber()) +
+          " = (const " + t + " *)b[" + std::to_string(slot++) + "];\n";
+  }
+  auto yield = cast<KernelYieldOp>(body.getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
+    std::string t = storageType(elementOf(v));
+    fn += "  " + t + " *__restrict out" + std::to_string(i) + " = (" + t + " *)b[" +
+          std::to_string(slot++) + "];\n";
+  }
+
+  // Leaves: block arguments and every dense constant of the body (an
+  // array, and a literal when it is a splat).
+  GroupContext gctx;
+  gctx.kernel = kernel;
+  gctx.name = name;
+  gctx.body = &fnBody;
+  gctx.prologue = &prologue;
+  gctx.headers = &headers;
+  for (BlockArgument arg : body.getArguments())
+    gctx.pointers[arg] = "in" + std::to_string(arg.getArgNumber());
+  int constants = 0;
+  for (Operation &inner : body.without_terminator()) {
+    auto constant = dyn_cast<ConstantOp>(inner);
+    if (!constant)
+      continue;
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    if (!dense)
+      return inner.emitOpError("cpu target: constant in a kernel must be dense");
+    std::string cname = "c" + std::to_string(constants++);
+    Type et = dense.getElementType();
+    prologue += "static const " + storageType(et) + " " + cname + "[] = {";
+    for (int64_t i = 0; i < dense.getNumElements(); ++i)
+      prologue += (i ? ", " : "") + storeExpr(et, literal(dense, i));
+    if (dense.getNumElements() == 0)
+      prologue += storeExpr(et, "0");
+    prologue += "};\n";
+    gctx.pointers[constant] = cname;
+    if (dense.isSplat() || dense.getNumElements() == 1)
+      gctx.literals[constant] = literal(dense, 0);
+  }
+
+  // Classify the body (forms F1-F5, Groups.h).
+  SmallVector<Operation *> computeOps, anchors, viewOps;
+  for (Operation &inner : body.without_terminator()) {
+    if (isa<ConstantOp>(inner))
+      continue;
+    if (isViewOp(&inner)) {
+      viewOps.push_back(&inner);
+      continue;
+    }
+    computeOps.push_back(&inner);
+    if (!isElementwise(&inner))
+      anchors.push_back(&inner);
+  }
+  // One data-moving view (a transpose, slice ...) with layout-preserving
+  // views around it is an op of its own (F5): DepthToSpace's reshape ->
+  // transpose -> reshape.
+  if (computeOps.empty()) {
+    SmallVector<Operation *> moving;
+    for (Operation *view : viewOps)
+      if (!isLayoutPreserving(view))
+        moving.push_back(view);
+    if (moving.size() == 1) {
+      computeOps.push_back(moving.front());
+      anchors.push_back(moving.front());
+    }
+  }
+  Operation *anchor = anchors.empty() ? nullptr : anchors.front();
+  bool single = computeOps.size() == 1 && anchor &&
+                llvm::all_of(viewOps, [&](Operation *op) {
+                  return op == anchor || isLayoutPreserving(op);
+                });
+  if (anchors.size() > 1)
+    return kernel.emitOpError("cpu target: a group holds ")
+           << anchors.size() << " non-elementwise ops (" << anchors[0]->getName() << ", "
+           << anchors[1]->getName() << "); the fuse phase forms at most one";
+  if (!anchor) {
+    if (failed(emitElementwiseGroup(gctx)))
+      return failure();
+  } else if (isa<AttentionOp>(anchor)) {
+    if (failed(emitAttentionGroup(gctx)))
+      return failure();
+  } else if (!single && isa<MatMulOp>(anchor) && kernel.getLibrary() == "gemm") {
+    if (failed(emitGemmGroup(gctx)))
+      return failure();
+  } else if (!single && isRowOp(anchor)) {
+    if (failed(emitRowGroup(gctx)))
+      return failure();
+  } else if (single) {
+    // F5: one op; layout-preserving views on its operands and results are
+    // aliases of the buffers.
+    Operation *inner = computeOps.front();
+    CpuOpContext ctx;
+    ctx.op = inner;
+    ctx.kernelName = name;
+    ctx.headers = &headers;
+    for (Value operand : inner->getOperands()) {
+      auto view = resolveView(operand);
+      if (failed(view))
+        return failure();
+      StridedView dense = *view;
+      dense.offset = 0;
+      if (view->base != operand && !dense.isContiguous(shapeOf(operand)))
+        return inner->emitOpError("cpu target: operand is a strided view; this op reads contiguous buffers");
+      auto ptr = gctx.leafPointer(*view);
+      if (failed(ptr))
+        return failure();
+      ctx.in.push_back(*ptr);
+    }
+    for (auto [i, result] : llvm::enumerate(inner->getResults())) {
+      // The yield that carries this result (directly or through reshapes).
+      std::optional<unsigned> slot;
+      for (auto [y, v] : llvm::enumerate(yield.getValues())) {
+        Value root = v;
+        while (root != result && root.getDefiningOp() &&
+               isLayoutPreserving(root.getDefiningOp()))
+          root = root.getDefiningOp()->getOperand(0);
+        if (!slot && root == result)
+          slot = y;
+      }
+      std::string dims;
+      auto type = cast<RankedTensorType>(result.getType());
+      if (!type.hasStaticShape()) {
+        int64_t offset = slot ? offsets[*slot] : 0;
+        if (!slot || offset >= 0 || yield.getValues()[*slot] != result)
+          return inner->emitOpError("cpu target: a result with data-dependent dims "
+                                    "must be a graph output");
+        dims = "args->output_dims[" + std::to_string(-offset - 1) + "]";
+      }
+      ctx.outDims.push_back(dims);
+      if (slot) {
+        ctx.out.push_back(gctx.output(*slot));
+        continue;
+      }
+      // A result nobody reads (e.g. layer_norm's statistics): scratch.
+      std::string scratch = "scratch" + std::to_string(i);
+      fnBody += "  std::unique_ptr<" + typeOf(result) + "[]> " + scratch + "_buf(new " +
+                typeOf(result) + "[" + std::to_string(std::max<int64_t>(product(type.getShape()), 1)) +
+                "]);\n  " + typeOf(result) + " *" + scratch + " = " + scratch + "_buf.get();\n";
+      ctx.out.push_back(scratch);
+    }
+    const CpuOpEmitFn *emitFn = registry.lookup(inner->getName().getStringRef());
+    if (!emitFn || failed((*emitFn)(ctx)))
+      return failure();
+    fnBody += ctx.body;
+  } else {
+    return kernel.emitOpError("cpu target: no cpu form for a group anchored at ")
+           << anchor->getName() << " with " << computeOps.size() - 1 << " more ops";
+  }
+  // Make every in-body constant array and pointer used, whatever the body reads.
+  fn += "  (void)args;\n";
+  for (BlockArgument arg : body.getArguments())
+    fn += "  (void)in" + std::to_string(arg.getArgNumber()) + ";\n";
+  std::string code = prologue.empty() ? "" : "namespace " + name + "_data {\n" + prologue + "}\n";
+  if (!prologue.empty())
+    fn += "  using namespace " + name + "_data;\n";
+  code += fn + fnBody + "  return 0;\n}\n\n";
+  return code;
+
+}
+
+FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
+  CpuModel model;
+  if (failed(collectModelFacts(module, model, "cpu")))
+    return failure();
+  func::FuncOp func = model.func;
+  Block &block = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
   std::set<std::string> headers{"sluice_gen/cpu.h"};
   std::string kernels, run;
   // Where each value lives at run time, as a C++ pointer expression.
   llvm::DenseMap<Value, std::string> where;
   for (auto [i, arg] : llvm::enumerate(block.getArguments()))
     where[arg] = "(void *)args->inputs[" + std::to_string(i) + "]";
-  for (auto &[value, offset] : weightOffset)
+  for (auto &[value, offset] : model.weightOffset)
     where[value] = "(void *)(args->weights + " + std::to_string(offset) + ")";
 
   int64_t step = 0;
@@ -247,7 +461,6 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     if (!kernel)
       continue;
     std::string name = kernel.getSymName().str();
-    Block &body = kernel.getBody().front();
     auto offsets = kernel->getAttrOfType<DenseI64ArrayAttr>("arena_offsets");
     if (!offsets || offsets.size() != (int64_t)kernel.getNumResults())
       return kernel.emitOpError("emit needs arena offsets (run the plan phase)");
@@ -257,170 +470,10 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
                           ? "(void *)(args->arena + " + std::to_string(offset) + ")"
                           : "args->outputs[" + std::to_string(-offset - 1) + "]";
     }
-
-    // The kernel function: pointers first, then the body.
-    std::string fn, prologue, fnBody;
-    fn += "static int32_t " + name + "(void *const *b, const SluiceRunArgs *args) {\n";
-    int64_t slot = 0;
-    for (BlockArgument arg : body.getArguments()) {
-      std::string t = storageType(elementOf(arg));
-      fn += "  const " + t + " *__restrict in" + std::to_string(arg.getArgNumber()) +
-            " = (const " + t + " *)b[" + std::to_string(slot++) + "];\n";
-    }
-    auto yield = cast<KernelYieldOp>(body.getTerminator());
-    for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-      std::string t = storageType(elementOf(v));
-      fn += "  " + t + " *__restrict out" + std::to_string(i) + " = (" + t + " *)b[" +
-            std::to_string(slot++) + "];\n";
-    }
-
-    // Leaves: block arguments and every dense constant of the body (an
-    // array, and a literal when it is a splat).
-    GroupContext gctx;
-    gctx.kernel = kernel;
-    gctx.name = name;
-    gctx.body = &fnBody;
-    gctx.prologue = &prologue;
-    gctx.headers = &headers;
-    for (BlockArgument arg : body.getArguments())
-      gctx.pointers[arg] = "in" + std::to_string(arg.getArgNumber());
-    int constants = 0;
-    for (Operation &inner : body.without_terminator()) {
-      auto constant = dyn_cast<ConstantOp>(inner);
-      if (!constant)
-        continue;
-      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-      if (!dense)
-        return inner.emitOpError("cpu target: constant in a kernel must be dense");
-      std::string cname = "c" + std::to_string(constants++);
-      Type et = dense.getElementType();
-      prologue += "static const " + storageType(et) + " " + cname + "[] = {";
-      for (int64_t i = 0; i < dense.getNumElements(); ++i)
-        prologue += (i ? ", " : "") + storeExpr(et, literal(dense, i));
-      if (dense.getNumElements() == 0)
-        prologue += storeExpr(et, "0");
-      prologue += "};\n";
-      gctx.pointers[constant] = cname;
-      if (dense.isSplat() || dense.getNumElements() == 1)
-        gctx.literals[constant] = literal(dense, 0);
-    }
-
-    // Classify the body (forms F1-F5, Groups.h).
-    SmallVector<Operation *> computeOps, anchors, viewOps;
-    for (Operation &inner : body.without_terminator()) {
-      if (isa<ConstantOp>(inner))
-        continue;
-      if (isViewOp(&inner)) {
-        viewOps.push_back(&inner);
-        continue;
-      }
-      computeOps.push_back(&inner);
-      if (!isElementwise(&inner))
-        anchors.push_back(&inner);
-    }
-    // One data-moving view (a transpose, slice ...) with layout-preserving
-    // views around it is an op of its own (F5): DepthToSpace's reshape ->
-    // transpose -> reshape.
-    if (computeOps.empty()) {
-      SmallVector<Operation *> moving;
-      for (Operation *view : viewOps)
-        if (!isLayoutPreserving(view))
-          moving.push_back(view);
-      if (moving.size() == 1) {
-        computeOps.push_back(moving.front());
-        anchors.push_back(moving.front());
-      }
-    }
-    Operation *anchor = anchors.empty() ? nullptr : anchors.front();
-    bool single = computeOps.size() == 1 && anchor &&
-                  llvm::all_of(viewOps, [&](Operation *op) {
-                    return op == anchor || isLayoutPreserving(op);
-                  });
-    if (anchors.size() > 1)
-      return kernel.emitOpError("cpu target: a group holds ")
-             << anchors.size() << " non-elementwise ops (" << anchors[0]->getName() << ", "
-             << anchors[1]->getName() << "); the fuse phase forms at most one";
-    if (!anchor) {
-      if (failed(emitElementwiseGroup(gctx)))
-        return failure();
-    } else if (isa<AttentionOp>(anchor)) {
-      if (failed(emitAttentionGroup(gctx)))
-        return failure();
-    } else if (!single && isa<MatMulOp>(anchor) && kernel.getLibrary() == "gemm") {
-      if (failed(emitGemmGroup(gctx)))
-        return failure();
-    } else if (!single && isRowOp(anchor)) {
-      if (failed(emitRowGroup(gctx)))
-        return failure();
-    } else if (single) {
-      // F5: one op; layout-preserving views on its operands and results are
-      // aliases of the buffers.
-      Operation *inner = computeOps.front();
-      CpuOpContext ctx;
-      ctx.op = inner;
-      ctx.kernelName = name;
-      ctx.headers = &headers;
-      for (Value operand : inner->getOperands()) {
-        auto view = resolveView(operand);
-        if (failed(view))
-          return failure();
-        StridedView dense = *view;
-        dense.offset = 0;
-        if (view->base != operand && !dense.isContiguous(shapeOf(operand)))
-          return inner->emitOpError("cpu target: operand is a strided view; this op reads contiguous buffers");
-        auto ptr = gctx.leafPointer(*view);
-        if (failed(ptr))
-          return failure();
-        ctx.in.push_back(*ptr);
-      }
-      for (auto [i, result] : llvm::enumerate(inner->getResults())) {
-        // The yield that carries this result (directly or through reshapes).
-        std::optional<unsigned> slot;
-        for (auto [y, v] : llvm::enumerate(yield.getValues())) {
-          Value root = v;
-          while (root != result && root.getDefiningOp() &&
-                 isLayoutPreserving(root.getDefiningOp()))
-            root = root.getDefiningOp()->getOperand(0);
-          if (!slot && root == result)
-            slot = y;
-        }
-        std::string dims;
-        auto type = cast<RankedTensorType>(result.getType());
-        if (!type.hasStaticShape()) {
-          int64_t offset = slot ? offsets[*slot] : 0;
-          if (!slot || offset >= 0 || yield.getValues()[*slot] != result)
-            return inner->emitOpError("cpu target: a result with data-dependent dims "
-                                      "must be a graph output");
-          dims = "args->output_dims[" + std::to_string(-offset - 1) + "]";
-        }
-        ctx.outDims.push_back(dims);
-        if (slot) {
-          ctx.out.push_back(gctx.output(*slot));
-          continue;
-        }
-        // A result nobody reads (e.g. layer_norm's statistics): scratch.
-        std::string scratch = "scratch" + std::to_string(i);
-        fnBody += "  std::unique_ptr<" + typeOf(result) + "[]> " + scratch + "_buf(new " +
-                  typeOf(result) + "[" + std::to_string(std::max<int64_t>(product(type.getShape()), 1)) +
-                  "]);\n  " + typeOf(result) + " *" + scratch + " = " + scratch + "_buf.get();\n";
-        ctx.out.push_back(scratch);
-      }
-      const CpuOpEmitFn *emitFn = registry.lookup(inner->getName().getStringRef());
-      if (!emitFn || failed((*emitFn)(ctx)))
-        return failure();
-      fnBody += ctx.body;
-    } else {
-      return kernel.emitOpError("cpu target: no cpu form for a group anchored at ")
-             << anchor->getName() << " with " << computeOps.size() - 1 << " more ops";
-    }
-    // Make every in-body constant array and pointer used, whatever the body reads.
-    fn += "  (void)args;\n";
-    for (BlockArgument arg : body.getArguments())
-      fn += "  (void)in" + std::to_string(arg.getArgNumber()) + ";\n";
-    kernels += prologue.empty() ? "" : "namespace " + name + "_data {\n" + prologue + "}\n";
-    if (!prologue.empty())
-      fn += "  using namespace " + name + "_data;\n";
-    kernels += fn + fnBody + "  return 0;\n}\n\n";
+    auto code = emitCpuKernel(kernel, headers);
+    if (failed(code))
+      return failure();
+    kernels += *code;
 
     // The step in the run function.
     run += "  {\n    void *const b[] = {";
@@ -440,14 +493,7 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     run += "};\n    SLUICE_STEP(" + std::to_string(step) + ", " + name + "(b, args));\n  }\n";
 
     bool library = kernel.getLibrary().has_value();
-    Operation *named = anchor ? anchor : computeOps.empty() ? nullptr : computeOps.front();
-    if (!named && !viewOps.empty())
-      named = viewOps.front();
-    StepInfo stepInfo{name, library ? "library" : "kernel",
-                      named ? named->getName().getStringRef().str() : "",
-                      named ? nodeName(named->getLoc()) : "", {}, {}};
-    describeKernel(kernel, stepInfo.ops, stepInfo.nodes);
-    model.steps.push_back(std::move(stepInfo));
+    model.steps.push_back(describeStep(kernel, library ? "library" : "kernel"));
     (library ? model.libraryCalls : model.kernels)++;
     if (library && (kernel.getLibrary() == "gemm" || kernel.getLibrary() == "conv"))
       model.usesBlas = true;

@@ -14,7 +14,12 @@
 #ifndef SLUICE_CODEGEN_CPU_CPUEMITTER_H
 #define SLUICE_CODEGEN_CPU_CPUEMITTER_H
 
+#include "dialects/sluice/SluiceOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <functional>
@@ -84,6 +89,8 @@ std::string cStaticArray(const std::string &name, llvm::ArrayRef<int64_t> values
 std::string cString(llvm::StringRef text);
 /// `123LL`: an int64_t literal.
 std::string cInt(int64_t value);
+/// A float literal that round-trips (epsilon, alpha ...): `1.000000047e-03f`.
+std::string floatLiteral(const llvm::APFloat &value);
 /// The product of dims [begin, end).
 int64_t product(llvm::ArrayRef<int64_t> dims, size_t begin = 0,
                 size_t end = SIZE_MAX);
@@ -126,11 +133,38 @@ struct StepInfo {
 void describeKernel(mlir::Operation *kernel, std::vector<std::string> &ops,
                     std::vector<std::string> &nodes);
 
-struct CpuModel {
-  std::string source;              ///< the C++ translation unit
-  std::vector<unsigned char> weights;
+/// The op a step is named after: the group's anchor (its first op that is
+/// not elementwise), else its first compute op, else its first view.
+mlir::Operation *stepOp(KernelOp kernel);
+/// The manifest entry of a kernel step of `kind` ("kernel", "library" ...).
+StepInfo describeStep(KernelOp kernel, llvm::StringRef kind);
+
+/// What every target's emitter reads off a planned module first.
+struct ModelFacts {
+  mlir::func::FuncOp func;
+  std::vector<unsigned char> weights;  ///< weights.bin
+  /// Top-level constants -> their byte offset in weights.bin (64-aligned).
+  llvm::DenseMap<mlir::Value, int64_t> weightOffset;
   int64_t arenaBytes = 0;
   std::vector<TensorInfo> inputs, outputs;
+};
+
+/// Fills `facts` from the planned `main` of `module`: the boundary tensors
+/// (static shapes or bounded data-dependent outputs), the weights, the
+/// arena. Fails with errors on the ops, listing every op no cpu kernel
+/// implements at once ("unsupported ops on target <target> (N): ...").
+mlir::LogicalResult collectModelFacts(mlir::ModuleOp module, ModelFacts &facts,
+                                      llvm::StringRef target);
+
+/// The C++ of one kernel group as a cpu function
+/// `static int32_t <name>(void *const *b, const SluiceRunArgs *args)`
+/// (b: the kernel's inputs then its results), with its constant arrays in
+/// `namespace <name>_data`. Headers it needs are added to `headers`. The
+/// cuda target uses it for host steps.
+mlir::FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &headers);
+
+struct CpuModel : ModelFacts {
+  std::string source;              ///< the C++ translation unit
   std::vector<StepInfo> steps;
   int64_t kernels = 0, libraryCalls = 0;
   bool usesBlas = false;

@@ -15,6 +15,7 @@
 #include "dialects/sluice/SluiceOps.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -51,6 +52,41 @@ struct GroupContext {
 };
 
 LogicalResult emitElementwiseGroup(GroupContext &ctx);
+
+/// Form F1 as both targets see it: one iteration space (the yielded values'
+/// shape before their trailing views), every leaf and output an access with
+/// an element offset and strides over `dims` (the space with unit dims
+/// dropped and neighbours merged where every access is contiguous across
+/// them; at least one dim, innermost last).
+struct ElementwisePlan {
+  struct Access {
+    std::string pointer;
+    int64_t offset = 0;
+    std::vector<int64_t> strides; ///< one per entry of dims
+  };
+  std::vector<Access> accesses;
+  std::vector<int64_t> dims;
+  int64_t total = 1;
+  KernelYieldOp yield;
+  /// Leaf values read by compute ops (or yielded as they are) -> access.
+  llvm::MapVector<mlir::Value, unsigned> leafAccess;
+  /// Access of each yield operand.
+  std::vector<unsigned> outAccess;
+  /// The yielded values before their trailing views.
+  llvm::SmallVector<mlir::Value> roots;
+  llvm::SmallVector<mlir::Operation *> computeOps;
+
+  /// The statements computing one element: a local per op, then a store
+  /// per output. `index(a)` spells access a's element index.
+  mlir::FailureOr<std::string>
+  scalarBody(const llvm::DenseMap<mlir::Value, std::string> &literals,
+             llvm::function_ref<std::string(unsigned)> index,
+             const std::string &indent) const;
+};
+mlir::FailureOr<ElementwisePlan>
+planElementwiseGroup(KernelOp kernel, const llvm::DenseMap<mlir::Value, std::string> &pointers,
+                     const llvm::DenseMap<mlir::Value, std::string> &literals,
+                     llvm::function_ref<std::string(unsigned)> outputName);
 LogicalResult emitGemmGroup(GroupContext &ctx);
 LogicalResult emitRowGroup(GroupContext &ctx);
 LogicalResult emitAttentionGroup(GroupContext &ctx);

@@ -48,6 +48,9 @@ struct CudaGroupContext {
   std::string name;
   std::string *device;
   std::string *host;
+  /// The step's index in the run (for sluice_device_fail(state->deviceError,
+  /// step) from kernels that find a bad input).
+  int64_t step = 0;
   std::set<std::string> *headers;
   /// Device pointer expressions of leaves: block arguments ("in0", typed
   /// `const T *`) and non-splat dense constants ("c0": `__device__` arrays
@@ -84,6 +87,20 @@ CudaEmit emitCudaAttentionGroup(CudaGroupContext &ctx);
 /// F5 single ops with a cuda implementation (conv through cuDNN, pooling,
 /// data movement ...); Unsupported for the rest (host steps).
 CudaEmit emitCudaSingleOp(CudaGroupContext &ctx, mlir::Operation *op);
+/// Pooling and inference batch norm (ops/NN.cpp).
+CudaEmit emitCudaNNOp(CudaGroupContext &ctx, mlir::Operation *op);
+/// Conv and conv_transpose through cuDNN (library "conv" groups).
+CudaEmit emitCudaConv(CudaGroupContext &ctx, mlir::Operation *op);
+
+/// For F5 single ops: the device pointer of operand `index` of `op` (through
+/// layout-preserving views of a leaf; contiguous), or failure with an error.
+mlir::FailureOr<std::string> singleOperand(CudaGroupContext &ctx, mlir::Operation *op,
+                                           unsigned index);
+/// The output pointer result `index` of `op` is yielded through (directly
+/// or through layout-preserving views); failure with an error when it is
+/// not yielded.
+mlir::FailureOr<std::string> singleResult(CudaGroupContext &ctx, mlir::Operation *op,
+                                          unsigned index);
 
 /// The CUDA type of an element type on the device: float, double, __half,
 /// __nv_bfloat16, int64_t, bool ... (storage layout equals storageType's).

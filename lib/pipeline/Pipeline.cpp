@@ -66,7 +66,9 @@ std::vector<std::string> compositesToDecompose(const std::string &target) {
                                      "sluice.layer_norm", "sluice.rms_norm",
                                      "sluice.attention"};
   std::vector<std::string> implemented;
-  if (target == "cpu")
+  // cpu and cuda: every composite (on cuda, forms without a kernel run as
+  // host steps through the cpu emitter).
+  if (target == "cpu" || target == "cuda")
     implemented = {"sluice.gelu", "sluice.silu", "sluice.layer_norm", "sluice.rms_norm",
                    "sluice.attention"};
   std::vector<std::string> decompose;

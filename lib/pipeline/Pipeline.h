@@ -29,7 +29,7 @@ std::optional<Phase> parsePhase(llvm::StringRef name);
 constexpr Phase kLastImplementedPhase = Phase::Emit;
 
 struct CompilerOptions {
-  /// Code generation target ("cpu"; "cuda" arrives with the cuda issue).
+  /// Code generation target: "cpu" or "cuda".
   std::string target = "cpu";
   /// Input shapes (`--shape=NAME=2x128`) bound at import.
   std::map<std::string, std::vector<int64_t>> inputShapes;

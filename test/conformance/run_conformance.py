@@ -159,7 +159,7 @@ def run_reference(bindir, model, data_sets, timeout):
     return "passed", "", False
 
 
-def run_cpu(bindir, model, data_sets, timeout):
+def run_compiled(bindir, model, data_sets, timeout, target="cpu"):
     names = input_names(model)
     bound_any = False
     work = tempfile.mkdtemp(prefix="sluice-conf-")
@@ -171,7 +171,9 @@ def run_cpu(bindir, model, data_sets, timeout):
                       for name, info in zip(names, infos) if info is not None]
             bundle = os.path.join(work, f"set{n}.sluice")
             compile_cmd = [os.path.join(bindir, "sluice-compile"), model, "-o", bundle,
-                           "--quiet", *shapes]
+                           "--quiet", f"--target={target}", *shapes]
+            if target == "cuda" and CUDA_ARCH:
+                compile_cmd.append(f"--gpu-arch={CUDA_ARCH}")
             proc = subprocess.run(compile_cmd, capture_output=True, text=True,
                                   timeout=timeout)
             bound = set()
@@ -201,7 +203,28 @@ def run_cpu(bindir, model, data_sets, timeout):
         shutil.rmtree(work, ignore_errors=True)
 
 
-RUNNERS = {"reference": run_reference, "cpu": run_cpu}
+def gpu_present():
+    """Whether an NVIDIA GPU is visible (nvidia-smi lists one)."""
+    try:
+        proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0 and "GPU" in proc.stdout
+
+
+def run_cpu(bindir, model, data_sets, timeout):
+    return run_compiled(bindir, model, data_sets, timeout, "cpu")
+
+
+def run_cuda(bindir, model, data_sets, timeout):
+    return run_compiled(bindir, model, data_sets, timeout, "cuda")
+
+
+# cuda: the architecture to build conformance bundles for (one, to keep
+# nvcc's time per case down); set from --gpu-arch.
+CUDA_ARCH = ""
+
+RUNNERS = {"reference": run_reference, "cpu": run_cpu, "cuda": run_cuda}
 
 
 def run_case(bindir, suite, path, timeout, targets):
@@ -226,7 +249,8 @@ def run_case(bindir, suite, path, timeout, targets):
     return result
 
 
-TARGET_TITLES = {"reference": "Reference evaluator", "cpu": "cpu target (compiled)"}
+TARGET_TITLES = {"reference": "Reference evaluator", "cpu": "cpu target (compiled)",
+                 "cuda": "cuda target (compiled, on the GPU)"}
 
 
 def write_doc(results, path, targets):
@@ -295,7 +319,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True, help="folder with sluice-run and sluice-compile")
     ap.add_argument("--targets", default="reference",
-                    help="comma-separated: reference, cpu (the first one is checked "
+                    help="comma-separated: reference, cpu, cuda (the first one is checked "
                          "against --baseline)")
     ap.add_argument("--data", default=DEFAULT_DATA)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
@@ -306,12 +330,20 @@ def main():
     ap.add_argument("--update-baseline", action="store_true")
     ap.add_argument("--filter", default="", help="only cases whose name contains this")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--gpu-arch", default="sm_90",
+                    help="cuda: the one architecture to build bundles for (sluice-compile "
+                         "--gpu-arch); default sm_90 (H100/H200)")
     args = ap.parse_args()
+    global CUDA_ARCH
+    CUDA_ARCH = args.gpu_arch
 
     targets = [t for t in args.targets.split(",") if t]
     for t in targets:
         if t not in RUNNERS:
-            sys.exit(f"run_conformance: unknown target '{t}' (targets: reference, cpu)")
+            sys.exit(f"run_conformance: unknown target '{t}' (targets: reference, cpu, cuda)")
+    if "cuda" in targets and not gpu_present():
+        print("[conformance] cuda target: no GPU here (nvidia-smi -L lists none): skipped")
+        return 77  # ctest SKIP_RETURN_CODE
     for tool in ("sluice-run", "sluice-compile"):
         if not os.access(os.path.join(args.bin, tool), os.X_OK):
             sys.exit(f"run_conformance: {os.path.join(args.bin, tool)} not found (build first)")

@@ -12,7 +12,13 @@ budget (LAYERS below): a layer spans the steps from one that holds its first
 node (`start`, a regex over ONNX node names) to the step before the next
 layer's start, or before the first step matching `end` for the last layer.
 
-Usage: check_model.py --bin BUILD/bin [--target reference|cpu] MODEL_DIR
+On the cuda target the same checks run on the GPU (exit 77, ctest's skip, where
+there is none); --compile-only builds the bundle with nvcc and checks the launch
+budget without running it. --precision=fp16|bf16 compiles in half precision and
+checks outputs by relative L2 error.
+
+Usage: check_model.py --bin BUILD/bin [--target reference|cpu|cuda]
+                      [--precision fp32|fp16|bf16] [--compile-only] MODEL_DIR
 """
 import argparse
 import json
@@ -60,35 +66,68 @@ def run(cmd):
     return proc.returncode
 
 
+SKIPPED = 77  # ctest SKIP_RETURN_CODE
+
+
+def gpu_present():
+    """Whether an NVIDIA GPU is visible (nvidia-smi lists one)."""
+    try:
+        proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0 and "GPU" in proc.stdout
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--rtol", default="1e-4")
     ap.add_argument("--atol", default="1e-5")
-    ap.add_argument("--target", default="reference", choices=["reference", "cpu"])
+    ap.add_argument("--target", default="reference", choices=["reference", "cpu", "cuda"])
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
+                    help="compile with --precision; half precisions are checked by "
+                         "relative L2 error (--max-rel-l2) instead of rtol/atol")
+    ap.add_argument("--max-rel-l2", default="1e-2")
+    ap.add_argument("--gpu-arch", help="cuda: sluice-compile --gpu-arch")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="build the bundle (and count launches) but do not run it: "
+                         "checks the cuda target's generated code with nvcc where "
+                         "there is no GPU")
     ap.add_argument("model_dir")
     args = ap.parse_args()
+    if args.target == "cuda" and not args.compile_only and not gpu_present():
+        print("no GPU here (nvidia-smi -L lists none): skipped")
+        return SKIPPED
     with open(os.path.join(args.model_dir, "manifest.json")) as f:
         manifest = json.load(f)
     model = os.path.join(args.model_dir, "model.onnx")
     inputs = [f"{n}={os.path.join(args.model_dir, 'inputs', n + '.npy')}"
               for n in manifest["inputs"]]
     shapes = [f"--shape={s}" for s in manifest["shapes"]]
-    tolerances = [f"--rtol={args.rtol}", f"--atol={args.atol}"]
+    tolerances = ([f"--rtol={args.rtol}", f"--atol={args.atol}"] if args.precision == "fp32"
+                  else [f"--max-rel-l2={args.max_rel_l2}"])
     sluice_run = os.path.join(args.bin, "sluice-run")
 
     budget_failed = False
     work = tempfile.TemporaryDirectory()
-    if args.target == "cpu":
+    if args.target in ("cpu", "cuda"):
         bundle = os.path.join(work.name, "model.sluice")
+        extra = [f"--target={args.target}"]
+        if args.precision != "fp32":
+            extra.append(f"--precision={args.precision}")
+        if args.gpu_arch:
+            extra.append(f"--gpu-arch={args.gpu_arch}")
         if run([os.path.join(args.bin, "sluice-compile"), model, "-o", bundle, *shapes,
-                "--report", os.path.join(work.name, "report.json")]):
+                *extra, "--report", os.path.join(work.name, "report.json")]):
             return 1
         with open(os.path.join(work.name, "report.json")) as f:
             report = json.load(f)
-        print(f"cpu bundle: {report['kernels']} kernels, {report['library_calls']} "
-              f"library calls, arena {report['arena_bytes']} B, weights "
-              f"{report['weights_bytes']} B")
+        print(f"{args.target} bundle: {report['kernels']} kernels, {report['library_calls']} "
+              f"library calls, {report.get('host_steps', 0)} host steps, arena "
+              f"{report['arena_bytes']} B, weights {report['weights_bytes']} B")
+        for remark in report.get("remarks", []):
+            if "runs on the host" in remark:
+                print("  " + remark)
         spec = LAYERS.get(os.path.basename(os.path.normpath(args.model_dir)))
         if spec:
             counts = layer_launches(report["steps"], spec)
@@ -102,6 +141,8 @@ def main():
                 print("FAIL: a layer takes more launches than its budget")
                 budget_failed = True
         target_args = [bundle]
+        if args.compile_only:
+            return 1 if budget_failed else 0
     else:
         target_args = [model, "--reference", *shapes]
 

@@ -1,6 +1,6 @@
 //===- sluice-compile.cpp - ONNX model to optimized bundle ----------------===//
 //
-//   sluice-compile MODEL.onnx -o OUT.sluice [--target=cpu] [--shape=NAME=2x128 ...]
+//   sluice-compile MODEL.onnx -o OUT.sluice [--target=cpu|cuda] [--shape=NAME=2x128 ...]
 //                  [--stop-after=PHASE --emit=mlir] [--report=FILE.json]
 //
 // Runs the phases of DESIGN.md (import, simplify, fuse, plan, emit) and
@@ -43,8 +43,13 @@ sluice-run or the runtime library (include/sluice/runtime.h).
 
   -o PATH               the bundle folder (default: MODEL's name + .sluice);
                         with --emit=mlir, the IR file (default: stdout)
-  --target=cpu          code generation target (cpu: C++ with OpenMP and
-                        OpenBLAS; the cuda target is not in this build)
+  --target=cpu|cuda     code generation target (cpu: C++ with OpenMP and
+                        OpenBLAS, the default; cuda: CUDA kernels, cuBLASLt
+                        and cuDNN, built with nvcc; ops without a cuda
+                        kernel run as host steps, listed in --report)
+  --gpu-arch=LIST       cuda: the architectures to build, comma-separated
+                        (default sm_80,sm_90,compute_90: machine code for
+                        A100 and H100/H200, PTX for newer GPUs)
   --shape=NAME=2x128    bind an input's shape (repeatable); bundles need
                         static shapes
   --bind=NAME=FILE      freeze an input to a tensor file's value (.pb/.npy):
@@ -121,6 +126,7 @@ std::string defaultBundlePath(const std::string &model) {
 
 int main(int argc, char **argv) {
   std::string model, output, emit, report, stop, target = "cpu";
+  std::vector<std::string> gpuArchs;
   bool elide = false, quiet = false;
   sluice::CompilerOptions options;
   sluice::tools::ArgReader args("sluice-compile", argc, argv);
@@ -139,6 +145,11 @@ int main(int argc, char **argv) {
       report = args.flagValue("--report");
     } else if (args.is("--target")) {
       target = args.flagValue("--target");
+    } else if (args.is("--gpu-arch")) {
+      llvm::SmallVector<llvm::StringRef> parts;
+      llvm::StringRef(args.flagValue("--gpu-arch")).split(parts, ',', -1, false);
+      for (llvm::StringRef part : parts)
+        gpuArchs.push_back(part.trim().str());
     } else if (args.is("--fusion")) {
       options.fusion = args.flagValue("--fusion");
       if (options.fusion != "none" && options.fusion != "elementwise" &&
@@ -170,8 +181,8 @@ int main(int argc, char **argv) {
   }
   if (model.empty())
     die("no model given (see --help)");
-  if (target != "cpu")
-    die("target '" + target + "' is not available in this build (targets: cpu)");
+  if (target != "cpu" && target != "cuda")
+    die("unknown target '" + target + "' (targets: cpu, cuda)");
   options.target = target;
   if (!emit.empty() && emit != "mlir" && emit != "kernels")
     die("unknown --emit '" + emit + "' (supported: mlir, kernels)");
@@ -201,12 +212,17 @@ int main(int argc, char **argv) {
   if (!module)
     die(error);
 
+  // What the emit phase produced, whichever the target.
   sluice::codegen::CpuModel cpuModel;
+  sluice::codegen::CudaModel cudaModel;
+  const sluice::codegen::ModelFacts *facts = &cpuModel;
+  const std::vector<sluice::codegen::StepInfo> *steps = &cpuModel.steps;
+  int64_t kernels = 0, libraryCalls = 0, hostSteps = 0;
   bool bundled = false;
   if (stopPhase == sluice::Phase::Emit) {
     auto start = std::chrono::steady_clock::now();
     std::string emitError;
-    mlir::FailureOr<sluice::codegen::CpuModel> emitted;
+    bool ok;
     {
       ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
         if (diag.getSeverity() == DiagnosticSeverity::Error)
@@ -214,11 +230,28 @@ int main(int argc, char **argv) {
                        diag.str() + "\n";
         return success();
       });
-      emitted = sluice::codegen::emitCpuModel(*module);
+      if (target == "cuda") {
+        auto emitted = sluice::codegen::emitCudaModel(*module);
+        if ((ok = succeeded(emitted))) {
+          cudaModel = std::move(*emitted);
+          facts = &cudaModel;
+          steps = &cudaModel.steps;
+          kernels = cudaModel.kernels;
+          libraryCalls = cudaModel.libraryCalls;
+          hostSteps = cudaModel.hostSteps;
+          remarks.insert(remarks.end(), cudaModel.remarks.begin(), cudaModel.remarks.end());
+        }
+      } else {
+        auto emitted = sluice::codegen::emitCpuModel(*module);
+        if ((ok = succeeded(emitted))) {
+          cpuModel = std::move(*emitted);
+          kernels = cpuModel.kernels;
+          libraryCalls = cpuModel.libraryCalls;
+        }
+      }
     }
-    if (failed(emitted))
+    if (!ok)
       die(emitError.empty() ? model + ": emit phase failed" : emitError);
-    cpuModel = std::move(*emitted);
     timings.push_back({"emit", std::chrono::duration<double, std::milli>(
                                    std::chrono::steady_clock::now() - start)
                                    .count()});
@@ -227,11 +260,20 @@ int main(int argc, char **argv) {
       bundle.directory = output.empty() ? defaultBundlePath(model) : output;
       bundle.modelName = llvm::sys::path::stem(model).str();
       bundle.progress = !quiet;
+      bundle.cudaArchitectures = gpuArchs;
       double seconds = 0;
-      if (!sluice::codegen::writeCpuBundle(cpuModel, bundle, error, &seconds))
+      bool written = target == "cuda"
+                         ? sluice::codegen::writeCudaBundle(cudaModel, bundle, error, &seconds)
+                         : sluice::codegen::writeCpuBundle(cpuModel, bundle, error, &seconds);
+      if (!written)
         die(error);
       timings.push_back({"build", seconds * 1000.0});
       bundled = true;
+      if (hostSteps && !quiet)
+        std::fprintf(stderr,
+                     "sluice-compile: %lld of %zu steps run on the host (no cuda kernel; "
+                     "--report lists them under remarks)\n",
+                     (long long)hostSteps, steps->size());
     }
   }
 
@@ -260,23 +302,26 @@ int main(int argc, char **argv) {
     if (ec)
       die(report + ": cannot write: " + ec.message());
     json << "{\n  \"model\": \"" << model << "\",\n  \"target\": \"" << target << "\"";
-    if (stopPhase == sluice::Phase::Emit)
-      json << ",\n  \"kernels\": " << cpuModel.kernels
-           << ",\n  \"library_calls\": " << cpuModel.libraryCalls
-           << ",\n  \"arena_bytes\": " << cpuModel.arenaBytes
-           << ",\n  \"weights_bytes\": " << cpuModel.weights.size()
-           << ",\n  \"launches\": " << cpuModel.kernels + cpuModel.libraryCalls;
+    if (stopPhase == sluice::Phase::Emit) {
+      json << ",\n  \"kernels\": " << kernels << ",\n  \"library_calls\": " << libraryCalls
+           << ",\n  \"arena_bytes\": " << facts->arenaBytes
+           << ",\n  \"weights_bytes\": " << facts->weights.size()
+           << ",\n  \"launches\": " << kernels + libraryCalls;
+      if (target == "cuda")
+        json << ",\n  \"host_steps\": " << hostSteps
+             << ",\n  \"host_arena_bytes\": " << cudaModel.hostArenaBytes;
+    }
     if (stopPhase == sluice::Phase::Emit) {
       json << ",\n  \"steps\": [";
-      for (size_t i = 0; i < cpuModel.steps.size(); ++i) {
-        const auto &st = cpuModel.steps[i];
+      for (size_t i = 0; i < steps->size(); ++i) {
+        const auto &st = (*steps)[i];
         json << (i ? ",\n    " : "\n    ") << "{\"name\": " << sluice::jsonString(st.name)
              << ", \"kind\": " << sluice::jsonString(st.kind)
              << ", \"op\": " << sluice::jsonString(st.op)
              << ", \"ops\": " << sluice::jsonStringList(st.ops)
              << ", \"nodes\": " << sluice::jsonStringList(st.nodes) << "}";
       }
-      json << (cpuModel.steps.empty() ? "]" : "\n  ]");
+      json << (steps->empty() ? "]" : "\n  ]");
     }
     json << ",\n  \"remarks\": " << sluice::jsonStringList(remarks);
     if (bundled)

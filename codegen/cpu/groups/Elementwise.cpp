@@ -43,118 +43,111 @@ GroupOps splitGroupOps(KernelOp kernel, function_ref<bool(Operation *)> isAnchor
   return ops;
 }
 
-LogicalResult emitElementwiseGroup(GroupContext &ctx) {
-  KernelOp kernel = ctx.kernel;
+FailureOr<ElementwisePlan>
+planElementwiseGroup(KernelOp kernel, const llvm::DenseMap<Value, std::string> &pointers,
+                     const llvm::DenseMap<Value, std::string> &literals,
+                     function_ref<std::string(unsigned)> outputName) {
+  ElementwisePlan plan;
   Block &block = kernel.getBody().front();
   auto yield = cast<KernelYieldOp>(block.getTerminator());
+  plan.yield = yield;
   // The iteration space: the roots' shape.
-  SmallVector<Value> roots;
   for (Value v : yield.getValues())
-    roots.push_back(stripOutputViews(v));
-  ArrayRef<int64_t> space = shapeOf(roots.front());
-  for (Value r : roots)
+    plan.roots.push_back(stripOutputViews(v));
+  ArrayRef<int64_t> space = shapeOf(plan.roots.front());
+  for (Value r : plan.roots)
     if (shapeOf(r) != space)
-      return kernel.emitOpError("cpu target: an elementwise group's results differ in shape");
+      return kernel.emitOpError("an elementwise group's results differ in shape");
   int64_t rank = space.size();
-  int64_t total = product(space);
+  plan.total = product(space);
 
   // Accesses: leaves (block args, constant arrays, through views) and
   // outputs, each with strides over the iteration space.
-  struct Access {
-    std::string pointer;
-    int64_t offset;
-    std::vector<int64_t> strides;
-  };
-  std::vector<Access> accesses;
-  llvm::MapVector<Value, unsigned> leafAccess; // value used by a compute op -> access
-  SmallVector<Operation *> computeOps;
+  std::vector<ElementwisePlan::Access> accesses;
   for (Operation &op : block.without_terminator())
     if (!isa<ConstantOp>(op) && !isViewOp(&op))
-      computeOps.push_back(&op);
+      plan.computeOps.push_back(&op);
   auto addLeaf = [&](Value operand) -> LogicalResult {
-    if (leafAccess.count(operand) || ctx.literals.count(operand))
+    if (plan.leafAccess.count(operand) || literals.count(operand))
       return success();
     if (Operation *def = operand.getDefiningOp(); def && !isa<ConstantOp>(def) && !isViewOp(def))
       return success(); // computed in the group
     auto view = resolveView(operand);
     if (failed(view))
       return failure();
-    if (ctx.literals.count(view->base))
+    if (literals.count(view->base))
       return success(); // a view of a splat reads as the literal
-    if (!ctx.pointers.count(view->base))
-      return kernel.emitOpError("cpu target: a view of a computed value inside an elementwise group");
+    if (!pointers.count(view->base))
+      return kernel.emitOpError("a view of a computed value inside an elementwise group");
     auto strides = broadcastStridesTo(shapeOf(operand), view->strides, space);
     if (failed(strides))
-      return kernel.emitOpError("cpu target: an operand does not broadcast to the group's shape");
-    leafAccess[operand] = accesses.size();
-    accesses.push_back({ctx.pointers.lookup(view->base), view->offset, *strides});
+      return kernel.emitOpError("an operand does not broadcast to the group's shape");
+    plan.leafAccess[operand] = accesses.size();
+    accesses.push_back({pointers.lookup(view->base), view->offset, *strides});
     return success();
   };
-  for (Operation *op : computeOps)
+  for (Operation *op : plan.computeOps)
     for (Value operand : op->getOperands())
       if (failed(addLeaf(operand)))
         return failure();
   // Results that are leaves themselves (a group that only moves data).
-  for (Value r : roots)
+  for (Value r : plan.roots)
     if (failed(addLeaf(r)))
       return failure();
-  std::vector<unsigned> outAccess;
   for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-    auto view = resolveOutputView(roots[i], v);
+    auto view = resolveOutputView(plan.roots[i], v);
     if (failed(view))
-      return kernel.emitOpError("cpu target: result ") << i << " is not a view of the group's space";
-    outAccess.push_back(accesses.size());
-    accesses.push_back({ctx.output(i), 0, view->strides});
+      return kernel.emitOpError("result ") << i << " is not a view of the group's space";
+    plan.outAccess.push_back(accesses.size());
+    accesses.push_back({outputName(i), 0, view->strides});
   }
 
   // Collapse: drop unit dims, merge neighbours contiguous for every access.
-  std::vector<int64_t> dims;
   std::vector<std::vector<int64_t>> st(accesses.size());
   for (int64_t d = 0; d < rank; ++d) {
     if (space[d] == 1)
       continue;
-    bool merge = !dims.empty();
+    bool merge = !plan.dims.empty();
     for (size_t a = 0; a < accesses.size() && merge; ++a)
       merge = st[a].back() == accesses[a].strides[d] * space[d];
     if (merge) {
-      dims.back() *= space[d];
+      plan.dims.back() *= space[d];
       for (size_t a = 0; a < accesses.size(); ++a)
         st[a].back() = accesses[a].strides[d];
     } else {
-      dims.push_back(space[d]);
+      plan.dims.push_back(space[d]);
       for (size_t a = 0; a < accesses.size(); ++a)
         st[a].push_back(accesses[a].strides[d]);
     }
   }
-  if (dims.empty()) {
-    dims.push_back(1);
+  if (plan.dims.empty()) {
+    plan.dims.push_back(1);
     for (auto &s : st)
       s.push_back(0);
   }
-  int64_t inner = dims.back();
-  int64_t outer = total / std::max<int64_t>(inner, 1);
-  auto index = [&](unsigned a) {
-    std::string i = st[a].back() == 0 ? "0" : st[a].back() == 1 ? "i" : "i * " + std::to_string(st[a].back());
-    std::string base = dims.size() > 1 ? "b" + std::to_string(a) : "";
-    if (accesses[a].offset)
-      base += (base.empty() ? "" : " + ") + std::to_string(accesses[a].offset);
-    return base.empty() ? i : base + " + " + i;
-  };
+  for (size_t a = 0; a < accesses.size(); ++a)
+    accesses[a].strides = std::move(st[a]);
+  plan.accesses = std::move(accesses);
+  return plan;
+}
 
-  // The scalar body: one local per op.
-  std::string scalarBody;
+FailureOr<std::string>
+ElementwisePlan::scalarBody(const llvm::DenseMap<Value, std::string> &literals,
+                            function_ref<std::string(unsigned)> index,
+                            const std::string &indent) const {
+  std::string body;
   llvm::DenseMap<Value, std::string> expr;
   for (auto &[value, a] : leafAccess)
     expr[value] = loadExpr(elementOf(value), accesses[a].pointer + "[" + index(a) + "]");
-  for (auto &[v, lit] : ctx.literals)
+  for (auto &[v, lit] : literals)
     expr[v] = lit;
   // A view of a splat constant reads as the literal.
   auto lookup = [&](Value v) -> std::string {
     if (expr.count(v))
       return expr.lookup(v);
     auto view = resolveView(v);
-    if (succeeded(view) && ctx.literals.count(view->base))
-      return ctx.literals.lookup(view->base);
+    if (succeeded(view) && literals.count(view->base))
+      return literals.lookup(view->base);
     return "";
   };
   int locals = 0;
@@ -166,13 +159,38 @@ LogicalResult emitElementwiseGroup(GroupContext &ctx) {
     if (failed(e))
       return failure();
     std::string local = "v" + std::to_string(locals++);
-    scalarBody += "      const " + computeType(elementOf(op->getResult(0))) + " " + local +
-                  " = " + *e + ";\n";
+    body += indent + "const " + computeType(elementOf(op->getResult(0))) + " " + local +
+            " = " + *e + ";\n";
     expr[op->getResult(0)] = local;
   }
-  for (auto [i, value] : llvm::enumerate(yield.getValues()))
-    scalarBody += "      " + accesses[outAccess[i]].pointer + "[" + index(outAccess[i]) +
-                  "] = " + storeExpr(elementOf(value), lookup(roots[i])) + ";\n";
+  for (auto [i, value] : llvm::enumerate(KernelYieldOp(yield).getValues()))
+    body += indent + accesses[outAccess[i]].pointer + "[" + index(outAccess[i]) +
+            "] = " + storeExpr(elementOf(value), lookup(roots[i])) + ";\n";
+  return body;
+}
+
+LogicalResult emitElementwiseGroup(GroupContext &ctx) {
+  auto planned = planElementwiseGroup(ctx.kernel, ctx.pointers, ctx.literals,
+                                      [&](unsigned i) { return ctx.output(i); });
+  if (failed(planned))
+    return failure();
+  const ElementwisePlan &plan = *planned;
+  const std::vector<int64_t> &dims = plan.dims;
+  const auto &accesses = plan.accesses;
+  int64_t total = plan.total;
+  int64_t inner = dims.back();
+  int64_t outer = total / std::max<int64_t>(inner, 1);
+  auto index = [&](unsigned a) {
+    int64_t s = accesses[a].strides.back();
+    std::string i = s == 0 ? "0" : s == 1 ? "i" : "i * " + std::to_string(s);
+    std::string base = dims.size() > 1 ? "b" + std::to_string(a) : "";
+    if (accesses[a].offset)
+      base += (base.empty() ? "" : " + ") + std::to_string(accesses[a].offset);
+    return base.empty() ? i : base + " + " + i;
+  };
+  auto scalarBody = plan.scalarBody(ctx.literals, index, "      ");
+  if (failed(scalarBody))
+    return failure();
 
   std::string &body = *ctx.body;
   const int64_t kParallelThreshold = 32768;
@@ -184,7 +202,7 @@ LogicalResult emitElementwiseGroup(GroupContext &ctx) {
                              ? "  #pragma omp parallel for simd num_threads(args->num_threads) schedule(static)\n"
                              : "  #pragma omp simd\n";
     body += pragma + "  for (int64_t i = 0; i < " + std::to_string(inner) + "; ++i) {\n" +
-            scalarBody + "  }\n";
+            *scalarBody + "  }\n";
     return success();
   }
   if (total >= kParallelThreshold)
@@ -196,12 +214,12 @@ LogicalResult emitElementwiseGroup(GroupContext &ctx) {
   for (int64_t d = (int64_t)dims.size() - 2; d >= 0; --d) {
     body += "    c = rest % " + std::to_string(dims[d]) + "; rest /= " + std::to_string(dims[d]) + ";\n";
     for (size_t a = 0; a < accesses.size(); ++a)
-      if (st[a][d])
-        body += "    b" + std::to_string(a) + " += c * " + std::to_string(st[a][d]) + ";\n";
+      if (accesses[a].strides[d])
+        body += "    b" + std::to_string(a) + " += c * " + std::to_string(accesses[a].strides[d]) + ";\n";
   }
   body += "    (void)rest; (void)c;\n";
   body += "    #pragma omp simd\n";
-  body += "    for (int64_t i = 0; i < " + std::to_string(inner) + "; ++i) {\n" + scalarBody +
+  body += "    for (int64_t i = 0; i < " + std::to_string(inner) + "; ++i) {\n" + *scalarBody +
           "    }\n  }\n";
   return success();
 }

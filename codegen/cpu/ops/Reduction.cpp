@@ -25,12 +25,6 @@ constexpr const char *kHeader = "sluice_gen/cpu_reduce.h";
 
 std::string str(int64_t v) { return std::to_string(v) + (v > INT32_MAX || v < INT32_MIN ? "LL" : ""); }
 
-/// A float literal that round-trips (epsilon, alpha ...).
-std::string floatLiteral(const llvm::APFloat &value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.9ef", value.convertToFloat());
-  return buffer;
-}
 
 
 

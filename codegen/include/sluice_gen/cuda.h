@@ -20,7 +20,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+// cuDNN only for bundles with convolutions (the emitter defines
+// SLUICE_WITH_CUDNN): a machine without cuDNN still builds the rest.
+#if SLUICE_WITH_CUDNN
 #include <cudnn.h>
+#else
+typedef struct cudnnContext *cudnnHandle_t;
+#endif
 
 #include <atomic>
 #include <map>
@@ -42,6 +48,10 @@ struct SluiceHostStep {
   int32_t (*fn)(void *const *, const SluiceRunArgs *);
   const char *kernel;
   std::vector<void *> buffers;
+  /// Host copies of the dims of the graph outputs it shapes (data-dependent
+  /// dims): args.output_dims points here, the step copies them to the
+  /// device's after the host function.
+  std::vector<int64_t *> outputDims;
   SluiceRunArgs args;
   char error[384];
 };
@@ -58,6 +68,15 @@ struct SluiceCudaState {
   /// Algorithm choices per problem key (cuda_blas.h, cuda_conv.h).
   std::map<std::string, std::shared_ptr<void>> algorithms;
   std::mutex mutex;
+  /// Device word where kernels report a bad input (an index out of range):
+  /// 1 + the step index of the first kernel that found one; names for the
+  /// message in stepNames.
+  int *deviceError = nullptr;
+  const char *const *stepNames = nullptr;
+  int numSteps = 0;
+  /// Device addresses of the bundle's `__device__` constant arrays,
+  /// resolved once at init (host code cannot take them during a run).
+  std::vector<void *> symbols;
   /// Host steps by step index, made at their first run and kept (a
   /// captured graph calls them by address on every replay).
   std::map<int32_t, std::unique_ptr<SluiceHostStep>> hostSteps;
@@ -113,6 +132,7 @@ static inline int32_t sluice_fail(const SluiceRunArgs *args, const char *kernel,
     }                                                                          \
   } while (0)
 
+#if SLUICE_WITH_CUDNN
 #define SLUICE_CUDNN(kernel, call)                                             \
   do {                                                                         \
     cudnnStatus_t sluice_st = (call);                                          \
@@ -123,6 +143,7 @@ static inline int32_t sluice_fail(const SluiceRunArgs *args, const char *kernel,
       return sluice_fail(args, kernel, sluice_msg);                            \
     }                                                                          \
   } while (0)
+#endif
 
 #define SLUICE_STEP(index, call)                                               \
   do {                                                                         \
@@ -171,6 +192,125 @@ static void CUDART_CB sluice_host_step_trampoline(void *data) {
     if (state->failed.compare_exchange_strong(expected, 1))
       snprintf(state->message, sizeof(state->message), "%s", step->error);
   }
+}
+
+/// Reports a bad input from device code (the first one wins).
+__device__ __forceinline__ void sluice_device_fail(int *word, int step) {
+  if (word)
+    atomicCAS(word, 0, step + 1);
+}
+
+/// Vectors of N elements for 128-bit (or narrower) loads and stores.
+template <typename T, int N> struct alignas(sizeof(T) * N) sluice_vec {
+  T v[N];
+};
+
+static inline void sluice_cuda_release(void *p) {
+  SluiceCudaState *state = (SluiceCudaState *)p;
+  if (!state)
+    return;
+  if (state->workspace)
+    cudaFree(state->workspace);
+  if (state->deviceError)
+    cudaFree(state->deviceError);
+#if SLUICE_WITH_CUDNN
+  if (state->cudnn)
+    cudnnDestroy(state->cudnn);
+#endif
+  if (state->lt)
+    cublasLtDestroy(state->lt);
+  delete state;
+}
+
+/// Creates a context's device state: the stream, a cuBLASLt handle, a cuDNN
+/// handle when the bundle has convolutions, the workspace.
+static inline int32_t sluice_cuda_init(void **out, void *stream, size_t workspaceBytes,
+                                       bool needsCudnn, char *error, size_t errorSize) {
+  auto fail = [&](const char *what, const char *detail) {
+    if (error && errorSize)
+      snprintf(error, errorSize, "sluice_model_init: %s: %s", what, detail);
+    return (int32_t)1;
+  };
+  std::unique_ptr<SluiceCudaState> state(new (std::nothrow) SluiceCudaState());
+  if (!state)
+    return fail("out of host memory", "SluiceCudaState");
+  state->stream = (cudaStream_t)stream;
+  cublasStatus_t st = cublasLtCreate(&state->lt);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return fail("cublasLtCreate failed", cublasLtGetStatusString(st));
+  if (needsCudnn) {
+#if !SLUICE_WITH_CUDNN
+    cublasLtDestroy(state->lt);
+    return fail("cuDNN", "this bundle was built without cuDNN");
+#else
+    cudnnStatus_t dst = cudnnCreate(&state->cudnn);
+    if (dst != CUDNN_STATUS_SUCCESS) {
+      cublasLtDestroy(state->lt);
+      return fail("cudnnCreate failed", cudnnGetErrorString(dst));
+    }
+    dst = cudnnSetStream(state->cudnn, state->stream);
+    if (dst != CUDNN_STATUS_SUCCESS) {
+      cudnnDestroy(state->cudnn);
+      cublasLtDestroy(state->lt);
+      return fail("cudnnSetStream failed", cudnnGetErrorString(dst));
+    }
+#endif
+  }
+  {
+    cudaError_t err = cudaMalloc((void **)&state->deviceError, sizeof(int));
+    if (err == cudaSuccess)
+      err = cudaMemset(state->deviceError, 0, sizeof(int));
+    if (err != cudaSuccess) {
+      sluice_cuda_release(state.release());
+      return fail("cudaMalloc of the error word failed", cudaGetErrorString(err));
+    }
+  }
+  if (workspaceBytes) {
+    cudaError_t err = cudaMalloc(&state->workspace, workspaceBytes);
+    if (err != cudaSuccess) {
+      sluice_cuda_release(state.release());
+      return fail("cudaMalloc of the library workspace failed", cudaGetErrorString(err));
+    }
+    state->workspaceBytes = workspaceBytes;
+  }
+  *out = state.release();
+  return 0;
+}
+
+/// After the caller synchronized: a host step's failure, or a sticky device
+/// error (an illegal address in a kernel).
+static inline int32_t sluice_cuda_check(void *p, char *error, size_t errorSize) {
+  SluiceCudaState *state = (SluiceCudaState *)p;
+  if (state && state->failed.load()) {
+    if (error && errorSize)
+      snprintf(error, errorSize, "%s", state->message);
+    return 1;
+  }
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) {
+    if (error && errorSize)
+      snprintf(error, errorSize, "device error after the run: %s (%s)",
+               cudaGetErrorString(err), cudaGetErrorName(err));
+    return 1;
+  }
+  if (state && state->deviceError) {
+    int word = 0;
+    err = cudaMemcpy(&word, state->deviceError, sizeof(int), cudaMemcpyDeviceToHost);
+    if (err != cudaSuccess) {
+      if (error && errorSize)
+        snprintf(error, errorSize, "reading the device error word failed: %s",
+                 cudaGetErrorString(err));
+      return 1;
+    }
+    if (word) {
+      cudaMemset(state->deviceError, 0, sizeof(int));
+      if (error && errorSize)
+        snprintf(error, errorSize, "%s: an index is out of range",
+                 word - 1 < state->numSteps ? state->stepNames[word - 1] : "a kernel");
+      return 1;
+    }
+  }
+  return 0;
 }
 
 #endif // SLUICE_GEN_CUDA_H

@@ -1,0 +1,139 @@
+//===- Single.cpp - cuda form F5: single ops with a cuda implementation ---===//
+//
+// Convolutions go to cuDNN (ops/Conv.cpp); gather and concat are byte
+// movers (sluice_gen/cuda_movement.h); pooling and batch norm are in
+// ops/NN.cpp. Every other single op is left to the
+// host (CudaEmit::Unsupported), where the cpu emitter's kernel runs it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/common/ScalarEmitter.h"
+#include "codegen/cpu/CpuEmitter.h"
+#include "codegen/cuda/CudaGroups.h"
+
+using namespace mlir;
+
+namespace sluice::codegen {
+
+FailureOr<std::string> singleOperand(CudaGroupContext &ctx, Operation *op, unsigned index) {
+  Value operand = op->getOperand(index);
+  auto view = resolveView(operand);
+  if (failed(view))
+    return failure();
+  StridedView dense = *view;
+  dense.offset = 0;
+  if (view->base != operand && !dense.isContiguous(shapeOf(operand)))
+    return op->emitOpError("cuda target: operand ")
+           << index << " is a strided view; this op reads contiguous buffers";
+  return ctx.leafPointer(*view);
+}
+
+FailureOr<std::string> singleResult(CudaGroupContext &ctx, Operation *op, unsigned index) {
+  Value result = op->getResult(index);
+  auto yield = cast<KernelYieldOp>(ctx.kernel.getBody().front().getTerminator());
+  for (auto [y, v] : llvm::enumerate(yield.getValues())) {
+    Value root = v;
+    while (root != result && root.getDefiningOp() && isLayoutPreserving(root.getDefiningOp()))
+      root = root.getDefiningOp()->getOperand(0);
+    if (root == result)
+      return ctx.output(y);
+  }
+  return op->emitOpError("cuda target: result ") << index << " is not an output of its group";
+}
+
+namespace {
+
+/// The widest chunk (bytes) dividing every byte count in `sizes`.
+int64_t chunkBytes(std::initializer_list<int64_t> sizes) {
+  for (int64_t c : {16, 8, 4, 2})
+    if (llvm::all_of(sizes, [&](int64_t s) { return s % c == 0; }))
+      return c;
+  return 1;
+}
+
+std::string chunkType(int64_t bytes) {
+  switch (bytes) {
+  case 16: return "uint4";
+  case 8: return "uint2";
+  case 4: return "unsigned";
+  case 2: return "unsigned short";
+  default: return "unsigned char";
+  }
+}
+
+CudaEmit emitGather(CudaGroupContext &ctx, GatherOp op) {
+  ArrayRef<int64_t> inShape = shapeOf(op.getInput());
+  auto axis = axisOf(op, op.getAxis(), inShape.size());
+  if (failed(axis))
+    return CudaEmit::Error;
+  int64_t count = product(shapeOf(op.getIndices()));
+  int64_t outer = product(inShape, 0, *axis), inner = product(inShape, *axis + 1);
+  int64_t extent = inShape[*axis];
+  if (outer * count * inner == 0)
+    return CudaEmit::Done;
+  auto in = singleOperand(ctx, op, 0), idx = singleOperand(ctx, op, 1);
+  auto out = singleResult(ctx, op, 0);
+  if (failed(in) || failed(idx) || failed(out))
+    return CudaEmit::Error;
+  int64_t elem = storageBytes(elementOf(op.getInput()));
+  int64_t chunk = chunkBytes({inner * elem});
+  std::string c = chunkType(chunk);
+  int64_t chunks = inner * elem / chunk;
+  ctx.include("sluice_gen/cuda_movement.h");
+  *ctx.host += "  sluice_gather_kernel<" + c + "><<<sluice_grid(" +
+               std::to_string(outer * count * chunks) + ", 256), 256, 0, stream>>>((const " + c +
+               " *)" + *in + ", " + *idx + ", (" + c + " *)" + *out + ", " + cInt(outer) + ", " +
+               cInt(extent) + ", " + cInt(chunks) + ", " + cInt(count) +
+               ", state->deviceError, " + std::to_string(ctx.step) + ");\n  SLUICE_LAUNCHED(" +
+               ctx.kernelName() + ");\n";
+  return CudaEmit::Done;
+}
+
+CudaEmit emitConcat(CudaGroupContext &ctx, ConcatOp op) {
+  ArrayRef<int64_t> outShape = shapeOf(op.getOutput());
+  auto axis = axisOf(op, op.getAxis(), outShape.size());
+  if (failed(axis))
+    return CudaEmit::Error;
+  auto out = singleResult(ctx, op, 0);
+  if (failed(out))
+    return CudaEmit::Error;
+  int64_t elem = storageBytes(elementOf(op.getOutput()));
+  int64_t outer = product(outShape, 0, *axis), inner = product(outShape, *axis + 1);
+  int64_t outRow = outShape[*axis] * inner, offset = 0;
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+    int64_t length = shapeOf(input)[*axis];
+    if (length * inner * outer > 0) {
+      auto in = singleOperand(ctx, op, i);
+      if (failed(in))
+        return CudaEmit::Error;
+      int64_t chunk = chunkBytes({length * inner * elem, outRow * elem, offset * inner * elem});
+      std::string c = chunkType(chunk);
+      int64_t len = length * inner * elem / chunk;
+      ctx.include("sluice_gen/cuda_movement.h");
+      *ctx.host += "  sluice_copy_rows_kernel<" + c + "><<<sluice_grid(" +
+                   std::to_string(outer * len) + ", 256), 256, 0, stream>>>((const " + c +
+                   " *)" + *in + ", " + cInt(len) + ", (" + c + " *)((unsigned char *)" + *out +
+                   " + " + cInt(offset * inner * elem) + "), " + cInt(outRow * elem / chunk) +
+                   ", " + cInt(outer) + ", " + cInt(len) + ");\n  SLUICE_LAUNCHED(" +
+                   ctx.kernelName() + ");\n";
+    }
+    offset += length;
+  }
+  return CudaEmit::Done;
+}
+
+} // namespace
+
+CudaEmit emitCudaSingleOp(CudaGroupContext &ctx, Operation *op) {
+  if (isa<ConvOp, ConvTransposeOp>(op) && ctx.kernel.getLibrary() == "conv")
+    return emitCudaConv(ctx, op);
+  if (auto gather = dyn_cast<GatherOp>(op))
+    return emitGather(ctx, gather);
+  if (auto concat = dyn_cast<ConcatOp>(op))
+    return emitConcat(ctx, concat);
+  if (isa<PoolOp, BatchNormOp>(op))
+    return emitCudaNNOp(ctx, op);
+  return ctx.unsupported("no cuda kernel for " + op->getName().getStringRef().str());
+}
+
+} // namespace sluice::codegen
