@@ -76,7 +76,8 @@ typedef struct SluiceTensorInfo {
 /* One generated kernel or library call, as the manifest lists them. */
 typedef struct SluiceKernelInfo {
   const char *name;
-  const char *kind; /* "kernel" or "library" */
+  const char *kind; /* "kernel", "library" or "host" (a cuda bundle's step
+                       that runs on the cpu) */
   const char *op;   /* the sluice op, e.g. "sluice.matmul" ("" if unknown) */
   const char *node; /* the ONNX node it came from ("" if unknown) */
 } SluiceKernelInfo;

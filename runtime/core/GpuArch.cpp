@@ -86,8 +86,9 @@ std::string gpuArchMismatch(const std::string &bundleDir,
          std::to_string(major) + std::to_string(minor) +
          "): it carries code for [" + list +
          "] (a cubin runs on its major version with the same or a newer "
-         "minor, PTX on its version or newer): compile it for sm_" +
-         std::to_string(major) + std::to_string(minor);
+         "minor, PTX on its version or newer): compile it for this GPU "
+         "(sluice-compile --gpu-arch=sm_" +
+         std::to_string(major) + std::to_string(minor) + ")";
 }
 
 } // namespace sluice::runtime

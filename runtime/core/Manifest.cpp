@@ -325,10 +325,12 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
         !kernelReader.string("op", kernel.op, /*optional=*/true) ||
         !kernelReader.string("node", kernel.node, /*optional=*/true))
       return false;
-    if (kernel.kind != "kernel" && kernel.kind != "library")
+    // "host": a cuda bundle's step that runs on the cpu (no cuda kernel).
+    if (kernel.kind != "kernel" && kernel.kind != "library" &&
+        kernel.kind != "host")
       return reader.reject("'" + where +
-                           ".kind' must be 'kernel' or "
-                           "'library', got '" +
+                           ".kind' must be 'kernel', 'library' or 'host', "
+                           "got '" +
                            kernel.kind + "'");
     manifest.kernels.push_back(std::move(kernel));
   }

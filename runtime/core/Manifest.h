@@ -28,7 +28,7 @@ struct TensorSpec {
 
 struct KernelSpec {
   std::string name;
-  std::string kind; ///< "kernel" or "library"
+  std::string kind; ///< "kernel", "library" or "host" (cuda: on the cpu)
   std::string op;
   std::string node;
 };

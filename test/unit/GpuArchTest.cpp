@@ -92,5 +92,6 @@ TEST(GpuArch, MismatchNamesBundleGpuAndCodes) {
             "bundle '/b/m.sluice' cannot run on Tesla V100-SXM2-16GB (sm_70): "
             "it carries code for [sm_80, sm_90, compute_90] (a cubin runs on "
             "its major version with the same or a newer minor, PTX on its "
-            "version or newer): compile it for sm_70");
+            "version or newer): compile it for this GPU (sluice-compile "
+            "--gpu-arch=sm_70)");
 }

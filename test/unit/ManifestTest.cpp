@@ -124,8 +124,8 @@ TEST(Manifest, NamesTheBadKey) {
   EXPECT_EQ(errorOf(with("{\"name\": \"y\", ", "{")),
             file + "missing key 'outputs[0].name'");
   EXPECT_EQ(errorOf(with("\"kind\": \"kernel\"", "\"kind\": \"gemm\"")),
-            file + "'kernels[1].kind' must be 'kernel' or 'library', got "
-                   "'gemm'");
+            file + "'kernels[1].kind' must be 'kernel', 'library' or 'host', "
+                   "got 'gemm'");
   EXPECT_EQ(errorOf("[1, 2]"), file + "the manifest must be a JSON object");
   EXPECT_EQ(errorOf("{\"format\": \"sluice-bundle\",}"),
             file + "invalid JSON at byte 27: expected a string key");

@@ -49,6 +49,8 @@ import json, sys
 events = json.load(open(sys.argv[1]))["traceEvents"]
 names = [e["name"] for e in events]
 assert names == ["run", "k0_scale", "k1_bias"], names
+cats = [e["cat"] for e in events]
+assert cats == ["run", "kernel", "host"], cats
 run = events[0]
 for e in events[1:]:
     assert e["dur"] >= 0 and e["ts"] >= 0, e

@@ -489,7 +489,7 @@ void writeTrace(const std::string &path, const std::string &bundle,
                                                         : nullptr;
     out << ",\n";
     event(kernel ? kernel->name : "step " + std::to_string(e.step),
-          kernel && kernel->kind == "library" ? "library" : "kernel",
+          kernel ? kernel->kind.c_str() : "kernel", // kernel, library or host
           e.begin_us, e.end_us - e.begin_us,
           "\"node\": " + jsonString(kernel ? kernel->node : "") +
               ", \"op\": " + jsonString(kernel ? kernel->op : ""));
