@@ -313,7 +313,7 @@ FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
       if (!dimsSetup.empty())
         h += "    slot->outputDims.assign(" + std::to_string(model.outputs.size()) +
              ", nullptr);\n" + dimsSetup + "    slot->args.output_dims = slot->outputDims.data();\n";
-      h += "  }\n";
+      h += "  }\n  slot->args.num_threads = args->num_threads;\n";
       h += "  SLUICE_CUDA(" + kernelName +
            ", cudaLaunchHostFunc(stream, sluice_host_step_trampoline, slot.get()));\n";
       h += copyOut + "  return 0;\n}\n\n";

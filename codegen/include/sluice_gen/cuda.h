@@ -284,6 +284,9 @@ static inline int32_t sluice_cuda_check(void *p, char *error, size_t errorSize) 
   if (state && state->failed.load()) {
     if (error && errorSize)
       snprintf(error, errorSize, "%s", state->message);
+    // Reported once: the next run starts clean.
+    state->message[0] = 0;
+    state->failed.store(0);
     return 1;
   }
   cudaError_t err = cudaGetLastError();
