@@ -325,9 +325,15 @@ public:
       if (needCoords) {
         s += indent + "int64_t rest = i;\n";
         for (int64_t d = rank - 1; d >= 0; --d) {
-          if (space[d] == 1)
+          bool used = llvm::any_of(accesses, [&](const Access &a) {
+            return !isContig(a) && a.strides[d] != 0;
+          });
+          if (space[d] == 1 || !used) {
+            if (d > 0 && space[d] != 1)
+              s += indent + "rest /= " + str(space[d]) + ";\n";
             continue;
-          s += indent + "const int64_t c" + str(d) + " = rest % " + str(space[d]) +
+          }
+          s += indent + "const int64_t q" + str(d) + " = rest % " + str(space[d]) +
                "; rest /= " + str(space[d]) + ";\n";
         }
       }
@@ -338,7 +344,7 @@ public:
         } else {
           for (int64_t d = 0; d < rank; ++d)
             if (space[d] != 1 && a.strides[d] != 0)
-              e += " + c" + str(d) + " * " + str(a.strides[d]);
+              e += " + q" + str(d) + " * " + str(a.strides[d]);
         }
         s += indent + "const int64_t x" + str(i) + " = " + e + ";\n";
       }
@@ -686,7 +692,9 @@ CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx) {
        cInt(innerBatch) + ", " + cInt(strideA) + ", " + cInt(strideB) + ", " + cInt(strideC) +
        ", " + cInt(strideD) + ", " + str(epilogue) + ", " + str(chain.residual ? 1 : 0) + "};\n";
   h += "    " + cStaticArray("a_off", aOff) + "    " + cStaticArray("b_off", bOff) + "    " +
-       cStaticArray("c_off", cOff) + "    " + cStaticArray("d_off", dOff);
+       cStaticArray("d_off", dOff);
+  if (chain.residual)
+    h += "    " + cStaticArray("c_off", cOff);
   if (!dSlot)
     h += "    if (state->workspaceBytes < (size_t)" + cInt(workspace) + ")\n      return "
          "sluice_fail(args, " + ctx.kernelName() + ", \"the device workspace is smaller than "
