@@ -75,6 +75,9 @@ struct SluiceLtPlan {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo;
   size_t workspace = 0;
+  /// The epilogue (SLUICE_EPI_*) run by sluice_gemm_epilogue_kernel after
+  /// the matmul, when cuBLASLt has no algorithm with it fused; else NONE.
+  int32_t post = SLUICE_EPI_NONE;
   ~SluiceLtPlan() {
     if (op)
       cublasLtMatmulDescDestroy(op);
@@ -134,13 +137,16 @@ static inline cublasStatus_t sluice_lt_layout(cublasLtMatrixLayout_t *layout, cu
                                           &stride, sizeof(stride));
 }
 
-/// Builds the plan of `g` for buffers with the given alignments (the bias
-/// pointer is set on the descriptor first: the heuristic reads its
-/// alignment). Called under state->mutex.
-static inline int32_t sluice_lt_plan(const SluiceRunArgs *args, SluiceCudaState *state,
-                                     const char *kernel, const SluiceGemmShape &g,
-                                     const uint32_t align[4], const void *bias,
-                                     size_t workspace, SluiceLtPlan *plan) {
+/// Makes the descriptors of `g` with `epilogue` fused (the bias pointer is
+/// set on the descriptor first: the heuristic reads its alignment) and asks
+/// cuBLASLt's heuristic for an algorithm. Returns nonzero on a failed call;
+/// `found` says whether an algorithm fits. Called under state->mutex.
+static inline int32_t sluice_lt_try(const SluiceRunArgs *args, SluiceCudaState *state,
+                                    const char *kernel, const SluiceGemmShape &g,
+                                    int32_t epilogueKind, const uint32_t align[4],
+                                    const void *bias, size_t workspace, SluiceLtPlan *plan,
+                                    bool *found) {
+  *found = false;
   const cudaDataType_t dt = sluice_gemm_data_type(g.type);
   const bool f64 = g.type == SLUICE_GEMM_F64;
   SLUICE_CUBLAS(kernel, cublasLtMatmulDescCreate(&plan->op, f64 ? CUBLAS_COMPUTE_64F
@@ -154,7 +160,7 @@ static inline int32_t sluice_lt_plan(const SluiceRunArgs *args, SluiceCudaState 
   SLUICE_CUBLAS(kernel, cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB,
                                                        &opSlotB, sizeof(opSlotB)));
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  switch (g.epilogue) {
+  switch (epilogueKind) {
   case SLUICE_EPI_BIAS:
     epilogue = CUBLASLT_EPILOGUE_BIAS;
     break;
@@ -175,7 +181,7 @@ static inline int32_t sluice_lt_plan(const SluiceRunArgs *args, SluiceCudaState 
   }
   SLUICE_CUBLAS(kernel, cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                        &epilogue, sizeof(epilogue)));
-  if (bias) {
+  if (epilogueKind & SLUICE_EPI_BIAS) {
     int32_t biasType = (int32_t)dt;
     int64_t biasStride = 0; // one bias vector for every batch
     SLUICE_CUBLAS(kernel,
@@ -219,16 +225,46 @@ static inline int32_t sluice_lt_plan(const SluiceRunArgs *args, SluiceCudaState 
   cublasLtMatmulHeuristicResult_t results[8];
   int returned = 0;
   cublasLtMatrixLayout_t cLayout = g.has_c ? plan->c : plan->d;
-  SLUICE_CUBLAS(kernel, cublasLtMatmulAlgoGetHeuristic(state->lt, plan->op, plan->a, plan->b,
-                                                       cLayout, plan->d, pref, 8, results,
-                                                       &returned));
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(state->lt, plan->op, plan->a, plan->b,
+                                                     cLayout, plan->d, pref, 8, results,
+                                                     &returned);
+  // NOT_SUPPORTED: no algorithm for this configuration (the caller may
+  // retry without the fused epilogue).
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED)
+    return 0;
+  SLUICE_CUBLAS(kernel, st);
   for (int i = 0; i < returned; ++i) {
     if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= workspace) {
       plan->algo = results[i].algo;
       plan->workspace = results[i].workspaceSize;
+      *found = true;
       return 0;
     }
   }
+  return 0;
+}
+
+/// Builds the plan of `g`: with its epilogue fused when cuBLASLt has an
+/// algorithm for that, else a plain matmul followed by
+/// sluice_gemm_epilogue_kernel. Called under state->mutex.
+static inline int32_t sluice_lt_plan(const SluiceRunArgs *args, SluiceCudaState *state,
+                                     const char *kernel, const SluiceGemmShape &g,
+                                     const uint32_t align[4], const void *bias,
+                                     size_t workspace, std::unique_ptr<SluiceLtPlan> &plan) {
+  bool found = false;
+  if (int32_t status =
+          sluice_lt_try(args, state, kernel, g, g.epilogue, align, bias, workspace, plan.get(),
+                        &found))
+    return status;
+  if (!found && g.epilogue != SLUICE_EPI_NONE) {
+    plan.reset(new SluiceLtPlan());
+    if (int32_t status = sluice_lt_try(args, state, kernel, g, SLUICE_EPI_NONE, align, nullptr,
+                                       workspace, plan.get(), &found))
+      return status;
+    plan->post = g.epilogue;
+  }
+  if (found)
+    return 0;
   char message[256];
   snprintf(message, sizeof(message),
            "cuBLASLt has no algorithm for the GEMM (type %d, m %lld, n %lld, k %lld, batch %lld, "
@@ -236,6 +272,30 @@ static inline int32_t sluice_lt_plan(const SluiceRunArgs *args, SluiceCudaState 
            (int)g.type, (long long)g.m, (long long)g.n, (long long)g.k, (long long)g.batch,
            (int)g.epilogue, workspace);
   return sluice_fail(args, kernel, message);
+}
+
+/// D(b, i, j) = act(D(b, i, j) + bias(j)): the epilogue of `epilogue` when
+/// cuBLASLt could not fuse it (same order as cuBLASLt: bias, then the
+/// activation; GELU is the tanh approximation).
+template <typename T>
+__global__ void __launch_bounds__(256)
+    sluice_gemm_epilogue_kernel(T *d, const T *bias, int32_t epilogue, int64_t batch, int64_t m,
+                                int64_t n, int64_t ldd, int64_t strideD) {
+  const int64_t total = batch * m * n;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+       e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t j = e % n, row = e / n;
+    const int64_t i = row % m, b = row / m;
+    T *p = d + b * strideD + i * ldd + j;
+    auto v = sluice_load(*p);
+    if (epilogue & SLUICE_EPI_BIAS)
+      v += sluice_load(bias[j]);
+    if ((epilogue & ~SLUICE_EPI_BIAS) == SLUICE_EPI_RELU)
+      v = v > 0 ? v : decltype(v)(0);
+    else if ((epilogue & ~SLUICE_EPI_BIAS) == SLUICE_EPI_GELU)
+      v = sl_gelu_tanh(v);
+    *p = SLUICE_STORE(T, v);
+  }
 }
 
 /// Enqueues one GEMM `g` on `stream`: D = epilogue(alpha * A B + [C] + [bias]).
@@ -280,13 +340,13 @@ static inline int32_t sluice_gemm(const SluiceRunArgs *args, SluiceCudaState *st
   } else {
     std::unique_ptr<SluiceLtPlan> fresh(new SluiceLtPlan());
     if (int32_t status = sluice_lt_plan(args, state, kernel, g, align, hasBias ? bias : nullptr,
-                                        workspace, fresh.get()))
+                                        workspace, fresh))
       return status;
     plan = fresh.get();
     state->algorithms[key] =
         std::shared_ptr<void>(fresh.release(), [](void *p) { delete (SluiceLtPlan *)p; });
   }
-  if (hasBias)
+  if (hasBias && plan->post == SLUICE_EPI_NONE)
     SLUICE_CUBLAS(kernel, cublasLtMatmulDescSetAttribute(
                               plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   const float alpha32 = (float)alpha, beta32 = g.has_c ? 1.0f : 0.0f;
@@ -300,6 +360,30 @@ static inline int32_t sluice_gemm(const SluiceRunArgs *args, SluiceCudaState *st
                                g.has_c ? c : d, g.has_c ? plan->c : plan->d, d, plan->d,
                                &plan->algo, plan->workspace ? state->workspace : nullptr,
                                plan->workspace, stream));
+  if (plan->post != SLUICE_EPI_NONE) {
+    const int64_t total = g.batch * g.m * g.n;
+    switch (g.type) {
+    case SLUICE_GEMM_F64:
+      sluice_gemm_epilogue_kernel<double><<<sluice_grid(total, 256), 256, 0, stream>>>(
+          (double *)d, (const double *)bias, plan->post, g.batch, g.m, g.n, g.ldd, g.stride_d);
+      break;
+    case SLUICE_GEMM_F16:
+      sluice_gemm_epilogue_kernel<sluice_f16><<<sluice_grid(total, 256), 256, 0, stream>>>(
+          (sluice_f16 *)d, (const sluice_f16 *)bias, plan->post, g.batch, g.m, g.n, g.ldd,
+          g.stride_d);
+      break;
+    case SLUICE_GEMM_BF16:
+      sluice_gemm_epilogue_kernel<sluice_bf16><<<sluice_grid(total, 256), 256, 0, stream>>>(
+          (sluice_bf16 *)d, (const sluice_bf16 *)bias, plan->post, g.batch, g.m, g.n, g.ldd,
+          g.stride_d);
+      break;
+    default:
+      sluice_gemm_epilogue_kernel<float><<<sluice_grid(total, 256), 256, 0, stream>>>(
+          (float *)d, (const float *)bias, plan->post, g.batch, g.m, g.n, g.ldd, g.stride_d);
+      break;
+    }
+    SLUICE_LAUNCHED(kernel);
+  }
   return 0;
 }
 
