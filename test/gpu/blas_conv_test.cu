@@ -46,14 +46,13 @@ template <typename T> const char *typeName() {
                                             : "bf16";
 }
 
-#define CHECK_CUDA(call)                                                       \
-  do {                                                                         \
-    cudaError_t e = (call);                                                    \
-    if (e != cudaSuccess) {                                                    \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,            \
-              cudaGetErrorString(e));                                          \
-      exit(1);                                                                 \
-    }                                                                          \
+#define CHECK_CUDA(call)                                                                           \
+  do {                                                                                             \
+    cudaError_t e = (call);                                                                        \
+    if (e != cudaSuccess) {                                                                        \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e));        \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 
 /// A device copy of `host` (converted to T) that frees itself.
@@ -170,9 +169,9 @@ template <typename T> void runGemm(Context &ctx, std::mt19937 &rng, const GemmCa
   std::vector<T> bias = randomData<T>(rng, c.n, hbias);
   DeviceBuffer<T> da(a), db(b), dc(cres), dbias(bias), dd(strideD * c.batch);
 
-  SluiceGemmShape g = {gemmType<T>(), c.transA, c.transB, c.m, c.n, c.k, lda, ldb,
-                       ldc, ldd, c.batch, strideA, strideB, strideC, strideD, c.epilogue,
-                       c.residual};
+  SluiceGemmShape g = {gemmType<T>(), c.transA, c.transB, c.m,        c.n,       c.k,
+                       lda,           ldb,      ldc,      ldd,        c.batch,   strideA,
+                       strideB,       strideC,  strideD,  c.epilogue, c.residual};
   bool hasBias = c.epilogue & 1;
   int32_t status = sluice_gemm(&ctx.args, &ctx.state, "gemm_test", g, da.ptr, db.ptr,
                                c.residual ? dc.ptr : nullptr, dd.ptr, hasBias ? dbias.ptr : nullptr,
@@ -293,9 +292,9 @@ template <typename T> void runConv(Context &ctx, std::mt19937 &rng, const ConvCa
   std::vector<T> w = randomData<T>(rng, wOuter * wInner * kerCount, hw);
   std::vector<T> b = randomData<T>(rng, c.k, hb);
   DeviceBuffer<T> dx(x), dw(w), db(b), dy(c.n * c.k * outCount);
-  int32_t status = sluice_conv<T>(&ctx.args, &ctx.state, "conv_test", s, dx.ptr, dw.ptr,
-                                  c.bias ? db.ptr : nullptr, dy.ptr, (size_t)64 << 20,
-                                  ctx.state.stream);
+  int32_t status =
+      sluice_conv<T>(&ctx.args, &ctx.state, "conv_test", s, dx.ptr, dw.ptr,
+                     c.bias ? db.ptr : nullptr, dy.ptr, (size_t)64 << 20, ctx.state.stream);
   char what[160];
   snprintf(what, sizeof(what), "%s %s %s", c.transpose ? "conv_transpose" : "conv", typeName<T>(),
            c.name);
@@ -379,18 +378,66 @@ template <typename T> void runConv(Context &ctx, std::mt19937 &rng, const ConvCa
 const ConvCase kConvCases[] = {
     // name, transpose, spatial, n, c, k, group, in, kernel, pad, stride, dilation, out pad, bias
     {"2-D 3x3 pad 1", false, 2, 2, 8, 16, 1, {17, 19}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, true},
-    {"2-D stride 2, dilation 2", false, 2, 1, 6, 10, 1, {21, 18}, {3, 3}, {2, 2}, {2, 2}, {2, 2},
-     {}, false},
-    {"2-D groups 4, 5x3", false, 2, 2, 16, 8, 4, {12, 15}, {5, 3}, {2, 1}, {1, 2}, {1, 1}, {},
+    {"2-D stride 2, dilation 2",
+     false,
+     2,
+     1,
+     6,
+     10,
+     1,
+     {21, 18},
+     {3, 3},
+     {2, 2},
+     {2, 2},
+     {2, 2},
+     {},
+     false},
+    {"2-D groups 4, 5x3",
+     false,
+     2,
+     2,
+     16,
+     8,
+     4,
+     {12, 15},
+     {5, 3},
+     {2, 1},
+     {1, 2},
+     {1, 1},
+     {},
      true},
     {"2-D depthwise", false, 2, 1, 12, 12, 12, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, true},
     {"2-D 1x1", false, 2, 3, 32, 24, 1, {7, 9}, {1, 1}, {0, 0}, {1, 1}, {1, 1}, {}, true},
     {"1-D k5 stride 2", false, 1, 2, 4, 6, 1, {40}, {5}, {2}, {2}, {1}, {}, true},
     {"1-D grouped dilated", false, 1, 1, 8, 8, 2, {33}, {3}, {2}, {1}, {2}, {}, false},
-    {"3-D 3x3x3", false, 3, 1, 4, 6, 1, {6, 7, 8}, {3, 3, 3}, {1, 1, 1}, {1, 2, 1}, {1, 1, 1}, {},
+    {"3-D 3x3x3",
+     false,
+     3,
+     1,
+     4,
+     6,
+     1,
+     {6, 7, 8},
+     {3, 3, 3},
+     {1, 1, 1},
+     {1, 2, 1},
+     {1, 1, 1},
+     {},
      true},
-    {"2-D stride 2, output padding 1", true, 2, 2, 8, 6, 1, {7, 9}, {3, 3}, {1, 1}, {2, 2}, {1, 1},
-     {1, 1}, true},
+    {"2-D stride 2, output padding 1",
+     true,
+     2,
+     2,
+     8,
+     6,
+     1,
+     {7, 9},
+     {3, 3},
+     {1, 1},
+     {2, 2},
+     {1, 1},
+     {1, 1},
+     true},
     {"2-D groups 2", true, 2, 1, 8, 4, 2, {6, 6}, {4, 4}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, false},
     {"1-D stride 3, dilation 2", true, 1, 2, 5, 7, 1, {11}, {3}, {0}, {3}, {2}, {2}, true},
 };

@@ -123,12 +123,12 @@ int64_t collapseBatch(ArrayRef<int64_t> batch, ArrayRef<std::vector<int64_t> *> 
 
 /// The cuBLASLt-fused prefix of the epilogue.
 struct FusedChain {
-  Value end;                       ///< the value cuBLASLt writes (D)
+  Value end; ///< the value cuBLASLt writes (D)
   llvm::SmallPtrSet<Operation *, 8> ops;
   std::string alpha = "1.0";       ///< C++ double expression
   std::optional<StridedView> bias; ///< strides over the result's space
   std::optional<StridedView> residual;
-  int epilogue = 0;                ///< SLUICE_EPI_* without the bias bit
+  int epilogue = 0; ///< SLUICE_EPI_* without the bias bit
 };
 
 /// The literal of a scalar constant operand (through views), or "".
@@ -232,8 +232,7 @@ public:
   bool addLeaf(Value operand, std::string &why) {
     if (leafAccess.count(operand) || expr.count(operand) || ctx.literals.count(operand))
       return true;
-    if (Operation *def = operand.getDefiningOp();
-        def && !isa<ConstantOp>(def) && !isViewOp(def))
+    if (Operation *def = operand.getDefiningOp(); def && !isa<ConstantOp>(def) && !isViewOp(def))
       return true; // computed in the group
     auto view = resolveView(operand, /*emitErrors=*/false);
     if (failed(view)) {
@@ -258,8 +257,8 @@ public:
       return false;
     }
     leafAccess[operand] = accesses.size();
-    accesses.push_back({ctx.pointers.lookup(view->base), view->offset, *strides,
-                        elementOf(operand), false});
+    accesses.push_back(
+        {ctx.pointers.lookup(view->base), view->offset, *strides, elementOf(operand), false});
     return true;
   }
 
@@ -325,9 +324,8 @@ public:
       if (needCoords) {
         s += indent + "int64_t rest = i;\n";
         for (int64_t d = rank - 1; d >= 0; --d) {
-          bool used = llvm::any_of(accesses, [&](const Access &a) {
-            return !isContig(a) && a.strides[d] != 0;
-          });
+          bool used = llvm::any_of(
+              accesses, [&](const Access &a) { return !isContig(a) && a.strides[d] != 0; });
           if (space[d] == 1 || !used) {
             if (d > 0 && space[d] != 1)
               s += indent + "rest /= " + str(space[d]) + ";\n";
@@ -351,10 +349,9 @@ public:
       return s;
     };
     // The ops over leaves bound to `leafExpr(access)`.
-    auto body = [&](const std::string &indent,
-                    const std::function<std::string(unsigned)> &leafExpr,
-                    const std::function<std::string(unsigned)> &storeTarget)
-        -> FailureOr<std::string> {
+    auto body =
+        [&](const std::string &indent, const std::function<std::string(unsigned)> &leafExpr,
+            const std::function<std::string(unsigned)> &storeTarget) -> FailureOr<std::string> {
       std::string s;
       expr.clear();
       for (auto &[value, a] : leafAccess)
@@ -373,8 +370,8 @@ public:
         if (failed(e))
           return failure();
         std::string local = "v" + str(locals++);
-        s += indent + "const " + computeType(elementOf(op->getResult(0))) + " " + local +
-             " = " + *e + ";\n";
+        s += indent + "const " + computeType(elementOf(op->getResult(0))) + " " + local + " = " +
+             *e + ";\n";
         expr[op->getResult(0)] = local;
       }
       for (auto &[a, value] : stores) {
@@ -414,8 +411,8 @@ public:
         if (a.written)
           d += "    " + vt + " w" + str(i) + ";\n";
         else if (a.strides[rank - 1] == 1)
-          d += "    const " + vt + " r" + str(i) + " = *reinterpret_cast<const " + vt +
-               " *>(p" + str(i) + " + x" + str(i) + ");\n";
+          d += "    const " + vt + " r" + str(i) + " = *reinterpret_cast<const " + vt + " *>(p" +
+               str(i) + " + x" + str(i) + ");\n";
         else
           d += "    const " + T + " r" + str(i) + " = p" + str(i) + "[x" + str(i) + "];\n";
       }
@@ -486,8 +483,8 @@ CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx) {
     return ctx.unsupported("ops before the matmul of a GEMM group");
   for (Operation *op : parts.after)
     if (!isElementwise(op))
-      return ctx.unsupported("a GEMM group's epilogue holds " +
-                             op->getName().getStringRef().str() + ", not elementwise");
+      return ctx.unsupported("a GEMM group's epilogue holds " + op->getName().getStringRef().str() +
+                             ", not elementwise");
   Value aValue = matmul->getOperand(0), bValue = matmul->getOperand(1);
   Value result = matmul->getResult(0);
   Type et = elementOf(result);
@@ -696,8 +693,11 @@ CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx) {
   if (chain.residual)
     h += "    " + cStaticArray("c_off", cOff);
   if (!dSlot)
-    h += "    if (state->workspaceBytes < (size_t)" + cInt(workspace) + ")\n      return "
-         "sluice_fail(args, " + ctx.kernelName() + ", \"the device workspace is smaller than "
+    h += "    if (state->workspaceBytes < (size_t)" + cInt(workspace) +
+         ")\n      return "
+         "sluice_fail(args, " +
+         ctx.kernelName() +
+         ", \"the device workspace is smaller than "
          "the bundle declared\");\n";
   std::string biasPtr = "nullptr";
   if (chain.bias)

@@ -101,10 +101,9 @@ CudaEmit emitCudaConv(CudaGroupContext &ctx, Operation *op) {
     // cuDNN's backward data fits the output to the forward convolution of
     // it; that holds for the ONNX output when output_padding < stride.
     for (int64_t d = 0; d < spatial; ++d) {
-      int64_t full = strides[d] * (x[2 + d] - 1) + outputPadding[d] +
-                     (w[2 + d] - 1) * dilations[d] + 1;
-      if (outputPadding[d] < 0 || outputPadding[d] >= strides[d] ||
-          y[2 + d] != full - 2 * pads[d])
+      int64_t full =
+          strides[d] * (x[2 + d] - 1) + outputPadding[d] + (w[2 + d] - 1) * dilations[d] + 1;
+      if (outputPadding[d] < 0 || outputPadding[d] >= strides[d] || y[2 + d] != full - 2 * pads[d])
         return ctx.unsupported("conv_transpose output padding cuDNN cannot express");
     }
   }
@@ -152,14 +151,14 @@ CudaEmit emitCudaConv(CudaGroupContext &ctx, Operation *op) {
   std::string &h = *ctx.host;
   h += "  {\n";
   h += "    static const SluiceConvShape conv = {" + convType(et) + ", " + str(transpose) + ", " +
-       str(spatial) + ", " + cInt(n) + ", " + cInt(c) + ", " + cInt(k) + ", " + cInt(group) +
-       ", " + triple(in) + ", " + triple(ker) + ", " + triple(out) + ", " +
+       str(spatial) + ", " + cInt(n) + ", " + cInt(c) + ", " + cInt(k) + ", " + cInt(group) + ", " +
+       triple(in) + ", " + triple(ker) + ", " + triple(out) + ", " +
        triple(pads.take_front(spatial)) + ", " + triple(strides) + ", " + triple(dilations) +
        "};\n";
   h += "    if (int32_t status = sluice_conv<" + T + ">(args, state, " + ctx.kernelName() +
        ", conv, (const " + T + " *)" + xPtr + ", (const " + T + " *)" + wPtr + ", (const " + T +
-       " *)" + bPtr + ", (" + T + " *)" + ctx.output(*slot) + ", (size_t)" +
-       cInt(kConvWorkspace) + ", stream))\n      return status;\n";
+       " *)" + bPtr + ", (" + T + " *)" + ctx.output(*slot) + ", (size_t)" + cInt(kConvWorkspace) +
+       ", stream))\n      return status;\n";
   h += "  }\n";
   if (ctx.workspaceBytes)
     *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, kConvWorkspace);

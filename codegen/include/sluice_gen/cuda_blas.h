@@ -123,8 +123,8 @@ static inline size_t sluice_gemm_type_bytes(int32_t type) {
 /// A layout of `rows` x `cols` (column-major, leading dimension `ld`) with
 /// `batch` matrices `stride` elements apart.
 static inline cublasStatus_t sluice_lt_layout(cublasLtMatrixLayout_t *layout, cudaDataType_t type,
-                                              int64_t rows, int64_t cols, int64_t ld,
-                                              int64_t batch, int64_t stride) {
+                                              int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                                              int64_t stride) {
   cublasStatus_t st = cublasLtMatrixLayoutCreate(layout, type, (uint64_t)rows, (uint64_t)cols, ld);
   if (st != CUBLAS_STATUS_SUCCESS || batch <= 1)
     return st;
@@ -143,15 +143,14 @@ static inline cublasStatus_t sluice_lt_layout(cublasLtMatrixLayout_t *layout, cu
 /// `found` says whether an algorithm fits. Called under state->mutex.
 static inline int32_t sluice_lt_try(const SluiceRunArgs *args, SluiceCudaState *state,
                                     const char *kernel, const SluiceGemmShape &g,
-                                    int32_t epilogueKind, const uint32_t align[4],
-                                    const void *bias, size_t workspace, SluiceLtPlan *plan,
-                                    bool *found) {
+                                    int32_t epilogueKind, const uint32_t align[4], const void *bias,
+                                    size_t workspace, SluiceLtPlan *plan, bool *found) {
   *found = false;
   const cudaDataType_t dt = sluice_gemm_data_type(g.type);
   const bool f64 = g.type == SLUICE_GEMM_F64;
-  SLUICE_CUBLAS(kernel, cublasLtMatmulDescCreate(&plan->op, f64 ? CUBLAS_COMPUTE_64F
-                                                                : CUBLAS_COMPUTE_32F,
-                                                 f64 ? CUDA_R_64F : CUDA_R_32F));
+  SLUICE_CUBLAS(kernel,
+                cublasLtMatmulDescCreate(&plan->op, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
+                                         f64 ? CUDA_R_64F : CUDA_R_32F));
   // cuBLASLt's A slot is our B, its B slot our A (see the file header).
   cublasOperation_t opSlotA = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opSlotB = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -211,9 +210,9 @@ static inline int32_t sluice_lt_try(const SluiceRunArgs *args, SluiceCudaState *
   std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, cublasStatus_t (*)(cublasLtMatmulPreference_t)>
       prefGuard(pref, cublasLtMatmulPreferenceDestroy);
   uint64_t maxWorkspace = workspace;
-  SLUICE_CUBLAS(kernel, cublasLtMatmulPreferenceSetAttribute(
-                            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace,
-                            sizeof(maxWorkspace)));
+  SLUICE_CUBLAS(kernel,
+                cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                     &maxWorkspace, sizeof(maxWorkspace)));
   // align[]: our A, B, C, D; cuBLASLt's A slot is our B.
   const cublasLtMatmulPreferenceAttributes_t alignAttr[4] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
@@ -225,9 +224,8 @@ static inline int32_t sluice_lt_try(const SluiceRunArgs *args, SluiceCudaState *
   cublasLtMatmulHeuristicResult_t results[8];
   int returned = 0;
   cublasLtMatrixLayout_t cLayout = g.has_c ? plan->c : plan->d;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(state->lt, plan->op, plan->a, plan->b,
-                                                     cLayout, plan->d, pref, 8, results,
-                                                     &returned);
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(state->lt, plan->op, plan->a, plan->b, cLayout,
+                                                     plan->d, pref, 8, results, &returned);
   // NOT_SUPPORTED: no algorithm for this configuration (the caller may
   // retry without the fused epilogue).
   if (st == CUBLAS_STATUS_NOT_SUPPORTED)
@@ -249,12 +247,11 @@ static inline int32_t sluice_lt_try(const SluiceRunArgs *args, SluiceCudaState *
 /// sluice_gemm_epilogue_kernel. Called under state->mutex.
 static inline int32_t sluice_lt_plan(const SluiceRunArgs *args, SluiceCudaState *state,
                                      const char *kernel, const SluiceGemmShape &g,
-                                     const uint32_t align[4], const void *bias,
-                                     size_t workspace, std::unique_ptr<SluiceLtPlan> &plan) {
+                                     const uint32_t align[4], const void *bias, size_t workspace,
+                                     std::unique_ptr<SluiceLtPlan> &plan) {
   bool found = false;
-  if (int32_t status =
-          sluice_lt_try(args, state, kernel, g, g.epilogue, align, bias, workspace, plan.get(),
-                        &found))
+  if (int32_t status = sluice_lt_try(args, state, kernel, g, g.epilogue, align, bias, workspace,
+                                     plan.get(), &found))
     return status;
   if (!found && g.epilogue != SLUICE_EPI_NONE) {
     plan.reset(new SluiceLtPlan());
@@ -324,11 +321,10 @@ static inline int32_t sluice_gemm(const SluiceRunArgs *args, SluiceCudaState *st
            "lt:%d:%d:%d:%lld:%lld:%lld:%lld:%lld:%lld:%lld:%lld:%lld:%lld:%lld:%lld:%d:%d:"
            "%u:%u:%u:%u:%u:%zu",
            (int)g.type, (int)g.trans_a, (int)g.trans_b, (long long)g.m, (long long)g.n,
-           (long long)g.k, (long long)g.lda, (long long)g.ldb, (long long)g.ldc,
-           (long long)g.ldd, (long long)g.batch, (long long)g.stride_a, (long long)g.stride_b,
-           (long long)g.stride_c, (long long)g.stride_d, (int)g.epilogue, (int)g.has_c,
-           align[0], align[1], align[2], align[3], hasBias ? sluice_alignment(bias) : 0u,
-           workspace);
+           (long long)g.k, (long long)g.lda, (long long)g.ldb, (long long)g.ldc, (long long)g.ldd,
+           (long long)g.batch, (long long)g.stride_a, (long long)g.stride_b, (long long)g.stride_c,
+           (long long)g.stride_d, (int)g.epilogue, (int)g.has_c, align[0], align[1], align[2],
+           align[3], hasBias ? sluice_alignment(bias) : 0u, workspace);
   // One lock over lookup, the bias pointer and the enqueue: plans are shared
   // between kernels of the same problem, and the bias pointer lives on the
   // plan's descriptor.
@@ -355,11 +351,10 @@ static inline int32_t sluice_gemm(const SluiceRunArgs *args, SluiceCudaState *st
   const void *alphaPtr = f64 ? (const void *)&alpha64 : (const void *)&alpha32;
   const void *betaPtr = f64 ? (const void *)&beta64 : (const void *)&beta32;
   // Slot A = our B, slot B = our A.
-  SLUICE_CUBLAS(kernel,
-                cublasLtMatmul(state->lt, plan->op, alphaPtr, b, plan->a, a, plan->b, betaPtr,
-                               g.has_c ? c : d, g.has_c ? plan->c : plan->d, d, plan->d,
-                               &plan->algo, plan->workspace ? state->workspace : nullptr,
-                               plan->workspace, stream));
+  SLUICE_CUBLAS(kernel, cublasLtMatmul(
+                            state->lt, plan->op, alphaPtr, b, plan->a, a, plan->b, betaPtr,
+                            g.has_c ? c : d, g.has_c ? plan->c : plan->d, d, plan->d, &plan->algo,
+                            plan->workspace ? state->workspace : nullptr, plan->workspace, stream));
   if (plan->post != SLUICE_EPI_NONE) {
     const int64_t total = g.batch * g.m * g.n;
     switch (g.type) {
@@ -390,8 +385,6 @@ static inline int32_t sluice_gemm(const SluiceRunArgs *args, SluiceCudaState *st
 /// `V` elements of `T` as one aligned unit: the generated epilogue kernels
 /// load and store contiguous runs through it (one 128-bit access for four
 /// f32, 64-bit for four f16/bf16).
-template <typename T, int V> struct alignas(sizeof(T) * V) sluice_vec {
-  T v[V];
-};
+template <typename T, int V> struct alignas(sizeof(T) * V) sluice_vec { T v[V]; };
 
 #endif // SLUICE_GEN_CUDA_BLAS_H

@@ -49,9 +49,9 @@ struct SluiceConvPlan {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
-  std::vector<int> algos;   ///< cudnnConvolutionFwdAlgo_t / BwdDataAlgo_t
-  std::vector<int> maths;   ///< cudnnMathType_t of each candidate
-  size_t current = 0;       ///< the candidate in use
+  std::vector<int> algos; ///< cudnnConvolutionFwdAlgo_t / BwdDataAlgo_t
+  std::vector<int> maths; ///< cudnnMathType_t of each candidate
+  size_t current = 0;     ///< the candidate in use
   ~SluiceConvPlan() {
     if (x)
       cudnnDestroyTensorDescriptor(x);
@@ -148,8 +148,8 @@ static inline int32_t sluice_conv_plan(const SluiceRunArgs *args, SluiceCudaStat
   SLUICE_CUDNN(kernel, sluice_conv_tensor(plan->y, dt, nb, yDims));
   SLUICE_CUDNN(kernel, sluice_conv_tensor(plan->bias, dt, nb, bDims));
   SLUICE_CUDNN(kernel, cudnnSetFilterNdDescriptor(plan->w, dt, CUDNN_TENSOR_NCHW, nb, wDims));
-  const cudnnDataType_t accumulate = s.type == SLUICE_CONV_F64 ? CUDNN_DATA_DOUBLE
-                                                                : CUDNN_DATA_FLOAT;
+  const cudnnDataType_t accumulate =
+      s.type == SLUICE_CONV_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
   SLUICE_CUDNN(kernel, cudnnSetConvolutionNdDescriptor(plan->conv, sp, pad, stride, dil,
                                                        CUDNN_CROSS_CORRELATION, accumulate));
   SLUICE_CUDNN(kernel, cudnnSetConvolutionGroupCount(plan->conv, (int)s.group));
@@ -163,8 +163,9 @@ static inline int32_t sluice_conv_plan(const SluiceRunArgs *args, SluiceCudaStat
   const int *expect = s.transpose ? xDims : yDims;
   for (int d = 0; d < nb; ++d)
     if (fwdOut[d] != expect[d])
-      return sluice_fail(args, kernel, "cuDNN's convolution output shape differs from the "
-                                       "graph's");
+      return sluice_fail(args, kernel,
+                         "cuDNN's convolution output shape differs from the "
+                         "graph's");
 
   if (!s.transpose) {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -173,12 +174,13 @@ static inline int32_t sluice_conv_plan(const SluiceRunArgs *args, SluiceCudaStat
                              state->cudnn, plan->x, plan->w, plan->conv, plan->y,
                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
     for (int i = 0; i < returned; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || !sluice_conv_math_allowed(s.type, perf[i].mathType))
+      if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+          !sluice_conv_math_allowed(s.type, perf[i].mathType))
         continue;
       size_t bytes = 0;
       if (cudnnGetConvolutionForwardWorkspaceSize(state->cudnn, plan->x, plan->w, plan->conv,
-                                                  plan->y, perf[i].algo, &bytes) !=
-              CUDNN_STATUS_SUCCESS ||
+                                                  plan->y, perf[i].algo,
+                                                  &bytes) != CUDNN_STATUS_SUCCESS ||
           bytes > workspace)
         continue;
       plan->algos.push_back((int)perf[i].algo);
@@ -191,11 +193,12 @@ static inline int32_t sluice_conv_plan(const SluiceRunArgs *args, SluiceCudaStat
                              state->cudnn, plan->w, plan->x, plan->conv, plan->y,
                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
     for (int i = 0; i < returned; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || !sluice_conv_math_allowed(s.type, perf[i].mathType))
+      if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+          !sluice_conv_math_allowed(s.type, perf[i].mathType))
         continue;
       size_t bytes = 0;
-      if (cudnnGetConvolutionBackwardDataWorkspaceSize(state->cudnn, plan->w, plan->x,
-                                                       plan->conv, plan->y, perf[i].algo,
+      if (cudnnGetConvolutionBackwardDataWorkspaceSize(state->cudnn, plan->w, plan->x, plan->conv,
+                                                       plan->y, perf[i].algo,
                                                        &bytes) != CUDNN_STATUS_SUCCESS ||
           bytes > workspace)
         continue;
@@ -216,8 +219,7 @@ static inline int32_t sluice_conv_plan(const SluiceRunArgs *args, SluiceCudaStat
 /// y[n, k, s] += bias[k] over `spatial` positions per channel.
 template <typename T>
 __global__ void __launch_bounds__(256)
-    sluice_conv_bias_kernel(T *y, const T *bias, int64_t total, int64_t channels,
-                            int64_t spatial) {
+    sluice_conv_bias_kernel(T *y, const T *bias, int64_t total, int64_t channels, int64_t spatial) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
        i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t ch = (i / spatial) % channels;
@@ -281,8 +283,8 @@ static inline int32_t sluice_conv(const SluiceRunArgs *args, SluiceCudaState *st
       SLUICE_CUDNN(kernel, cudnnSetConvolutionMathType(plan->conv, math));
       if (!s.transpose)
         st = cudnnConvolutionForward(state->cudnn, one, plan->x, x, plan->w, w, plan->conv,
-                                     (cudnnConvolutionFwdAlgo_t)plan->algos[i], ws, workspace,
-                                     zero, plan->y, y);
+                                     (cudnnConvolutionFwdAlgo_t)plan->algos[i], ws, workspace, zero,
+                                     plan->y, y);
       else
         st = cudnnConvolutionBackwardData(state->cudnn, one, plan->w, w, plan->x, x, plan->conv,
                                           (cudnnConvolutionBwdDataAlgo_t)plan->algos[i], ws,
@@ -299,8 +301,8 @@ static inline int32_t sluice_conv(const SluiceRunArgs *args, SluiceCudaState *st
     }
   }
   if (bias) {
-    sluice_conv_bias_kernel<T><<<sluice_grid(outCount, 256), 256, 0, stream>>>(
-        y, bias, outCount, s.k, spatialOut);
+    sluice_conv_bias_kernel<T>
+        <<<sluice_grid(outCount, 256), 256, 0, stream>>>(y, bias, outCount, s.k, spatialOut);
     SLUICE_LAUNCHED(kernel);
   }
   return 0;
