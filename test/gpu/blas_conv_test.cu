@@ -211,6 +211,38 @@ template <typename T> void runGemm(Context &ctx, std::mt19937 &rng, const GemmCa
   report(what, relL2(got, ref), tolerance<T>());
 }
 
+/// The epilogue kernel sluice_gemm runs when cuBLASLt has no algorithm
+/// with the epilogue fused (a padded, batched D).
+template <typename T> void runEpilogueKernel(Context &ctx, std::mt19937 &rng, int epilogue) {
+  const int64_t batch = 3, m = 17, n = 40, ldd = 43, strideD = m * ldd + 5;
+  std::vector<double> hd, hbias;
+  std::vector<T> d = randomData<T>(rng, batch * strideD, hd);
+  std::vector<T> bias = randomData<T>(rng, n, hbias);
+  DeviceBuffer<T> dd(d), dbias(bias);
+  sluice_gemm_epilogue_kernel<T><<<sluice_grid(batch * m * n, 256), 256, 0, ctx.state.stream>>>(
+      dd.ptr, dbias.ptr, epilogue, batch, m, n, ldd, strideD);
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaStreamSynchronize(ctx.state.stream));
+  std::vector<T> out = dd.read();
+  std::vector<double> got, ref;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double v = hd[b * strideD + i * ldd + j];
+        if (epilogue & SLUICE_EPI_BIAS)
+          v += hbias[j];
+        if ((epilogue & ~SLUICE_EPI_BIAS) == SLUICE_EPI_RELU)
+          v = v > 0 ? v : 0;
+        else if ((epilogue & ~SLUICE_EPI_BIAS) == SLUICE_EPI_GELU)
+          v = geluTanh(v);
+        ref.push_back(v);
+        got.push_back(fromStorage(out[b * strideD + i * ldd + j]));
+      }
+  char what[160];
+  snprintf(what, sizeof(what), "unfused gemm epilogue %s, epilogue %d", typeName<T>(), epilogue);
+  report(what, relL2(got, ref), tolerance<T>());
+}
+
 const GemmCase kGemmCases[] = {
     {"64x48x32 plain", 64, 48, 32, 1, false, false, 0, 0, 0, false, SLUICE_EPI_NONE, false, 1.0},
     {"odd 37x29x53, padded rows", 37, 29, 53, 1, false, false, 3, 5, 7, false, SLUICE_EPI_NONE,
@@ -458,6 +490,11 @@ int main() {
     runGemm<sluice_bf16>(ctx, rng, c);
     if (c.epilogue == SLUICE_EPI_NONE)
       runGemm<double>(ctx, rng, c); // f64 groups fuse alpha and residual only
+  }
+  for (int epilogue = SLUICE_EPI_BIAS; epilogue <= SLUICE_EPI_GELU_BIAS; ++epilogue) {
+    runEpilogueKernel<float>(ctx, rng, epilogue);
+    runEpilogueKernel<sluice_f16>(ctx, rng, epilogue);
+    runEpilogueKernel<sluice_bf16>(ctx, rng, epilogue);
   }
   for (const ConvCase &c : kConvCases) {
     runConv<float>(ctx, rng, c);
