@@ -285,6 +285,8 @@ struct ConvCase {
   int64_t n, c, k, group;
   int64_t in[3], kernel[3], pad[3], stride[3], dilation[3], outputPadding[3];
   bool bias;
+  bool asymmetric = false; ///< padEnd differs from pad (else padEnd = pad)
+  int64_t padEnd[3] = {0, 0, 0};
 };
 
 template <typename T> int32_t convType() {
@@ -308,11 +310,14 @@ template <typename T> void runConv(Context &ctx, std::mt19937 &rng, const ConvCa
     s.in[d] = c.in[d];
     s.kernel[d] = c.kernel[d];
     s.pad[d] = c.pad[d];
+    s.pad_end[d] = c.asymmetric ? c.padEnd[d] : c.pad[d];
+    s.output_padding[d] = c.outputPadding[d];
     s.stride[d] = c.stride[d];
     s.dilation[d] = c.dilation[d];
     int64_t span = (c.kernel[d] - 1) * c.dilation[d] + 1;
-    s.out[d] = c.transpose ? c.stride[d] * (c.in[d] - 1) + c.outputPadding[d] + span - 2 * c.pad[d]
-                           : (c.in[d] + 2 * c.pad[d] - span) / c.stride[d] + 1;
+    s.out[d] = c.transpose ? c.stride[d] * (c.in[d] - 1) + c.outputPadding[d] + span - s.pad[d] -
+                                 s.pad_end[d]
+                           : (c.in[d] + s.pad[d] + s.pad_end[d] - span) / c.stride[d] + 1;
     inCount *= s.in[d];
     outCount *= s.out[d];
     kerCount *= s.kernel[d];
@@ -407,72 +412,28 @@ template <typename T> void runConv(Context &ctx, std::mt19937 &rng, const ConvCa
   report(what, relL2(got, ref), tolerance<T>());
 }
 
+// clang-format off
 const ConvCase kConvCases[] = {
-    // name, transpose, spatial, n, c, k, group, in, kernel, pad, stride, dilation, out pad, bias
+    // name, transpose, spatial, n, c, k, group, in, kernel, pad (begin), stride, dilation,
+    // output padding, bias[, asymmetric, pad end]
     {"2-D 3x3 pad 1", false, 2, 2, 8, 16, 1, {17, 19}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, true},
-    {"2-D stride 2, dilation 2",
-     false,
-     2,
-     1,
-     6,
-     10,
-     1,
-     {21, 18},
-     {3, 3},
-     {2, 2},
-     {2, 2},
-     {2, 2},
-     {},
-     false},
-    {"2-D groups 4, 5x3",
-     false,
-     2,
-     2,
-     16,
-     8,
-     4,
-     {12, 15},
-     {5, 3},
-     {2, 1},
-     {1, 2},
-     {1, 1},
-     {},
-     true},
+    {"2-D stride 2, dilation 2", false, 2, 1, 6, 10, 1, {21, 18}, {3, 3}, {2, 2}, {2, 2}, {2, 2}, {}, false},
+    {"2-D groups 4, 5x3", false, 2, 2, 16, 8, 4, {12, 15}, {5, 3}, {2, 1}, {1, 2}, {1, 1}, {}, true},
     {"2-D depthwise", false, 2, 1, 12, 12, 12, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, true},
     {"2-D 1x1", false, 2, 3, 32, 24, 1, {7, 9}, {1, 1}, {0, 0}, {1, 1}, {1, 1}, {}, true},
     {"1-D k5 stride 2", false, 1, 2, 4, 6, 1, {40}, {5}, {2}, {2}, {1}, {}, true},
     {"1-D grouped dilated", false, 1, 1, 8, 8, 2, {33}, {3}, {2}, {1}, {2}, {}, false},
-    {"3-D 3x3x3",
-     false,
-     3,
-     1,
-     4,
-     6,
-     1,
-     {6, 7, 8},
-     {3, 3, 3},
-     {1, 1, 1},
-     {1, 2, 1},
-     {1, 1, 1},
-     {},
-     true},
-    {"2-D stride 2, output padding 1",
-     true,
-     2,
-     2,
-     8,
-     6,
-     1,
-     {7, 9},
-     {3, 3},
-     {1, 1},
-     {2, 2},
-     {1, 1},
-     {1, 1},
-     true},
+    {"3-D 3x3x3", false, 3, 1, 4, 6, 1, {6, 7, 8}, {3, 3, 3}, {1, 1, 1}, {1, 2, 1}, {1, 1, 1}, {}, true},
+    {"2-D SAME_UPPER stride 2 (pads 0,1 / 1,2)", false, 2, 2, 6, 8, 1, {16, 15}, {3, 4}, {0, 1}, {2, 2}, {1, 1}, {}, true, true, {1, 2}},
+    {"1-D asymmetric grouped", false, 1, 1, 8, 4, 2, {21}, {4}, {2}, {1}, {1}, {}, false, true, {1}},
+    {"2-D stride 2, output padding 1", true, 2, 2, 8, 6, 1, {7, 9}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, {1, 1}, true},
     {"2-D groups 2", true, 2, 1, 8, 4, 2, {6, 6}, {4, 4}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, false},
     {"1-D stride 3, dilation 2", true, 1, 2, 5, 7, 1, {11}, {3}, {0}, {3}, {2}, {2}, true},
+    {"2-D asymmetric pads (output_shape)", true, 2, 2, 4, 6, 1, {8, 7}, {3, 3}, {0, 1}, {2, 2}, {1, 1}, {1, 0}, true, true, {1, 2}},
+    {"1-D negative pads (bias-only border)", true, 1, 1, 3, 5, 1, {9}, {3}, {-1}, {2}, {1}, {0}, true, true, {-2}},
+    {"2-D output padding >= stride (dilation 3)", true, 2, 1, 4, 4, 1, {5, 6}, {3, 2}, {1, 0}, {1, 2}, {3, 3}, {2, 1}, true},
 };
+// clang-format on
 
 } // namespace
 

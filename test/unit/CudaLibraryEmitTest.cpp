@@ -97,7 +97,7 @@ module {
       %mm = sluice.matmul %a, %b : (tensor<64x96xf32>, tensor<96x80xf32>) -> tensor<64x80xf32>
       sluice.kernel_yield %mm : tensor<64x80xf32>
     }
-    // Asymmetric pads: cuDNN's legacy API takes one pad per dim.
+    // Asymmetric pads: cuDNN's legacy API takes one pad per dim (a crop here).
     %7 = sluice.kernel @k7_conv library "conv"(%img, %tw : tensor<2x8x16x16xf32>, tensor<8x6x3x3xf32>) -> (tensor<2x6x15x15xf32>) {
     ^bb0(%a: tensor<2x8x16x16xf32>, %b: tensor<8x6x3x3xf32>):
       %y = sluice.conv_transpose %a, %b {dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, pads = array<i64: 1, 1, 2, 2>, strides = array<i64: 1, 1>} : (tensor<2x8x16x16xf32>, tensor<8x6x3x3xf32>) -> tensor<2x6x15x15xf32>
@@ -323,9 +323,11 @@ TEST_F(CudaLibraryEmit, Convolutions) {
   EXPECT_EQ(grouped.kind, "library");
   EXPECT_TRUE(contains(grouped.host, "{SLUICE_CONV_F32, 0, 2, 2LL, 8LL, 16LL, 2LL, {16LL, 16LL, "
                                      "0LL}, {3LL, 3LL, 0LL}, {8LL, 8LL, 0LL}, {1LL, 1LL, 0LL}, "
-                                     "{2LL, 2LL, 0LL}, {1LL, 1LL, 0LL}}"))
+                                     "{2LL, 2LL, 0LL}, {1LL, 1LL, 0LL}, {1LL, 1LL, 0LL}, "
+                                     "{0LL, 0LL, 0LL}}"))
       << grouped.host;
   EXPECT_TRUE(contains(grouped.host, "(const float *)(in2 + 0LL)")) << grouped.host;
+  EXPECT_EQ(grouped.workspace, 64ll << 20);
   const Emitted &oneD = at("k4_conv");
   ASSERT_EQ(oneD.result, CudaEmit::Done) << oneD.reason;
   EXPECT_TRUE(contains(oneD.host, "sluice_conv<sluice_f16>")) << oneD.host;
@@ -334,9 +336,14 @@ TEST_F(CudaLibraryEmit, Convolutions) {
   ASSERT_EQ(transposed.result, CudaEmit::Done) << transposed.reason;
   EXPECT_TRUE(contains(transposed.host, "{SLUICE_CONV_F32, 1, 2, 2LL, 8LL, 6LL, 1LL,"))
       << transposed.host;
+  // Asymmetric pads: cuDNN computes the full 2x6x18x18 output into
+  // scratch after its workspace, a crop kernel keeps [1, 16) x [1, 16).
   const Emitted &asymmetric = at("k7_conv");
-  EXPECT_EQ(asymmetric.result, CudaEmit::Unsupported);
-  EXPECT_TRUE(contains(asymmetric.reason, "asymmetric")) << asymmetric.reason;
+  ASSERT_EQ(asymmetric.result, CudaEmit::Done) << asymmetric.reason;
+  EXPECT_TRUE(contains(asymmetric.host, "{1LL, 1LL, 0LL}, {1LL, 1LL, 0LL}, {1LL, 1LL, 0LL}, "
+                                        "{2LL, 2LL, 0LL}, {0LL, 0LL, 0LL}}"))
+      << asymmetric.host;
+  EXPECT_EQ(asymmetric.workspace, (64ll << 20) + (2 * 6 * 18 * 18 * 4 + 255) / 256 * 256);
 }
 
 #ifdef SLUICE_NVCC

@@ -4,9 +4,10 @@
 // grouped, strided, dilated) as sluice_conv calls (sluice_gen/cuda_conv.h):
 // cuDNN forward and backward-data convolutions with the geometry fixed at
 // compile time. The importer has resolved auto_pad into explicit pads and a
-// ConvTranspose's output_shape into pads; cuDNN's legacy API takes one pad
-// per dim, so asymmetric (or negative) pads leave the op to the host, as do
-// views with strides (cuDNN reads packed tensors here).
+// ConvTranspose's output_shape into pads; pads cuDNN's legacy API cannot
+// take (one per dim) go through a padded copy or a crop (cuda_conv.h).
+// Views with strides leave the op to the host (cuDNN reads packed tensors
+// here).
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,9 +80,8 @@ CudaEmit emitCudaConv(CudaGroupContext &ctx, Operation *op) {
       (transpose && (int64_t)outputPadding.size() != spatial))
     return ctx.unsupported("convolution attributes do not match its spatial dims");
   for (int64_t d = 0; d < spatial; ++d) {
-    if (pads[d] != pads[spatial + d] || pads[d] < 0)
-      return ctx.unsupported("asymmetric or negative convolution pads (cuDNN takes one pad "
-                             "per dim)");
+    if (!transpose && (pads[d] < 0 || pads[spatial + d] < 0))
+      return ctx.unsupported("negative convolution pads");
     if (strides[d] < 1 || dilations[d] < 1)
       return ctx.unsupported("convolution strides and dilations must be positive");
   }
@@ -95,19 +95,18 @@ CudaEmit emitCudaConv(CudaGroupContext &ctx, Operation *op) {
     return ctx.unsupported("channels not divisible by the group count");
   if (!transpose && (w[0] != k || w[1] * group != c))
     return ctx.unsupported("conv weight shape does not match its channels");
-  if (transpose) {
-    if (w[0] != c || w[1] * group != k)
-      return ctx.unsupported("conv_transpose weight shape does not match its channels");
-    // cuDNN's backward data fits the output to the forward convolution of
-    // it; that holds for the ONNX output when output_padding < stride.
-    for (int64_t d = 0; d < spatial; ++d) {
-      int64_t full =
-          strides[d] * (x[2 + d] - 1) + outputPadding[d] + (w[2 + d] - 1) * dilations[d] + 1;
-      if (outputPadding[d] < 0 || outputPadding[d] >= strides[d] || y[2 + d] != full - 2 * pads[d])
-        return ctx.unsupported("conv_transpose output padding cuDNN cannot express");
-    }
+  // The output extents cuda_conv.h assumes (the importer's, for a
+  // well-formed graph).
+  for (int64_t d = 0; d < spatial; ++d) {
+    int64_t span = (w[2 + d] - 1) * dilations[d] + 1;
+    int64_t expect = transpose ? strides[d] * (x[2 + d] - 1) + outputPadding[d] + span - pads[d] -
+                                     pads[spatial + d]
+                               : (x[2 + d] + pads[d] + pads[spatial + d] - span) / strides[d] + 1;
+    if (y[2 + d] != expect || (transpose && outputPadding[d] < 0))
+      return ctx.unsupported("convolution output extent differs from its attributes");
   }
-
+  if (transpose && (w[0] != c || w[1] * group != k))
+    return ctx.unsupported("conv_transpose weight shape does not match its channels");
   // Packed operands (views with offsets only).
   auto pointerOf = [&](Value v, std::string &ptr) -> bool {
     auto view = resolveView(v, /*emitErrors=*/false);
@@ -143,6 +142,23 @@ CudaEmit emitCudaConv(CudaGroupContext &ctx, Operation *op) {
   if (!slot)
     return ctx.unsupported("the convolution's result is not an output of its group");
 
+  // cuDNN's workspace, then (sluice_conv_scratch_bytes) the padded input or
+  // the uncropped transposed output when cuDNN cannot take the pads as
+  // they are.
+  int64_t workspace = kConvWorkspace;
+  bool direct = true;
+  for (int64_t d = 0; d < spatial; ++d)
+    direct &= pads[d] == pads[spatial + d] && pads[d] >= 0 &&
+              (!transpose || outputPadding[d] < strides[d]);
+  if (!direct) {
+    int64_t count = n * (transpose ? k : c);
+    for (int64_t d = 0; d < spatial; ++d)
+      count *= transpose ? strides[d] * (x[2 + d] - 1) + (w[2 + d] - 1) * dilations[d] + 1
+                         : x[2 + d] + pads[d] + pads[spatial + d];
+    if (count > INT32_MAX)
+      return ctx.unsupported("a padded convolution tensor beyond cuDNN's 32-bit sizes");
+    workspace += (count * storageBytes(et) + 255) / 256 * 256;
+  }
   std::vector<int64_t> in(x.begin() + 2, x.end()), ker(w.begin() + 2, w.end()),
       out(y.begin() + 2, y.end());
   std::string T = storageType(et);
@@ -153,15 +169,16 @@ CudaEmit emitCudaConv(CudaGroupContext &ctx, Operation *op) {
   h += "    static const SluiceConvShape conv = {" + convType(et) + ", " + str(transpose) + ", " +
        str(spatial) + ", " + cInt(n) + ", " + cInt(c) + ", " + cInt(k) + ", " + cInt(group) + ", " +
        triple(in) + ", " + triple(ker) + ", " + triple(out) + ", " +
-       triple(pads.take_front(spatial)) + ", " + triple(strides) + ", " + triple(dilations) +
-       "};\n";
+       triple(pads.take_front(spatial)) + ", " + triple(strides) + ", " + triple(dilations) + ", " +
+       triple(pads.drop_front(spatial)) + ", " +
+       triple(transpose ? outputPadding : ArrayRef<int64_t>()) + "};\n";
   h += "    if (int32_t status = sluice_conv<" + T + ">(args, state, " + ctx.kernelName() +
        ", conv, (const " + T + " *)" + xPtr + ", (const " + T + " *)" + wPtr + ", (const " + T +
        " *)" + bPtr + ", (" + T + " *)" + ctx.output(*slot) + ", (size_t)" + cInt(kConvWorkspace) +
        ", stream))\n      return status;\n";
   h += "  }\n";
   if (ctx.workspaceBytes)
-    *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, kConvWorkspace);
+    *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, workspace);
   return CudaEmit::Done;
 }
 

@@ -2,10 +2,13 @@
 //
 // sluice.conv and sluice.conv_transpose (codegen/cuda/ops/Conv.cpp) through
 // cuDNN 9's legacy convolution API: NCHW / NCDHW tensors, grouped, with
-// symmetric pads, strides and dilations. 1-D convolutions run as 2-D ones
-// with a unit height. A transposed convolution is cuDNN's backward-data
-// convolution: the ONNX input plays dy, its weight (C, M/group, K...) the
-// forward filter, and the ONNX output dx.
+// pads, strides and dilations. 1-D convolutions run as 2-D ones with a unit
+// height. A transposed convolution is cuDNN's backward-data convolution:
+// the ONNX input plays dy, its weight (C, M/group, K...) the forward filter,
+// and the ONNX output dx. cuDNN takes one pad per dim: asymmetric pads
+// (SAME_UPPER/LOWER, output_shape) cost one extra pass, a zero-padded copy
+// of the input in workspace scratch (forward) or the crop of the full
+// output (transposed; also for negative pads and output_padding >= stride).
 //
 // Precision: f32 runs with CUDNN_FMA_MATH (no TF32: fp32 results must match
 // the evaluator), f16/bf16 with tensor-op math and fp32 accumulation, f64
@@ -16,7 +19,7 @@
 // captured into a CUDA graph) and is cached per problem in
 // SluiceCudaState::algorithms with its descriptors; a candidate cuDNN
 // rejects at enqueue is replaced by the next one. The bias is added by a
-// small kernel of this header after the convolution.
+// small kernel of this header after the convolution (or by the crop).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_GEN_CUDA_CONV_H
@@ -34,7 +37,9 @@ enum SluiceConvType {
 /// One convolution. Forward: x [n, c, in...], w [k, c / group, kernel...],
 /// y [n, k, out...]. Transposed: x [n, c, in...], w [c, k / group,
 /// kernel...], y [n, k, out...] (y is the gradient of a forward convolution
-/// from y's shape to x's). `spatial` is 1, 2 or 3; pads are symmetric.
+/// from y's shape to x's). `spatial` is 1, 2 or 3. `pad` holds the begin
+/// pads, `pad_end` the end pads (ONNX order); a transposed convolution's
+/// pads crop its full output (negative: extend it with bias-only values).
 struct SluiceConvShape {
   int32_t type;
   int32_t transpose;
@@ -42,7 +47,35 @@ struct SluiceConvShape {
   int64_t n, c, k, group;
   int64_t in[3], kernel[3], out[3];
   int64_t pad[3], stride[3], dilation[3];
+  int64_t pad_end[3], output_padding[3];
 };
+
+/// Whether cuDNN runs `s` as it is: one non-negative pad per dim and, when
+/// transposed, an output cuDNN's backward data can fit (output_padding <
+/// stride). Otherwise sluice_conv pads the input (forward) or crops a full
+/// output (transposed) in workspace scratch.
+static inline bool sluice_conv_direct(const SluiceConvShape &s) {
+  for (int d = 0; d < s.spatial; ++d) {
+    if (s.pad[d] != s.pad_end[d] || s.pad[d] < 0)
+      return false;
+    if (s.transpose && (s.output_padding[d] < 0 || s.output_padding[d] >= s.stride[d]))
+      return false;
+  }
+  return true;
+}
+
+/// Scratch bytes (after the cuDNN workspace, 256-byte aligned) that
+/// sluice_conv needs for `s` with elements of `elementBytes`: the padded
+/// input, or the uncropped transposed output.
+static inline int64_t sluice_conv_scratch_bytes(const SluiceConvShape &s, int64_t elementBytes) {
+  if (sluice_conv_direct(s))
+    return 0;
+  int64_t count = s.n * (s.transpose ? s.k : s.c);
+  for (int d = 0; d < s.spatial; ++d)
+    count *= s.transpose ? s.stride[d] * (s.in[d] - 1) + (s.kernel[d] - 1) * s.dilation[d] + 1
+                         : s.in[d] + s.pad[d] + s.pad_end[d];
+  return (count * elementBytes + 255) / 256 * 256;
+}
 
 /// Descriptors and algorithm candidates of one cached convolution.
 struct SluiceConvPlan {
@@ -227,13 +260,12 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-/// Enqueues convolution `s` (and its bias, when `bias` is not null) on
-/// `stream`. `workspace` bytes of the state's workspace are its scratch.
+/// The cuDNN call of a direct convolution (sluice_conv_direct) and its bias.
 template <typename T>
-static inline int32_t sluice_conv(const SluiceRunArgs *args, SluiceCudaState *state,
-                                  const char *kernel, const SluiceConvShape &s, const T *x,
-                                  const T *w, const T *bias, T *y, size_t workspace,
-                                  cudaStream_t stream) {
+static inline int32_t sluice_conv_cudnn(const SluiceRunArgs *args, SluiceCudaState *state,
+                                        const char *kernel, const SluiceConvShape &s, const T *x,
+                                        const T *w, const T *bias, T *y, size_t workspace,
+                                        cudaStream_t stream) {
   int64_t outCount = s.n * s.k, spatialOut = 1;
   for (int d = 0; d < s.spatial; ++d)
     spatialOut *= s.out[d];
@@ -305,6 +337,103 @@ static inline int32_t sluice_conv(const SluiceRunArgs *args, SluiceCudaState *st
         <<<sluice_grid(outCount, 256), 256, 0, stream>>>(y, bias, outCount, s.k, spatialOut);
     SLUICE_LAUNCHED(kernel);
   }
+  return 0;
+}
+
+/// xp = x zero-padded by `begin`/`end` on the spatial dims (each padded to
+/// three with leading unit dims): [planes, p0, p1, p2] from [planes, i0,
+/// i1, i2].
+template <typename T>
+__global__ void __launch_bounds__(256)
+    sluice_conv_pad_kernel(const T *x, T *xp, int64_t total, int64_t p0, int64_t p1, int64_t p2,
+                           int64_t i0, int64_t i1, int64_t i2, int64_t b0, int64_t b1, int64_t b2) {
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+       e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t rest = e;
+    const int64_t c2 = rest % p2 - b2;
+    rest /= p2;
+    const int64_t c1 = rest % p1 - b1;
+    rest /= p1;
+    const int64_t c0 = rest % p0 - b0;
+    const int64_t plane = rest / p0;
+    const bool inside = c0 >= 0 && c0 < i0 && c1 >= 0 && c1 < i1 && c2 >= 0 && c2 < i2;
+    xp[e] = inside ? x[((plane * i0 + c0) * i1 + c1) * i2 + c2] : SLUICE_STORE(T, 0.0f);
+  }
+}
+
+/// y = full[.., o + begin] (+ bias per channel): the crop of a transposed
+/// convolution's full output; positions outside it (negative pads, output
+/// padding past the last input's reach) hold the bias alone.
+template <typename T>
+__global__ void __launch_bounds__(256)
+    sluice_conv_crop_kernel(const T *full, T *y, const T *bias, int64_t total, int64_t channels,
+                            int64_t o0, int64_t o1, int64_t o2, int64_t f0, int64_t f1, int64_t f2,
+                            int64_t b0, int64_t b1, int64_t b2) {
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+       e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t rest = e;
+    const int64_t c2 = rest % o2 + b2;
+    rest /= o2;
+    const int64_t c1 = rest % o1 + b1;
+    rest /= o1;
+    const int64_t c0 = rest % o0 + b0;
+    const int64_t plane = rest / o0;
+    const bool inside = c0 >= 0 && c0 < f0 && c1 >= 0 && c1 < f1 && c2 >= 0 && c2 < f2;
+    auto v = inside ? sluice_dload(full[((plane * f0 + c0) * f1 + c1) * f2 + c2])
+                    : decltype(sluice_dload(full[0]))(0);
+    if (bias)
+      v += sluice_dload(bias[plane % channels]);
+    y[e] = SLUICE_STORE(T, v);
+  }
+}
+
+/// Enqueues convolution `s` (and its bias, when `bias` is not null) on
+/// `stream`. The first `workspace` bytes of the state's workspace are
+/// cuDNN's; a convolution that is not direct also uses
+/// sluice_conv_scratch_bytes(s) after them (the bundle declared both).
+template <typename T>
+static inline int32_t sluice_conv(const SluiceRunArgs *args, SluiceCudaState *state,
+                                  const char *kernel, const SluiceConvShape &s, const T *x,
+                                  const T *w, const T *bias, T *y, size_t workspace,
+                                  cudaStream_t stream) {
+  if (sluice_conv_direct(s))
+    return sluice_conv_cudnn<T>(args, state, kernel, s, x, w, bias, y, workspace, stream);
+  const size_t offset = (workspace + 255) / 256 * 256;
+  const int64_t scratch = sluice_conv_scratch_bytes(s, sizeof(T));
+  if (state->workspaceBytes < offset + (size_t)scratch)
+    return sluice_fail(args, kernel, "the device workspace is smaller than the bundle declared");
+  T *buffer = (T *)((unsigned char *)state->workspace + offset);
+  // Spatial dims padded to three at the front.
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, inner[3] = {1, 1, 1}, begin[3] = {0, 0, 0};
+  SluiceConvShape direct = s;
+  for (int d = 0; d < s.spatial; ++d) {
+    const int e = 3 - s.spatial + d;
+    in[e] = s.in[d];
+    out[e] = s.out[d];
+    begin[e] = s.pad[d];
+    direct.pad[d] = direct.pad_end[d] = direct.output_padding[d] = 0;
+    if (!s.transpose)
+      direct.in[d] = inner[e] = s.in[d] + s.pad[d] + s.pad_end[d];
+    else
+      direct.out[d] = inner[e] =
+          s.stride[d] * (s.in[d] - 1) + (s.kernel[d] - 1) * s.dilation[d] + 1;
+  }
+  if (!s.transpose) {
+    const int64_t total = s.n * s.c * inner[0] * inner[1] * inner[2];
+    sluice_conv_pad_kernel<T><<<sluice_grid(total, 256), 256, 0, stream>>>(
+        x, buffer, total, inner[0], inner[1], inner[2], in[0], in[1], in[2], begin[0], begin[1],
+        begin[2]);
+    SLUICE_LAUNCHED(kernel);
+    return sluice_conv_cudnn<T>(args, state, kernel, direct, buffer, w, bias, y, workspace, stream);
+  }
+  if (int32_t status = sluice_conv_cudnn<T>(args, state, kernel, direct, x, w, (const T *)nullptr,
+                                            buffer, workspace, stream))
+    return status;
+  const int64_t total = s.n * s.k * out[0] * out[1] * out[2];
+  sluice_conv_crop_kernel<T><<<sluice_grid(total, 256), 256, 0, stream>>>(
+      buffer, y, bias, total, s.k, out[0], out[1], out[2], inner[0], inner[1], inner[2], begin[0],
+      begin[1], begin[2]);
+  SLUICE_LAUNCHED(kernel);
   return 0;
 }
 
