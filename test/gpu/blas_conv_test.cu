@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#define SLUICE_WITH_CUDNN 1
 #include "sluice_gen/cuda_blas.h"
 #include "sluice_gen/cuda_conv.h"
 

@@ -349,7 +349,7 @@ TEST_F(CudaLibraryEmit, Convolutions) {
 #ifdef SLUICE_NVCC
 /// Every emitted step compiles as model.cu would build it.
 TEST_F(CudaLibraryEmit, StepsCompileWithNvcc) {
-  std::string source = "#include \"sluice_gen/cuda.h\"\n";
+  std::string source = "#define SLUICE_WITH_CUDNN 1\n#include \"sluice_gen/cuda.h\"\n";
   for (const std::string &h : headers)
     source += "#include \"" + h + "\"\n";
   int done = 0;

@@ -2,8 +2,8 @@
 //
 // The GEMMs of form F2 (codegen/cuda/groups/Gemm.cpp) as cuBLASLt matmuls
 // with fused epilogues (bias, ReLU, tanh-GELU, a residual through beta = 1,
-// a scale through alpha), plus the vector type the generated epilogue
-// kernels load and store through.
+// a scale through alpha). The generated epilogue kernels move contiguous
+// runs through cuda.h's sluice_vec.
 //
 // Row-major onto column-major: Sluice tensors are row-major, cuBLASLt's
 // default order is column-major. A row-major M x N matrix with row stride ld
@@ -381,10 +381,5 @@ static inline int32_t sluice_gemm(const SluiceRunArgs *args, SluiceCudaState *st
   }
   return 0;
 }
-
-/// `V` elements of `T` as one aligned unit: the generated epilogue kernels
-/// load and store contiguous runs through it (one 128-bit access for four
-/// f32, 64-bit for four f16/bf16).
-template <typename T, int V> struct alignas(sizeof(T) * V) sluice_vec { T v[V]; };
 
 #endif // SLUICE_GEN_CUDA_BLAS_H

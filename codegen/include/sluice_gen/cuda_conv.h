@@ -27,6 +27,10 @@
 
 #include "sluice_gen/cuda.h"
 
+#if !SLUICE_WITH_CUDNN
+#error "cuda_conv.h needs cuDNN: define SLUICE_WITH_CUDNN 1 before including sluice_gen/cuda.h"
+#endif
+
 enum SluiceConvType {
   SLUICE_CONV_F32 = 0,
   SLUICE_CONV_F64 = 1,
