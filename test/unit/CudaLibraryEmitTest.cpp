@@ -44,11 +44,12 @@ module {
                   %tw: tensor<8x6x3x3xf32>, %tb: tensor<6xf32>,
                   %xf: tensor<64x96xf32>, %wf: tensor<96x80xf32>, %bf: tensor<80xf32>,
                   %xd: tensor<16x20xf64>, %wd: tensor<20x12xf64>, %bd: tensor<12xf64>,
-                  %b3: tensor<2x3x8x16xf32>, %w3: tensor<3x16x12xf32>)
+                  %b3: tensor<2x3x8x16xf32>, %w3: tensor<3x16x12xf32>,
+                  %sx: tensor<2x64x128xf32>, %sw: tensor<128x256xf32>)
       -> (tensor<64x80xf16>, tensor<64x80xf32>, tensor<2x4x16x24xbf16>, tensor<40xf32>,
           tensor<2x16x8x8xf32>, tensor<2x8x20xf16>, tensor<2x6x33x33xf32>, tensor<64x80xf32>,
           tensor<2x6x15x15xf32>, tensor<64x80xf32>, tensor<80x64xf32>, tensor<16x12xf64>,
-          tensor<64x80xf32>, tensor<2x3x8x12xf32>) {
+          tensor<64x80xf32>, tensor<2x3x8x12xf32>, tensor<2x64x256xf32>) {
     // x W^T + bias + residual, tanh GELU: all in cuBLASLt; the cast in the generated kernel.
     %0:2 = sluice.kernel @k0_matmul library "gemm"(%x, %wt, %bias, %res : tensor<64x96xf16>, tensor<80x96xf16>, tensor<80xf16>, tensor<64x80xf16>) -> (tensor<64x80xf16>, tensor<64x80xf32>) {
     ^bb0(%a: tensor<64x96xf16>, %b: tensor<80x96xf16>, %c: tensor<80xf16>, %r: tensor<64x80xf16>):
@@ -150,7 +151,13 @@ module {
       %mm = sluice.matmul %a, %b : (tensor<2x3x8x16xf32>, tensor<3x16x12xf32>) -> tensor<2x3x8x12xf32>
       sluice.kernel_yield %mm : tensor<2x3x8x12xf32>
     }
-    return %0#0, %0#1, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %6, %12 : tensor<64x80xf16>, tensor<64x80xf32>, tensor<2x4x16x24xbf16>, tensor<40xf32>, tensor<2x16x8x8xf32>, tensor<2x8x20xf16>, tensor<2x6x33x33xf32>, tensor<64x80xf32>, tensor<2x6x15x15xf32>, tensor<64x80xf32>, tensor<80x64xf32>, tensor<16x12xf64>, tensor<64x80xf32>, tensor<2x3x8x12xf32>
+    // Batches of A one after the other, one B: one GEMM with M = 2 x 64.
+    %13 = sluice.kernel @k13_matmul library "gemm"(%sx, %sw : tensor<2x64x128xf32>, tensor<128x256xf32>) -> (tensor<2x64x256xf32>) {
+    ^bb0(%a: tensor<2x64x128xf32>, %b: tensor<128x256xf32>):
+      %mm = sluice.matmul %a, %b : (tensor<2x64x128xf32>, tensor<128x256xf32>) -> tensor<2x64x256xf32>
+      sluice.kernel_yield %mm : tensor<2x64x256xf32>
+    }
+    return %0#0, %0#1, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %6, %12, %13 : tensor<64x80xf16>, tensor<64x80xf32>, tensor<2x4x16x24xbf16>, tensor<40xf32>, tensor<2x16x8x8xf32>, tensor<2x8x20xf16>, tensor<2x6x33x33xf32>, tensor<64x80xf32>, tensor<2x6x15x15xf32>, tensor<64x80xf32>, tensor<80x64xf32>, tensor<16x12xf64>, tensor<64x80xf32>, tensor<2x3x8x12xf32>, tensor<2x64x256xf32>
   }
 }
 )mlir";
@@ -315,6 +322,14 @@ TEST_F(CudaLibraryEmit, NonCollapsingBatchDimsLoop) {
   EXPECT_TRUE(contains(e.host, "a_off[] = {0LL, 384LL}")) << e.host;
   EXPECT_TRUE(contains(e.host, "b_off[] = {0LL, 0LL}")) << e.host;
   EXPECT_TRUE(contains(e.host, "o < 2LL")) << e.host;
+}
+
+TEST_F(CudaLibraryEmit, StacksBatchesSharingB) {
+  const Emitted &e = at("k13_matmul");
+  ASSERT_EQ(e.result, CudaEmit::Done) << e.reason;
+  EXPECT_TRUE(contains(e.host, "{SLUICE_GEMM_F32, 0, 0, 128LL, 256LL, 128LL, 128LL, 256LL, "
+                               "256LL, 256LL, 1LL, 0LL, 0LL, 0LL, 0LL, 0, 0}"))
+      << e.host;
 }
 
 TEST_F(CudaLibraryEmit, Convolutions) {

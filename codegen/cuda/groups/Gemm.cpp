@@ -656,6 +656,7 @@ CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx) {
       strideD == m * d.layout.ld && (!chain.residual || strideC == m * c.layout.ld)) {
     gemmM = m * innerBatch;
     innerBatch = 1;
+    strideA = strideB = strideC = strideD = 0;
   }
   // Per-GEMM element offsets of the outer loop.
   std::vector<int64_t> aOff, bOff, cOff, dOff;
