@@ -50,6 +50,11 @@ namespace {
 constexpr int64_t kLtWorkspace = 32ll << 20;
 /// GEMMs one group may enqueue for batch dims that do not collapse.
 constexpr int64_t kMaxGemmLoop = 1024;
+/// Whether relu joins the cuBLASLt epilogue. cuBLASLt's RELU maps NaN to 0
+/// where sl_relu (and the evaluator) keep the NaN: fused results differ only
+/// for NaN pre-activations (NaN or inf inputs), which saves a pass over the
+/// output of every Linear+ReLU; false runs relu in the generated kernel.
+constexpr bool kFuseRelu = true;
 /// Elements per thread in the vectorized epilogue kernel.
 constexpr int64_t kVector = 4;
 
@@ -203,7 +208,7 @@ FusedChain fuseChain(CudaGroupContext &ctx, KernelYieldOp yield, Value result,
         break;
       }
       added = true;
-    } else if (isa<ReluOp>(op) && allowEpilogues) {
+    } else if (isa<ReluOp>(op) && allowEpilogues && kFuseRelu) {
       chain.epilogue = 2; // SLUICE_EPI_RELU
     } else if (auto gelu = dyn_cast<GeluOp>(op);
                gelu && allowEpilogues && gelu.getApproximate() == "tanh") {
