@@ -136,6 +136,41 @@ struct Context {
   }
 };
 
+/// Runs `call` (a wrapper's enqueue, returning its status) on the context's
+/// stream: directly, or captured into a CUDA graph that is then launched,
+/// as the runtime captures whole runs (a plan made during the capture, the
+/// first run's case, must not break it).
+template <typename F> int32_t enqueue(Context &ctx, bool capture, F &&call) {
+  if (!capture)
+    return call();
+  cudaStream_t stream = ctx.state.stream;
+  CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  int32_t status = call();
+  cudaGraph_t graph = nullptr;
+  cudaError_t err = cudaStreamEndCapture(stream, &graph);
+  if (status) {
+    if (graph)
+      cudaGraphDestroy(graph);
+    return status;
+  }
+  cudaGraphExec_t exec = nullptr;
+  if (err == cudaSuccess)
+    err = cudaGraphInstantiate(&exec, graph, 0);
+  if (err == cudaSuccess)
+    err = cudaGraphLaunch(exec, stream);
+  if (exec)
+    cudaGraphExecDestroy(exec);
+  if (graph)
+    cudaGraphDestroy(graph);
+  if (err != cudaSuccess) {
+    snprintf(ctx.error, sizeof(ctx.error), "graph capture or launch failed: %s",
+             cudaGetErrorString(err));
+    cudaGetLastError();
+    return 1;
+  }
+  return 0;
+}
+
 //===----------------------------------------------------------------------===//
 // GEMM
 //===----------------------------------------------------------------------===//
@@ -155,7 +190,8 @@ double geluTanh(double x) {
   return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
-template <typename T> void runGemm(Context &ctx, std::mt19937 &rng, const GemmCase &c) {
+template <typename T>
+void runGemm(Context &ctx, std::mt19937 &rng, const GemmCase &c, bool capture = false) {
   // Stored shapes: A is [m][k] rows (or [k][m] when transposed), B [k][n]
   // (or [n][k]); ld = stored row length + pad.
   int64_t aRows = c.transA ? c.k : c.m, aCols = c.transA ? c.m : c.k;
@@ -174,11 +210,14 @@ template <typename T> void runGemm(Context &ctx, std::mt19937 &rng, const GemmCa
                        lda,           ldb,      ldc,      ldd,        c.batch,   strideA,
                        strideB,       strideC,  strideD,  c.epilogue, c.residual};
   bool hasBias = c.epilogue & 1;
-  int32_t status = sluice_gemm(&ctx.args, &ctx.state, "gemm_test", g, da.ptr, db.ptr,
-                               c.residual ? dc.ptr : nullptr, dd.ptr, hasBias ? dbias.ptr : nullptr,
-                               c.alpha, (size_t)32 << 20, ctx.state.stream);
+  int32_t status = enqueue(ctx, capture, [&] {
+    return sluice_gemm(&ctx.args, &ctx.state, "gemm_test", g, da.ptr, db.ptr,
+                       c.residual ? dc.ptr : nullptr, dd.ptr, hasBias ? dbias.ptr : nullptr,
+                       c.alpha, (size_t)32 << 20, ctx.state.stream);
+  });
   char what[160];
-  snprintf(what, sizeof(what), "gemm %s %s", typeName<T>(), c.name);
+  snprintf(what, sizeof(what), "gemm %s %s%s", typeName<T>(), c.name,
+           capture ? " (graph-captured)" : "");
   if (status) {
     printf("%-70s FAILED: %s\n", what, ctx.error);
     ++failures;
@@ -297,7 +336,8 @@ template <typename T> int32_t convType() {
                                             : SLUICE_CONV_BF16;
 }
 
-template <typename T> void runConv(Context &ctx, std::mt19937 &rng, const ConvCase &c) {
+template <typename T>
+void runConv(Context &ctx, std::mt19937 &rng, const ConvCase &c, bool capture = false) {
   SluiceConvShape s = {};
   s.type = convType<T>();
   s.transpose = c.transpose;
@@ -330,12 +370,13 @@ template <typename T> void runConv(Context &ctx, std::mt19937 &rng, const ConvCa
   std::vector<T> w = randomData<T>(rng, wOuter * wInner * kerCount, hw);
   std::vector<T> b = randomData<T>(rng, c.k, hb);
   DeviceBuffer<T> dx(x), dw(w), db(b), dy(c.n * c.k * outCount);
-  int32_t status =
-      sluice_conv<T>(&ctx.args, &ctx.state, "conv_test", s, dx.ptr, dw.ptr,
-                     c.bias ? db.ptr : nullptr, dy.ptr, (size_t)64 << 20, ctx.state.stream);
+  int32_t status = enqueue(ctx, capture, [&] {
+    return sluice_conv<T>(&ctx.args, &ctx.state, "conv_test", s, dx.ptr, dw.ptr,
+                          c.bias ? db.ptr : nullptr, dy.ptr, (size_t)64 << 20, ctx.state.stream);
+  });
   char what[160];
-  snprintf(what, sizeof(what), "%s %s %s", c.transpose ? "conv_transpose" : "conv", typeName<T>(),
-           c.name);
+  snprintf(what, sizeof(what), "%s %s %s%s", c.transpose ? "conv_transpose" : "conv", typeName<T>(),
+           c.name, capture ? " (graph-captured)" : "");
   if (status) {
     printf("%-70s FAILED: %s\n", what, ctx.error);
     ++failures;
@@ -467,6 +508,20 @@ int main() {
   // A second run of one case hits the plan cache.
   runGemm<float>(ctx, rng, kGemmCases[9]);
   runConv<float>(ctx, rng, kConvCases[0]);
+  // Problems first seen inside a stream capture: the plan (heuristics,
+  // descriptors) is made while capturing, as on a captured first run.
+  // clang-format off
+  const GemmCase capturedGemm = {"72x88x56 bias + gelu(tanh) + residual", 72, 88, 56, 2, false, true, 0, 0, 0, true, SLUICE_EPI_GELU_BIAS, true, 1.0};
+  const ConvCase capturedConv = {"2-D 5x5 stride 2, groups 2", false, 2, 2, 6, 10, 2, {23, 17}, {5, 5}, {2, 2}, {2, 2}, {1, 1}, {}, true};
+  const ConvCase capturedPadded = {"2-D asymmetric pads", false, 2, 1, 4, 4, 1, {11, 13}, {2, 3}, {0, 1}, {1, 2}, {1, 1}, {}, true, true, {1, 0}};
+  const ConvCase capturedCrop = {"transposed asymmetric pads", true, 2, 1, 4, 6, 1, {5, 6}, {3, 3}, {1, 0}, {2, 2}, {1, 1}, {0, 1}, true, true, {0, 2}};
+  // clang-format on
+  runGemm<float>(ctx, rng, capturedGemm, true);
+  runGemm<sluice_f16>(ctx, rng, capturedGemm, true);
+  runConv<float>(ctx, rng, capturedConv, true);
+  runConv<sluice_bf16>(ctx, rng, capturedConv, true);
+  runConv<float>(ctx, rng, capturedPadded, true);
+  runConv<float>(ctx, rng, capturedCrop, true);
   if (failures)
     printf("%d case(s) FAILED\n", failures);
   else
