@@ -2,5 +2,4 @@
 #include "codegen/cuda/CudaGroups.h"
 namespace sluice::codegen {
 CudaEmit emitCudaRowGroup(CudaGroupContext &ctx) { return ctx.unsupported("pending"); }
-CudaEmit emitCudaAttentionGroup(CudaGroupContext &ctx) { return ctx.unsupported("pending"); }
 }

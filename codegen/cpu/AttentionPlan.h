@@ -1,0 +1,67 @@
+//===- AttentionPlan.h - form F4's plan, shared by cpu and cuda -*- C++ -*-===//
+//
+// An attention group (form F4) is one sluice.attention with view ops on its
+// operands and its result. Both targets read every operand in place through
+// its strided view and write the result through its output view; this plan
+// is what they share: sizes, the options of the op, and for each tensor a
+// pointer and strides over [B..., rows, cols] (0 where it broadcasts). The
+// targets spell it as a descriptor (sluice_attn_desc on cpu,
+// sluice_cuda_attn_desc on cuda) with the same field names.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_CODEGEN_CPU_ATTENTIONPLAN_H
+#define SLUICE_CODEGEN_CPU_ATTENTIONPLAN_H
+
+#include "codegen/cpu/Views.h"
+#include "dialects/sluice/SluiceOps.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sluice::codegen {
+
+/// Most batch dims the descriptors hold (SLUICE_ATTN_MAX_BATCH,
+/// SLUICE_CUDA_ATTN_MAX_BATCH).
+constexpr size_t kAttentionMaxBatch = 8;
+
+/// One operand: its pointer expression ("nullptr" when absent) and strides
+/// over a target space [B..., rows, cols].
+struct AttentionAccess {
+  std::string pointer;
+  std::vector<int64_t> strides;
+};
+
+struct AttentionPlan {
+  AttentionOp op;
+  std::vector<int64_t> batch;
+  int64_t sq = 0, sk = 0, d = 0, dv = 0;
+  float scale = 1.0f;
+  bool causal = false, rotary = false;
+  /// 0: none, 1: additive float mask, 2: boolean keep-mask.
+  int maskKind = 0;
+  /// Element types of q/k/v/out, of the mask and of cos/sin (the query's
+  /// when absent).
+  mlir::Type elementType, maskType, rotaryType;
+  AttentionAccess q, k, v, mask, out, cosQ, sinQ, cosK, sinK;
+
+  /// The descriptor's field assignments, one statement group per line
+  /// (indented by four spaces, as inside the initializing lambda).
+  std::string descriptorFields() const;
+};
+
+/// Plans the attention group `kernel`; errors (prefixed "<target> target:")
+/// are emitted on the op and failure returned. `leafPointer` gives the
+/// pointer expression of a view's base (or fails with an error).
+mlir::FailureOr<AttentionPlan>
+planAttentionGroup(KernelOp kernel,
+                   const std::function<mlir::FailureOr<std::string>(const StridedView &)> &leafPointer,
+                   llvm::StringRef target);
+
+/// An exact C++ float literal (hex float, NAN, INFINITY).
+std::string exactFloatLiteral(float f);
+
+} // namespace sluice::codegen
+
+#endif // SLUICE_CODEGEN_CPU_ATTENTIONPLAN_H

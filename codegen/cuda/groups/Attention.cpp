@@ -1,0 +1,99 @@
+//===- Attention.cpp - cuda form F4: fused attention ----------------------===//
+//
+// The cpu target's plan (codegen/cpu/AttentionPlan.h: every operand read in
+// place through its strided view, the result written through its output
+// view) launched as one kernel of sluice_gen/cuda_attention.h:
+//   - f16/bf16 with head dim 64 or 128 (= Dv) and no rotary: the
+//     FlashAttention-2 tensor-core kernel (sluice_attn_mma, mma.sync);
+//   - every other f32/f16/bf16 case with head dims up to 256 (rotary, odd
+//     head dims, D != Dv): the tiled FMA kernel (sluice_attn_fma);
+//   - f64 and wider heads: a host step (the cpu kernel), with the reason.
+// The descriptor is built once per process (a function-local static) and
+// passed by value, so a captured CUDA graph replays it unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/cpu/AttentionPlan.h"
+#include "codegen/cpu/CpuEmitter.h"
+#include "codegen/cuda/CudaGroups.h"
+
+using namespace mlir;
+
+namespace sluice::codegen {
+
+namespace {
+
+/// Widest head dim (D and Dv) the FMA kernel's shared tiles hold.
+constexpr int64_t kMaxHeadDim = 256;
+
+int64_t roundUp32(int64_t v) { return std::max<int64_t>(32, (v + 31) / 32 * 32); }
+
+} // namespace
+
+CudaEmit emitCudaAttentionGroup(CudaGroupContext &ctx) {
+  auto planned = planAttentionGroup(
+      ctx.kernel, [&](const StridedView &view) { return ctx.leafPointer(view); }, "cuda");
+  if (failed(planned))
+    return CudaEmit::Error;
+  const AttentionPlan &plan = *planned;
+  Type et = plan.elementType;
+  bool half = et.isF16() || et.isBF16();
+  if (!half && !et.isF32()) {
+    std::string name;
+    llvm::raw_string_ostream os(name);
+    et.print(os);
+    return ctx.unsupported("attention in " + name + " has no cuda kernel (f32, f16, bf16 only)");
+  }
+  if (plan.d > kMaxHeadDim || plan.dv > kMaxHeadDim)
+    return ctx.unsupported("attention head dim " + std::to_string(std::max(plan.d, plan.dv)) +
+                           " exceeds the cuda kernels' " + std::to_string(kMaxHeadDim));
+  int64_t batches = 1;
+  for (int64_t b : plan.batch)
+    batches *= b;
+  if (batches == 0 || plan.sq == 0 || plan.dv == 0)
+    return CudaEmit::Done; // an empty output: nothing to compute
+
+  std::string t = storageType(et), mt = storageType(plan.maskType),
+              rt = storageType(plan.rotaryType);
+  auto typed = [](const std::string &type, const std::string &ptr) {
+    return ptr == "nullptr" ? "(const " + type + " *)nullptr" : ptr;
+  };
+  bool tensorCores = half && !plan.rotary && plan.d == plan.dv && (plan.d == 64 || plan.d == 128);
+  std::string kernel;
+  int64_t rows;
+  if (tensorCores) {
+    // Keys per tile: three [rows x D+8] 16-bit tiles stay under 48 KB.
+    int64_t bk = plan.d == 64 ? 64 : 32;
+    rows = 64;
+    kernel = "sluice_attn_mma<" + t + ", " + mt + ", " + std::to_string(plan.d) + ", " +
+             std::to_string(bk) + ">";
+  } else {
+    int64_t dp = roundUp32(plan.d), dvp = roundUp32(plan.dv);
+    // Wide heads: half the query rows and keys per tile (41 KB of floats).
+    bool wide = std::max(dp, dvp) > 128;
+    int64_t r = wide ? 2 : 4, bk = wide ? 16 : 32;
+    rows = 4 * r;
+    kernel = "sluice_attn_fma<" + t + ", " + mt + ", " + rt + ", " + std::to_string(dp) + ", " +
+             std::to_string(dvp) + ", " + std::to_string(r) + ", " + std::to_string(bk) + ">";
+  }
+  if (batches * ((plan.sq + rows - 1) / rows) > (int64_t(1) << 31) - 1)
+    return ctx.unsupported("attention needs more than 2^31 - 1 thread blocks");
+
+  std::string s;
+  s += "  static const sluice_cuda_attn_desc desc = [] {\n";
+  s += "    sluice_cuda_attn_desc d{};\n";
+  s += plan.descriptorFields();
+  s += "    return d;\n  }();\n";
+  s += "  " + kernel + "<<<sluice_attn_blocks(desc, " + std::to_string(rows) +
+       "), 128, 0, stream>>>(desc, " + plan.q.pointer + ", " + plan.k.pointer + ", " +
+       plan.v.pointer + ", " + typed(mt, plan.mask.pointer);
+  if (!tensorCores)
+    s += ", " + typed(rt, plan.cosQ.pointer) + ", " + typed(rt, plan.sinQ.pointer);
+  s += ", " + plan.out.pointer + ");\n";
+  s += "  SLUICE_LAUNCHED(" + ctx.kernelName() + ");\n";
+  ctx.include("sluice_gen/cuda_attention.h");
+  *ctx.host += s;
+  return CudaEmit::Done;
+}
+
+} // namespace sluice::codegen
