@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/common/ScalarEmitter.h"
 #include "codegen/cpu/AttentionPlan.h"
 #include "codegen/cpu/CpuEmitter.h"
 #include "codegen/cuda/CudaGroups.h"
