@@ -1,0 +1,625 @@
+//===- CudaAttentionEmuTest.cpp - cuda attention kernels run on the host --===//
+//
+// The kernels of sluice_gen/cuda_attention.h compiled as host C++ and run
+// by a small CUDA emulator: every thread of a block is a fiber (ucontext),
+// __syncthreads is a block barrier, and the warp collectives the kernels use
+// (__shfl_xor_sync, __shfl_sync, mma.sync m16n8k16) are warp barriers with
+// a data exchange. The mma emulation decodes the fragments as the PTX ISA
+// lays them out (groupID = lane / 4, threadID_in_group = lane % 4; A: rows
+// g and g + 8, columns 2t, 2t + 1 and + 8; B: rows 2t, 2t + 1 and + 8 of
+// column g; C: rows g and g + 8, columns 2t, 2t + 1), multiplies in fp32
+// and hands each lane its accumulators, so the tensor-core kernel's tiling,
+// fragment repacking, online softmax, masks and causal tile skipping are
+// all exercised. Results are compared with softmax(scale Q K^T + mask) V
+// computed in double from the same (rounded) inputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <ucontext.h>
+#include <vector>
+
+#include "sluice_gen/scalar.h"
+
+// ---- The emulator ---------------------------------------------------------
+
+namespace emu {
+
+struct Dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+
+constexpr int kThreads = 128;
+constexpr size_t kStack = 256 * 1024;
+
+struct Fiber {
+  ucontext_t context;
+  std::vector<char> stack;
+  int tid = 0;
+  int waiting = 0; ///< 0: runnable, 1: at __syncthreads, 2: at a warp barrier
+  bool done = false;
+};
+
+struct Machine {
+  Fiber fibers[kThreads];
+  ucontext_t scheduler;
+  Fiber *current = nullptr;
+  std::function<void()> body;
+  Dim3 block, grid;
+  // Warp exchange slots (one per thread).
+  float floats[kThreads];
+  uint32_t a[kThreads][4], b[kThreads][2];
+  float c[kThreads][4];
+  long barriers = 0;
+};
+
+inline Machine &machine() {
+  static Machine m;
+  return m;
+}
+
+inline void entry() {
+  Machine &m = machine();
+  m.body();
+  m.current->done = true;
+  swapcontext(&m.current->context, &m.scheduler);
+}
+
+/// Parks the current fiber at a barrier until the scheduler releases it.
+inline void park(int kind) {
+  Machine &m = machine();
+  m.current->waiting = kind;
+  ++m.barriers;
+  swapcontext(&m.current->context, &m.scheduler);
+}
+
+/// Runs `kernel` for every block of a 1-D grid of `blocks` x 128 threads.
+/// Returns false on a deadlock (a barrier some thread never reaches).
+inline bool launch(unsigned blocks, std::function<void()> kernel) {
+  Machine &m = machine();
+  m.body = std::move(kernel);
+  m.grid = Dim3{blocks, 1, 1};
+  for (unsigned blk = 0; blk < blocks; ++blk) {
+    m.block = Dim3{blk, 0, 0};
+    for (int t = 0; t < kThreads; ++t) {
+      Fiber &f = m.fibers[t];
+      f.stack.resize(kStack);
+      f.tid = t;
+      f.waiting = 0;
+      f.done = false;
+      getcontext(&f.context);
+      f.context.uc_stack.ss_sp = f.stack.data();
+      f.context.uc_stack.ss_size = f.stack.size();
+      f.context.uc_link = nullptr;
+      makecontext(&f.context, entry, 0);
+    }
+    for (;;) {
+      for (int t = 0; t < kThreads; ++t) {
+        Fiber &f = m.fibers[t];
+        if (f.done || f.waiting)
+          continue;
+        m.current = &f;
+        swapcontext(&m.scheduler, &f.context);
+      }
+      int done = 0, atBlock = 0;
+      for (const Fiber &f : m.fibers) {
+        done += f.done;
+        atBlock += f.waiting == 1;
+      }
+      if (done == kThreads)
+        break;
+      bool released = false;
+      if (atBlock && atBlock + done == kThreads) {
+        for (Fiber &f : m.fibers)
+          f.waiting = 0;
+        released = true;
+      }
+      for (int w = 0; w < kThreads / 32; ++w) {
+        bool all = true;
+        for (int l = 0; l < 32; ++l)
+          all = all && m.fibers[w * 32 + l].waiting == 2;
+        if (all) {
+          for (int l = 0; l < 32; ++l)
+            m.fibers[w * 32 + l].waiting = 0;
+          released = true;
+        }
+      }
+      if (!released)
+        return false;
+    }
+  }
+  return true;
+}
+
+inline Dim3 threadIdx() { return Dim3{(unsigned)machine().current->tid, 0, 0}; }
+
+inline float shuffle(float v, int source) {
+  Machine &m = machine();
+  const int tid = m.current->tid, base = tid / 32 * 32;
+  m.floats[tid] = v;
+  park(2);
+  const float r = m.floats[base + (source & 31)];
+  park(2);
+  return r;
+}
+
+inline float halfBits(bool bf16, uint32_t bits) {
+  return bf16 ? sluice_load(sluice_bf16{(uint16_t)bits}) : sluice_load(sluice_f16{(uint16_t)bits});
+}
+
+} // namespace emu
+
+#define __global__
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(n)
+#define threadIdx (emu::threadIdx())
+#define blockIdx (emu::machine().block)
+#define gridDim (emu::machine().grid)
+#define __syncthreads() emu::park(1)
+
+struct uint4 {
+  uint32_t x, y, z, w;
+};
+
+inline float __shfl_xor_sync(unsigned, float v, int laneMask) {
+  return emu::shuffle(v, (emu::machine().current->tid % 32) ^ laneMask);
+}
+inline float __shfl_sync(unsigned, float v, int source) { return emu::shuffle(v, source); }
+
+/// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: the whole warp's
+/// fragments assembled into A (16x16), B (16x8), C (16x8); D = A B + C.
+inline void sluice_attn_emu_mma(bool bf16, float c[4], const uint32_t a[4], const uint32_t b[2]) {
+  emu::Machine &m = emu::machine();
+  const int tid = m.current->tid, base = tid / 32 * 32, lane = tid % 32;
+  for (int i = 0; i < 4; ++i) {
+    m.a[tid][i] = a[i];
+    m.c[tid][i] = c[i];
+  }
+  m.b[tid][0] = b[0];
+  m.b[tid][1] = b[1];
+  emu::park(2);
+  float A[16][16], B[16][8], C[16][8];
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4, s = base + l;
+    auto lo = [&](uint32_t r) { return emu::halfBits(bf16, r & 0xffffu); };
+    auto hi = [&](uint32_t r) { return emu::halfBits(bf16, r >> 16); };
+    A[g][2 * t] = lo(m.a[s][0]);
+    A[g][2 * t + 1] = hi(m.a[s][0]);
+    A[g + 8][2 * t] = lo(m.a[s][1]);
+    A[g + 8][2 * t + 1] = hi(m.a[s][1]);
+    A[g][2 * t + 8] = lo(m.a[s][2]);
+    A[g][2 * t + 9] = hi(m.a[s][2]);
+    A[g + 8][2 * t + 8] = lo(m.a[s][3]);
+    A[g + 8][2 * t + 9] = hi(m.a[s][3]);
+    B[2 * t][g] = lo(m.b[s][0]);
+    B[2 * t + 1][g] = hi(m.b[s][0]);
+    B[2 * t + 8][g] = lo(m.b[s][1]);
+    B[2 * t + 9][g] = hi(m.b[s][1]);
+    C[g][2 * t] = m.c[s][0];
+    C[g][2 * t + 1] = m.c[s][1];
+    C[g + 8][2 * t] = m.c[s][2];
+    C[g + 8][2 * t + 1] = m.c[s][3];
+  }
+  const int g = lane / 4, t = lane % 4;
+  auto dot = [&](int r, int col) {
+    float acc = C[r][col];
+    for (int k = 0; k < 16; ++k)
+      acc += A[r][k] * B[k][col];
+    return acc;
+  };
+  const float d0 = dot(g, 2 * t), d1 = dot(g, 2 * t + 1), d2 = dot(g + 8, 2 * t),
+              d3 = dot(g + 8, 2 * t + 1);
+  emu::park(2); // every lane has read the warp's fragments
+  c[0] = d0;
+  c[1] = d1;
+  c[2] = d2;
+  c[3] = d3;
+}
+
+#define SLUICE_ATTN_EMU 1
+#include "sluice_gen/cuda_attention.h"
+
+// ---- Cases ----------------------------------------------------------------
+
+namespace {
+
+/// One attention problem: logical sizes, layout choices and options.
+struct Problem {
+  std::vector<int64_t> batch{2, 2};
+  int64_t sq = 16, sk = 16, d = 64, dv = 64;
+  bool causal = false, rotary = false;
+  int mask = 0;           ///< 0 none, 1 additive, 2 boolean
+  bool broadcastKV = false; ///< k/v shared by the heads (batch stride 0)
+  bool transposedK = false; ///< K stored [B, D, Sk] (column stride Sk)
+  bool packedQKV = false;   ///< q, k, v rows interleaved in one buffer
+  float scale = 0.125f;
+};
+
+/// Host tensors (as doubles, after rounding to the storage type) and their
+/// storage copies, addressed through the descriptor's accesses.
+template <typename T> struct Data {
+  std::vector<T> qkv, q, k, v, out, cosv, sinv;
+  std::vector<double> qkvD, qD, kD, vD, cosD, sinD;
+  std::vector<float> maskF;
+  std::vector<bool> maskB;
+  std::unique_ptr<bool[]> maskBool;
+};
+
+template <typename T> T store(double x) { return SLUICE_STORE(T, (float)x); }
+template <typename T> double load(T x) { return (double)sluice_load(x); }
+
+int64_t offsetOf(const sluice_cuda_attn_desc &d, const sluice_cuda_attn_access &a, int64_t b) {
+  int64_t off = 0;
+  for (int x = d.nbatch - 1; x >= 0; --x) {
+    off += (b % d.batch[x]) * a.batch[x];
+    b /= d.batch[x];
+  }
+  return off;
+}
+
+/// Contiguous row-major strides of [batch..., rows, cols] as an access.
+sluice_cuda_attn_access contiguous(const std::vector<int64_t> &batch, int64_t rows, int64_t cols,
+                                   bool broadcastHeads = false) {
+  sluice_cuda_attn_access a{};
+  a.col = 1;
+  a.row = cols;
+  int64_t stride = rows * cols;
+  for (int x = (int)batch.size() - 1; x >= 0; --x) {
+    const bool bcast = broadcastHeads && x == (int)batch.size() - 1;
+    a.batch[x] = bcast ? 0 : stride;
+    stride *= bcast ? 1 : batch[x];
+  }
+  return a;
+}
+
+int64_t spanOf(const std::vector<int64_t> &batch, const sluice_cuda_attn_access &a, int64_t rows,
+               int64_t cols) {
+  int64_t s = (rows - 1) * a.row + (cols - 1) * a.col;
+  for (size_t x = 0; x < batch.size(); ++x)
+    s += (batch[x] - 1) * a.batch[x];
+  return s + 1;
+}
+
+enum class Kernel { Mma, Fma };
+
+/// Runs one problem through the chosen kernel under emulation and compares
+/// with the double reference; returns the number of elements compared.
+template <Kernel kernel, typename T, typename MT, typename RT, int D, int BK, int DP = 0,
+          int DVP = 0, int R = 4>
+void runCase(const Problem &p, double atol, double rtol, uint32_t seed) {
+  SCOPED_TRACE("sq=" + std::to_string(p.sq) + " sk=" + std::to_string(p.sk) +
+               " d=" + std::to_string(p.d) + " dv=" + std::to_string(p.dv) +
+               " causal=" + std::to_string(p.causal) + " mask=" + std::to_string(p.mask) +
+               " rotary=" + std::to_string(p.rotary));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  sluice_cuda_attn_desc d{};
+  d.nbatch = (int)p.batch.size();
+  int64_t batches = 1;
+  for (size_t x = 0; x < p.batch.size(); ++x) {
+    d.batch[x] = p.batch[x];
+    batches *= p.batch[x];
+  }
+  d.sq = p.sq;
+  d.sk = p.sk;
+  d.d = p.d;
+  d.dv = p.dv;
+  d.scale = p.scale;
+  d.causal = p.causal;
+  d.mask = p.mask;
+  d.rotary = p.rotary;
+
+  // Layouts.
+  std::vector<T> qBuf, kBuf, vBuf;
+  int64_t kOffset = 0, vOffset = 0;
+  if (p.packedQKV) {
+    // [B0, S, B1, 3, D]-like: one row of the buffer holds every head's q,
+    // then k, then v (a QKV GEMM output split into heads).
+    const int64_t heads = p.batch.back(), rowLen = 3 * heads * p.d;
+    d.q.col = d.k.col = d.v.col = 1;
+    d.q.row = d.k.row = d.v.row = rowLen;
+    d.q.batch[1] = d.k.batch[1] = d.v.batch[1] = p.d;
+    d.q.batch[0] = d.k.batch[0] = d.v.batch[0] = p.sq * rowLen;
+    kOffset = heads * p.d;
+    vOffset = 2 * heads * p.d;
+  } else {
+    d.q = contiguous(p.batch, p.sq, p.d);
+    d.k = contiguous(p.batch, p.sk, p.d, p.broadcastKV);
+    d.v = contiguous(p.batch, p.sk, p.dv, p.broadcastKV);
+    if (p.transposedK) {
+      // K stored [B..., D, Sk]: rows (keys) are columns of the buffer.
+      d.k = contiguous(p.batch, p.d, p.sk, p.broadcastKV);
+      std::swap(d.k.row, d.k.col);
+    }
+  }
+  d.out = contiguous(p.batch, p.sq, p.dv);
+  d.m = contiguous(p.batch, p.sq, p.sk);
+  d.m.batch[d.nbatch - 1] = 0; // one mask for every head
+  d.cos_q = contiguous({}, p.sq, p.d);
+  d.sin_q = d.cos_q;
+  d.cos_k = contiguous({}, p.sk, p.d);
+  d.sin_k = d.cos_k;
+  for (int x = 0; x < d.nbatch; ++x)
+    d.cos_q.batch[x] = d.sin_q.batch[x] = d.cos_k.batch[x] = d.sin_k.batch[x] = 0;
+  // Rotary tables for positions: cos/sin rows (sk >= sq rows are enough
+  // when the tables are indexed from position 0 for both).
+  const int64_t positions = std::max(p.sq, p.sk);
+
+  auto fill = [&](std::vector<T> &buf, std::vector<double> &rounded, int64_t n) {
+    buf.resize(n);
+    rounded.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      buf[i] = store<T>(uni(rng));
+      rounded[i] = load(buf[i]);
+    }
+  };
+  std::vector<double> qD, kD, vD;
+  const T *qp, *kp, *vp;
+  if (p.packedQKV) {
+    fill(qBuf, qD, spanOf(p.batch, d.q, p.sq, p.d) + vOffset);
+    kD = vD = qD;
+    qp = qBuf.data();
+    kp = qBuf.data() + kOffset;
+    vp = qBuf.data() + vOffset;
+  } else {
+    fill(qBuf, qD, spanOf(p.batch, d.q, p.sq, p.d));
+    fill(kBuf, kD, spanOf(p.batch, d.k, p.sk, p.d));
+    fill(vBuf, vD, spanOf(p.batch, d.v, p.sk, p.dv));
+    qp = qBuf.data();
+    kp = kBuf.data();
+    vp = vBuf.data();
+  }
+  std::vector<RT> cosBuf(positions * p.d), sinBuf(positions * p.d);
+  std::vector<double> cosD(positions * p.d), sinD(positions * p.d);
+  for (int64_t i = 0; i < positions; ++i)
+    for (int64_t c = 0; c < p.d; ++c) {
+      const double angle = i / std::pow(100.0, (double)(c % (p.d / 2)) / (p.d / 2));
+      cosBuf[i * p.d + c] = store<RT>(std::cos(angle));
+      sinBuf[i * p.d + c] = store<RT>(std::sin(angle));
+      cosD[i * p.d + c] = load(cosBuf[i * p.d + c]);
+      sinD[i * p.d + c] = load(sinBuf[i * p.d + c]);
+    }
+  // Masks: additive values with some -inf (a whole row for query 3), a
+  // boolean keep-mask with about a quarter dropped (all of row 5).
+  const int64_t maskN = spanOf(p.batch, d.m, p.sq, p.sk);
+  std::unique_ptr<MT[]> maskBuf(new MT[maskN]);
+  std::vector<double> maskD(maskN);
+  for (int64_t i = 0; i < maskN; ++i) {
+    const int64_t row = (i / p.sk) % p.sq;
+    if (p.mask == 2) {
+      const bool keep = row != 5 && (rng() % 4) != 0;
+      maskBuf[i] = SLUICE_STORE(MT, keep ? 1.0f : 0.0f);
+      maskD[i] = keep;
+    } else {
+      const double x = row == 3 || rng() % 8 == 0 ? -INFINITY : uni(rng);
+      maskBuf[i] = SLUICE_STORE(MT, (float)x);
+      maskD[i] = load(maskBuf[i]);
+    }
+  }
+
+  const int64_t outN = spanOf(p.batch, d.out, p.sq, p.dv);
+  std::vector<T> out(outN, store<T>(12345.0));
+  const MT *mp = p.mask ? maskBuf.get() : nullptr;
+  bool ok;
+  if constexpr (kernel == Kernel::Mma) {
+    ok = emu::launch(sluice_attn_blocks(d, SLUICE_ATTN_MMA_ROWS), [&] {
+      sluice_attn_mma<T, MT, D, BK>(d, qp, kp, vp, mp, out.data());
+    });
+  } else {
+    ok = emu::launch(sluice_attn_blocks(d, 4 * R), [&] {
+      sluice_attn_fma<T, MT, RT, DP, DVP, R, BK>(d, qp, kp, vp, mp, cosBuf.data(), sinBuf.data(),
+                                                out.data());
+    });
+  }
+  ASSERT_TRUE(ok) << "a barrier deadlocked";
+
+  // The reference, in double.
+  const int64_t kOff = p.packedQKV ? kOffset : 0, vOff = p.packedQKV ? vOffset : 0;
+  auto rotated = [&](const std::vector<double> &x, int64_t base, int64_t colStride, int64_t pos,
+                     int64_t c) {
+    if (!p.rotary)
+      return x[base + c * colStride];
+    const int64_t h = p.d / 2;
+    const double partner = c < h ? -x[base + (c + h) * colStride] : x[base + (c - h) * colStride];
+    return x[base + c * colStride] * cosD[pos * p.d + c] + partner * sinD[pos * p.d + c];
+  };
+  int64_t compared = 0, nans = 0;
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t i = 0; i < p.sq; ++i) {
+      std::vector<double> s(p.sk);
+      double mx = -INFINITY;
+      const int64_t qBase = offsetOf(d, d.q, b) + i * d.q.row;
+      for (int64_t j = 0; j < p.sk; ++j) {
+        const int64_t kBase = kOff + offsetOf(d, d.k, b) + j * d.k.row;
+        double acc = 0;
+        for (int64_t c = 0; c < p.d; ++c)
+          acc += rotated(qD, qBase, d.q.col, i, c) * rotated(kD, kBase, d.k.col, j, c);
+        acc *= p.scale;
+        const double mv = maskD[offsetOf(d, d.m, b) + i * d.m.row + j * d.m.col];
+        if (p.mask == 1)
+          acc += mv;
+        else if (p.mask == 2 && mv == 0)
+          acc = -INFINITY;
+        if (p.causal && j > i + p.sk - p.sq)
+          acc = -INFINITY;
+        s[j] = acc;
+        mx = std::max(mx, acc);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < p.sk; ++j) {
+        s[j] = mx == -INFINITY ? 0.0 : std::exp(s[j] - mx);
+        sum += s[j];
+      }
+      for (int64_t c = 0; c < p.dv; ++c) {
+        double ref = 0;
+        for (int64_t j = 0; j < p.sk; ++j)
+          ref += s[j] * vD[vOff + offsetOf(d, d.v, b) + j * d.v.row + c * d.v.col];
+        ref = sum > 0 ? ref / sum : NAN;
+        const double got = load(out[offsetOf(d, d.out, b) + i * d.out.row + c * d.out.col]);
+        ++compared;
+        if (std::isnan(ref)) {
+          ++nans;
+          ASSERT_TRUE(std::isnan(got)) << "b " << b << " row " << i << " col " << c
+                                       << ": every key masked, expected NaN, got " << got;
+          continue;
+        }
+        ASSERT_NEAR(got, ref, atol + rtol * std::fabs(ref))
+            << "b " << b << " row " << i << " col " << c;
+      }
+    }
+  EXPECT_EQ(compared, batches * p.sq * p.dv);
+  // Masks that drop whole rows must have produced NaN rows.
+  if (p.mask && p.sq > 5) {
+    EXPECT_GT(nans, 0);
+  }
+}
+
+constexpr double kHalfTol = 4e-3, kBf16Tol = 3e-2, kF32Tol = 2e-5;
+
+// -- The FlashAttention-2 tensor-core kernel (emulated mma.sync) ----------
+
+TEST(CudaAttentionEmu, MmaF16D64Plain) {
+  Problem p;
+  p.sq = p.sk = 100; // two query tiles, the second partial; two key tiles
+  runCase<Kernel::Mma, sluice_f16, sluice_f16, sluice_f16, 64, 64>(p, kHalfTol, kHalfTol, 1);
+}
+
+TEST(CudaAttentionEmu, MmaF16D64Causal) {
+  Problem p;
+  p.batch = {1, 2};
+  p.sq = p.sk = 130;
+  p.causal = true;
+  runCase<Kernel::Mma, sluice_f16, sluice_f16, sluice_f16, 64, 64>(p, kHalfTol, kHalfTol, 2);
+}
+
+TEST(CudaAttentionEmu, MmaF16D64AdditiveMask) {
+  Problem p;
+  p.sq = 40;
+  p.sk = 77;
+  p.mask = 1;
+  runCase<Kernel::Mma, sluice_f16, sluice_f16, sluice_f16, 64, 64>(p, kHalfTol, kHalfTol, 3);
+}
+
+TEST(CudaAttentionEmu, MmaF16D64BoolMaskCausalCache) {
+  // A decoder step over a cache: 50 queries, 70 keys.
+  Problem p;
+  p.sq = 50;
+  p.sk = 70;
+  p.causal = true;
+  p.mask = 2;
+  runCase<Kernel::Mma, sluice_f16, bool, sluice_f16, 64, 64>(p, kHalfTol, kHalfTol, 4);
+}
+
+TEST(CudaAttentionEmu, MmaF16CausalMoreQueriesThanKeys) {
+  // Rows 0-29 see no key (NaN); the first query tile visits no key tile.
+  Problem p;
+  p.batch = {2, 1};
+  p.sq = 100;
+  p.sk = 70;
+  p.causal = true;
+  runCase<Kernel::Mma, sluice_f16, sluice_f16, sluice_f16, 64, 64>(p, kHalfTol, kHalfTol, 5);
+}
+
+TEST(CudaAttentionEmu, MmaF16D128CausalStridedPacked) {
+  Problem p;
+  p.sq = p.sk = 90;
+  p.d = p.dv = 128;
+  p.causal = true;
+  p.packedQKV = true; // 16-byte vector tile loads
+  runCase<Kernel::Mma, sluice_f16, sluice_f16, sluice_f16, 128, 32>(p, kHalfTol, kHalfTol, 6);
+}
+
+TEST(CudaAttentionEmu, MmaF16D128TransposedKBroadcastKV) {
+  Problem p;
+  p.sq = 33;
+  p.sk = 45;
+  p.d = p.dv = 128;
+  p.transposedK = true; // element loads
+  p.broadcastKV = true;
+  p.mask = 1;
+  runCase<Kernel::Mma, sluice_f16, float, sluice_f16, 128, 32>(p, kHalfTol, kHalfTol, 7);
+}
+
+TEST(CudaAttentionEmu, MmaBf16D64Causal) {
+  Problem p;
+  p.sq = p.sk = 70;
+  p.causal = true;
+  runCase<Kernel::Mma, sluice_bf16, sluice_bf16, sluice_bf16, 64, 64>(p, kBf16Tol, kBf16Tol, 8);
+}
+
+// -- The tiled FMA kernel --------------------------------------------------
+
+TEST(CudaAttentionEmu, FmaF32D64) {
+  Problem p;
+  p.sq = p.sk = 37;
+  runCase<Kernel::Fma, float, float, float, 64, 32, 64, 64, 4>(p, kF32Tol, kF32Tol, 9);
+}
+
+TEST(CudaAttentionEmu, FmaF32CausalAdditiveMask) {
+  Problem p;
+  p.sq = 21;
+  p.sk = 45;
+  p.causal = true;
+  p.mask = 1;
+  runCase<Kernel::Fma, float, float, float, 64, 32, 64, 64, 4>(p, kF32Tol, kF32Tol, 10);
+}
+
+TEST(CudaAttentionEmu, FmaF32OddHeadDimsBoolMaskBroadcast) {
+  Problem p;
+  p.sq = 20;
+  p.sk = 24;
+  p.d = 40;
+  p.dv = 24;
+  p.mask = 2;
+  p.broadcastKV = true;
+  runCase<Kernel::Fma, float, bool, float, 0, 32, 64, 32, 4>(p, kF32Tol, kF32Tol, 11);
+}
+
+TEST(CudaAttentionEmu, FmaF32WideHeadCausal) {
+  Problem p;
+  p.batch = {2, 1};
+  p.sq = 30;
+  p.sk = 20;
+  p.d = p.dv = 160;
+  p.causal = true;
+  runCase<Kernel::Fma, float, float, float, 0, 16, 160, 160, 2>(p, kF32Tol, kF32Tol, 12);
+}
+
+TEST(CudaAttentionEmu, FmaF32RotaryCausal) {
+  Problem p;
+  p.sq = p.sk = 19;
+  p.d = p.dv = 16;
+  p.rotary = true;
+  p.causal = true;
+  runCase<Kernel::Fma, float, float, float, 0, 32, 32, 32, 4>(p, kF32Tol, kF32Tol, 13);
+}
+
+TEST(CudaAttentionEmu, FmaF16RotaryD64) {
+  Problem p;
+  p.sq = p.sk = 24;
+  p.rotary = true;
+  p.mask = 1;
+  runCase<Kernel::Fma, sluice_f16, sluice_f16, sluice_f16, 0, 32, 64, 64, 4>(p, kHalfTol,
+                                                               kHalfTol, 14);
+}
+
+TEST(CudaAttentionEmu, FmaF32TransposedK) {
+  Problem p;
+  p.sq = 17;
+  p.sk = 50;
+  p.d = p.dv = 32;
+  p.transposedK = true;
+  runCase<Kernel::Fma, float, float, float, 0, 32, 32, 32, 4>(p, kF32Tol, kF32Tol, 15);
+}
+
+} // namespace
