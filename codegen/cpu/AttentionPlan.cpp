@@ -143,8 +143,8 @@ std::string AttentionPlan::descriptorFields() const {
     s += "    d." + std::string(name) + ".row = " + cInt(a.strides[rank - 2]) + "; d." + name +
          ".col = " + cInt(a.strides[rank - 1]) + ";";
     for (size_t x = 0; x < batch.size(); ++x)
-      s += " d." + std::string(name) + ".batch[" + std::to_string(x) + "] = " +
-           cInt(a.strides[x]) + ";";
+      s += " d." + std::string(name) + ".batch[" + std::to_string(x) + "] = " + cInt(a.strides[x]) +
+           ";";
     s += "\n";
   };
   s += "    d.nbatch = " + std::to_string(batch.size()) + ";";
@@ -153,9 +153,9 @@ std::string AttentionPlan::descriptorFields() const {
   s += "\n";
   s += "    d.sq = " + cInt(sq) + "; d.sk = " + cInt(sk) + "; d.d = " + cInt(d) +
        "; d.dv = " + cInt(dv) + ";\n";
-  s += "    d.scale = " + exactFloatLiteral(scale) +
-       "; d.causal = " + (causal ? "true" : "false") + "; d.mask = " + std::to_string(maskKind) +
-       "; d.rotary = " + (rotary ? "true" : "false") + ";\n";
+  s += "    d.scale = " + exactFloatLiteral(scale) + "; d.causal = " + (causal ? "true" : "false") +
+       "; d.mask = " + std::to_string(maskKind) + "; d.rotary = " + (rotary ? "true" : "false") +
+       ";\n";
   field("q", q);
   field("k", k);
   field("v", v);

@@ -54,10 +54,10 @@ struct AttentionPlan {
 /// Plans the attention group `kernel`; errors (prefixed "<target> target:")
 /// are emitted on the op and failure returned. `leafPointer` gives the
 /// pointer expression of a view's base (or fails with an error).
-mlir::FailureOr<AttentionPlan>
-planAttentionGroup(KernelOp kernel,
-                   const std::function<mlir::FailureOr<std::string>(const StridedView &)> &leafPointer,
-                   llvm::StringRef target);
+mlir::FailureOr<AttentionPlan> planAttentionGroup(
+    KernelOp kernel,
+    const std::function<mlir::FailureOr<std::string>(const StridedView &)> &leafPointer,
+    llvm::StringRef target);
 
 /// An exact C++ float literal (hex float, NAN, INFINITY).
 std::string exactFloatLiteral(float f);

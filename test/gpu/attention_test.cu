@@ -57,10 +57,10 @@ struct Problem {
   std::vector<int64_t> batch;
   int64_t sq, sk, d, dv;
   bool causal = false, rotary = false;
-  int mask = 0;              ///< 0 none, 1 additive, 2 boolean
-  bool broadcastKV = false;  ///< k/v shared by the heads (batch stride 0)
-  bool transposedK = false;  ///< K stored [B..., D, Sk]
-  bool packedQKV = false;    ///< q, k, v in one [B, S, 3 H D] buffer
+  int mask = 0;             ///< 0 none, 1 additive, 2 boolean
+  bool broadcastKV = false; ///< k/v shared by the heads (batch stride 0)
+  bool transposedK = false; ///< K stored [B..., D, Sk]
+  bool packedQKV = false;   ///< q, k, v in one [B, S, 3 H D] buffer
 };
 
 int64_t offsetOf(const sluice_cuda_attn_desc &d, const sluice_cuda_attn_access &a, int64_t b) {
@@ -129,7 +129,9 @@ void launch(const sluice_cuda_attn_desc &d, const T *q, const T *k, const T *v, 
 }
 
 template <typename T> const char *typeName() {
-  return std::is_same<T, float>::value ? "f32" : std::is_same<T, sluice_f16>::value ? "f16" : "bf16";
+  return std::is_same<T, float>::value        ? "f32"
+         : std::is_same<T, sluice_f16>::value ? "f16"
+                                              : "bf16";
 }
 template <typename T> double tolerance() {
   return std::is_same<T, float>::value ? 1e-5 : std::is_same<T, sluice_f16>::value ? 4e-3 : 3e-2;
@@ -333,7 +335,8 @@ int main() {
   Problem dv{"d128 dv64, 20 x 36", {2, 1}, 20, 36, 128, 64};
 
   // Tensor cores.
-  for (const Problem *p : std::initializer_list<const Problem *>{&plain64, &causal64, &nan64, &packed128, &long128}) {
+  for (const Problem *p :
+       std::initializer_list<const Problem *>{&plain64, &causal64, &nan64, &packed128, &long128}) {
     run<sluice_f16, sluice_f16>(*p, rng);
     run<sluice_bf16, sluice_bf16>(*p, rng);
   }

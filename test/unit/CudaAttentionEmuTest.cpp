@@ -238,7 +238,7 @@ struct Problem {
   std::vector<int64_t> batch{2, 2};
   int64_t sq = 16, sk = 16, d = 64, dv = 64;
   bool causal = false, rotary = false;
-  int mask = 0;           ///< 0 none, 1 additive, 2 boolean
+  int mask = 0;             ///< 0 none, 1 additive, 2 boolean
   bool broadcastKV = false; ///< k/v shared by the heads (batch stride 0)
   bool transposedK = false; ///< K stored [B, D, Sk] (column stride Sk)
   bool packedQKV = false;   ///< q, k, v rows interleaved in one buffer
@@ -412,13 +412,12 @@ void runCase(const Problem &p, double atol, double rtol, uint32_t seed) {
   const MT *mp = p.mask ? maskBuf.get() : nullptr;
   bool ok;
   if constexpr (kernel == Kernel::Mma) {
-    ok = emu::launch(sluice_attn_blocks(d, SLUICE_ATTN_MMA_ROWS), [&] {
-      sluice_attn_mma<T, MT, D, BK>(d, qp, kp, vp, mp, out.data());
-    });
+    ok = emu::launch(sluice_attn_blocks(d, SLUICE_ATTN_MMA_ROWS),
+                     [&] { sluice_attn_mma<T, MT, D, BK>(d, qp, kp, vp, mp, out.data()); });
   } else {
     ok = emu::launch(sluice_attn_blocks(d, 4 * R), [&] {
       sluice_attn_fma<T, MT, RT, DP, DVP, R, BK>(d, qp, kp, vp, mp, cosBuf.data(), sinBuf.data(),
-                                                out.data());
+                                                 out.data());
     });
   }
   ASSERT_TRUE(ok) << "a barrier deadlocked";
@@ -609,8 +608,8 @@ TEST(CudaAttentionEmu, FmaF16RotaryD64) {
   p.sq = p.sk = 24;
   p.rotary = true;
   p.mask = 1;
-  runCase<Kernel::Fma, sluice_f16, sluice_f16, sluice_f16, 0, 32, 64, 64, 4>(p, kHalfTol,
-                                                               kHalfTol, 14);
+  runCase<Kernel::Fma, sluice_f16, sluice_f16, sluice_f16, 0, 32, 64, 64, 4>(p, kHalfTol, kHalfTol,
+                                                                             14);
 }
 
 TEST(CudaAttentionEmu, FmaF32TransposedK) {

@@ -199,9 +199,8 @@ SLUICE_ATTN_FN bool sluice_attn_vec_ok(const void *base, const sluice_cuda_attn_
 /// tile. Grid: batches x query tiles, 128 threads.
 template <typename T, typename MT, int D, int BK>
 __global__ void __launch_bounds__(128)
-    sluice_attn_mma(const sluice_cuda_attn_desc d, const T *__restrict__ q,
-                    const T *__restrict__ k, const T *__restrict__ v,
-                    const MT *__restrict__ mask, T *__restrict__ out) {
+    sluice_attn_mma(const sluice_cuda_attn_desc d, const T *__restrict__ q, const T *__restrict__ k,
+                    const T *__restrict__ v, const MT *__restrict__ mask, T *__restrict__ out) {
   static_assert(D % 16 == 0 && BK % 16 == 0, "mma tiles");
   constexpr int BQ = SLUICE_ATTN_MMA_ROWS;
   __shared__ __align__(16) uint16_t qs[BQ][D + 8];
@@ -387,10 +386,9 @@ SLUICE_ATTN_FN float sluice_attn_rotated(const T *x, int64_t xs, const RT *cs, i
 /// scores key `lane`). Grid: batches x query tiles of 4R rows, 128 threads.
 template <typename T, typename MT, typename RT, int DP, int DVP, int R, int BK>
 __global__ void __launch_bounds__(128)
-    sluice_attn_fma(const sluice_cuda_attn_desc d, const T *__restrict__ q,
-                    const T *__restrict__ k, const T *__restrict__ v,
-                    const MT *__restrict__ mask, const RT *__restrict__ cosp,
-                    const RT *__restrict__ sinp, T *__restrict__ out) {
+    sluice_attn_fma(const sluice_cuda_attn_desc d, const T *__restrict__ q, const T *__restrict__ k,
+                    const T *__restrict__ v, const MT *__restrict__ mask,
+                    const RT *__restrict__ cosp, const RT *__restrict__ sinp, T *__restrict__ out) {
   static_assert(DP % 32 == 0 && DVP % 32 == 0 && (BK == 32 || BK == 16), "fma tiles");
   constexpr int BQ = 4 * R;
   __shared__ float qs[BQ][DP];
