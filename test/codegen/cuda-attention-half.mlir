@@ -4,6 +4,7 @@
 // RUN: sluice-compile %s --target=cuda -o %t/b.sluice --report=%t/r.json --quiet
 // RUN: FileCheck %s < %t/b.sluice/model.cu
 // RUN: FileCheck %s --check-prefix=REPORT < %t/r.json
+// RUN: sluice-compile %s --target=cuda --gpu-arch=sm_75 -o %t/b75.sluice --quiet
 // RUN: %if gpu %{ sluice-run %t/b.sluice --random-inputs --expect %t/ref/o0.npy %t/ref/o1.npy %t/ref/o2.npy %t/ref/o3.npy %t/ref/o4.npy %t/ref/o5.npy %t/ref/o6.npy --rtol=2e-2 --atol=2e-2 | FileCheck %s --check-prefix=EXEC %}
 //
 // Form F4 on the cuda target in f16/bf16 (built by nvcc for the default
@@ -11,7 +12,8 @@
 // without rotary run the FlashAttention-2 tensor-core kernel
 // (sluice_attn_mma: 64 query rows per block, mma.sync m16n8k16, K/V tiles
 // of 64 keys for D = 64 and 32 for D = 128); rotary, other head dims and
-// D != Dv run the FMA kernel. No group is left to the host.
+// D != Dv run the FMA kernel. No group is left to the host. Built for
+// sm_75 the mma kernel computes mma.sync with warp shuffles instead.
 
 // EXEC-COUNT-7: : ok
 // REPORT: "host_steps": 0,

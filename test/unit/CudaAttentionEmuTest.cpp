@@ -57,6 +57,10 @@ struct Machine {
   Dim3 block, grid;
   // Warp exchange slots (one per thread).
   float floats[kThreads];
+  uint32_t words[kThreads];
+  /// mma.sync through the kernel header's shuffle fallback (pre-sm_80)
+  /// instead of the fragment model.
+  bool shuffledMma = false;
   uint32_t a[kThreads][4], b[kThreads][2];
   float c[kThreads][4];
   long barriers = 0;
@@ -152,6 +156,16 @@ inline float shuffle(float v, int source) {
   return r;
 }
 
+inline uint32_t shuffleWord(uint32_t v, int source) {
+  Machine &m = machine();
+  const int tid = m.current->tid, base = tid / 32 * 32;
+  m.words[tid] = v;
+  park(2);
+  const uint32_t r = m.words[base + (source & 31)];
+  park(2);
+  return r;
+}
+
 inline float halfBits(bool bf16, uint32_t bits) {
   return bf16 ? sluice_load(sluice_bf16{(uint16_t)bits}) : sluice_load(sluice_f16{(uint16_t)bits});
 }
@@ -175,11 +189,26 @@ inline float __shfl_xor_sync(unsigned, float v, int laneMask) {
   return emu::shuffle(v, (emu::machine().current->tid % 32) ^ laneMask);
 }
 inline float __shfl_sync(unsigned, float v, int source) { return emu::shuffle(v, source); }
+inline uint32_t __shfl_sync(unsigned, uint32_t v, int source) {
+  return emu::shuffleWord(v, source);
+}
+
+void sluice_attn_emu_mma(bool bf16, float c[4], const uint32_t a[4], const uint32_t b[2]);
+
+#define SLUICE_ATTN_EMU 1
+#include "sluice_gen/cuda_attention.h"
 
 /// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: the whole warp's
 /// fragments assembled into A (16x16), B (16x8), C (16x8); D = A B + C.
-inline void sluice_attn_emu_mma(bool bf16, float c[4], const uint32_t a[4], const uint32_t b[2]) {
+void sluice_attn_emu_mma(bool bf16, float c[4], const uint32_t a[4], const uint32_t b[2]) {
   emu::Machine &m = emu::machine();
+  if (m.shuffledMma) {
+    if (bf16)
+      sluice_attn_mma_shuffled<sluice_bf16>(c, a, b);
+    else
+      sluice_attn_mma_shuffled<sluice_f16>(c, a, b);
+    return;
+  }
   const int tid = m.current->tid, base = tid / 32 * 32, lane = tid % 32;
   for (int i = 0; i < 4; ++i) {
     m.a[tid][i] = a[i];
@@ -225,9 +254,6 @@ inline void sluice_attn_emu_mma(bool bf16, float c[4], const uint32_t a[4], cons
   c[2] = d2;
   c[3] = d3;
 }
-
-#define SLUICE_ATTN_EMU 1
-#include "sluice_gen/cuda_attention.h"
 
 // ---- Cases ----------------------------------------------------------------
 
@@ -554,6 +580,32 @@ TEST(CudaAttentionEmu, MmaBf16D64Causal) {
   p.sq = p.sk = 70;
   p.causal = true;
   runCase<Kernel::Mma, sluice_bf16, sluice_bf16, sluice_bf16, 64, 64>(p, kBf16Tol, kBf16Tol, 8);
+}
+
+// The same kernel as built for GPUs before sm_80: mma.sync computed with
+// warp shuffles (sluice_attn_mma_shuffled) instead of the fragment model.
+struct ShuffledMma {
+  ShuffledMma() { emu::machine().shuffledMma = true; }
+  ~ShuffledMma() { emu::machine().shuffledMma = false; }
+};
+
+TEST(CudaAttentionEmu, MmaShuffledFallbackF16D64CausalMask) {
+  ShuffledMma fallback;
+  Problem p;
+  p.sq = 70;
+  p.sk = 90;
+  p.causal = true;
+  p.mask = 1;
+  runCase<Kernel::Mma, sluice_f16, sluice_f16, sluice_f16, 64, 64>(p, kHalfTol, kHalfTol, 16);
+}
+
+TEST(CudaAttentionEmu, MmaShuffledFallbackBf16D128) {
+  ShuffledMma fallback;
+  Problem p;
+  p.batch = {1, 2};
+  p.sq = p.sk = 40;
+  p.d = p.dv = 128;
+  runCase<Kernel::Mma, sluice_bf16, sluice_bf16, sluice_bf16, 128, 32>(p, kBf16Tol, kBf16Tol, 17);
 }
 
 // -- The tiled FMA kernel --------------------------------------------------

@@ -28,7 +28,10 @@
 //     columns with FMAs.
 //
 // Not used: cp.async, ldmatrix (tiles are loaded by plain 16-byte or
-// element loads into padded shared rows), split-K over keys.
+// element loads into padded shared rows), split-K over keys. Built for an
+// architecture below sm_80 (--gpu-arch=sm_75), the mma kernel computes each
+// mma.sync with warp shuffles and FMAs instead (same fragments, same
+// results, no tensor cores).
 //
 // Host emulation (test/unit/CudaAttentionEmuTest.cpp): with SLUICE_ATTN_EMU
 // defined, the including file supplies threadIdx/blockIdx, __syncthreads,
@@ -131,13 +134,57 @@ template <> SLUICE_ATTN_FN uint32_t sluice_attn_pack<sluice_bf16>(float lo, floa
 #endif
 }
 
+/// The two 16-bit halves of a fragment register as floats.
+template <typename T> SLUICE_ATTN_FN float sluice_attn_lo(uint32_t r) {
+  T x;
+  x.bits = (uint16_t)(r & 0xffffu);
+  return sluice_attn_ld(x);
+}
+template <typename T> SLUICE_ATTN_FN float sluice_attn_hi(uint32_t r) {
+  T x;
+  x.bits = (uint16_t)(r >> 16);
+  return sluice_attn_ld(x);
+}
+
+/// mma.sync's result without tensor cores (GPUs before sm_80, where the
+/// instruction does not exist): every lane fetches the A row fragments of
+/// its two rows and the B column fragments of its two columns from the
+/// lanes that hold them (32 shuffles) and forms its four dot products in
+/// fp32. Slow but exact to the same fragment contract.
+template <typename T>
+SLUICE_ATTN_FN void sluice_attn_mma_shuffled(float c[4], const uint32_t a[4],
+                                             const uint32_t b[2]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  for (int s = 0; s < 4; ++s) {
+    // Lane 4g + s holds A[g][2s, 2s+1] (a0), A[g+8][2s, 2s+1] (a1) and the
+    // same at columns + 8 (a2, a3); lane 4n + s holds B[2s, 2s+1][n] (b0)
+    // and B[2s+8, 2s+9][n] (b1).
+    const unsigned full = 0xffffffffu;
+    const uint32_t a0 = __shfl_sync(full, a[0], 4 * g + s), a1 = __shfl_sync(full, a[1], 4 * g + s);
+    const uint32_t a2 = __shfl_sync(full, a[2], 4 * g + s), a3 = __shfl_sync(full, a[3], 4 * g + s);
+    const uint32_t b00 = __shfl_sync(full, b[0], 8 * t + s),
+                   b01 = __shfl_sync(full, b[1], 8 * t + s);
+    const uint32_t b10 = __shfl_sync(full, b[0], 8 * t + 4 + s),
+                   b11 = __shfl_sync(full, b[1], 8 * t + 4 + s);
+    auto dot = [&](uint32_t x, uint32_t y, uint32_t bx, uint32_t by) {
+      return sluice_attn_lo<T>(x) * sluice_attn_lo<T>(bx) +
+             sluice_attn_hi<T>(x) * sluice_attn_hi<T>(bx) +
+             sluice_attn_lo<T>(y) * sluice_attn_lo<T>(by) +
+             sluice_attn_hi<T>(y) * sluice_attn_hi<T>(by);
+    };
+    c[0] += dot(a0, a2, b00, b01);
+    c[1] += dot(a0, a2, b10, b11);
+    c[2] += dot(a1, a3, b00, b01);
+    c[3] += dot(a1, a3, b10, b11);
+  }
+}
+
 /// c += a b for one warp: m16n8k16, A row-major 16x16 (4 regs), B
 /// "col" 16x8 (2 regs), fp32 C/D (4 regs), fragments as in the PTX ISA
 /// (groupID = lane / 4, threadID_in_group = lane % 4).
 template <typename T>
 SLUICE_ATTN_FN void sluice_attn_mma16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {
-#if defined(__CUDA_ARCH__)
-#if __CUDA_ARCH__ >= 800
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (std::is_same<T, sluice_f16>::value)
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
@@ -148,9 +195,8 @@ SLUICE_ATTN_FN void sluice_attn_mma16816(float c[4], const uint32_t a[4], const 
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-  __trap(); // the emitter builds bundles for sm_80 and newer only
-#endif
+#elif defined(__CUDA_ARCH__)
+  sluice_attn_mma_shuffled<T>(c, a, b); // --gpu-arch below sm_80
 #elif defined(SLUICE_ATTN_EMU)
   sluice_attn_emu_mma(std::is_same<T, sluice_bf16>::value, c, a, b);
 #endif
