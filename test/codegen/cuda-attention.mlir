@@ -12,7 +12,7 @@
 // a host step whose reason the report names. model.cu is built by nvcc here
 // and run against the reference evaluator where a GPU is present.
 
-// EXEC-COUNT-6: : ok
+// EXEC-COUNT-7: : ok
 
 // Plain, sequence 70 (not a multiple of the 16-row tile), head dim 64:
 // 2 x 2 batches x 5 query tiles.
@@ -50,8 +50,11 @@
 // f64: a host step.
 // CHECK-LABEL: static int32_t k5_attention(
 // CHECK: cudaLaunchHostFunc(stream, sluice_host_step_trampoline, slot.get())
-// REPORT: "host_steps": 1,
-// REPORT: "remarks": ["k5_attention (sluice.attention): runs on the host: attention in f64 has no cuda kernel (f32, f16, bf16 only)"]
+// Head dim 288: wider than the kernels' shared tiles, a host step too.
+// CHECK-LABEL: static int32_t k6_attention(
+// CHECK: cudaLaunchHostFunc(stream, sluice_host_step_trampoline, slot.get())
+// REPORT: "host_steps": 2,
+// REPORT: "remarks": ["k5_attention (sluice.attention): runs on the host: attention in f64 has no cuda kernel (f32, f16, bf16 only)", "k6_attention (sluice.attention): runs on the host: attention head dim 288 exceeds the cuda kernels' 256"]
 
 module {
   func.func @main(%q0: tensor<2x2x70x64xf32>, %k0: tensor<2x2x70x64xf32>, %v0: tensor<2x2x70x64xf32>,
@@ -59,10 +62,11 @@ module {
                   %q2: tensor<1x2x12x16xf32>, %k2: tensor<1x2x12x16xf32>, %v2: tensor<1x2x12x16xf32>, %cos: tensor<12x16xf32>, %sin: tensor<12x16xf32>,
                   %q3: tensor<2x3x20x40xf32>, %k3: tensor<2x1x24x40xf32>, %v3: tensor<2x1x24x24xf32>, %mask3: tensor<1x1x20x24xi1>,
                   %q4: tensor<2x30x160xf32>, %k4: tensor<2x20x160xf32>, %v4: tensor<2x20x160xf32>,
-                  %q5: tensor<1x2x8x16xf64>, %k5: tensor<1x2x8x16xf64>, %v5: tensor<1x2x8x16xf64>)
-      -> (tensor<2x2x70x64xf32>, tensor<2x16x32xf32>, tensor<1x2x12x16xf32>, tensor<2x3x20x24xf32>, tensor<2x30x160xf32>, tensor<1x2x8x16xf64>)
-      attributes {sluice.input_names = ["q0", "k0", "v0", "qkv", "mask1", "q2", "k2", "v2", "cos", "sin", "q3", "k3", "v3", "mask3", "q4", "k4", "v4", "q5", "k5", "v5"],
-                  sluice.output_names = ["o0", "o1", "o2", "o3", "o4", "o5"]} {
+                  %q5: tensor<1x2x8x16xf64>, %k5: tensor<1x2x8x16xf64>, %v5: tensor<1x2x8x16xf64>,
+                  %q6: tensor<2x5x288xf32>, %k6: tensor<2x7x288xf32>, %v6: tensor<2x7x288xf32>)
+      -> (tensor<2x2x70x64xf32>, tensor<2x16x32xf32>, tensor<1x2x12x16xf32>, tensor<2x3x20x24xf32>, tensor<2x30x160xf32>, tensor<1x2x8x16xf64>, tensor<2x5x288xf32>)
+      attributes {sluice.input_names = ["q0", "k0", "v0", "qkv", "mask1", "q2", "k2", "v2", "cos", "sin", "q3", "k3", "v3", "mask3", "q4", "k4", "v4", "q5", "k5", "v5", "q6", "k6", "v6"],
+                  sluice.output_names = ["o0", "o1", "o2", "o3", "o4", "o5", "o6"]} {
     %0 = sluice.kernel @k0_attention(%q0, %k0, %v0 : tensor<2x2x70x64xf32>, tensor<2x2x70x64xf32>, tensor<2x2x70x64xf32>) -> (tensor<2x2x70x64xf32>) {
     ^bb0(%bq: tensor<2x2x70x64xf32>, %bk: tensor<2x2x70x64xf32>, %bv: tensor<2x2x70x64xf32>):
       %a = sluice.attention %bq, %bk, %bv {scale = 1.250000e-01 : f32} : (tensor<2x2x70x64xf32>, tensor<2x2x70x64xf32>, tensor<2x2x70x64xf32>) -> tensor<2x2x70x64xf32>
@@ -104,6 +108,11 @@ module {
       %a = sluice.attention %bq, %bk, %bv {scale = 2.500000e-01 : f32} : (tensor<1x2x8x16xf64>, tensor<1x2x8x16xf64>, tensor<1x2x8x16xf64>) -> tensor<1x2x8x16xf64>
       sluice.kernel_yield %a : tensor<1x2x8x16xf64>
     }
-    return %0, %1, %2, %3, %4, %5 : tensor<2x2x70x64xf32>, tensor<2x16x32xf32>, tensor<1x2x12x16xf32>, tensor<2x3x20x24xf32>, tensor<2x30x160xf32>, tensor<1x2x8x16xf64>
+    %6 = sluice.kernel @k6_attention(%q6, %k6, %v6 : tensor<2x5x288xf32>, tensor<2x7x288xf32>, tensor<2x7x288xf32>) -> (tensor<2x5x288xf32>) {
+    ^bb0(%bq: tensor<2x5x288xf32>, %bk: tensor<2x7x288xf32>, %bv: tensor<2x7x288xf32>):
+      %a = sluice.attention %bq, %bk, %bv {scale = 0.0589255653 : f32} : (tensor<2x5x288xf32>, tensor<2x7x288xf32>, tensor<2x7x288xf32>) -> tensor<2x5x288xf32>
+      sluice.kernel_yield %a : tensor<2x5x288xf32>
+    }
+    return %0, %1, %2, %3, %4, %5, %6 : tensor<2x2x70x64xf32>, tensor<2x16x32xf32>, tensor<1x2x12x16xf32>, tensor<2x3x20x24xf32>, tensor<2x30x160xf32>, tensor<1x2x8x16xf64>, tensor<2x5x288xf32>
   }
 }

@@ -16,7 +16,8 @@
 //
 //   sluice_attn_mma  f16/bf16, head dim 64 or 128 (D == Dv), no rotary:
 //     FlashAttention-2. A block of 4 warps owns 64 query rows (16 per warp)
-//     and streams K/V tiles of BK keys through shared memory. S = Q K^T and
+//     and streams K/V tiles of BK keys through shared memory (Q's
+//     fragments stay in registers). S = Q K^T and
 //     O += P V are mma.sync.m16n8k16 (inline PTX, sm_80+) with fp32
 //     accumulators; P is S's accumulator fragment repacked to f16/bf16 as
 //     the A operand (no shared-memory round trip). Tiles past the causal
@@ -269,6 +270,18 @@ __global__ void __launch_bounds__(128)
   const bool vecV = sluice_attn_vec_ok(v, d.v, d.nbatch);
   sluice_attn_load_tile<BQ, D>(qs, qb, d.q.row, d.q.col, sq - i0, vecQ, tid);
 
+  // The warp's Q rows as A fragments, kept in registers for every key tile.
+  __syncthreads();
+  uint32_t qa[D / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const int r = warp * 16 + g, c = kk * 16 + 2 * tg;
+    qa[kk][0] = *(const uint32_t *)&qs[r][c];
+    qa[kk][1] = *(const uint32_t *)&qs[r + 8][c];
+    qa[kk][2] = *(const uint32_t *)&qs[r][c + 8];
+    qa[kk][3] = *(const uint32_t *)&qs[r + 8][c + 8];
+  }
+
   // This thread's two rows (fragment rows g and g + 8 of the warp's 16).
   const int64_t row0 = i0 + warp * 16 + g, row1 = row0 + 8;
   const MT *mrow0 = nullptr, *mrow1 = nullptr;
@@ -302,22 +315,15 @@ __global__ void __launch_bounds__(128)
     for (int n = 0; n < BK / 8; ++n)
       s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
-    for (int kk = 0; kk < D; kk += 16) {
-      const int r = warp * 16 + g;
-      uint32_t a[4];
-      a[0] = *(const uint32_t *)&qs[r][kk + 2 * tg];
-      a[1] = *(const uint32_t *)&qs[r + 8][kk + 2 * tg];
-      a[2] = *(const uint32_t *)&qs[r][kk + 2 * tg + 8];
-      a[3] = *(const uint32_t *)&qs[r + 8][kk + 2 * tg + 8];
+    for (int kk = 0; kk < D / 16; ++kk)
 #pragma unroll
       for (int n = 0; n < BK / 8; ++n) {
         // B[k][n] = K[key n][dim k]: two consecutive dims of one key row.
         uint32_t bf[2];
-        bf[0] = *(const uint32_t *)&ks[n * 8 + g][kk + 2 * tg];
-        bf[1] = *(const uint32_t *)&ks[n * 8 + g][kk + 2 * tg + 8];
-        sluice_attn_mma16816<T>(s[n], a, bf);
+        bf[0] = *(const uint32_t *)&ks[n * 8 + g][kk * 16 + 2 * tg];
+        bf[1] = *(const uint32_t *)&ks[n * 8 + g][kk * 16 + 2 * tg + 8];
+        sluice_attn_mma16816<T>(s[n], qa[kk], bf);
       }
-    }
 
     // Scale (base 2), masks, causal limit; the tile's row maxima.
     float t0 = -INFINITY, t1 = -INFINITY;
