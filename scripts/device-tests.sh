@@ -74,7 +74,7 @@ budget=${SLUICE_DEVICE_BUDGET_S:-540}
 [[ $budget =~ ^[0-9]+$ ]] || die "SLUICE_DEVICE_BUDGET_S must be a number of seconds, not '$budget'"
 start=$(date +%s)
 root="${SLUICE_DEVICE_ROOT:-/tmp/sluice-device}"
-work="$logs/.work"
+work="${TMPDIR:-/tmp}/sluice-device-work.$$" # logs before packing, bench models
 
 # The bundle root: an extracted bundle, or this repository when its
 # scripts run from inside one (the tarball holds scripts/ too).
@@ -178,6 +178,11 @@ stage_env() {
 # labels, command with @ROOT@ for the bundle root), filtered by $1.
 stage_ctest() {
   local stage=$1 list="$root/test/gpu-tests.tsv"
+  if [ $dry -eq 1 ] && [ ! -f "$list" ] && [ -f "$bundle" ]; then
+    # Not extracted yet: read the list from the tarball.
+    list=$(mktemp)
+    tar -xJOf "$bundle" sluice-device/test/gpu-tests.tsv >"$list" 2>/dev/null || rm -f "$list"
+  fi
   if [ $dry -eq 1 ] && [ ! -f "$list" ]; then
     echo "  [$stage] the gpu-labelled tests listed in the bundle's test/gpu-tests.tsv"
     return

@@ -141,21 +141,25 @@ def export(kind, path):
     raise RuntimeError("torch.onnx.export failed: " + " | ".join(errors))
 
 
-def boundary_bytes(onnx_path, batch, seq):
-    """ONNX node name -> (inputs, outputs) with the tensors' byte counts at
-    this batch and sequence (fp16: 2 bytes per float element), from shape
-    inference; and the consumers of each tensor."""
+def boundary_bytes(onnx_path, shapes):
+    """The graph's nodes by name, each tensor's consumers, the graph outputs
+    and each tensor's bytes (2 per float element: an fp16 bundle) with the
+    graph inputs bound to `shapes` (name -> dims), from shape inference."""
     import onnx  # noqa: PLC0415
     from onnx import TensorProto, shape_inference  # noqa: PLC0415
 
     model = onnx.load(onnx_path)
     for inp in model.graph.input:
+        if inp.name not in shapes:
+            continue
         dims = inp.type.tensor_type.shape.dim
-        for d, v in zip(dims, (batch, seq)):
+        if len(dims) != len(shapes[inp.name]):
+            raise ValueError(f"input {inp.name}: rank {len(dims)}, given {shapes[inp.name]}")
+        for d, v in zip(dims, shapes[inp.name]):
             d.ClearField("dim_param")
             d.dim_value = v
     for out in model.graph.output:
-        out.type.tensor_type.shape.ClearField("dim")
+        out.type.tensor_type.ClearField("shape")  # inferred again below
     model = shape_inference.infer_shapes(model, data_prop=True)
     sizes = {}
 
@@ -293,18 +297,19 @@ def bench_sluice(args, name, built, ids_path, onnx_path, copy_gbs, work):
     if rc != 0:
         raise RuntimeError(f"sluice-run --trace failed (exit {rc}): {out[-600:]}")
     row["output"] = np.load(os.path.join(saved, "last_hidden_state.npy")).astype(np.float64)
-    row["bandwidth"] = step_bandwidth(built["bundle"], trace, onnx_path, batch, seq, copy_gbs)
+    row["bandwidth"] = step_bandwidth(built["bundle"], trace, onnx_path,
+                                      {"input_ids": [batch, seq]}, copy_gbs)
     return row
 
 
-def step_bandwidth(bundle, trace, onnx_path, batch, seq, copy_gbs):
+def step_bandwidth(bundle, trace, onnx_path, shapes, copy_gbs):
     """Per memory-bound class: steps, total bytes, total time, achieved GB/s
     and its fraction of the copy bandwidth, from the trace's step times."""
     with open(os.path.join(bundle, "manifest.json")) as f:
         kernels = {k["name"]: k for k in json.load(f)["kernels"]}
     with open(trace) as f:
         events = [e for e in json.load(f)["traceEvents"] if e.get("cat") != "run"]
-    graph = boundary_bytes(onnx_path, batch, seq)
+    graph = boundary_bytes(onnx_path, shapes)
     classes = {}
     for e in events:
         k = kernels.get(e["name"])
@@ -317,13 +322,20 @@ def step_bandwidth(bundle, trace, onnx_path, batch, seq, copy_gbs):
         if not cls:
             continue
         nbytes = step_bytes(k.get("nodes", []), graph)
+        c = classes.setdefault(cls, {"steps": 0, "bytes": 0, "us": 0.0, "unsized": 0})
         if nbytes is None or e["dur"] <= 0:
+            # A tensor shape inference leaves unsized (a shape computed at
+            # run time that Sluice folded): left out rather than guessed.
+            c["unsized"] += 1
             continue
-        c = classes.setdefault(cls, {"steps": 0, "bytes": 0, "us": 0.0})
         c["steps"] += 1
         c["bytes"] += nbytes
         c["us"] += e["dur"]
-    for c in classes.values():
+    for cls in list(classes):
+        c = classes[cls]
+        if not c["steps"]:
+            del classes[cls]
+            continue
         c["gbs"] = c["bytes"] / (c["us"] * 1e-6) / 1e9
         c["fraction"] = c["gbs"] / copy_gbs if copy_gbs else None
     return classes
@@ -540,15 +552,18 @@ def render_table(results):
         "| rel L2 vs fp32 | kernels + library calls | compile s |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    errors = []
     for name in [n for n in CONFIGS if n in results.get("configs", {})]:
         row = results["configs"][name]
         t = row.get("torch", {})
         ms = [fmt(t.get(m, {}).get("ms")) if "error" not in t.get(m, {}) else "error"
               for m in MODES]
+        errors += [f"{name}, torch {m}: {t[m]['error']}" for m in MODES
+                   if "error" in t.get(m, {})]
         if "error" in row:
+            errors.append(f"{name}: {row['error']}")
             lines.append(f"| {name} | {row.get('batch')} | {row.get('seq')} | error | "
-                         + " | ".join(ms) + " | - | - | - | - | - | - | "
-                         + row["error"][:120].replace("|", "/").replace("\n", " ") + " |")
+                         + " | ".join(ms) + " |" + " - |" * 7)
             continue
         launches = (f"{row.get('kernels')} + {row.get('library_calls')}"
                     if row.get("kernels") is not None else "-")
@@ -558,6 +573,9 @@ def render_table(results):
             + f" | {fmt(row.get('vs_best_compile'))} | {fmt(row.get('vs_eager'))} | "
             f"{bandwidth_cell(row, 'layernorm')} | {bandwidth_cell(row, 'softmax')} | "
             f"{fmt(row.get('rel_l2_vs_fp32'), 2)} | {launches} | {fmt(row.get('compile_s'))} |")
+    if errors:
+        lines += ["", "Errors:", ""]
+        lines += ["- " + e[:300].replace("|", "/").replace("\n", " ") for e in errors]
     return "\n".join(lines)
 
 
