@@ -26,7 +26,8 @@
 # Environment: SLUICE_DEVICE_BUDGET_S, seconds for all stages together
 # (default 540: a run call's 600 s less the start); a stage that would start
 # with less than a minute left is skipped and reported. Each stage's command
-# is stopped at the budget's end.
+# is stopped at the budget's end. SLUICE_DEVICE_JOBS: model checks at once
+# (default 4).
 #
 # The logs folder receives at most 8 files (the device tool brings back no
 # more): summary.txt, nvidia-smi.txt, logs.tar.gz (every stage's log) and the
@@ -127,12 +128,31 @@ run_step() {
     echo "[$name] skipped: ${remaining}s of the budget left"
     return 0
   fi
-  local t0 rc
-  t0=$(date +%s)
   echo "[$name] $* (up to ${remaining}s)" | tee -a "$log"
-  timeout --kill-after=10 "$remaining" "$@" >>"$log" 2>&1 </dev/null
+  if [ "$parallel" -gt 1 ]; then
+    # One of several at once (run_parallel_end collects them, in order).
+    while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n; done
+    pending+=("$name|$log")
+    (timed_run "$remaining" "$log" "$@" >"$log.status") &
+    return 0
+  fi
+  record "$name" "$log" "$(timed_run "$remaining" "$log" "$@")"
+}
+
+# timed_run SECONDS LOG CMD...: prints "EXIT SECONDS_TAKEN".
+timed_run() {
+  local limit=$1 log=$2 t0 rc
+  shift 2
+  t0=$(date +%s)
+  timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1 </dev/null
   rc=$?
-  local dt=$(( $(date +%s) - t0 ))
+  echo "$rc $(( $(date +%s) - t0 ))"
+}
+
+# record NAME LOG "EXIT SECONDS": the step's line in the summary.
+record() {
+  local name=$1 log=$2 rc dt
+  read -r rc dt <<<"$3"
   case $rc in
     0) results+=("$name: passed (${dt}s)") ;;
     77) results+=("$name: skipped by the test (${dt}s)") ;;
@@ -141,6 +161,19 @@ run_step() {
   esac
   echo "[$name] exit $rc after ${dt}s" | tee -a "$log"
   tail -n 3 "$log"
+}
+
+parallel=1
+pending=()
+run_parallel_begin() { [ $dry -eq 1 ] || parallel=$1; pending=(); }
+run_parallel_end() {
+  wait
+  parallel=1
+  local p
+  for p in ${pending[@]+"${pending[@]}"}; do
+    record "${p%%|*}" "${p#*|}" "$(cat "${p#*|}.status" 2>/dev/null || echo "2 0")"
+  done
+  pending=()
 }
 
 stage_env() {
@@ -207,12 +240,16 @@ stage_ctest() {
 
 stage_models() {
   local m p
+  # nvcc builds dominate: several checks at once ($SLUICE_DEVICE_JOBS,
+  # default 4; the GPU work of each is small).
+  run_parallel_begin "${SLUICE_DEVICE_JOBS:-4}"
   for m in bert_encoder gpt_decoder llama_block small_cnn; do
     for p in fp32 fp16 bf16; do
       run_step "models/$m-$p" "$work/models-$m-$p.log" "$py" "$root/test/models/check_model.py" \
         --bin "$root/bin" --target cuda --gpu-arch="$arch" --precision "$p" "$root/test/models/$m"
     done
   done
+  run_parallel_end
 }
 
 stage_conformance() {
