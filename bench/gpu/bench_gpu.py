@@ -95,16 +95,12 @@ def build_model(kind, attn):
 
     torch.manual_seed(0)
     if kind == "bert":
-        config = transformers.BertConfig()
+        config = transformers.BertConfig(attn_implementation=attn)
         model = transformers.BertModel(config, add_pooling_layer=False)
     else:
-        config = transformers.GPT2Config()
+        config = transformers.GPT2Config(attn_implementation=attn)
         model = transformers.GPT2Model(config)
     config.use_cache = False
-    try:
-        model.set_attn_implementation(attn)
-    except Exception:  # noqa: BLE001  older transformers
-        config._attn_implementation = attn  # noqa: SLF001
 
     class LastHidden(torch.nn.Module):
         def __init__(self, inner):
@@ -256,7 +252,8 @@ def run(cmd, timeout=None):
     return proc.returncode, proc.stdout + proc.stderr
 
 
-LATENCY = re.compile(r"latency over \d+ runs \(cuda target on ([^)]*)\): median ([0-9.e+-]+) ms, "
+# sluice-run's timing line; the device reads "NVIDIA H100 80GB HBM3 (sm_90)".
+LATENCY = re.compile(r"latency over \d+ runs \(cuda target on (.*)\): median ([0-9.e+-]+) ms, "
                      r"p90 ([0-9.e+-]+) ms; cuda graph: (.*)")
 
 
