@@ -187,6 +187,10 @@ fi
   echo "built: $(date -u '+%Y-%m-%d %H:%M UTC') on $(. /etc/os-release && echo "$PRETTY_NAME"), $(c++ --version | head -n 1)"
   echo "nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo none)"
   echo "testdata: $([ $testdata -eq 1 ] && echo "yes ($data_dir)" || echo no)"
+  # The device's C and C++ runtimes must be at least these.
+  echo "needs: $(for f in "$root"/bin/* "$root"/lib/*.so*; do objdump -T "$f"; done |
+    grep -o 'GLIBC_2\.[0-9]*\|GLIBCXX_3\.4\.[0-9]*' | sort -V -u |
+    awk -F_ '{ v[$1] = $0 } END { print v["GLIBC"], v["GLIBCXX"] }')"
   echo
   echo "## ldd (libraries under lib/ travel in the bundle)"
   for f in "$root"/bin/* "$root"/lib/*.so*; do
