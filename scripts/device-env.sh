@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced on the device machine (no LLVM/MLIR there): points PATH,
 # LD_LIBRARY_PATH and the SLUICE_* variables at an extracted device bundle
 # (scripts/device-bundle.sh) and at the machine's CUDA toolkit and cuDNN.
@@ -66,7 +67,7 @@ _sluice_cublas=$(_sluice_find_dir 'libcublasLt.so*' "$CUDA_HOME/lib64" "$CUDA_HO
 # nvcc links generated bundles with -lcudnn -lcublasLt -lcublas: where a
 # folder has only the versioned files (the wheels' layout), give the linker
 # unversioned names in a folder of our own.
-_sluice_links="$_sluice_root/.linkdir"
+_sluice_links="${TMPDIR:-/tmp}/sluice-linkdir-$(id -u)"
 mkdir -p "$_sluice_links" 2>/dev/null || true
 for _lib in cudnn cublasLt cublas; do
   for _d in $_sluice_cudnn $_sluice_cublas; do
