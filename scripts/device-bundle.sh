@@ -113,6 +113,22 @@ done | sort -u | while read -r name path; do
   fi
 done
 
+# OpenBLAS for host steps that call it (a cuda bundle links -lopenblas when
+# one of its host steps is a GEMM the cpu emitter gives to BLAS): the device
+# image has no OpenBLAS, so its library, the libraries it needs and cblas.h
+# travel in blas/ (device-env.sh puts blas/lib on -L and LD_LIBRARY_PATH and
+# blas/include on SLUICE_INCLUDE_DIRS). About 4 MiB compressed.
+blas_lib=$(readlink -f /usr/lib/x86_64-linux-gnu/libopenblas.so.0)
+blas_inc=$(dirname "$(readlink -f /usr/include/x86_64-linux-gnu/cblas.h)")
+[ -f "$blas_lib" ] && [ -f "$blas_inc/cblas.h" ] || die "no OpenBLAS (install libopenblas-dev: scripts/setup.sh)"
+mkdir -p "$root/blas/lib" "$root/blas/include"
+cp -L "$blas_lib" "$root/blas/lib/libopenblas.so.0"
+ln -sf libopenblas.so.0 "$root/blas/lib/libopenblas.so"
+ldd "$blas_lib" | awk '/=>/ { print $1, $3 }' | while read -r name path; do
+  case $name in libgfortran*|libquadmath*) cp -L "$path" "$root/blas/lib/$name" ;; esac
+done
+cp -L "$blas_inc/cblas.h" "$blas_inc/openblas_config.h" "$root/blas/include/"
+
 # Sources the generated code and the checks need, at their repository paths.
 copy_src() {
   local p

@@ -80,19 +80,20 @@ done
 
 _sluice_flags=""
 [ -n "$_sluice_inc" ] && [ "$_sluice_inc" != "$CUDA_HOME/include" ] && _sluice_flags="-I$_sluice_inc"
-for _d in $_sluice_cudnn $_sluice_cublas "$_sluice_links"; do
+for _d in $_sluice_cudnn $_sluice_cublas "$_sluice_links" "$_sluice_root/blas/lib"; do
   case " $_sluice_flags " in *" -L$_d "*) ;; *) _sluice_flags="$_sluice_flags -L$_d" ;; esac
 done
 export SLUICE_NVCC_FLAGS="${SLUICE_NVCC_FLAGS:-} $_sluice_flags"
 
 # The bundle's libraries first (runtime, onnx, protobuf), then CUDA's.
-_sluice_ld="$_sluice_root/lib:$CUDA_HOME/lib64:$CUDA_HOME/lib"
+_sluice_ld="$_sluice_root/lib:$_sluice_root/blas/lib:$CUDA_HOME/lib64:$CUDA_HOME/lib"
 for _d in $_sluice_cudnn $_sluice_cublas; do _sluice_ld="$_sluice_ld:$_d"; done
 export LD_LIBRARY_PATH="$_sluice_ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$_sluice_root/bin:$CUDA_HOME/bin:$PATH"
 
-# Generated code includes sluice_gen/*.h and sluice/*.h from the bundle.
-export SLUICE_INCLUDE_DIRS="$_sluice_root/codegen/include:$_sluice_root/include"
+# Generated code includes sluice_gen/*.h and sluice/*.h (and host steps
+# cblas.h) from the bundle.
+export SLUICE_INCLUDE_DIRS="$_sluice_root/codegen/include:$_sluice_root/include:$_sluice_root/blas/include"
 
 # One architecture to build for: the GPU's own (nvcc time per bundle).
 if [ -z "${SLUICE_GPU_ARCH:-}" ] && command -v nvidia-smi >/dev/null 2>&1; then
