@@ -346,9 +346,16 @@ CudaEmit emitCudaRowGroup(CudaGroupContext &ctx) {
     team = 32;
   else
     team = std::clamp<int64_t>(pow2Ceil((vectors + 7) / 8), 64, 1024);
-  int64_t per = (vectors + team - 1) / team;
-  int64_t budget = (team >= 1024 ? 32 : 64) / (C == "double" ? 2 : 1);
-  if (isReduce || per * V > budget)
+  // Registers a lane may give the row: 64 values (32 at 1024 threads, whose
+  // launch bounds leave 64 registers a thread); halved for f64. A team
+  // widens until the row fits, up to a block of 1024.
+  auto budget = [&](int64_t t) { return (t >= 1024 ? 32 : 64) / (C == "double" ? 2 : 1); };
+  auto perLane = [&](int64_t t) { return (vectors + t - 1) / t; };
+  if (!isReduce)
+    while (team < 1024 && perLane(team) * V > budget(team))
+      team *= 2;
+  int64_t per = perLane(team);
+  if (isReduce || per * V > budget(team))
     per = 0;
   const int64_t block = std::max<int64_t>(team, 128), rowsPerBlock = block / team;
 
