@@ -128,6 +128,10 @@ CudaEmit emitCudaRowGroup(CudaGroupContext &ctx) {
       return ctx.unsupported("a row group holds only views, elementwise ops and one row op (" +
                              op->getName().getStringRef().str() + " is neither)");
   SmallVector<Operation *> &prologueOps = parts.before, &epilogueOps = parts.after;
+  for (BlockArgument arg : kernel.getBody().front().getArguments())
+    if (auto t = dyn_cast<RankedTensorType>(arg.getType()); !t || !t.hasStaticShape())
+      return ctx.unsupported("dynamic shapes (group input " + std::to_string(arg.getArgNumber()) +
+                             ")");
   for (Operation &inner : kernel.getBody().front())
     for (Value v : inner.getResults())
       if (auto t = dyn_cast<RankedTensorType>(v.getType()); !t || !t.hasStaticShape())
