@@ -1,19 +1,21 @@
 //===- CudaAttentionEmuTest.cpp - cuda attention kernels run on the host --===//
 //
 // The kernels of sluice_gen/cuda_attention.h compiled as host C++ and run
-// by a small CUDA emulator: every thread of a block is a fiber (ucontext),
-// __syncthreads is a block barrier, and the warp collectives the kernels use
-// (__shfl_xor_sync, __shfl_sync, mma.sync m16n8k16) are warp barriers with
-// a data exchange. The mma emulation decodes the fragments as the PTX ISA
-// lays them out (groupID = lane / 4, threadID_in_group = lane % 4; A: rows
-// g and g + 8, columns 2t, 2t + 1 and + 8; B: rows 2t, 2t + 1 and + 8 of
-// column g; C: rows g and g + 8, columns 2t, 2t + 1), multiplies in fp32
-// and hands each lane its accumulators, so the tensor-core kernel's tiling,
-// fragment repacking, online softmax, masks and causal tile skipping are
-// all exercised. Results are compared with softmax(scale Q K^T + mask) V
-// computed in double from the same (rounded) inputs.
+// on the fiber emulation of blocks, barriers and shuffles the row templates
+// use (CudaRowEmulation.h). mma.sync m16n8k16 is emulated here: the warp's
+// lanes deposit their fragments between two warp barriers and each lane
+// reads back its accumulators, with the fragments decoded as the PTX ISA
+// lays them out (groupID g = lane / 4, threadID_in_group t = lane % 4; A:
+// rows g and g + 8, columns 2t, 2t + 1 and + 8; B: rows 2t, 2t + 1 and + 8
+// of column g; C: rows g and g + 8, columns 2t, 2t + 1), multiplied in fp32.
+// So the tensor-core kernel's tiling, fragment repacking, online softmax,
+// masks and causal tile skipping all run, and so does its pre-sm_80 path
+// (mma through warp shuffles). Results are compared with softmax(scale Q
+// K^T + mask) V computed in double from the same (rounded) inputs.
 //
 //===----------------------------------------------------------------------===//
+
+#include "CudaRowEmulation.h"
 
 #include <gtest/gtest.h>
 
@@ -21,177 +23,45 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
 #include <string>
-#include <ucontext.h>
 #include <vector>
 
 #include "sluice_gen/scalar.h"
 
-// ---- The emulator ---------------------------------------------------------
+// ---- What the kernels use beyond CudaRowEmulation.h ----------------------
 
-namespace emu {
-
-struct Dim3 {
-  unsigned x = 0, y = 0, z = 0;
-};
-
-constexpr int kThreads = 128;
-constexpr size_t kStack = 256 * 1024;
-
-struct Fiber {
-  ucontext_t context;
-  std::vector<char> stack;
-  int tid = 0;
-  int waiting = 0; ///< 0: runnable, 1: at __syncthreads, 2: at a warp barrier
-  bool done = false;
-};
-
-struct Machine {
-  Fiber fibers[kThreads];
-  ucontext_t scheduler;
-  Fiber *current = nullptr;
-  std::function<void()> body;
-  Dim3 block, grid;
-  // Warp exchange slots (one per thread).
-  float floats[kThreads];
-  uint32_t words[kThreads];
-  /// mma.sync through the kernel header's shuffle fallback (pre-sm_80)
-  /// instead of the fragment model.
-  bool shuffledMma = false;
-  uint32_t a[kThreads][4], b[kThreads][2];
-  float c[kThreads][4];
-  long barriers = 0;
-};
-
-inline Machine &machine() {
-  static Machine m;
-  return m;
-}
-
-inline void entry() {
-  Machine &m = machine();
-  m.body();
-  m.current->done = true;
-  swapcontext(&m.current->context, &m.scheduler);
-}
-
-/// Parks the current fiber at a barrier until the scheduler releases it.
-inline void park(int kind) {
-  Machine &m = machine();
-  m.current->waiting = kind;
-  ++m.barriers;
-  swapcontext(&m.current->context, &m.scheduler);
-}
-
-/// Runs `kernel` for every block of a 1-D grid of `blocks` x 128 threads.
-/// Returns false on a deadlock (a barrier some thread never reaches).
-inline bool launch(unsigned blocks, std::function<void()> kernel) {
-  Machine &m = machine();
-  m.body = std::move(kernel);
-  m.grid = Dim3{blocks, 1, 1};
-  for (unsigned blk = 0; blk < blocks; ++blk) {
-    m.block = Dim3{blk, 0, 0};
-    for (int t = 0; t < kThreads; ++t) {
-      Fiber &f = m.fibers[t];
-      f.stack.resize(kStack);
-      f.tid = t;
-      f.waiting = 0;
-      f.done = false;
-      getcontext(&f.context);
-      f.context.uc_stack.ss_sp = f.stack.data();
-      f.context.uc_stack.ss_size = f.stack.size();
-      f.context.uc_link = nullptr;
-      makecontext(&f.context, entry, 0);
-    }
-    for (;;) {
-      for (int t = 0; t < kThreads; ++t) {
-        Fiber &f = m.fibers[t];
-        if (f.done || f.waiting)
-          continue;
-        m.current = &f;
-        swapcontext(&m.scheduler, &f.context);
-      }
-      int done = 0, atBlock = 0;
-      for (const Fiber &f : m.fibers) {
-        done += f.done;
-        atBlock += f.waiting == 1;
-      }
-      if (done == kThreads)
-        break;
-      bool released = false;
-      if (atBlock && atBlock + done == kThreads) {
-        for (Fiber &f : m.fibers)
-          f.waiting = 0;
-        released = true;
-      }
-      for (int w = 0; w < kThreads / 32; ++w) {
-        bool all = true;
-        for (int l = 0; l < 32; ++l)
-          all = all && m.fibers[w * 32 + l].waiting == 2;
-        if (all) {
-          for (int l = 0; l < 32; ++l)
-            m.fibers[w * 32 + l].waiting = 0;
-          released = true;
-        }
-      }
-      if (!released)
-        return false;
-    }
-  }
-  return true;
-}
-
-inline Dim3 threadIdx() { return Dim3{(unsigned)machine().current->tid, 0, 0}; }
-
-inline float shuffle(float v, int source) {
-  Machine &m = machine();
-  const int tid = m.current->tid, base = tid / 32 * 32;
-  m.floats[tid] = v;
-  park(2);
-  const float r = m.floats[base + (source & 31)];
-  park(2);
-  return r;
-}
-
-inline uint32_t shuffleWord(uint32_t v, int source) {
-  Machine &m = machine();
-  const int tid = m.current->tid, base = tid / 32 * 32;
-  m.words[tid] = v;
-  park(2);
-  const uint32_t r = m.words[base + (source & 31)];
-  park(2);
-  return r;
-}
-
-inline float halfBits(bool bf16, uint32_t bits) {
-  return bf16 ? sluice_load(sluice_bf16{(uint16_t)bits}) : sluice_load(sluice_f16{(uint16_t)bits});
-}
-
-} // namespace emu
-
-#define __global__
-#define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
-#define __launch_bounds__(n)
-#define threadIdx (emu::threadIdx())
-#define blockIdx (emu::machine().block)
-#define gridDim (emu::machine().grid)
-#define __syncthreads() emu::park(1)
 
 struct uint4 {
   uint32_t x, y, z, w;
 };
 
-inline float __shfl_xor_sync(unsigned, float v, int laneMask) {
-  return emu::shuffle(v, (emu::machine().current->tid % 32) ^ laneMask);
+template <typename T> T __shfl_sync(unsigned mask, T v, int source) {
+  return sluice_emu::shuffle(mask, v, (unsigned)source);
 }
-inline float __shfl_sync(unsigned, float v, int source) { return emu::shuffle(v, source); }
-inline uint32_t __shfl_sync(unsigned, uint32_t v, int source) {
-  return emu::shuffleWord(v, source);
+
+namespace attn_emu {
+
+/// mma.sync through the kernel header's shuffle fallback (pre-sm_80)
+/// instead of the fragment model.
+inline bool shuffledMma = false;
+
+/// One lane's fragments, exchanged through the emulation's lane slots.
+struct Fragments {
+  uint32_t a[4], b[2];
+  float c[4];
+};
+static_assert(sizeof(Fragments) <= 64, "lane slots hold 64 bytes");
+
+inline float halfBits(bool bf16, uint32_t bits) {
+  return bf16 ? sluice_load(sluice_bf16{(uint16_t)bits}) : sluice_load(sluice_f16{(uint16_t)bits});
 }
+
+} // namespace attn_emu
 
 void sluice_attn_emu_mma(bool bf16, float c[4], const uint32_t a[4], const uint32_t b[2]);
 
@@ -201,46 +71,47 @@ void sluice_attn_emu_mma(bool bf16, float c[4], const uint32_t a[4], const uint3
 /// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: the whole warp's
 /// fragments assembled into A (16x16), B (16x8), C (16x8); D = A B + C.
 void sluice_attn_emu_mma(bool bf16, float c[4], const uint32_t a[4], const uint32_t b[2]) {
-  emu::Machine &m = emu::machine();
-  if (m.shuffledMma) {
+  if (attn_emu::shuffledMma) {
     if (bf16)
       sluice_attn_mma_shuffled<sluice_bf16>(c, a, b);
     else
       sluice_attn_mma_shuffled<sluice_f16>(c, a, b);
     return;
   }
-  const int tid = m.current->tid, base = tid / 32 * 32, lane = tid % 32;
-  for (int i = 0; i < 4; ++i) {
-    m.a[tid][i] = a[i];
-    m.c[tid][i] = c[i];
-  }
-  m.b[tid][0] = b[0];
-  m.b[tid][1] = b[1];
-  emu::park(2);
+  sluice_emu::Machine &m = *sluice_emu::machine;
+  const unsigned tid = threadIdx.x, base = tid / 32 * 32, lane = tid % 32;
+  attn_emu::Fragments mine;
+  std::memcpy(mine.a, a, sizeof(mine.a));
+  std::memcpy(mine.b, b, sizeof(mine.b));
+  std::memcpy(mine.c, c, sizeof(mine.c));
+  std::memcpy(m.slots[tid].data(), &mine, sizeof(mine));
+  sluice_emu::warpBarrier();
   float A[16][16], B[16][8], C[16][8];
-  for (int l = 0; l < 32; ++l) {
-    const int g = l / 4, t = l % 4, s = base + l;
-    auto lo = [&](uint32_t r) { return emu::halfBits(bf16, r & 0xffffu); };
-    auto hi = [&](uint32_t r) { return emu::halfBits(bf16, r >> 16); };
-    A[g][2 * t] = lo(m.a[s][0]);
-    A[g][2 * t + 1] = hi(m.a[s][0]);
-    A[g + 8][2 * t] = lo(m.a[s][1]);
-    A[g + 8][2 * t + 1] = hi(m.a[s][1]);
-    A[g][2 * t + 8] = lo(m.a[s][2]);
-    A[g][2 * t + 9] = hi(m.a[s][2]);
-    A[g + 8][2 * t + 8] = lo(m.a[s][3]);
-    A[g + 8][2 * t + 9] = hi(m.a[s][3]);
-    B[2 * t][g] = lo(m.b[s][0]);
-    B[2 * t + 1][g] = hi(m.b[s][0]);
-    B[2 * t + 8][g] = lo(m.b[s][1]);
-    B[2 * t + 9][g] = hi(m.b[s][1]);
-    C[g][2 * t] = m.c[s][0];
-    C[g][2 * t + 1] = m.c[s][1];
-    C[g + 8][2 * t] = m.c[s][2];
-    C[g + 8][2 * t + 1] = m.c[s][3];
+  for (unsigned l = 0; l < 32; ++l) {
+    attn_emu::Fragments f;
+    std::memcpy(&f, m.slots[base + l].data(), sizeof(f));
+    const unsigned g = l / 4, t = l % 4;
+    auto lo = [&](uint32_t r) { return attn_emu::halfBits(bf16, r & 0xffffu); };
+    auto hi = [&](uint32_t r) { return attn_emu::halfBits(bf16, r >> 16); };
+    A[g][2 * t] = lo(f.a[0]);
+    A[g][2 * t + 1] = hi(f.a[0]);
+    A[g + 8][2 * t] = lo(f.a[1]);
+    A[g + 8][2 * t + 1] = hi(f.a[1]);
+    A[g][2 * t + 8] = lo(f.a[2]);
+    A[g][2 * t + 9] = hi(f.a[2]);
+    A[g + 8][2 * t + 8] = lo(f.a[3]);
+    A[g + 8][2 * t + 9] = hi(f.a[3]);
+    B[2 * t][g] = lo(f.b[0]);
+    B[2 * t + 1][g] = hi(f.b[0]);
+    B[2 * t + 8][g] = lo(f.b[1]);
+    B[2 * t + 9][g] = hi(f.b[1]);
+    C[g][2 * t] = f.c[0];
+    C[g][2 * t + 1] = f.c[1];
+    C[g + 8][2 * t] = f.c[2];
+    C[g + 8][2 * t + 1] = f.c[3];
   }
-  const int g = lane / 4, t = lane % 4;
-  auto dot = [&](int r, int col) {
+  const unsigned g = lane / 4, t = lane % 4;
+  auto dot = [&](unsigned r, unsigned col) {
     float acc = C[r][col];
     for (int k = 0; k < 16; ++k)
       acc += A[r][k] * B[k][col];
@@ -248,7 +119,7 @@ void sluice_attn_emu_mma(bool bf16, float c[4], const uint32_t a[4], const uint3
   };
   const float d0 = dot(g, 2 * t), d1 = dot(g, 2 * t + 1), d2 = dot(g + 8, 2 * t),
               d3 = dot(g + 8, 2 * t + 1);
-  emu::park(2); // every lane has read the warp's fragments
+  sluice_emu::warpBarrier(); // every lane has read the warp's fragments
   c[0] = d0;
   c[1] = d1;
   c[2] = d2;
@@ -436,17 +307,17 @@ void runCase(const Problem &p, double atol, double rtol, uint32_t seed) {
   const int64_t outN = spanOf(p.batch, d.out, p.sq, p.dv);
   std::vector<T> out(outN, store<T>(12345.0));
   const MT *mp = p.mask ? maskBuf.get() : nullptr;
-  bool ok;
+  // A barrier or shuffle not reached by every thread throws (a test failure).
   if constexpr (kernel == Kernel::Mma) {
-    ok = emu::launch(sluice_attn_blocks(d, SLUICE_ATTN_MMA_ROWS),
-                     [&] { sluice_attn_mma<T, MT, D, BK>(d, qp, kp, vp, mp, out.data()); });
+    sluice_emu::launch(sluice_attn_blocks(d, SLUICE_ATTN_MMA_ROWS), 128, [&] {
+      sluice_attn_mma<T, MT, D, BK>(d, qp, kp, vp, mp, out.data());
+    });
   } else {
-    ok = emu::launch(sluice_attn_blocks(d, 4 * R), [&] {
+    sluice_emu::launch(sluice_attn_blocks(d, 4 * R), 128, [&] {
       sluice_attn_fma<T, MT, RT, DP, DVP, R, BK>(d, qp, kp, vp, mp, cosBuf.data(), sinBuf.data(),
                                                  out.data());
     });
   }
-  ASSERT_TRUE(ok) << "a barrier deadlocked";
 
   // The reference, in double.
   const int64_t kOff = p.packedQKV ? kOffset : 0, vOff = p.packedQKV ? vOffset : 0;
@@ -585,8 +456,8 @@ TEST(CudaAttentionEmu, MmaBf16D64Causal) {
 // The same kernel as built for GPUs before sm_80: mma.sync computed with
 // warp shuffles (sluice_attn_mma_shuffled) instead of the fragment model.
 struct ShuffledMma {
-  ShuffledMma() { emu::machine().shuffledMma = true; }
-  ~ShuffledMma() { emu::machine().shuffledMma = false; }
+  ShuffledMma() { attn_emu::shuffledMma = true; }
+  ~ShuffledMma() { attn_emu::shuffledMma = false; }
 };
 
 TEST(CudaAttentionEmu, MmaShuffledFallbackF16D64CausalMask) {
