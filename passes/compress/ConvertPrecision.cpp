@@ -86,7 +86,7 @@ Type withElement(Type type, Type element) {
 }
 
 /// f32 -> half with f16 saturation of finite values (see the header).
-FailureOr<Attribute> convertConstant(ConstantOp constant, Type half) {
+FailureOr<ElementsAttr> convertConstant(ConstantOp constant, Type half) {
   auto tensor = tensorFromAttr(constant.getValue());
   if (failed(tensor) || tensor->dtype() != DType::F32)
     return failure();
@@ -105,7 +105,7 @@ FailureOr<Attribute> convertConstant(ConstantOp constant, Type half) {
     }
   }
   auto type = cast<RankedTensorType>(withElement(constant.getType(), half));
-  return Attribute(attrFromTensor(constant.getContext(), out, type));
+  return attrFromTensor(constant.getContext(), out, type);
 }
 
 class Converter {
@@ -153,7 +153,8 @@ private:
   /// Runs `op` in half precision: f32 operands narrowed, results re-inferred.
   LogicalResult convert(Operation *op) {
     bool any = false;
-    for (OpOperand &use : op->getOpOperands())
+    for (OpOperand &use : op->getOpOperands()) {
+      any |= isHalfByConversion(use.get());
       if (isF32Tensor(use.get().getType())) {
         auto narrowed = narrow(use.get());
         if (failed(narrowed))
@@ -161,6 +162,7 @@ private:
         use.set(*narrowed);
         any = true;
       }
+    }
     if (!any)
       return success();
     auto infer = dyn_cast<InferTypeOpInterface>(op);
@@ -212,7 +214,7 @@ private:
         return constant.emitOpError("cannot convert this constant to ") << half;
       OpBuilder builder(constant);
       builder.setInsertionPointAfter(constant);
-      result = ConstantOp::create(builder, constant.getLoc(), cast<TypedAttr>(*attr));
+      result = ConstantOp::create(builder, constant.getLoc(), *attr);
     } else if (auto cast = v.getDefiningOp<CastOp>();
                cast && cast.getInput().getType() == withElement(v.getType(), half) &&
                !cast.getTruncateBf16()) {
