@@ -21,6 +21,17 @@
 #define SLUICE_HD inline
 #endif
 
+// x86 hosts with F16C (bundles build with -march=native) convert f16 in one
+// instruction each way (vcvtph2ps / vcvtps2ph, round to nearest even, the
+// same results as the portable code below: test/codegen/scalar-f16c.test);
+// the portable bit manipulation made fp16 cpu bundles several times slower
+// than fp32 ones. Never in nvcc's translation units, whose functions must
+// also compile for the device. SLUICE_NO_F16C forces the portable code.
+#if defined(__F16C__) && !defined(__CUDACC__) && !defined(SLUICE_NO_F16C)
+#include <immintrin.h>
+#define SLUICE_F16C 1
+#endif
+
 /// Half-precision storage: the bits, converted to float for arithmetic.
 struct sluice_f16 { uint16_t bits; };
 struct sluice_bf16 { uint16_t bits; };
@@ -38,6 +49,9 @@ SLUICE_HD uint32_t sluice_float_to_bits(float f) {
 
 SLUICE_HD float sluice_load(sluice_bf16 v) { return sluice_bits_to_float((uint32_t)v.bits << 16); }
 SLUICE_HD float sluice_load(sluice_f16 v) {
+#ifdef SLUICE_F16C
+  return _cvtsh_ss(v.bits);
+#else
   uint32_t sign = (uint32_t)(v.bits & 0x8000) << 16;
   uint32_t exponent = (v.bits >> 10) & 0x1f, mantissa = v.bits & 0x3ff;
   if (exponent == 0) {
@@ -49,6 +63,7 @@ SLUICE_HD float sluice_load(sluice_f16 v) {
   if (exponent == 31)
     return sluice_bits_to_float(sign | 0x7f800000u | (mantissa << 13));
   return sluice_bits_to_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+#endif
 }
 template <typename T> SLUICE_HD T sluice_load(T v) { return v; }
 
@@ -72,6 +87,15 @@ SLUICE_HD sluice_bf16 sluice_to_bf16_truncate(float f) {
 }
 /// float -> f16, round to nearest even, overflow to infinity.
 SLUICE_HD sluice_f16 sluice_to_f16(float f) {
+#ifdef SLUICE_F16C
+  // NaN keeps the portable code's canonical quiet NaN (the instruction
+  // would keep the payload's high bits).
+  if (f == f) {
+    sluice_f16 h;
+    h.bits = (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+    return h;
+  }
+#endif
   uint32_t word = sluice_float_to_bits(f);
   uint32_t sign = (word >> 16) & 0x8000;
   uint32_t absWord = word & 0x7fffffffu;
