@@ -150,8 +150,9 @@ def ConvertPrecisionPass : Pass<"sluice-convert-precision", "mlir::func::FuncOp"
     regions, and any op not listed. A Cast of the model to f32 still yields
     f32. Weights are converted in the pass (no cast kernels on constants),
     finite values saturating to f16's range; casts that cancel
-    (f16 -> f32 -> f16) fold away. Fails on an unknown precision and on a
-    function that already holds kernel groups.
+    (f16 -> f32 -> f16) fold away. The function gets `sluice.precision`
+    (what the bundle's manifest records). Fails on an unknown precision and
+    on a function that already holds kernel groups.
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"fp16\"",

@@ -59,6 +59,13 @@ void buildRecognizePipeline(OpPassManager &pm, const CompilerOptions &options) {
   pm.addPass(createCSEPass());
 }
 
+std::string modulePrecision(ModuleOp module) {
+  if (auto func = module.lookupSymbol<func::FuncOp>("main"))
+    if (auto precision = func->getAttrOfType<StringAttr>("sluice.precision"))
+      return precision.str();
+  return "fp32";
+}
+
 void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
   // After recognize: the composites (norms, softmax inside attention) are
   // single ops by then, which the conversion keeps in half with fp32
@@ -291,6 +298,17 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
       if (p > loadedAfter)
         loadedAfter = p;
     });
+    // The precision is chosen in the compress phase (which records it on
+    // the function); a module past it keeps the one it has.
+    std::string recorded = modulePrecision(*module);
+    if (options.precision != "fp32" && options.precision != recorded &&
+        loadedAfter > Phase::Compress) {
+      error = modelPath + ": --precision=" + options.precision +
+              " converts the graph in the compress phase, and this file is past it (it "
+              "holds kernel groups, in " + recorded +
+              "); give --precision when compiling the earlier phase\n";
+      return nullptr;
+    }
   } else {
     onnx_import::ImportOptions importOptions;
     importOptions.inputShapes = options.inputShapes;

@@ -65,6 +65,11 @@ void buildRecognizePipeline(mlir::OpPassManager &pm, const CompilerOptions &opti
 /// where numerics need it (sluice-convert-precision); nothing otherwise.
 void buildCompressPipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
 
+/// The precision `module`'s main function was converted to (its
+/// `sluice.precision` attribute, set by sluice-convert-precision): "fp16",
+/// "bf16", or "fp32" when it has none.
+std::string modulePrecision(mlir::ModuleOp module);
+
 /// The composite op names (`sluice.attention`, ...) that `target` has no
 /// kernels for: the fuse phase decomposes them first.
 std::vector<std::string> compositesToDecompose(const std::string &target);

@@ -300,6 +300,8 @@ struct ConvertPrecisionPass
                                      : Type(BFloat16Type::get(context));
     if (failed(Converter(func, half).run()))
       return signalPassFailure();
+    // What the bundle's manifest records (lib/pipeline: modulePrecision).
+    func->setAttr("sluice.precision", StringAttr::get(context, *canonical));
   }
 };
 

@@ -224,6 +224,9 @@ int main(int argc, char **argv) {
   auto module = sluice::compileModel(context, model, options, irPhase, error, &timings);
   if (!module)
     die(error);
+  // A .mlir file past the compress phase carries its precision.
+  if (stopPhase > sluice::Phase::Compress)
+    options.precision = sluice::modulePrecision(*module);
 
   // What the emit phase produced, whichever the target.
   sluice::codegen::CpuModel cpuModel;

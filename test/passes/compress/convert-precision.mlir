@@ -7,7 +7,7 @@
 // Weights are converted in the pass (no cast on a constant), the f32 input
 // is cast once at the boundary, the output is cast back; exp stays fp32.
 // CHECK-LABEL: func @mlp
-// CHECK-SAME: (%[[X:.+]]: tensor<2x4xf32>) -> tensor<2x3xf32>
+// CHECK-SAME: (%[[X:.+]]: tensor<2x4xf32>) -> tensor<2x3xf32> attributes {sluice.precision = "fp16"}
 // CHECK-DAG: %[[XH:.+]] = sluice.cast %[[X]] : tensor<2x4xf32> -> tensor<2x4xf16>
 // CHECK-DAG: %[[W:.+]] = sluice.constant dense_resource<{{.+}}> : tensor<4x3xf16>
 // CHECK-DAG: %[[B:.+]] = sluice.constant dense<5.000000e-01> : tensor<f16>
@@ -21,6 +21,7 @@
 // CHECK: return %[[OUT]] : tensor<2x3xf32>
 // CHECK-NOT: tensor<4x3xf32>
 // BF16-LABEL: func @mlp
+// BF16-SAME: attributes {sluice.precision = "bf16"}
 // BF16-DAG: sluice.constant dense_resource<{{.+}}> : tensor<4x3xbf16>
 // BF16: sluice.matmul {{.*}} : (tensor<2x4xbf16>, tensor<4x3xbf16>) -> tensor<2x3xbf16>
 // BF16: sluice.exp {{.*}} : (tensor<2x3xf32>) -> tensor<2x3xf32>
