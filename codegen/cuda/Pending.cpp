@@ -1,6 +1,5 @@
 // TEMPORARY (removed when the helpers' emitters merge this session).
 #include "codegen/cuda/CudaGroups.h"
 namespace sluice::codegen {
-CudaEmit emitCudaRowGroup(CudaGroupContext &ctx) { return ctx.unsupported("pending"); }
 CudaEmit emitCudaAttentionGroup(CudaGroupContext &ctx) { return ctx.unsupported("pending"); }
 }

@@ -24,6 +24,7 @@ count drops below the committed baseline, so coverage can only go up.
 Usage: run_conformance.py --bin BUILD/bin [--targets reference,cpu] [--data DIR]
                           [--jobs N] [--results FILE.json] [--write-doc FILE.md]
                           [--baseline FILE] [--update-baseline] [--filter SUBSTR]
+                          [--shard K/N]
 """
 import argparse
 import concurrent.futures
@@ -330,6 +331,9 @@ def main():
     ap.add_argument("--update-baseline", action="store_true")
     ap.add_argument("--filter", default="", help="only cases whose name contains this")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--shard", default="1/1",
+                    help="K/N: run only the K-th (1-based) of N interleaved slices of the "
+                         "cases, as the device machine runs them in several calls")
     ap.add_argument("--gpu-arch", default="sm_90",
                     help="cuda: the one architecture to build bundles for (sluice-compile "
                          "--gpu-arch); default sm_90 (H100/H200)")
@@ -347,7 +351,12 @@ def main():
     for tool in ("sluice-run", "sluice-compile"):
         if not os.access(os.path.join(args.bin, tool), os.X_OK):
             sys.exit(f"run_conformance: {os.path.join(args.bin, tool)} not found (build first)")
+    shard = re.fullmatch(r"(\d+)/(\d+)", args.shard)
+    if not shard or not 1 <= int(shard[1]) <= int(shard[2]):
+        sys.exit(f"run_conformance: bad --shard '{args.shard}' (expected K/N, 1 <= K <= N)")
+    k, n = int(shard[1]), int(shard[2])
     cases = [c for c in list_cases(args.data) if args.filter in os.path.basename(c[1])]
+    cases = cases[k - 1::n]
     if not cases:
         sys.exit(f"run_conformance: no test cases under {args.data} "
                  "(install libonnx-testdata: scripts/setup.sh)")

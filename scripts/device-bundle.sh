@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# Packs what the device machine needs to run Sluice's GPU checks into
+# device-bundle/sluice-device.tar.xz (+ MANIFEST.txt): the tools linked
+# against static LLVM/MLIR (the device has none), the runtime libraries, the
+# headers generated code includes, the shared libraries the tools need that a
+# plain system lacks (onnx, protobuf), the test models, the gpu-labelled tests
+# (built binaries, their fixtures and scripts), bench/gpu and the device
+# scripts. docs/device.md says how a session uses it.
+#
+# usage: scripts/device-bundle.sh [--testdata] [--build-dir DIR] [--out DIR]
+#                                 [--no-check] [-j N]
+#   --testdata      add the ONNX backend test cases (libonnx-testdata) that
+#                   the conformance stage runs
+#   --build-dir     the static build (default build-static/; configured with
+#                   -DSLUICE_STATIC_MLIR=ON when it does not exist yet)
+#   --out           where the tarball and MANIFEST.txt go (default device-bundle/)
+#   --no-check      skip the check: extract into a temporary folder and, with
+#                   only the bundle and the CUDA toolkit visible, compile a test
+#                   model for the cuda target with the bundle's sluice-compile
+#   -j N            ninja jobs (default 2)
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$repo/build-static
+out=$repo/device-bundle
+testdata=0 check=1 jobs=2
+limit=$((64 * 1024 * 1024)) # what one device call may carry, the repo included
+data_dir=/usr/share/libonnx-testdata/data
+
+die() { echo "device-bundle: error: $*" >&2; exit 2; }
+say() { echo "[device-bundle] $*"; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --testdata) testdata=1; shift ;;
+    --build-dir) build=$(realpath -m "$2"); shift 2 ;;
+    --out) out=$(realpath -m "$2"); shift 2 ;;
+    --no-check) check=0; shift ;;
+    -j) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+
+# 1. The static build.
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  say "configuring $build (SLUICE_STATIC_MLIR=ON)"
+  launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  python=python3
+  [ -x "$repo/.venv/bin/python" ] && python=$repo/.venv/bin/python
+  cmake -G Ninja -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSLUICE_STATIC_MLIR=ON \
+    -DSLUICE_PYTHON="$python" "${launcher[@]}" >/dev/null
+fi
+grep -q '^SLUICE_STATIC_MLIR:BOOL=ON' "$build/CMakeCache.txt" ||
+  die "$build is not a static build (configure it with -DSLUICE_STATIC_MLIR=ON)"
+grep -q '^SLUICE_CUDA:BOOL=ON' "$build/CMakeCache.txt" ||
+  die "$build has no cuda runtime module (SLUICE_CUDA is off: is the CUDA toolkit there?)"
+
+# The gpu-labelled tests other than the models and the conformance run
+# (device-tests.sh runs those itself): name, labels, command, and the files
+# and folders they use.
+mkdir -p "$out"
+tests_json=$out/gpu-tests.json
+ctest --test-dir "$build" -L gpu --show-only=json-v1 >"$tests_json" 2>/dev/null
+targets=(sluice-compile sluice-run sluice-opt SluiceRuntime SluiceRuntimeCuda)
+mapfile -t extra < <(python3 - "$build" "$tests_json" <<'EOF'
+import json, os, sys
+build = sys.argv[1]
+for t in json.load(open(sys.argv[2]))["tests"]:
+    labels = next((p["value"] for p in t.get("properties", []) if p["name"] == "LABELS"), [])
+    if t["name"].startswith("model-") or "conformance" in labels:
+        continue
+    for arg in t["command"]:
+        tool = os.path.basename(arg)
+        if arg.startswith(build + "/bin/") and tool not in ("sluice-compile", "sluice-run"):
+            print(tool)
+EOF
+)
+targets+=(${extra[@]+"${extra[@]}"})
+# Fixtures the tests read from the build tree (the computing fake bundle).
+if ninja -C "$build" -t targets all 2>/dev/null | grep -q '^sluice_fake_cuda_gpu_model:'; then
+  targets+=(sluice_fake_cuda_gpu_model)
+fi
+say "building ${targets[*]}"
+ninja -C "$build" -j "$jobs" "${targets[@]}" >/dev/null
+
+# 2. Stage the bundle.
+stage=$out/stage
+root=$stage/sluice-device
+rm -rf "$stage"
+mkdir -p "$root/bin" "$root/lib" "$root/test"
+commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null | grep -c . || true)
+
+for tool in sluice-compile sluice-run sluice-opt ${extra[@]+"${extra[@]}"}; do
+  cp "$build/bin/$tool" "$root/bin/"
+done
+cp "$build/lib/libsluice_runtime.so" "$build/lib/libsluice_runtime_cuda.so" "$root/lib/"
+strip --strip-unneeded "$root"/bin/* "$root"/lib/*.so
+
+# Shared libraries a plain system lacks: everything the tools and runtime
+# need except the C/C++ runtime, zlib/zstd, OpenMP and CUDA's own libraries
+# (the device's toolkit provides those, in its own version).
+system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libzstd|libgomp|libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnvrtc|libnvJitLink)\.so'
+for f in "$root"/bin/* "$root"/lib/*.so; do
+  ldd "$f" | awk '/=>/ { print $1, $3 }'
+done | sort -u | while read -r name path; do
+  case $name in
+    libLLVM*|libMLIR*) die "$name is needed by a tool: the static build still links LLVM/MLIR shared" ;;
+  esac
+  if [[ ! $name =~ $system ]] && [ ! -e "$root/lib/$name" ]; then
+    [ -f "$path" ] || die "$name is needed but not found ($path)"
+    cp -L "$path" "$root/lib/$name"
+  fi
+done
+
+# OpenBLAS for host steps that call it (a cuda bundle links -lopenblas when
+# one of its host steps is a GEMM the cpu emitter gives to BLAS): the device
+# image has no OpenBLAS, so its library, the libraries it needs and cblas.h
+# travel in blas/ (device-env.sh puts blas/lib on -L and LD_LIBRARY_PATH and
+# blas/include on SLUICE_INCLUDE_DIRS). About 4 MiB compressed.
+blas_lib=$(readlink -f /usr/lib/x86_64-linux-gnu/libopenblas.so.0)
+blas_inc=$(dirname "$(readlink -f /usr/include/x86_64-linux-gnu/cblas.h)")
+[ -f "$blas_lib" ] && [ -f "$blas_inc/cblas.h" ] || die "no OpenBLAS (install libopenblas-dev: scripts/setup.sh)"
+mkdir -p "$root/blas/lib" "$root/blas/include"
+cp -L "$blas_lib" "$root/blas/lib/libopenblas.so.0"
+ln -sf libopenblas.so.0 "$root/blas/lib/libopenblas.so"
+ldd "$blas_lib" | awk '/=>/ { print $1, $3 }' | while read -r name path; do
+  case $name in libgfortran*|libquadmath*) cp -L "$path" "$root/blas/lib/$name" ;; esac
+done
+cp -L "$blas_inc/cblas.h" "$blas_inc/openblas_config.h" "$root/blas/include/"
+
+# Sources the generated code and the checks need, at their repository paths.
+copy_src() {
+  local p
+  for p in "$@"; do
+    mkdir -p "$root/$(dirname "$p")"
+    cp -r "$repo/$p" "$root/$p"
+  done
+}
+copy_src codegen/include include bench/gpu scripts/device-env.sh scripts/device-tests.sh \
+  test/models test/conformance/run_conformance.py test/gpu
+[ -f "$repo/docs/device.md" ] && copy_src docs/device.md
+find "$root" -name __pycache__ -prune -exec rm -rf {} +
+
+# The gpu tests' list, each command with @ROOT@ for the bundle root and
+# @PYTHON@ for the device's python; files they name are copied (source tree
+# paths as they are, build tree paths under build/).
+python3 - "$repo" "$build" "$root" "$tests_json" <<'EOF'
+import json, os, shutil, sys
+repo, build, root = sys.argv[1:4]
+lines = []
+for t in json.load(open(sys.argv[4]))["tests"]:
+    props = {p["name"]: p["value"] for p in t.get("properties", [])}
+    labels = props.get("LABELS", [])
+    if t["name"].startswith("model-") or "conformance" in labels:
+        continue
+    if props.get("SKIP_RETURN_CODE") != 77:
+        sys.exit(f"device-bundle: gpu test {t['name']} has no SKIP_RETURN_CODE 77")
+    cmd = []
+    python = None
+    for arg in t["command"]:
+        if " " in arg or "\t" in arg:
+            sys.exit(f"device-bundle: gpu test {t['name']}: argument with a blank: {arg!r}")
+        if os.path.basename(arg).startswith("python") and os.access(arg, os.X_OK) and \
+                not arg.startswith((repo + "/", build + "/")):
+            cmd.append("@PYTHON@")
+            continue
+        if arg.startswith(build + "/bin/"):
+            cmd.append("@ROOT@/bin/" + os.path.basename(arg))
+            continue
+        for base, dest in ((build, "build"), (repo, "")):
+            if arg.startswith(base + "/"):
+                rel = os.path.relpath(arg, base)
+                target = os.path.join(root, dest, rel)
+                if os.path.isdir(arg):
+                    shutil.copytree(arg, target, dirs_exist_ok=True)
+                elif os.path.isfile(arg):
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    shutil.copy2(arg, target)
+                # else: an output path the test creates
+                cmd.append("@ROOT@/" + os.path.join(dest, rel) if dest else "@ROOT@/" + rel)
+                break
+        else:
+            cmd.append(arg)
+    lines.append("\t".join([t["name"], ";".join(labels), " ".join(cmd)]))
+with open(os.path.join(root, "test", "gpu-tests.tsv"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+print(f"[device-bundle] {len(lines)} gpu tests: " + ", ".join(l.split("\t")[0] for l in lines))
+EOF
+
+if [ $testdata -eq 1 ]; then
+  [ -d "$data_dir" ] || die "no $data_dir (install libonnx-testdata: scripts/setup.sh)"
+  mkdir -p "$root/testdata"
+  for suite in node pytorch-converted pytorch-operator simple; do
+    cp -r "$data_dir/$suite" "$root/testdata/"
+  done
+fi
+
+# 3. MANIFEST.txt (inside the tarball too) and the tarball.
+{
+  echo "sluice device bundle"
+  echo "commit: $commit$([ "$dirty" != 0 ] && echo " (+$dirty modified files)")"
+  echo "built: $(date -u '+%Y-%m-%d %H:%M UTC') on $(. /etc/os-release && echo "$PRETTY_NAME"), $(c++ --version | head -n 1)"
+  echo "nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo none)"
+  echo "testdata: $([ $testdata -eq 1 ] && echo "yes ($data_dir)" || echo no)"
+  # The device's C and C++ runtimes must be at least these.
+  echo "needs: $(for f in "$root"/bin/* "$root"/lib/*.so*; do objdump -T "$f"; done |
+    grep -o 'GLIBC_2\.[0-9]*\|GLIBCXX_3\.4\.[0-9]*' | sort -V -u |
+    awk -F_ '{ v[$1] = $0 } END { print v["GLIBC"], v["GLIBCXX"] }')"
+  echo
+  echo "## ldd (libraries under lib/ travel in the bundle)"
+  for f in "$root"/bin/* "$root"/lib/*.so*; do
+    echo "${f#"$root"/}: $(ldd "$f" | awk '/=>/ { print $1 }' | tr '\n' ' ')"
+  done
+  echo
+  echo "## files"
+  (cd "$root" && find . -type f ! -path './testdata/*' -printf '%s\t%P\n' | sort -k2)
+  [ $testdata -eq 1 ] && echo "$(find "$root/testdata" -type f | wc -l) files under testdata/"
+} >"$root/MANIFEST.txt"
+mkdir -p "$out"
+rm -f "$out/sluice-device.tar.xz"
+XZ_OPT="-6 -T${jobs}" tar -C "$stage" -cJf "$out/sluice-device.tar.xz" sluice-device
+cp "$root/MANIFEST.txt" "$out/MANIFEST.txt"
+size=$(stat -c %s "$out/sluice-device.tar.xz")
+repo_size=$(git -C "$repo" ls-files -z | (cd "$repo" && xargs -0 stat -c %s 2>/dev/null) |
+  awk '{ s += $1 } END { print s + 0 }')
+say "$out/sluice-device.tar.xz: $((size / 1024)) KiB (unpacked $(du -sk "$root" | cut -f1) KiB); with the repository's tracked files ($((repo_size / 1024)) KiB) a call carries $(((size + repo_size) / 1024)) KiB of at most $((limit / 1024))"
+{
+  echo
+  echo "## size"
+  echo "tarball: $size bytes; repository tracked files: $repo_size bytes; limit per call: $limit bytes"
+} >>"$out/MANIFEST.txt"
+[ $((size + repo_size)) -lt $limit ] || die "the bundle and the repository exceed what one call may carry"
+
+# 4. The check: no LLVM/MLIR needed, and a cuda compile from the extracted
+# bundle in a clean environment.
+if [ $check -eq 1 ]; then
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  tar -xJf "$out/sluice-device.tar.xz" -C "$tmp"
+  if ldd "$tmp"/sluice-device/bin/* "$tmp"/sluice-device/lib/*.so | grep -E 'libLLVM|libMLIR|not found'; then
+    die "the extracted bundle needs LLVM/MLIR or a missing library (above)"
+  fi
+  shapes=$(python3 -c 'import json,sys; print(" ".join("--shape=" + s for s in json.load(open(sys.argv[1]))["shapes"]))' \
+    "$tmp/sluice-device/test/models/small_cnn/manifest.json")
+  inner="set -e; unset LD_LIBRARY_PATH; source sluice-device/scripts/device-env.sh;
+    echo \"[device-bundle] check: \$(command -v sluice-compile)\";
+    sluice-compile sluice-device/test/models/small_cnn/model.onnx -o small_cnn.sluice --target=cuda \
+      --gpu-arch=sm_90 --quiet $shapes --report=report.json;
+    sluice-run sluice-device/test/models/small_cnn/model.onnx --reference $shapes \
+      image=sluice-device/test/models/small_cnn/inputs/image.npy \
+      --expect logits=sluice-device/test/models/small_cnn/expected/logits.npy --rtol=1e-4 --atol=1e-5"
+  clean_env=(env -i "HOME=$tmp" "PATH=/usr/local/bin:/usr/bin:/bin" "CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}")
+  # Hide LLVM's folder when this machine lets us (a private mount namespace).
+  llvm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v llvm-config-22 2>/dev/null ||
+    echo /usr/lib/llvm-22/bin/llvm-config)")")")
+  hide="mkdir -p $tmp/empty && mount --bind $tmp/empty $llvm_dir && "
+  for f in /usr/lib/x86_64-linux-gnu/libLLVM*.so* /usr/lib/x86_64-linux-gnu/libMLIR*.so*; do
+    [ -f "$f" ] && [ ! -L "$f" ] && hide+="mount --bind /dev/null $f && "
+  done
+  if (cd "$tmp" && "${clean_env[@]}" unshare -m bash -c "${hide}true") 2>/dev/null; then
+    say "check: LLVM/MLIR libraries hidden ($llvm_dir and libLLVM*.so* bind-mounted over)"
+    (cd "$tmp" && "${clean_env[@]}" unshare -m bash -c "${hide}$inner") || die "the check failed"
+  else
+    say "check: cannot hide LLVM here (no mount namespace); ldd above shows it is not needed"
+    (cd "$tmp" && "${clean_env[@]}" bash -c "$inner") || die "the check failed"
+  fi
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("[device-bundle] check: small_cnn compiled for cuda by the bundle: %d kernels, %d library calls" % (r["kernels"], r["library_calls"]))' "$tmp/report.json"
+  [ -f "$tmp/small_cnn.sluice/model.so" ] || die "the check's bundle has no model.so"
+fi
+rm -rf "$stage" "$tests_json"
+say "done: $out/sluice-device.tar.xz, $out/MANIFEST.txt"

@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# Runs Sluice's GPU checks on the device machine from a device bundle
+# (scripts/device-bundle.sh; docs/device.md has the plan for a session).
+#
+# usage: scripts/device-tests.sh [options] STAGE...
+#
+# Stages, run in the order given:
+#   env               nvidia-smi, nvcc, python/torch versions, ldd of the tools
+#   runtime           the gpu-labelled runtime tests (a computing fake bundle
+#                     through sluice-run and the runtime API)
+#   kernels           the other gpu-labelled unit tests (test/gpu binaries)
+#   models            test/models/check_model.py --target cuda for the four
+#                     models at fp32, fp16 and bf16
+#   conformance[:K/N] shard K of N (1-based) of the ONNX backend cases on cuda
+#                     (needs a bundle made with --testdata)
+#   bench[:CFG]       bench/gpu/run.sh CFG (default: all configurations)
+#   all               env runtime kernels models
+#
+# Options:
+#   --bundle FILE     the bundle tarball (default: device-bundle/sluice-device.tar.xz
+#                     beside this repository), extracted once into
+#                     $SLUICE_DEVICE_ROOT (default /tmp/sluice-device)
+#   --logs DIR        where logs go (default: $OUT if set, else ./device-logs)
+#   --dry-run         print what would run, run nothing (works without a GPU)
+#
+# Environment: SLUICE_DEVICE_BUDGET_S, seconds for all stages together
+# (default 540: a run call's 600 s less the start); a stage that would start
+# with less than a minute left is skipped and reported. Each stage's command
+# is stopped at the budget's end. SLUICE_DEVICE_JOBS: model checks at once
+# (default 4).
+#
+# The logs folder receives at most 8 files (the device tool brings back no
+# more): summary.txt, nvidia-smi.txt, logs.tar.gz (every stage's log) and the
+# stages' JSON results (conformance-K-of-N.json, bench-results.json).
+#
+# Exit status: 0 every stage passed, 1 a stage failed, 77 no GPU here (not
+# with --dry-run), 2 bad usage or no bundle.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+bundle="$repo/device-bundle/sluice-device.tar.xz"
+logs="${OUT:-$PWD/device-logs}"
+dry=0
+stages=()
+
+usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
+die() { echo "device-tests: error: $*" >&2; exit 2; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --bundle) bundle=$2; shift 2 ;;
+    --bundle=*) bundle=${1#*=}; shift ;;
+    --logs) logs=$2; shift 2 ;;
+    --logs=*) logs=${1#*=}; shift ;;
+    --dry-run) dry=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    -*) die "unknown option '$1' (see --help)" ;;
+    all) stages+=(env runtime kernels models); shift ;;
+    env|runtime|kernels|models|conformance|conformance:*|bench|bench:*) stages+=("$1"); shift ;;
+    *) die "unknown stage '$1' (env runtime kernels models conformance[:K/N] bench[:CFG] all)" ;;
+  esac
+done
+[ ${#stages[@]} -gt 0 ] || die "no stage given (see --help)"
+for s in "${stages[@]}"; do
+  case $s in
+    conformance:*)
+      [[ ${s#conformance:} =~ ^([0-9]+)/([0-9]+)$ ]] &&
+        (( BASH_REMATCH[1] >= 1 && BASH_REMATCH[1] <= BASH_REMATCH[2] )) ||
+        die "bad shard '$s' (expected conformance:K/N with 1 <= K <= N)" ;;
+  esac
+done
+
+budget=${SLUICE_DEVICE_BUDGET_S:-540}
+[[ $budget =~ ^[0-9]+$ ]] || die "SLUICE_DEVICE_BUDGET_S must be a number of seconds, not '$budget'"
+start=$(date +%s)
+root="${SLUICE_DEVICE_ROOT:-/tmp/sluice-device}"
+work="${TMPDIR:-/tmp}/sluice-device-work.$$" # logs before packing, bench models
+
+# The bundle root: an extracted bundle, or this repository when its
+# scripts run from inside one (the tarball holds scripts/ too).
+if [ -x "$here/../bin/sluice-compile" ] && [ -f "$here/../MANIFEST.txt" ]; then
+  root=$(cd "$here/.." && pwd)
+fi
+
+gpu_present() { nvidia-smi -L 2>/dev/null | grep -q GPU; }
+
+if [ $dry -eq 1 ]; then
+  echo "device-tests (dry run): bundle $bundle -> $root, logs in $logs, budget ${budget}s"
+  gpu_present && echo "a GPU is present" || echo "no GPU here (a real run exits 77)"
+else
+  if ! gpu_present; then
+    echo "device-tests: no GPU here (nvidia-smi -L lists none): skipped"
+    exit 77
+  fi
+  mkdir -p "$logs" "$work" || die "cannot create $logs"
+  logs=$(cd "$logs" && pwd) work=$(cd "$work" && pwd)
+  if [ ! -x "$root/bin/sluice-compile" ]; then
+    [ -f "$bundle" ] || die "no bundle at $bundle (scripts/device-bundle.sh makes it)"
+    mkdir -p "$root" && tar -xJf "$bundle" -C "$root" --strip-components=1 ||
+      die "cannot extract $bundle into $root"
+  fi
+  export SLUICE_DEVICE_ROOT=$root
+  # shellcheck source=device-env.sh
+  source "$root/scripts/device-env.sh"
+fi
+arch=${SLUICE_GPU_ARCH:-sm_90}
+py=${SLUICE_PYTHON:-python3}
+jobs=$(nproc 2>/dev/null || echo 4)
+
+declare -a results=()
+failed=0
+
+left() { echo $(( budget - ($(date +%s) - start) )); }
+
+# run_step NAME LOG CMD...: runs CMD under the budget, logging to LOG.
+run_step() {
+  local name=$1 log=$2
+  shift 2
+  if [ $dry -eq 1 ]; then
+    printf '  [%s] %s\n' "$name" "$*"
+    return 0
+  fi
+  local remaining
+  remaining=$(left)
+  if [ "$remaining" -lt 60 ]; then
+    results+=("$name: SKIPPED (budget: ${remaining}s left)")
+    echo "[$name] skipped: ${remaining}s of the budget left"
+    return 0
+  fi
+  echo "[$name] $* (up to ${remaining}s)" | tee -a "$log"
+  if [ "$parallel" -gt 1 ]; then
+    # One of several at once (run_parallel_end collects them, in order).
+    while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n; done
+    pending+=("$name|$log")
+    (timed_run "$remaining" "$log" "$@" >"$log.status") &
+    return 0
+  fi
+  record "$name" "$log" "$(timed_run "$remaining" "$log" "$@")"
+}
+
+# timed_run SECONDS LOG CMD...: prints "EXIT SECONDS_TAKEN".
+timed_run() {
+  local limit=$1 log=$2 t0 rc
+  shift 2
+  t0=$(date +%s)
+  timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1 </dev/null
+  rc=$?
+  echo "$rc $(( $(date +%s) - t0 ))"
+}
+
+# record NAME LOG "EXIT SECONDS": the step's line in the summary.
+record() {
+  local name=$1 log=$2 rc dt
+  read -r rc dt <<<"$3"
+  case $rc in
+    0) results+=("$name: passed (${dt}s)") ;;
+    77) results+=("$name: skipped by the test (${dt}s)") ;;
+    124|137) results+=("$name: TIMED OUT at the budget (${dt}s)"); failed=1 ;;
+    *) results+=("$name: FAILED exit $rc (${dt}s), log $(basename "$log")"); failed=1 ;;
+  esac
+  echo "[$name] exit $rc after ${dt}s" | tee -a "$log"
+  tail -n 3 "$log"
+}
+
+parallel=1
+pending=()
+run_parallel_begin() { [ $dry -eq 1 ] || parallel=$1; pending=(); }
+run_parallel_end() {
+  wait
+  parallel=1
+  local p
+  for p in ${pending[@]+"${pending[@]}"}; do
+    record "${p%%|*}" "${p#*|}" "$(cat "${p#*|}.status" 2>/dev/null || echo "2 0")"
+  done
+  pending=()
+}
+
+stage_env() {
+  local log="$work/env.log"
+  if [ $dry -eq 1 ]; then
+    echo "  [env] nvidia-smi > nvidia-smi.txt; nvidia-smi -q; nvcc --version; $py torch/onnx versions; ldd bin/*"
+    return
+  fi
+  {
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "host: $(uname -a)"
+    echo "bundle: $root"; head -n 20 "$root/MANIFEST.txt"
+    echo "--- nvidia-smi -L"; nvidia-smi -L
+    echo "--- nvcc --version"; nvcc --version
+    echo "--- c++ --version"; c++ --version | head -n 1
+    echo "--- python"
+    "$py" -c 'import sys, torch; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version()); print("device", torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0))'
+    "$py" -c 'import onnx, onnxruntime, numpy; print("onnx", onnx.__version__, "onnxruntime", onnxruntime.__version__, "numpy", numpy.__version__)'
+    "$py" -c 'import transformers; print("transformers", transformers.__version__)'
+    echo "--- SLUICE_*"; env | grep -E '^(SLUICE_|CUDA_HOME|LD_LIBRARY_PATH)' | sort
+    echo "--- ldd"
+    for f in "$root"/bin/* "$root"/lib/*.so*; do echo "$f:"; ldd "$f" | grep -E 'not found|=>' ; done
+  } >"$log" 2>&1
+  nvidia-smi >"$logs/nvidia-smi.txt" 2>&1
+  nvidia-smi -q >>"$work/nvidia-smi-q.log" 2>&1
+  if grep -q "not found" "$log"; then
+    results+=("env: FAILED (a library is not found: see env.log)"); failed=1
+  else
+    results+=("env: ok ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1))")
+  fi
+  grep -E '^(torch|onnx|transformers|device)' "$log"
+}
+
+# The gpu-labelled tests recorded in the bundle (test/gpu-tests.tsv: name,
+# labels, command with @ROOT@ for the bundle root), filtered by $1.
+stage_ctest() {
+  local stage=$1 list="$root/test/gpu-tests.tsv"
+  if [ $dry -eq 1 ] && [ ! -f "$list" ] && [ -f "$bundle" ]; then
+    # Not extracted yet: read the list from the tarball.
+    list=$(mktemp)
+    tar -xJOf "$bundle" sluice-device/test/gpu-tests.tsv >"$list" 2>/dev/null || rm -f "$list"
+  fi
+  if [ $dry -eq 1 ] && [ ! -f "$list" ]; then
+    echo "  [$stage] the gpu-labelled tests listed in the bundle's test/gpu-tests.tsv"
+    return
+  fi
+  [ -f "$list" ] || { results+=("$stage: FAILED (no $list in the bundle)"); failed=1; return; }
+  local name labels cmd n=0
+  [ $dry -eq 1 ] || cd "$work" || return
+  while IFS=$'\t' read -r -u 3 name labels cmd; do
+    case $stage in
+      runtime) [[ ";$labels;" == *";runtime;"* ]] || continue ;;
+      kernels) [[ ";$labels;" == *";runtime;"* || ";$labels;" == *";conformance;"* ||
+                  $name == model-* ]] && continue ;;
+    esac
+    cmd=${cmd//@ROOT@/$root}
+    cmd=${cmd//@PYTHON@/$py}
+    n=$((n + 1))
+    # shellcheck disable=SC2086
+    run_step "$stage/$name" "$work/$stage-$name.log" $cmd
+  done 3<"$list"
+  [ $n -gt 0 ] || { results+=("$stage: FAILED (no tests of this stage in the bundle)"); failed=1; }
+}
+
+stage_models() {
+  local m p
+  # nvcc builds dominate: several checks at once ($SLUICE_DEVICE_JOBS,
+  # default 4; the GPU work of each is small).
+  run_parallel_begin "${SLUICE_DEVICE_JOBS:-4}"
+  for m in bert_encoder gpt_decoder llama_block small_cnn; do
+    for p in fp32 fp16 bf16; do
+      run_step "models/$m-$p" "$work/models-$m-$p.log" "$py" "$root/test/models/check_model.py" \
+        --bin "$root/bin" --target cuda --gpu-arch="$arch" --precision "$p" "$root/test/models/$m"
+    done
+  done
+  run_parallel_end
+}
+
+stage_conformance() {
+  local shard=${1:-1/1}
+  local k=${shard%/*} n=${shard#*/}
+  if [ $dry -eq 0 ] && [ ! -d "$root/testdata" ]; then
+    results+=("conformance:$shard: FAILED (the bundle has no testdata/: make it with --testdata)")
+    failed=1
+    return
+  fi
+  run_step "conformance:$shard" "$work/conformance-$k-of-$n.log" "$py" \
+    "$root/test/conformance/run_conformance.py" --bin "$root/bin" --targets cuda \
+    --gpu-arch="$arch" --data "$root/testdata" --jobs "$jobs" --shard "$shard" --verbose \
+    --results "$logs/conformance-$k-of-$n.json"
+}
+
+stage_bench() {
+  local cfg=${1:-all}
+  run_step "bench:$cfg" "$work/bench-$cfg.log" bash "$root/bench/gpu/run.sh" "$cfg" \
+    --out "$work/bench" --results "$logs/bench-results.json"
+}
+
+for s in "${stages[@]}"; do
+  case $s in
+    env) stage_env ;;
+    runtime) stage_ctest runtime ;;
+    kernels) stage_ctest kernels ;;
+    models) stage_models ;;
+    conformance) stage_conformance 1/1 ;;
+    conformance:*) stage_conformance "${s#conformance:}" ;;
+    bench) stage_bench all ;;
+    bench:*) stage_bench "${s#bench:}" ;;
+  esac
+done
+
+[ $dry -eq 1 ] && exit 0
+{
+  echo "device-tests $(date -u '+%Y-%m-%d %H:%M UTC'), $(( $(date +%s) - start ))s of ${budget}s"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -n 1
+  printf '%s\n' "${results[@]}"
+} >"$logs/summary.txt"
+(cd "$work" && tar -czf "$logs/logs.tar.gz" --exclude=./bench ./*.log) 2>/dev/null
+rm -rf "$work"
+echo "=== summary ($logs/summary.txt)"
+cat "$logs/summary.txt"
+exit $failed

@@ -1,0 +1,291 @@
+//===- CudaRowEmulationTest.cpp - cuda row kernels run on the host --------===//
+//
+// The device templates of the cuda target's row groups
+// (sluice_gen/cuda_reduce.h), unchanged, under the host emulation of
+// CudaRowEmulation.h, against a double-precision host computation. The
+// load/store lambdas are written as Row.cpp generates them (a prologue add
+// of a per-column bias, scale in the epilogue, 16-byte vectors for the
+// contiguous input and output). Covers each team size (sub-warp, warp,
+// block), the register and the streaming (two-pass) paths, vector and
+// scalar accesses, f32, f16 and f64, layer_norm's mean / inv_std_dev, and
+// the reduce kinds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaRowEmulation.h"
+
+#include "sluice_gen/cuda_reduce.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+template <typename T> T toStorage(double v);
+template <> float toStorage<float>(double v) { return (float)v; }
+template <> double toStorage<double>(double v) { return v; }
+template <> sluice_f16 toStorage<sluice_f16>(double v) { return sluice_to_f16((float)v); }
+template <> sluice_bf16 toStorage<sluice_bf16>(double v) { return sluice_to_bf16((float)v); }
+template <> int64_t toStorage<int64_t>(double v) { return (int64_t)std::llround(v); }
+
+template <typename T> struct Compute { typedef float type; };
+template <> struct Compute<double> { typedef double type; };
+template <> struct Compute<int64_t> { typedef int64_t type; };
+
+template <typename T> double tolerance() { return 1e-5; }
+template <> double tolerance<double>() { return 1e-12; }
+template <> double tolerance<sluice_f16>() { return 2e-3; }
+template <> double tolerance<sluice_bf16>() { return 1.6e-2; }
+
+struct Problem {
+  int64_t rows, len;
+  unsigned grid; // blocks (fewer than the rows need: the row loop covers the rest)
+  double offset = 0;
+  bool vector = true;
+};
+
+template <int K> const char *kindName() {
+  return K == SLUICE_ROW_SOFTMAX       ? "softmax"
+         : K == SLUICE_ROW_LOG_SOFTMAX ? "log_softmax"
+         : K == SLUICE_ROW_LAYER_NORM  ? "layer_norm"
+                                       : "rms_norm";
+}
+
+/// Runs row op K with team TEAM, V elements per vector and PER vectors per
+/// lane in registers (0: streamed) on random rows; compares with a double
+/// reference. Returns the emulator's barrier/shuffle counts.
+template <int K, int TEAM, int V, int PER, typename T>
+sluice_emu::Stats checkRow(const Problem &pb, unsigned seed = 1) {
+  typedef typename Compute<T>::type C;
+  const int64_t rows = pb.rows, len = pb.len;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(-3.0, 3.0);
+  std::vector<T> in(rows * len), out(rows * len, toStorage<T>(-77.0));
+  std::vector<float> bias(len), scale(len), mean(rows, -1), inv(rows, -1);
+  for (auto &v : in)
+    v = toStorage<T>(pb.offset + dist(rng));
+  for (int64_t j = 0; j < len; ++j) {
+    bias[j] = (float)(0.25 * dist(rng));
+    scale[j] = (float)(1.0 + 0.1 * dist(rng));
+  }
+  const C eps = (C)1e-5;
+  const bool vector = pb.vector && V > 1;
+  const T *inP = in.data();
+  T *outP = out.data();
+  auto kernel = [&] {
+    auto load_ = [&](int64_t row, int64_t j0, C (&x_)[V], bool first_) {
+      (void)first_;
+      const int64_t b0 = row * len;
+      if (vector) {
+        const sluice_vec<T, V> l = *(const sluice_vec<T, V> *)(inP + b0 + j0);
+        for (int k_ = 0; k_ < V; ++k_)
+          x_[k_] = (C)(sluice_load(l.v[k_]) + bias[j0 + k_]);
+      } else {
+        for (int k_ = 0; k_ < V; ++k_)
+          x_[k_] = (C)(sluice_load(inP[b0 + j0 + k_]) + bias[j0 + k_]);
+      }
+    };
+    auto store_ = [&](int64_t row, int64_t j0, const C (&y0_)[V]) {
+      const int64_t e0 = row * len;
+      sluice_vec<T, V> w;
+      for (int k_ = 0; k_ < V; ++k_) {
+        const C y = (K == SLUICE_ROW_LAYER_NORM || K == SLUICE_ROW_RMS_NORM)
+                        ? y0_[k_] * (C)scale[j0 + k_]
+                        : y0_[k_];
+        if (vector)
+          w.v[k_] = toStorage<T>(y);
+        else
+          outP[e0 + j0 + k_] = toStorage<T>(y);
+      }
+      if (vector)
+        *(sluice_vec<T, V> *)(outP + e0 + j0) = w;
+    };
+    auto stats_ = [&](int64_t row, C m, C i) {
+      mean[row] = (float)m;
+      inv[row] = (float)i;
+    };
+    sluice_row_run<K, TEAM, V, PER, C>(rows, len, eps, load_, store_, stats_);
+  };
+  const unsigned block = std::max(TEAM, 128);
+  sluice_emu::Stats stats = sluice_emu::launch(pb.grid, block, kernel);
+
+  const double tol = tolerance<T>();
+  int64_t bad = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> x(len);
+    for (int64_t j = 0; j < len; ++j)
+      x[j] = (double)(C)(sluice_load(in[r * len + j]) + bias[j]); // the prologue, in C
+    double a = 0, b = 0;
+    if (K == SLUICE_ROW_SOFTMAX || K == SLUICE_ROW_LOG_SOFTMAX) {
+      a = *std::max_element(x.begin(), x.end());
+      for (double v : x)
+        b += std::exp(v - a);
+    } else {
+      double s = 0, q = 0;
+      for (double v : x)
+        s += v;
+      a = K == SLUICE_ROW_LAYER_NORM ? s / len : 0.0;
+      for (double v : x)
+        q += (v - a) * (v - a);
+      b = 1.0 / std::sqrt(q / len + 1e-5);
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      double ref = K == SLUICE_ROW_SOFTMAX       ? std::exp(x[j] - a) / b
+                   : K == SLUICE_ROW_LOG_SOFTMAX ? x[j] - a - std::log(b)
+                                                 : (x[j] - a) * b * scale[j];
+      double got = sluice_load(out[r * len + j]);
+      // Normalized values: relative to the row's unit scale too.
+      const double scaleOfRow = K == SLUICE_ROW_SOFTMAX ? 0.1 : 1.0;
+      if (!(std::fabs(got - ref) <= tol * (std::fabs(ref) + scaleOfRow)) && bad++ < 5)
+        ADD_FAILURE() << kindName<K>() << " team " << TEAM << " V " << V << " PER " << PER
+                      << ": row " << r << " element " << j << ": got " << got << ", want " << ref;
+    }
+    if (K == SLUICE_ROW_LAYER_NORM) {
+      EXPECT_NEAR(mean[r], a, 1e-5 * (std::fabs(a) + 1)) << "mean of row " << r;
+      EXPECT_NEAR(inv[r], b, 1e-5 * b) << "inv_std_dev of row " << r;
+    } else {
+      EXPECT_EQ(mean[r], -1.0f) << "statistics stored for " << kindName<K>();
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  return stats;
+}
+
+// Sub-warp teams: several rows per warp; rows not a multiple of the rows a
+// block takes, fewer blocks than rows need.
+TEST(CudaRowEmulation, SoftmaxSubWarpVectors) {
+  checkRow<SLUICE_ROW_SOFTMAX, 4, 4, 2, float>({37, 32, 3});
+}
+TEST(CudaRowEmulation, SoftmaxSubWarpScalarOddLength) {
+  checkRow<SLUICE_ROW_SOFTMAX, 8, 1, 3, float>({45, 21, 2, 0, false});
+}
+TEST(CudaRowEmulation, LogSoftmaxSixteenLanes) {
+  checkRow<SLUICE_ROW_LOG_SOFTMAX, 16, 4, 2, float>({20, 128, 1});
+}
+// One warp per row.
+TEST(CudaRowEmulation, LogSoftmaxWarp) {
+  checkRow<SLUICE_ROW_LOG_SOFTMAX, 32, 4, 4, float>({9, 512, 2});
+}
+TEST(CudaRowEmulation, RmsNormWarpPartialLastVectors) {
+  // 300 = 75 vectors: lanes past the row's end hold nothing.
+  checkRow<SLUICE_ROW_RMS_NORM, 32, 4, 3, float>({6, 300, 2});
+}
+// A block per row: shuffles, then shared memory across the warps.
+TEST(CudaRowEmulation, LayerNormBlockWithStatistics) {
+  auto stats = checkRow<SLUICE_ROW_LAYER_NORM, 256, 4, 2, float>({4, 2048, 2});
+  EXPECT_GT(stats.barriers, 0u);
+}
+TEST(CudaRowEmulation, LayerNormLargeMeanIsStable) {
+  // mean 100, unit variance: E[x^2] - E[x]^2 in f32 would lose the variance.
+  checkRow<SLUICE_ROW_LAYER_NORM, 64, 4, 4, float>({3, 1024, 3, 100.0});
+}
+// Rows longer than the registers hold: streamed statistics (online softmax,
+// Welford), the prologue recomputed in a second pass.
+TEST(CudaRowEmulation, SoftmaxStreamedBlock) {
+  checkRow<SLUICE_ROW_SOFTMAX, 128, 1, 0, float>({3, 3001, 2, 0, false});
+}
+TEST(CudaRowEmulation, LayerNormStreamedBlock) {
+  checkRow<SLUICE_ROW_LAYER_NORM, 128, 4, 0, float>({2, 5000, 1, 100.0});
+}
+TEST(CudaRowEmulation, LogSoftmaxStreamedSubWarp) {
+  checkRow<SLUICE_ROW_LOG_SOFTMAX, 4, 4, 0, float>({11, 400, 2});
+}
+TEST(CudaRowEmulation, RmsNormStreamedWarp) {
+  checkRow<SLUICE_ROW_RMS_NORM, 32, 2, 0, double>({5, 1000, 2});
+}
+// Half precision storage: 8 halves per 16-byte vector, statistics in f32.
+TEST(CudaRowEmulation, SoftmaxF16SubWarp) {
+  checkRow<SLUICE_ROW_SOFTMAX, 16, 8, 1, sluice_f16>({19, 128, 2});
+}
+TEST(CudaRowEmulation, LayerNormF16Warp) {
+  checkRow<SLUICE_ROW_LAYER_NORM, 32, 8, 2, sluice_f16>({5, 512, 2, 10.0});
+}
+TEST(CudaRowEmulation, RmsNormBF16Block) {
+  checkRow<SLUICE_ROW_RMS_NORM, 128, 8, 2, sluice_bf16>({3, 2048, 2});
+}
+TEST(CudaRowEmulation, LayerNormF16Streamed) {
+  checkRow<SLUICE_ROW_LAYER_NORM, 64, 8, 0, sluice_f16>({2, 4096, 1});
+}
+TEST(CudaRowEmulation, SoftmaxF64Warp) {
+  checkRow<SLUICE_ROW_SOFTMAX, 32, 2, 4, double>({4, 256, 1});
+}
+
+/// Reduce kind K of each row (a prologue that doubles x), stored by lane 0.
+template <int K, int TEAM, int V, typename T>
+void checkReduce(int64_t rows, int64_t len, unsigned grid, bool withNan = false) {
+  typedef typename Compute<T>::type A;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> dist(-2.0, 2.0);
+  std::vector<T> in(rows * len);
+  for (auto &v : in)
+    v = toStorage<T>(std::is_integral<T>::value ? std::round(50 * dist(rng)) : dist(rng));
+  if (withNan)
+    in[len + len / 2] = toStorage<T>(NAN); // row 1
+  std::vector<A> out(rows, (A)-99);
+  const T *inP = in.data();
+  auto kernel = [&] {
+    auto load_ = [&](int64_t row, int64_t j0, A (&x_)[V], bool) {
+      for (int k_ = 0; k_ < V; ++k_)
+        x_[k_] = (A)sluice_load(inP[row * len + j0 + k_]) * (A)2;
+    };
+    auto store_ = [&](int64_t row, A y0_) { out[row] = y0_; };
+    sluice_row_reduce_run<K, TEAM, V, A>(rows, len, load_, store_);
+  };
+  sluice_emu::launch(grid, std::max(TEAM, 128), kernel);
+  for (int64_t r = 0; r < rows; ++r) {
+    double acc = K == 1 ? 1 : K == 2 ? -INFINITY : K == 3 ? INFINITY : 0;
+    bool nan = false;
+    for (int64_t j = 0; j < len; ++j) {
+      double v = 2.0 * (double)sluice_load(in[r * len + j]);
+      nan |= std::isnan(v);
+      acc = K == 0 || K == 4 ? acc + v : K == 1 ? acc * v : K == 2 ? std::max(acc, v)
+                                                                  : std::min(acc, v);
+    }
+    if (K == 4)
+      acc = std::is_integral<A>::value ? (double)((int64_t)acc / len) : acc / len;
+    if (nan) {
+      EXPECT_TRUE(std::isnan((double)out[r])) << "row " << r << " holds a NaN";
+      continue;
+    }
+    EXPECT_NEAR((double)out[r], acc, 1e-5 * std::fabs(acc) + 1e-5) << "row " << r;
+  }
+}
+
+TEST(CudaRowEmulation, ReduceSumSubWarp) { checkReduce<0, 8, 4, float>(29, 48, 2); }
+TEST(CudaRowEmulation, ReduceMeanWarp) { checkReduce<4, 32, 4, float>(7, 1000, 2); }
+TEST(CudaRowEmulation, ReduceMaxBlockPropagatesNaN) {
+  checkReduce<2, 256, 1, float>(3, 4099, 2, true);
+}
+TEST(CudaRowEmulation, ReduceMinF16) { checkReduce<3, 16, 8, sluice_f16>(10, 256, 1); }
+TEST(CudaRowEmulation, ReduceSumInt64Block) { checkReduce<0, 64, 2, int64_t>(3, 1000, 1); }
+TEST(CudaRowEmulation, ReduceMeanInt64) { checkReduce<4, 4, 2, int64_t>(9, 14, 1); }
+
+// The emulator itself: a barrier only part of the block reaches (undefined
+// on a GPU) fails the launch, so a kernel that diverges cannot pass.
+TEST(CudaRowEmulation, DivergentBarrierFails) {
+  EXPECT_THROW(sluice_emu::launch(1, 64,
+                                  [] {
+                                    if (threadIdx.x < 40)
+                                      __syncthreads();
+                                  }),
+               std::runtime_error);
+  EXPECT_THROW(sluice_emu::launch(1, 32,
+                                  [] {
+                                    if (threadIdx.x < 16)
+                                      (void)__shfl_xor_sync(0xffffffffu, 1.0f, 1);
+                                  }),
+               std::runtime_error);
+  // A team reduction that every lane reaches works.
+  std::vector<float> got(64);
+  sluice_emu::launch(1, 64, [&] {
+    got[threadIdx.x] = sluice_team_all<64>((float)threadIdx.x, sluice_dsum<float>);
+  });
+  for (float v : got)
+    EXPECT_EQ(v, 63.0f * 64.0f / 2.0f);
+}
+
+} // namespace
