@@ -9,6 +9,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,11 @@ mlir::LogicalResult propagateShapes(mlir::func::FuncOp func, int64_t maxElements
 /// Bytes a static tensor of `type` takes in a buffer (i1: one byte per
 /// element); -1 when the shape is not static.
 int64_t storageBytes(mlir::Type type);
+
+/// The canonical name ("fp32", "fp16", "bf16") of a --precision value, also
+/// accepting aliases (f32/float32/float, f16/float16/half, bfloat16; any
+/// case); nullopt for anything else.
+std::optional<std::string> parsePrecision(llvm::StringRef name);
 
 /// Parses "2x128" ("scalar" or "" for rank 0) into dims.
 mlir::FailureOr<std::vector<int64_t>> parseShape(llvm::StringRef text);

@@ -128,6 +128,40 @@ def RecognizeNormsPass : Pass<"sluice-recognize-norms", "mlir::func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// compress
+//===----------------------------------------------------------------------===//
+
+def ConvertPrecisionPass : Pass<"sluice-convert-precision", "mlir::func::FuncOp"> {
+  let summary = "Runs an f32 graph in f16 or bf16, keeping fp32 where numerics need it";
+  let description = [{
+    `precision=fp16|bf16` (aliases `float16`, `half`, `bfloat16`; `fp32`
+    leaves the graph as it is): f32 weights and activations become half
+    precision inside the function; its arguments and results keep their
+    types (a cast after each f32 input a converted op reads, before each
+    returned half value), integer tensors, shapes and indices are untouched.
+    Ops run in half: data movement (reshape, transpose, slice, concat,
+    split, squeeze/unsqueeze, expand, tile, pad, gathers, trilu, select),
+    cheap elementwise arithmetic and comparisons, gelu/silu, matmul, conv,
+    conv_transpose, pooling, batch_norm, reduce max/min/mean, arg-reductions,
+    top-k, and softmax / layer_norm / rms_norm / attention, whose kernels
+    compute statistics and accumulate in fp32. Every other op stays fp32
+    (its half operands are cast back): exp and pow (f16 overflows above
+    65504), log, reciprocal, rsqrt, reduce sum/prod, cumsum, ops with
+    regions, and any op not listed. A Cast of the model to f32 still yields
+    f32. Weights are converted in the pass (no cast kernels on constants),
+    finite values saturating to f16's range; casts that cancel
+    (f16 -> f32 -> f16) fold away. The function gets `sluice.precision`
+    (what the bundle's manifest records). Fails on an unknown precision and
+    on a function that already holds kernel groups.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"fp16\"",
+           "Target precision: fp16, bf16 or fp32 (no change)">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // fuse
 //===----------------------------------------------------------------------===//
 

@@ -39,3 +39,12 @@ try:
         config.available_features.add("gpu")
 except (OSError, subprocess.TimeoutExpired):
     pass
+
+# "f16c": this x86 host has F16C, which -march=native bundles use for f16
+# conversions (codegen/include/sluice_gen/scalar.h).
+try:
+    with open("/proc/cpuinfo") as _cpuinfo:
+        if " f16c" in _cpuinfo.read():
+            config.available_features.add("f16c")
+except OSError:
+    pass

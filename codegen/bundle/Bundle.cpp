@@ -80,6 +80,7 @@ bool writeManifest(const std::string &dir, const BundleOptions &options,
   m += "  \"version\": \"" SLUICE_VERSION_STRING "\",\n";
   m += "  \"abi\": " + std::to_string(SLUICE_BUNDLE_ABI_VERSION) + ",\n";
   m += "  \"target\": " + jsonString(facts.target) + ",\n";
+  m += "  \"precision\": " + jsonString(options.precision) + ",\n";
   m += "  \"model\": " + jsonString(options.modelName) + ",\n";
   m += "  \"library\": \"model.so\",\n";
   m += "  \"source\": " + jsonString(facts.source) + ",\n";

@@ -25,6 +25,9 @@ struct BundleOptions {
   /// cuda: the GPU architectures to build (sm_XY machine code, compute_XY
   /// PTX); empty: cudaArchitectures().
   std::vector<std::string> cudaArchitectures;
+  /// The compress phase's --precision ("fp32", "fp16", "bf16"), recorded in
+  /// the manifest.
+  std::string precision = "fp32";
 };
 
 /// Writes the bundle and compiles model.so. On failure returns false with a

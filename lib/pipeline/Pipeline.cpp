@@ -59,6 +59,25 @@ void buildRecognizePipeline(OpPassManager &pm, const CompilerOptions &options) {
   pm.addPass(createCSEPass());
 }
 
+std::string modulePrecision(ModuleOp module) {
+  if (auto func = module.lookupSymbol<func::FuncOp>("main"))
+    if (auto precision = func->getAttrOfType<StringAttr>("sluice.precision"))
+      return precision.str();
+  return "fp32";
+}
+
+void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
+  // After recognize: the composites (norms, softmax inside attention) are
+  // single ops by then, which the conversion keeps in half with fp32
+  // statistics; their decomposed chains would hold exp/pow/reduce-sum ops
+  // that stay fp32. Before fuse: groups form on the converted types.
+  if (options.precision == "fp32")
+    return;
+  ConvertPrecisionPassOptions precision;
+  precision.precision = options.precision;
+  pm.addNestedPass<func::FuncOp>(sluice::createConvertPrecisionPass(precision));
+}
+
 std::vector<std::string> compositesToDecompose(const std::string &target) {
   // The composites each target's code generator has kernels for; the rest
   // are decomposed back to primitive ops at the start of the fuse phase.
@@ -99,7 +118,24 @@ void buildPlanPipeline(OpPassManager &pm, const CompilerOptions &) {
   pm.addNestedPass<func::FuncOp>(sluice::createPlanBuffersPass());
 }
 
+namespace {
+struct CompressPipelineOptions : public PassPipelineOptions<CompressPipelineOptions> {
+  Option<std::string> precision{*this, "precision",
+                                llvm::cl::desc("fp32 (no change), fp16 or bf16"),
+                                llvm::cl::init("fp32")};
+};
+} // namespace
+
 void registerPipelines() {
+  PassPipelineRegistration<CompressPipelineOptions>(
+      "sluice-compress-pipeline", "The compress phase: --precision conversion",
+      [](OpPassManager &pm, const CompressPipelineOptions &pipelineOptions) {
+        CompilerOptions options;
+        // Unknown names reach the pass, which reports them.
+        options.precision = sluice::parsePrecision(pipelineOptions.precision)
+                                .value_or(std::string(pipelineOptions.precision));
+        buildCompressPipeline(pm, options);
+      });
   PassPipelineRegistration<>(
       "sluice-fuse-pipeline", "The fuse phase: kernel groups and library calls",
       [](OpPassManager &pm) { buildFusePipeline(pm, CompilerOptions()); });
@@ -146,10 +182,11 @@ LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
     Phase phase;
     void (*build)(OpPassManager &, const CompilerOptions &);
   };
-  // compress and parallelize have no passes yet: models pass through them
-  // unchanged. emit is the caller's (it writes files).
+  // parallelize has no passes yet: models pass through it unchanged. emit is
+  // the caller's (it writes files).
   const Step steps[] = {{Phase::Simplify, buildSimplifyPipeline},
                         {Phase::Recognize, buildRecognizePipeline},
+                        {Phase::Compress, buildCompressPipeline},
                         {Phase::Fuse, buildFusePipeline},
                         {Phase::Plan, buildPlanPipeline}};
   for (const Step &step : steps) {
@@ -261,6 +298,17 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
       if (p > loadedAfter)
         loadedAfter = p;
     });
+    // The precision is chosen in the compress phase (which records it on
+    // the function); a module past it keeps the one it has.
+    std::string recorded = modulePrecision(*module);
+    if (options.precision != "fp32" && options.precision != recorded &&
+        loadedAfter > Phase::Compress) {
+      error = modelPath + ": --precision=" + options.precision +
+              " converts the graph in the compress phase, and this file is past it (it "
+              "holds kernel groups, in " + recorded +
+              "); give --precision when compiling the earlier phase\n";
+      return nullptr;
+    }
   } else {
     onnx_import::ImportOptions importOptions;
     importOptions.inputShapes = options.inputShapes;

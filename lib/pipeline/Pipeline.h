@@ -48,6 +48,9 @@ struct CompilerOptions {
   std::string fusion = "all";
   /// Whether the recognize phase forms composites (`--no-recognize`: off).
   bool recognize = true;
+  /// `--precision`: "fp32" (the model's types), "fp16" or "bf16" (the
+  /// compress phase converts the graph; parsePrecision gives these names).
+  std::string precision = "fp32";
 };
 
 /// simplify: shape propagation with constant folding of shape subgraphs,
@@ -57,6 +60,15 @@ void buildSimplifyPipeline(mlir::OpPassManager &pm, const CompilerOptions &optio
 /// recognize: LayerNorm/RMSNorm, GELU/SiLU and attention chains become
 /// composite ops (passes/recognize).
 void buildRecognizePipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
+
+/// compress: with a half `precision`, the graph in f16/bf16 with fp32
+/// where numerics need it (sluice-convert-precision); nothing otherwise.
+void buildCompressPipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
+
+/// The precision `module`'s main function was converted to (its
+/// `sluice.precision` attribute, set by sluice-convert-precision): "fp16",
+/// "bf16", or "fp32" when it has none.
+std::string modulePrecision(mlir::ModuleOp module);
 
 /// The composite op names (`sluice.attention`, ...) that `target` has no
 /// kernels for: the fuse phase decomposes them first.

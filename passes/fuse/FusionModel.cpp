@@ -129,7 +129,8 @@ Kind kindOf(Operation *op) {
   if (auto matmul = dyn_cast<MatMulOp>(op)) {
     Type et =
         cast<RankedTensorType>(matmul.getLhs().getType()).getElementType();
-    if ((et.isF32() || et.isF64()) && rankOf(matmul.getLhs()) >= 2 &&
+    if ((et.isF32() || et.isF64() || et.isF16() || et.isBF16()) &&
+        rankOf(matmul.getLhs()) >= 2 &&
         rankOf(matmul.getRhs()) >= 2)
       return Kind::Gemm;
     return Kind::Other;

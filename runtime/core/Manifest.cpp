@@ -244,6 +244,12 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
   }
 
   // The details.
+  if (!reader.string("precision", manifest.precision, /*optional=*/true))
+    return false;
+  if (manifest.precision != "fp32" && manifest.precision != "fp16" &&
+      manifest.precision != "bf16")
+    return reader.reject("'precision' must be 'fp32', 'fp16' or 'bf16', got '" +
+                         manifest.precision + "'");
   if (!reader.string("model", manifest.model, /*optional=*/true) ||
       !reader.string("library", manifest.library))
     return false;

@@ -37,6 +37,10 @@ struct Manifest {
   std::string version;
   int64_t abi = 0;
   std::string target;
+  /// The precision the graph was compiled in (`--precision`): "fp32",
+  /// "fp16" or "bf16"; "fp32" when absent (bundles before the field).
+  /// Inputs and outputs keep their dtypes whatever it is.
+  std::string precision = "fp32";
   std::string model;
   std::string library;     ///< file name inside the bundle folder
   std::string weightsFile; ///< file name inside the bundle folder

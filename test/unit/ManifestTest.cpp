@@ -190,3 +190,21 @@ TEST(Manifest, DtypeSizes) {
   EXPECT_EQ(dtypeBytes("bool"), 1u);
   EXPECT_EQ(dtypeBytes("f32"), 0u);
 }
+
+TEST(Manifest, ReadsThePrecision) {
+  Manifest m;
+  std::string error;
+  // Bundles written before the field: fp32.
+  ASSERT_TRUE(parseManifest(validManifest(), kDir, m, error)) << error;
+  EXPECT_EQ(m.precision, "fp32");
+  Manifest half;
+  ASSERT_TRUE(parseManifest(with("\"target\": \"cpu\",", "\"target\": \"cpu\", \"precision\": \"bf16\","),
+                            kDir, half, error))
+      << error;
+  EXPECT_EQ(half.precision, "bf16");
+  std::string file = std::string(kDir) + "/manifest.json: ";
+  EXPECT_EQ(errorOf(with("\"target\": \"cpu\",", "\"target\": \"cpu\", \"precision\": \"fp8\",")),
+            file + "'precision' must be 'fp32', 'fp16' or 'bf16', got 'fp8'");
+  EXPECT_EQ(errorOf(with("\"target\": \"cpu\",", "\"target\": \"cpu\", \"precision\": 16,")),
+            file + "key 'precision' must be a string, got a number");
+}

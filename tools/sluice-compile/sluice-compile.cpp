@@ -15,6 +15,7 @@
 #include "dialects/sluice/SluiceOps.h"
 #include "lib/pipeline/Pipeline.h"
 #include "lib/support/Json.h"
+#include "passes/Passes.h"
 #include "tools/common/ToolSupport.h"
 
 #include "mlir/IR/AsmState.h"
@@ -60,6 +61,11 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         horizontal GEMMs; see docs/architecture.md "fuse"),
                         elementwise (elementwise chains only) or none (one
                         op per kernel)
+  --precision=P         fp32 (the default: the model's types), fp16 or bf16
+                        (aliases float16, half, bfloat16): weights and
+                        activations in half precision with fp32
+                        accumulation, norms and softmax statistics in fp32;
+                        inputs and outputs keep their dtypes
   --no-recognize        skip the recognize phase (no layer_norm/rms_norm/
                         gelu/silu/attention composites from op chains);
                         with --fusion=none, one kernel per ONNX-level op
@@ -155,6 +161,13 @@ int main(int argc, char **argv) {
       if (options.fusion != "none" && options.fusion != "elementwise" &&
           options.fusion != "all")
         die("unknown --fusion '" + options.fusion + "' (none, elementwise, all)");
+    } else if (args.is("--precision")) {
+      std::string value = args.flagValue("--precision");
+      auto precision = sluice::parsePrecision(value);
+      if (!precision)
+        die("unknown --precision '" + value +
+            "' (fp32, fp16, bf16; aliases float32, float16, half, bfloat16)");
+      options.precision = *precision;
     } else if (arg == "--no-recognize") {
       options.recognize = false;
     } else if (arg == "--elide-weights") {
@@ -211,6 +224,9 @@ int main(int argc, char **argv) {
   auto module = sluice::compileModel(context, model, options, irPhase, error, &timings);
   if (!module)
     die(error);
+  // A .mlir file past the compress phase carries its precision.
+  if (stopPhase > sluice::Phase::Compress)
+    options.precision = sluice::modulePrecision(*module);
 
   // What the emit phase produced, whichever the target.
   sluice::codegen::CpuModel cpuModel;
@@ -261,6 +277,7 @@ int main(int argc, char **argv) {
       bundle.modelName = llvm::sys::path::stem(model).str();
       bundle.progress = !quiet;
       bundle.cudaArchitectures = gpuArchs;
+      bundle.precision = options.precision;
       double seconds = 0;
       bool written = target == "cuda"
                          ? sluice::codegen::writeCudaBundle(cudaModel, bundle, error, &seconds)
@@ -301,7 +318,8 @@ int main(int argc, char **argv) {
     llvm::raw_fd_ostream json(report, ec);
     if (ec)
       die(report + ": cannot write: " + ec.message());
-    json << "{\n  \"model\": \"" << model << "\",\n  \"target\": \"" << target << "\"";
+    json << "{\n  \"model\": \"" << model << "\",\n  \"target\": \"" << target
+         << "\",\n  \"precision\": \"" << options.precision << "\"";
     if (stopPhase == sluice::Phase::Emit) {
       json << ",\n  \"kernels\": " << kernels << ",\n  \"library_calls\": " << libraryCalls
            << ",\n  \"arena_bytes\": " << facts->arenaBytes

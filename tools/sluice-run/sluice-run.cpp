@@ -1,7 +1,7 @@
 //===- sluice-run.cpp - run, check and time a model -----------------------===//
 //
 //   sluice-run (OUT.sluice | MODEL.onnx --reference) [INPUT ...]
-//              [--expect OUTPUT ...] [--rtol=1e-3 --atol=1e-7]
+//              [--expect OUTPUT ...] [--rtol=1e-3 --atol=1e-7 | --max-rel-l2=X]
 //              [--iters=N --warmup=W] [--save-outputs=DIR] [--random-inputs]
 //              [--shape=NAME=2x128] [--trace=FILE.json] [--threads=N]
 //              [--device=N] [--no-cuda-graph]
@@ -60,6 +60,11 @@ model on the reference evaluator, checks and times it.
                         exit 0 only if all match within tolerance
   --rtol=R --atol=A     tolerances (default 1e-3 and 1e-7, as the ONNX
                         backend tests): |got - want| <= A + R * |want|
+  --max-rel-l2=X        float outputs match when their relative L2 error
+                        ||got - want|| / ||want|| is at most X (instead of
+                        --rtol/--atol; for half-precision bundles, whose
+                        elements differ by more than a per-element rule
+                        allows while the whole output agrees)
   --random-inputs       generate inputs that are not given (needs static
                         shapes, see --shape)
   --shape=NAME=2x128    bind an input's shape (repeatable; --reference only,
@@ -90,11 +95,19 @@ model on the reference evaluator, checks and times it.
 Exit status: 0 all outputs match (or nothing to check), 1 mismatch, 2 error.
 )";
 
+/// How outputs are compared: per element (|got - want| <= atol + rtol *
+/// |want|), or, for float outputs when maxRelL2 >= 0, by the relative L2
+/// error of the whole output.
+struct Tolerance {
+  double rtol = 1e-3, atol = 1e-7;
+  double maxRelL2 = -1;
+};
+
 struct Options {
   std::string model;
   bool reference = false;
   std::vector<std::string> inputs, expects;
-  double rtol = 1e-3, atol = 1e-7;
+  Tolerance tolerance;
   bool randomInputs = false;
   int iters = 0, warmup = 0;
   std::string saveOutputs;
@@ -135,9 +148,13 @@ Options parseArgs(int argc, char **argv) {
     } else if (arg == "--random-inputs") {
       o.randomInputs = true;
     } else if (args.is("--rtol")) {
-      o.rtol = parseNumber("--rtol", args.flagValue("--rtol"));
+      o.tolerance.rtol = parseNumber("--rtol", args.flagValue("--rtol"));
     } else if (args.is("--atol")) {
-      o.atol = parseNumber("--atol", args.flagValue("--atol"));
+      o.tolerance.atol = parseNumber("--atol", args.flagValue("--atol"));
+    } else if (args.is("--max-rel-l2")) {
+      o.tolerance.maxRelL2 = parseNumber("--max-rel-l2", args.flagValue("--max-rel-l2"));
+      if (!(o.tolerance.maxRelL2 >= 0))
+        die("--max-rel-l2 must be a number >= 0");
     } else if (args.is("--iters")) {
       o.iters = (int)parseNumber("--iters", args.flagValue("--iters"));
     } else if (args.is("--warmup")) {
@@ -315,7 +332,8 @@ sluice::Tensor randomTensor(sluice::DType dtype, const std::vector<int64_t> &sha
 
 /// Compares one output; prints its errors; returns true on a match.
 bool compareOutput(const std::string &name, const sluice::Tensor &got,
-                   const sluice::Tensor &want, double rtol, double atol) {
+                   const sluice::Tensor &want, const Tolerance &tolerance) {
+  const double rtol = tolerance.rtol, atol = tolerance.atol;
   if (got.shape() != want.shape() || got.dtype() != want.dtype()) {
     std::printf("output '%s': got %s, expected %s: MISMATCH\n", name.c_str(),
                 got.describe().c_str(), want.describe().c_str());
@@ -334,6 +352,9 @@ bool compareOutput(const std::string &name, const sluice::Tensor &got,
     return bad == 0;
   }
   double maxAbs = 0, maxRel = 0;
+  // Sums of squares for the relative L2 error (elements that match as NaN
+  // or as same-signed infinities count as equal).
+  double diffSquares = 0, wantSquares = 0;
   int64_t bad = 0;
   for (int64_t i = 0; i < got.numElements(); ++i) {
     double g = got.getDouble(i), w = want.getDouble(i);
@@ -349,6 +370,21 @@ bool compareOutput(const std::string &name, const sluice::Tensor &got,
       maxRel = std::max(maxRel, diff / std::fabs(w));
     if (!(diff <= atol + rtol * std::fabs(w)))
       ++bad;
+    diffSquares += diff * diff;
+    wantSquares += w * w;
+  }
+  if (tolerance.maxRelL2 >= 0 && sluice::isFloatDType(got.dtype())) {
+    double relL2 = diffSquares == 0 ? 0.0
+                   : wantSquares == 0 ? INFINITY
+                                      : std::sqrt(diffSquares / wantSquares);
+    bool match = relL2 <= tolerance.maxRelL2;
+    std::printf("output '%s' %s: max abs err %.3g, max rel err %.3g, rel L2 err %.3g: %s\n",
+                name.c_str(), got.describe().c_str(), maxAbs, maxRel, relL2,
+                match ? "ok" : "MISMATCH");
+    if (!match)
+      std::printf("  relative L2 error %.3g above --max-rel-l2 %.3g\n", relL2,
+                  tolerance.maxRelL2);
+    return match;
   }
   std::printf("output '%s' %s: max abs err %.3g, max rel err %.3g: %s\n",
               name.c_str(), got.describe().c_str(), maxAbs, maxRel,
@@ -362,14 +398,14 @@ bool compareOutput(const std::string &name, const sluice::Tensor &got,
 /// Compares one output of any kind: a sequence element by element (each
 /// printed as NAME[i]), an optional by presence and then its value.
 bool compareValue(const std::string &name, const sluice::RuntimeValue &got,
-                  const sluice::RuntimeValue &want, double rtol, double atol) {
+                  const sluice::RuntimeValue &want, const Tolerance &tolerance) {
   if (got.kind() != want.kind()) {
     std::printf("output '%s': got %s, expected %s: MISMATCH\n", name.c_str(),
                 got.describe().c_str(), want.describe().c_str());
     return false;
   }
   if (got.isTensor())
-    return compareOutput(name, got.tensor(), want.tensor(), rtol, atol);
+    return compareOutput(name, got.tensor(), want.tensor(), tolerance);
   if (got.isOptional()) {
     if (got.hasValue() != want.hasValue()) {
       std::printf("output '%s': got %s, expected %s: MISMATCH\n", name.c_str(),
@@ -380,7 +416,7 @@ bool compareValue(const std::string &name, const sluice::RuntimeValue &got,
       std::printf("output '%s' optional(none): ok\n", name.c_str());
       return true;
     }
-    return compareValue(name, got.value(), want.value(), rtol, atol);
+    return compareValue(name, got.value(), want.value(), tolerance);
   }
   if (got.elements().size() != want.elements().size()) {
     std::printf("output '%s': got a sequence of %zu elements, expected %zu: MISMATCH\n",
@@ -390,7 +426,7 @@ bool compareValue(const std::string &name, const sluice::RuntimeValue &got,
   bool match = true;
   for (size_t i = 0; i < got.elements().size(); ++i)
     match &= compareOutput(name + "[" + std::to_string(i) + "]", got.elements()[i],
-                           want.elements()[i], rtol, atol);
+                           want.elements()[i], tolerance);
   if (got.elements().empty())
     std::printf("output '%s' empty sequence: ok\n", name.c_str());
   return match;
@@ -679,7 +715,7 @@ int runBundle(const Options &options) {
     }
     reinterpretBf16(expected[i]->tensor, results[i].dtype());
     allMatch &= compareOutput(outputNames[i], results[i], expected[i]->tensor,
-                              options.rtol, options.atol);
+                              options.tolerance);
   }
   return allMatch ? 0 : 1;
 }
@@ -819,7 +855,7 @@ int main(int argc, char **argv) {
       continue;
     }
     allMatch &= compareValue(outputNames[i], (*outputs)[i], *expected[i],
-                             options.rtol, options.atol);
+                             options.tolerance);
   }
   return allMatch ? 0 : 1;
 }

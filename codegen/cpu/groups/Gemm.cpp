@@ -64,8 +64,12 @@ LogicalResult emitGemmGroup(GroupContext &ctx) {
     return matmul.emitOpError("cpu target: GEMM groups with an epilogue need matrix operands "
                               "(rank >= 2), not vectors");
   Type et = elementOf(result);
-  if (!et.isF32() && !et.isF64())
-    return matmul.emitOpError("cpu target: GEMM groups are f32 or f64");
+  if (!et.isF32() && !et.isF64() && !et.isF16() && !et.isBF16())
+    return matmul.emitOpError("cpu target: GEMM groups are f32, f64, f16 or bf16");
+  // Half storage: the GEMM widens A and B and accumulates into f32 scratch
+  // (cpu_blas.h, sluice_gemm_batched_half_ep); the epilogue narrows.
+  bool half = et.isF16() || et.isBF16();
+  Type cElement = half ? Type(Float32Type::get(et.getContext())) : et;
   int64_t rank = space.size();
   int64_t m = aShape[aShape.size() - 2], k = aShape.back(), n = bShape.back();
   ArrayRef<int64_t> batchDims = space.drop_back(2);
@@ -141,12 +145,12 @@ LogicalResult emitGemmGroup(GroupContext &ctx) {
   // order, else one holding an epilogue value of the same type (the
   // epilogue then updates it in place), else scratch.
   std::optional<unsigned> cSlot;
-  for (int pass = 0; pass < 2 && !cSlot; ++pass)
+  for (int pass = 0; pass < 2 && !cSlot && !half; ++pass)
     for (auto [i, v] : llvm::enumerate(yield.getValues()))
       if (!cSlot && (pass == 1 || roots[i] == result) && elementOf(v) == et &&
           outViews[i].isContiguous(space))
         cSlot = i;
-  std::string T = storageType(et);
+  std::string T = storageType(cElement);
   std::string &s = *ctx.body;
   std::string c;
   if (cSlot) {
@@ -208,7 +212,7 @@ LogicalResult emitGemmGroup(GroupContext &ctx) {
     s += "      #pragma omp simd\n";
     s += "      for (int64_t j = c0; j < c0 + cols; ++j) {\n";
     s += "        const " + cType + " acc_ = " +
-         loadExpr(et, c + "[" + body.index(cAccess) + "]") + ";\n";
+         loadExpr(cElement, c + "[" + body.index(cAccess) + "]") + ";\n";
     s += *ops + stores;
     s += "      }\n    }\n  };\n";
     epi = "epilogue";

@@ -87,7 +87,8 @@ LogicalResult emitMatMul(CpuOpContext &ctx) {
   s += "  " + cStaticArray("a_off", plan->aOffsets) + "  " + cStaticArray("b_off", plan->bOffsets);
   std::string dims = std::to_string(plan->batches) + ", " + std::to_string(plan->m) + ", " +
                      std::to_string(plan->n) + ", " + std::to_string(plan->k);
-  if (et.isF32() || et.isF64()) {
+  // f16/bf16: widened into f32 GEMMs with fp32 accumulation (cpu_blas.h).
+  if (et.isF32() || et.isF64() || et.isF16() || et.isBF16()) {
     ctx.include("sluice_gen/cpu_blas.h");
     s += "  sluice_gemm_batched(" + std::string(CpuOpContext::threads) + ", " + dims +
          ", " + ctx.in[0] + ", a_off, " + ctx.in[1] + ", b_off, " + ctx.out[0] + ");\n";

@@ -50,7 +50,9 @@ FailureOr<std::string> windowDecl(Operation *op, ArrayRef<int64_t> in, ArrayRef<
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-bool isBlasFloat(Type t) { return t.isF32() || t.isF64(); }
+/// Float types whose convolutions run as GEMMs (f16/bf16 widened to f32,
+/// cpu_nn_blas.h).
+bool isBlasFloat(Type t) { return t.isF32() || t.isF64() || t.isF16() || t.isBF16(); }
 
 /// What every convolution form starts from: the input, weight and output
 /// shapes (spatial dims required) and the window declaration in the body.

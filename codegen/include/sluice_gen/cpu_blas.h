@@ -11,6 +11,10 @@
 
 #include <cblas.h>
 
+#include <memory>
+
+#include "sluice_gen/scalar.h"
+
 #include "sluice_gen/cpu_gemm.h"
 
 static inline void sluice_blas_threads(int threads) {
@@ -173,6 +177,117 @@ static inline void sluice_gemm_batched(int threads, int64_t batches, int64_t m, 
                                        const T *b, const int64_t *bOff, T *c) {
   sluice_gemm_batched_ep(threads, batches, m, n, k, a, aOff, k, b, bOff, n, c,
                          sluice_no_batched_epilogue());
+}
+
+/// Half-precision GEMMs (f16/bf16 storage, from --precision). OpenBLAS has
+/// no half GEMM: A and B are widened into f32 scratch (the span the batches
+/// read, keeping their offsets and row strides), the f32 GEMM accumulates in
+/// fp32 into an f32 C, and the epilogue narrows on its stores. Widening
+/// costs one pass over A and B, small beside the GEMM's m*n*k products.
+/// dst[i] = src[i] as float over [begin, end): eight f16 per instruction
+/// with F16C (the compiler does not vectorize the scalar conversion), bf16
+/// as a shift the compiler vectorizes.
+static inline void sluice_widen_block(const sluice_f16 *src, float *dst, int64_t begin,
+                                      int64_t end) {
+  int64_t i = begin;
+#ifdef SLUICE_F16C
+  for (; i + 8 <= end; i += 8)
+    _mm256_storeu_ps(dst + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+#endif
+  for (; i < end; ++i)
+    dst[i] = sluice_load(src[i]);
+}
+static inline void sluice_widen_block(const sluice_bf16 *src, float *dst, int64_t begin,
+                                      int64_t end) {
+  const uint16_t *bits = (const uint16_t *)src;
+  uint32_t *words = (uint32_t *)dst;
+#pragma omp simd
+  for (int64_t i = begin; i < end; ++i)
+    words[i] = (uint32_t)bits[i] << 16;
+}
+
+template <typename H>
+static inline float *sluice_widen_span(int threads, const H *src, int64_t count,
+                                       std::unique_ptr<float[]> &buffer) {
+  buffer.reset(new float[count > 0 ? count : 1]);
+  float *dst = buffer.get();
+  const int64_t chunk = 16384;
+  const int64_t chunks = (count + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && chunks > 4)
+  for (int64_t c = 0; c < chunks; ++c)
+    sluice_widen_block(src, dst, c * chunk, c * chunk + chunk < count ? c * chunk + chunk : count);
+  return dst;
+}
+
+/// Elements from the base pointer up to the end of the last batch's block
+/// (`rows` rows `ld` apart, `cols` wide).
+static inline int64_t sluice_span_end(int64_t batches, const int64_t *off, int64_t rows,
+                                      int64_t ld, int64_t cols) {
+  int64_t end = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t e = off[i] + (rows > 0 ? (rows - 1) * ld + cols : 0);
+    end = e > end ? e : end;
+  }
+  return end;
+}
+
+template <typename H, typename Epilogue>
+static inline void sluice_gemm_batched_half_ep(int threads, int64_t batches, int64_t m,
+                                               int64_t n, int64_t k, const H *a,
+                                               const int64_t *aOff, int64_t lda, const H *b,
+                                               const int64_t *bOff, int64_t ldb, float *c,
+                                               const Epilogue &epi) {
+  if (m == 0 || n == 0 || batches == 0)
+    return;
+  std::unique_ptr<float[]> aBuf, bBuf;
+  const float *a32 = sluice_widen_span(threads, a, sluice_span_end(batches, aOff, m, lda, k), aBuf);
+  const float *b32 = sluice_widen_span(threads, b, sluice_span_end(batches, bOff, k, ldb, n), bBuf);
+  sluice_gemm_batched_ep(threads, batches, m, n, k, a32, aOff, lda, b32, bOff, ldb, c, epi);
+}
+
+/// The F2 group form on half operands: C is f32 scratch the epilogue reads.
+template <typename Epilogue>
+static inline void sluice_gemm_batched_ep(int threads, int64_t batches, int64_t m, int64_t n,
+                                          int64_t k, const sluice_f16 *a, const int64_t *aOff,
+                                          int64_t lda, const sluice_f16 *b, const int64_t *bOff,
+                                          int64_t ldb, float *c, const Epilogue &epi) {
+  sluice_gemm_batched_half_ep(threads, batches, m, n, k, a, aOff, lda, b, bOff, ldb, c, epi);
+}
+template <typename Epilogue>
+static inline void sluice_gemm_batched_ep(int threads, int64_t batches, int64_t m, int64_t n,
+                                          int64_t k, const sluice_bf16 *a, const int64_t *aOff,
+                                          int64_t lda, const sluice_bf16 *b, const int64_t *bOff,
+                                          int64_t ldb, float *c, const Epilogue &epi) {
+  sluice_gemm_batched_half_ep(threads, batches, m, n, k, a, aOff, lda, b, bOff, ldb, c, epi);
+}
+
+/// Plain batched GEMM on half storage (contiguous operands): f32 C scratch,
+/// narrowed into `c` block by block as the GEMM finishes them.
+template <typename H>
+static inline void sluice_gemm_batched_half(int threads, int64_t batches, int64_t m, int64_t n,
+                                            int64_t k, const H *a, const int64_t *aOff,
+                                            const H *b, const int64_t *bOff, H *c) {
+  std::unique_ptr<float[]> cBuf(new float[batches * m * n > 0 ? batches * m * n : 1]);
+  float *c32 = cBuf.get();
+  const auto narrow = [&](int64_t batch, int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
+    for (int64_t r = r0; r < r0 + rows; ++r) {
+      const int64_t base = (batch * m + r) * n;
+      for (int64_t j = c0; j < c0 + cols; ++j)
+        c[base + j] = SLUICE_STORE(H, c32[base + j]);
+    }
+  };
+  sluice_gemm_batched_half_ep(threads, batches, m, n, k, a, aOff, k, b, bOff, n, c32, narrow);
+}
+static inline void sluice_gemm_batched(int threads, int64_t batches, int64_t m, int64_t n,
+                                       int64_t k, const sluice_f16 *a, const int64_t *aOff,
+                                       const sluice_f16 *b, const int64_t *bOff, sluice_f16 *c) {
+  sluice_gemm_batched_half(threads, batches, m, n, k, a, aOff, b, bOff, c);
+}
+static inline void sluice_gemm_batched(int threads, int64_t batches, int64_t m, int64_t n,
+                                       int64_t k, const sluice_bf16 *a, const int64_t *aOff,
+                                       const sluice_bf16 *b, const int64_t *bOff, sluice_bf16 *c) {
+  sluice_gemm_batched_half(threads, batches, m, n, k, a, aOff, b, bOff, c);
 }
 
 #endif // SLUICE_GEN_CPU_BLAS_H

@@ -11,6 +11,9 @@
 #include "sluice_gen/cpu_blas.h"
 #include "sluice_gen/cpu_nn.h"
 
+#include <memory>
+#include <new>
+
 /// A scratch buffer of at least `bytes`, kept per calling thread between
 /// runs: im2col matrices are megabytes, and a fresh malloc of that size is a
 /// fresh mmap whose page faults cost as much as the copy. Never freed.
@@ -386,5 +389,56 @@ bias_only:
   return 0;
 }
 
+
+/// Half-precision (f16/bf16, from --precision) convolutions: OpenBLAS has no
+/// half GEMM, so input, weights and bias are widened to f32, the f32 form
+/// runs (fp32 accumulation) into f32 scratch, and the result is narrowed.
+template <typename H, typename Conv>
+static inline int32_t sluice_conv_half(int threads, int64_t xCount, int64_t wCount,
+                                       int64_t biasCount, int64_t outCount, const H *x,
+                                       const H *w, const H *bias, H *out, const Conv &conv) {
+  std::unique_ptr<float[]> xBuf, wBuf, biasBuf;
+  const float *x32 = sluice_widen_span(threads, x, xCount, xBuf);
+  const float *w32 = sluice_widen_span(threads, w, wCount, wBuf);
+  const float *bias32 = bias ? sluice_widen_span(threads, bias, biasCount, biasBuf) : nullptr;
+  std::unique_ptr<float[]> outBuf(new (std::nothrow) float[outCount > 0 ? outCount : 1]);
+  if (!outBuf)
+    return 1;
+  float *out32 = outBuf.get();
+  if (int32_t status = conv(x32, w32, bias32, out32))
+    return status;
+#pragma omp parallel for simd schedule(static) num_threads(threads) if (threads > 1 && outCount > 65536)
+  for (int64_t i = 0; i < outCount; ++i)
+    out[i] = SLUICE_STORE(H, out32[i]);
+  return 0;
+}
+
+#define SLUICE_HALF_CONV(H)                                                                \
+  static inline int32_t sluice_conv_gemm(int threads, const sluice_window &g, int64_t batch, \
+                                         int64_t channels, int64_t outChannels,            \
+                                         int64_t group, const H *x, const H *w,             \
+                                         const H *bias, H *out) {                           \
+    return sluice_conv_half(                                                                \
+        threads, batch * channels * g.inSize(), outChannels * (channels / group) * g.kSize(), \
+        outChannels, batch * outChannels * g.outSize(), x, w, bias, out,                    \
+        [&](const float *x32, const float *w32, const float *b32, float *o32) {             \
+          return sluice_conv_gemm<float>(threads, g, batch, channels, outChannels, group,  \
+                                         x32, w32, b32, o32);                               \
+        });                                                                                 \
+  }                                                                                         \
+  static inline int32_t sluice_conv_transpose_gemm(                                         \
+      int threads, const sluice_window &g, int64_t batch, int64_t channels,                 \
+      int64_t outChannels, int64_t group, const H *x, const H *w, const H *bias, H *out) {  \
+    return sluice_conv_half(                                                                \
+        threads, batch * channels * g.inSize(), channels * (outChannels / group) * g.kSize(), \
+        outChannels, batch * outChannels * g.outSize(), x, w, bias, out,                    \
+        [&](const float *x32, const float *w32, const float *b32, float *o32) {             \
+          return sluice_conv_transpose_gemm<float>(threads, g, batch, channels,             \
+                                                   outChannels, group, x32, w32, b32, o32); \
+        });                                                                                 \
+  }
+SLUICE_HALF_CONV(sluice_f16)
+SLUICE_HALF_CONV(sluice_bf16)
+#undef SLUICE_HALF_CONV
 
 #endif // SLUICE_GEN_CPU_NN_BLAS_H

@@ -21,6 +21,14 @@
 #define SLUICE_HD inline
 #endif
 
+// x86 hosts with F16C (bundles build with -march=native): the bulk
+// conversions of cpu_blas.h use its vector instructions. Never in nvcc's
+// translation units, whose functions must also compile for the device.
+#if defined(__F16C__) && !defined(__CUDACC__)
+#include <immintrin.h>
+#define SLUICE_F16C 1
+#endif
+
 /// Half-precision storage: the bits, converted to float for arithmetic.
 struct sluice_f16 { uint16_t bits; };
 struct sluice_bf16 { uint16_t bits; };
@@ -37,31 +45,31 @@ SLUICE_HD uint32_t sluice_float_to_bits(float f) {
 }
 
 SLUICE_HD float sluice_load(sluice_bf16 v) { return sluice_bits_to_float((uint32_t)v.bits << 16); }
+/// f16 -> float, exact. Branch-free (selects, one float subtraction for
+/// subnormals) so that loops over f16 data vectorize; bit-identical to
+/// F16C's vcvtph2ps (test/codegen/scalar-f16c.test). Relies on subnormals
+/// not being flushed (no -ffast-math / -ftz).
 SLUICE_HD float sluice_load(sluice_f16 v) {
-  uint32_t sign = (uint32_t)(v.bits & 0x8000) << 16;
-  uint32_t exponent = (v.bits >> 10) & 0x1f, mantissa = v.bits & 0x3ff;
-  if (exponent == 0) {
-    if (mantissa == 0)
-      return sluice_bits_to_float(sign);
-    float f = (float)mantissa * 5.9604644775390625e-8f; // 2^-24
-    return sign ? -f : f;
-  }
-  if (exponent == 31)
-    return sluice_bits_to_float(sign | 0x7f800000u | (mantissa << 13));
-  return sluice_bits_to_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  uint32_t o = ((uint32_t)v.bits & 0x7fffu) << 13; // exponent and mantissa
+  uint32_t exponent = o & 0x0f800000u;
+  o += 0x38000000u;                                    // rebias 15 -> 127
+  o += exponent == 0x0f800000u ? 0x38000000u : 0u;     // inf / NaN: exponent 255
+  // Subnormals: 2^-14 * 0.mantissa, as (1.mantissa - 1) * 2^-14 in float.
+  float subnormal = sluice_bits_to_float(o + 0x00800000u) - sluice_bits_to_float(0x38800000u);
+  float magnitude = exponent == 0 ? subnormal : sluice_bits_to_float(o);
+  return sluice_bits_to_float(sluice_float_to_bits(magnitude) |
+                              (((uint32_t)v.bits & 0x8000u) << 16));
 }
 template <typename T> SLUICE_HD T sluice_load(T v) { return v; }
 
 /// float -> bf16, round to nearest even (NaN stays NaN).
 SLUICE_HD sluice_bf16 sluice_to_bf16(float f) {
+  // Selects, not branches: stores in vectorized loops stay vectorized.
   uint32_t word = sluice_float_to_bits(f);
+  uint32_t rounded = (word + 0x7fffu + ((word >> 16) & 1u)) >> 16;
+  uint32_t quietNaN = (word >> 16) | 0x40u;
   sluice_bf16 r;
-  if ((word & 0x7fffffffu) > 0x7f800000u) {
-    r.bits = (uint16_t)((word >> 16) | 0x40);
-    return r;
-  }
-  word += 0x7fffu + ((word >> 16) & 1);
-  r.bits = (uint16_t)(word >> 16);
+  r.bits = (uint16_t)((word & 0x7fffffffu) > 0x7f800000u ? quietNaN : rounded);
   return r;
 }
 /// float -> bf16 keeping the high half (ONNX Cast to bfloat16 before opset 19).
@@ -70,25 +78,27 @@ SLUICE_HD sluice_bf16 sluice_to_bf16_truncate(float f) {
   r.bits = (uint16_t)(sluice_float_to_bits(f) >> 16);
   return r;
 }
-/// float -> f16, round to nearest even, overflow to infinity.
+/// float -> f16, round to nearest even, overflow to infinity, NaN to the
+/// quiet NaN 0x7e00. Branch-free so that stores in vectorized loops stay
+/// vectorized; bit-identical to F16C's vcvtps2ph for every non-NaN float
+/// (test/codegen/scalar-f16c.test). Subnormal results come from one float
+/// addition that aligns the mantissa (round to nearest even), which relies
+/// on subnormals not being flushed.
 SLUICE_HD sluice_f16 sluice_to_f16(float f) {
   uint32_t word = sluice_float_to_bits(f);
-  uint32_t sign = (word >> 16) & 0x8000;
+  uint32_t sign = (word >> 16) & 0x8000u;
   uint32_t absWord = word & 0x7fffffffu;
+  // |f| < 2^-14: add 0.5 (0x3f000000), whose ulp is f16's smallest step.
+  uint32_t subnormal =
+      sluice_float_to_bits(sluice_bits_to_float(absWord) + sluice_bits_to_float(0x3f000000u)) -
+      0x3f000000u;
+  // Normal: rebias the exponent, round the 13 dropped bits to even.
+  uint32_t normal = (absWord + 0xc8000fffu + ((absWord >> 13) & 1u)) >> 13;
+  uint32_t bits = absWord >= 0x47800000u ? (absWord > 0x7f800000u ? 0x7e00u : 0x7c00u)
+                  : absWord < 0x38800000u ? subnormal
+                                          : normal;
   sluice_f16 r;
-  if (absWord > 0x7f800000u) { r.bits = (uint16_t)(sign | 0x7e00); return r; }
-  if (absWord >= 0x477ff000u) { r.bits = (uint16_t)(sign | 0x7c00); return r; }
-  if (absWord < 0x38800000u) { // subnormal or zero in f16
-    float a = sluice_bits_to_float(absWord) * 16777216.0f; // 2^24
-    uint32_t m = (uint32_t)a;
-    float rest = a - (float)m;
-    if (rest > 0.5f || (rest == 0.5f && (m & 1)))
-      ++m;
-    r.bits = (uint16_t)(sign | m);
-    return r;
-  }
-  uint32_t rounded = absWord + 0xfffu + ((absWord >> 13) & 1);
-  r.bits = (uint16_t)(sign | (((rounded >> 13) - (112u << 10)) & 0x7fff));
+  r.bits = (uint16_t)(bits | sign);
   return r;
 }
 
