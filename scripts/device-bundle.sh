@@ -63,13 +63,20 @@ tests_json=$out/gpu-tests.json
 ctest --test-dir "$build" -L gpu --show-only=json-v1 >"$tests_json" 2>/dev/null
 targets=(sluice-compile sluice-run sluice-opt SluiceRuntime SluiceRuntimeCuda)
 mapfile -t extra < <(python3 - "$build" "$tests_json" <<'EOF'
-import json, os, sys
+import glob, json, os, re, sys
 build = sys.argv[1]
+# ctest leaves "command" out for a test whose executable is not built yet (a
+# fresh build folder): take the program from the CTestTestfile.cmake lines.
+programs = {}
+for f in glob.glob(os.path.join(build, "**", "CTestTestfile.cmake"), recursive=True):
+    for m in re.finditer(r'add_test\(\[=\[(.*?)\]=\] "([^"]+)"', open(f).read()):
+        programs[m.group(1)] = m.group(2)
 for t in json.load(open(sys.argv[2]))["tests"]:
     labels = next((p["value"] for p in t.get("properties", []) if p["name"] == "LABELS"), [])
     if t["name"].startswith("model-") or "conformance" in labels:
         continue
-    for arg in t["command"]:
+    command = t.get("command") or [programs.get(t["name"], "")]
+    for arg in command:
         tool = os.path.basename(arg)
         if arg.startswith(build + "/bin/") and tool not in ("sluice-compile", "sluice-run"):
             print(tool)
@@ -77,11 +84,15 @@ EOF
 )
 targets+=(${extra[@]+"${extra[@]}"})
 # Fixtures the tests read from the build tree (the computing fake bundle).
-if ninja -C "$build" -t targets all 2>/dev/null | grep -q '^sluice_fake_cuda_gpu_model:'; then
+# (grep reads all of ninja's list: with -q it could exit first and, under
+# pipefail, ninja's SIGPIPE would fail the test.)
+if ninja -C "$build" -t targets all 2>/dev/null | grep -c '^sluice_fake_cuda_gpu_model:' >/dev/null; then
   targets+=(sluice_fake_cuda_gpu_model)
 fi
 say "building ${targets[*]}"
 ninja -C "$build" -j "$jobs" "${targets[@]}" >/dev/null
+# Now that they are built, ctest knows every test's full command.
+ctest --test-dir "$build" -L gpu --show-only=json-v1 >"$tests_json" 2>/dev/null
 
 # 2. Stage the bundle.
 stage=$out/stage

@@ -83,7 +83,7 @@ if [ -x "$here/../bin/sluice-compile" ] && [ -f "$here/../MANIFEST.txt" ]; then
   root=$(cd "$here/.." && pwd)
 fi
 
-gpu_present() { nvidia-smi -L 2>/dev/null | grep -q GPU; }
+gpu_present() { nvidia-smi -L 2>/dev/null | grep -c GPU >/dev/null; }
 
 if [ $dry -eq 1 ]; then
   echo "device-tests (dry run): bundle $bundle -> $root, logs in $logs, budget ${budget}s"
