@@ -157,7 +157,7 @@ find "$root" -name __pycache__ -prune -exec rm -rf {} +
 # @PYTHON@ for the device's python; files they name are copied (source tree
 # paths as they are, build tree paths under build/).
 python3 - "$repo" "$build" "$root" "$tests_json" <<'EOF'
-import json, os, shutil, sys
+import json, os, re, shutil, sys
 repo, build, root = sys.argv[1:4]
 lines = []
 for t in json.load(open(sys.argv[4]))["tests"]:
@@ -172,8 +172,8 @@ for t in json.load(open(sys.argv[4]))["tests"]:
     for arg in t["command"]:
         if " " in arg or "\t" in arg:
             sys.exit(f"device-bundle: gpu test {t['name']}: argument with a blank: {arg!r}")
-        if os.path.basename(arg).startswith("python") and os.access(arg, os.X_OK) and \
-                not arg.startswith((repo + "/", build + "/")):
+        # The build's python (often the repository's .venv) is the device's.
+        if re.fullmatch(r"python[0-9.]*", os.path.basename(arg)) and os.access(arg, os.X_OK):
             cmd.append("@PYTHON@")
             continue
         if arg.startswith(build + "/bin/"):
