@@ -32,7 +32,8 @@ run stopped at its time limit keeps what it measured). `--from-results A.json
 [B.json ...] --write-doc docs/benchmarks.md` rewrites only the section
 between `<!-- bench-gpu:begin -->` and `<!-- bench-gpu:end -->`. `--dry-run`
 prints the plan and which optional imports (torch, transformers, onnx, numpy)
-are present; it needs none of them and no GPU.
+are present; it needs none of them and no GPU. `--export-only DIR [--layers
+N]` only exports the models (no GPU): check-export.sh compiles and checks them.
 """
 import argparse
 import concurrent.futures
