@@ -111,6 +111,19 @@ def RecognizeAttentionPass : Pass<"sluice-recognize-attention", "mlir::func::Fun
   let dependentDialects = ["sluice::SluiceDialect"];
 }
 
+def RecognizeLinearPass : Pass<"sluice-recognize-linear", "mlir::func::FuncOp"> {
+  let summary = "Drops the flatten/unflatten reshapes around a Linear's MatMul (+ bias)";
+  let description = [{
+    `Reshape(MatMul(Reshape(x, [M, K]), W) [+ bias], [B..., N])` with x of
+    static shape [B..., K], W [K, N] and a bias of shape [N] or [1, N]
+    becomes `MatMul(x, W) [+ bias]` of shape [B..., N] (HF Conv1D: GPT-2's
+    addmm layers). The same numbers, without the reshape that kept the
+    GEMM's consumers (GELU, residual add) out of its epilogue. The matmul
+    and the add must have no other users.
+  }];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
 def RecognizeNormsPass : Pass<"sluice-recognize-norms", "mlir::func::FuncOp"> {
   let summary = "Forms sluice.layer_norm and sluice.rms_norm from reduction chains";
   let description = [{

@@ -32,7 +32,8 @@ run stopped at its time limit keeps what it measured). `--from-results A.json
 [B.json ...] --write-doc docs/benchmarks.md` rewrites only the section
 between `<!-- bench-gpu:begin -->` and `<!-- bench-gpu:end -->`. `--dry-run`
 prints the plan and which optional imports (torch, transformers, onnx, numpy)
-are present; it needs none of them and no GPU.
+are present; it needs none of them and no GPU. `--export-only DIR [--layers
+N]` only exports the models (no GPU): check-export.sh compiles and checks them.
 """
 import argparse
 import concurrent.futures
@@ -87,18 +88,23 @@ def select_configs(spec):
 # ------------------------------------------------------------- models
 
 
-def build_model(kind, attn):
+def build_model(kind, attn, layers=None):
     """A transformers model from its default config (random weights), its
-    forward wrapped to take input_ids and return the last hidden state."""
+    forward wrapped to take input_ids and return the last hidden state;
+    `layers` overrides the config's number of layers (the export check)."""
     import torch  # noqa: PLC0415
     import transformers  # noqa: PLC0415
 
     torch.manual_seed(0)
     if kind == "bert":
         config = transformers.BertConfig(attn_implementation=attn)
+        if layers:
+            config.num_hidden_layers = layers
         model = transformers.BertModel(config, add_pooling_layer=False)
     else:
         config = transformers.GPT2Config(attn_implementation=attn)
+        if layers:
+            config.n_layer = layers
         model = transformers.GPT2Model(config)
     config.use_cache = False
 
@@ -114,23 +120,28 @@ def build_model(kind, attn):
     return LastHidden(model).eval(), config.vocab_size
 
 
-def export(kind, path):
+def export(kind, path, layers=None):
     """Exports `kind` (eager attention: plain MatMul/Softmax, which Sluice's
     recognize phase turns into its attention op) with dynamic batch and
-    sequence; the TorchScript exporter, else the dynamo one."""
+    sequence; the TorchScript exporter, else the dynamo one (torch.onnx.export
+    has a `dynamo` argument from torch 2.5 on; before, TorchScript only)."""
+    import inspect  # noqa: PLC0415
+
     import torch  # noqa: PLC0415
 
-    model, vocab = build_model(kind, "eager")
+    model, vocab = build_model(kind, "eager", layers)
     ids = torch.randint(0, vocab, (2, 16), dtype=torch.int64)
     axes = {"input_ids": {0: "batch", 1: "sequence"},
             "last_hidden_state": {0: "batch", 1: "sequence"}}
     errors = []
-    for dynamo in (False, True):
+    has_dynamo = "dynamo" in inspect.signature(torch.onnx.export).parameters
+    for dynamo in ((False, True) if has_dynamo else (False,)):
         try:
+            extra = {"dynamo": dynamo} if has_dynamo else {}
             with torch.no_grad():
                 torch.onnx.export(model, (ids,), path, opset_version=17,
                                   input_names=["input_ids"], output_names=["last_hidden_state"],
-                                  dynamic_axes=axes, dynamo=dynamo)
+                                  dynamic_axes=axes, **extra)
             return "dynamo" if dynamo else "torchscript"
         except Exception as e:  # noqa: BLE001
             errors.append(f"dynamo={dynamo}: {type(e).__name__}: {str(e)[:300]}")
@@ -608,6 +619,19 @@ def write_doc(path, results):
     log(f"wrote {path} ({len(results['configs'])} configurations)")
 
 
+def export_only(args):
+    """Exports the models of --configs into DIR with export() (no GPU, no
+    compile): what bench/gpu/check-export.sh compiles and checks."""
+    os.makedirs(args.export_only, exist_ok=True)
+    for kind in sorted({CONFIGS[n][0] for n in select_configs(args.configs)}):
+        path = os.path.join(args.export_only, f"{kind}.onnx")
+        t0 = time.time()
+        how = export(kind, path, args.layers)
+        log(f"exported {kind} ({how}, {args.layers or 'all'} layers) to {path} "
+            f"in {time.time() - t0:.0f}s")
+    return 0
+
+
 def dry_run(args):
     names = select_configs(args.configs)
     print("bench_gpu dry run: nothing is exported, compiled or timed")
@@ -659,6 +683,10 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=4, help="parallel sluice-compile runs")
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--export-only", metavar="DIR",
+                    help="only export the configurations' models to DIR/{bert,gpt2}.onnx")
+    ap.add_argument("--layers", type=int,
+                    help="with --export-only: layers per model (default: the config's)")
     ap.add_argument("--from-results", nargs="+", metavar="JSON",
                     help="render earlier results (no GPU needed)")
     ap.add_argument("--write-doc", metavar="FILE.md",
@@ -676,6 +704,10 @@ def main():
         if args.write_doc:
             write_doc(args.write_doc, results)
         return 0
+    if args.layers is not None and (args.layers < 1 or not args.export_only):
+        sys.exit("bench_gpu: --layers must be >= 1 and goes with --export-only")
+    if args.export_only:
+        return export_only(args)
     if args.dry_run:
         return dry_run(args)
     status = bench(args)

@@ -55,6 +55,9 @@ void buildRecognizePipeline(OpPassManager &pm, const CompilerOptions &options) {
   pm.addNestedPass<func::FuncOp>(sluice::createRecognizeNormsPass());
   pm.addNestedPass<func::FuncOp>(sluice::createRecognizeActivationsPass());
   pm.addNestedPass<func::FuncOp>(sluice::createRecognizeAttentionPass());
+  // Last: HF Conv1D's flatten -> Gemm -> unflatten as one batched Linear, so
+  // that GELU and the residual add join the GEMM's epilogue.
+  pm.addNestedPass<func::FuncOp>(sluice::createRecognizeLinearPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -9,7 +9,8 @@
 // and K first. The chain becomes one `sluice.attention` with Q, K, V in
 // [B..., S, D] layout: the key is a transpose of K^T's source with the last
 // two perm entries swapped. A constant mask that is exactly causal becomes
-// `causal = true`; other masks stay operands (an i1 keep-mask for Where).
+// `causal = true`, an additive constant of zeros is dropped; other masks
+// stay operands (an i1 keep-mask for Where).
 // Every intermediate must feed the chain alone; anything else is refused.
 //
 //===----------------------------------------------------------------------===//
@@ -178,6 +179,22 @@ std::optional<std::vector<bool>> keepPattern(Value mask, bool boolKeeps, bool ad
   return keep;
 }
 
+/// Whether `mask` is a float constant of zeros only (HF's extended mask
+/// `(1 - attention_mask) * finfo.min` when the model was exported without an
+/// attention_mask: the ones it makes fold to -0), which adds nothing.
+bool isZeroConstant(Value mask) {
+  auto constant = mask.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return false;
+  auto tensor = tensorFromAttr(constant.getValue());
+  if (failed(tensor) || tensor->numElements() < 1)
+    return false;
+  for (int64_t i = 0; i < tensor->numElements(); ++i)
+    if (tensor->getDouble(i) != 0)
+      return false;
+  return true;
+}
+
 bool isCausal(const std::vector<bool> &keep, int64_t sq, int64_t sk) {
   for (int64_t i = 0; i < sq; ++i)
     for (int64_t j = 0; j < sk; ++j)
@@ -324,6 +341,9 @@ bool rewriteAttention(MatMulOp root) {
     return false;
   };
   for (const Mask &mask : masks) {
+    // The Add kept the scores' type: dropping a zero mask changes nothing.
+    if (!mask.isBool && isZeroConstant(mask.value))
+      continue;
     bool exactInf = true;
     std::optional<std::vector<bool>> keep =
         dynamicSeq ? std::nullopt

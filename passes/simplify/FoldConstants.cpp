@@ -75,8 +75,29 @@ bool foldWithEvaluator(Operation *op, int64_t maxElements) {
 /// Recomputes the result types of `op` from its operands.
 void reinferTypes(Operation *op) {
   auto infer = dyn_cast<InferTypeOpInterface>(op);
-  if (!infer)
+  if (!infer) {
+    // Cast (its element type is an attribute, no inference): the operand's
+    // shape, so that a dynamic dim the importer declared becomes static (HF
+    // GPT-2's attention_mask.to(float) after view(batch, -1)).
+    if (!op->hasTrait<OpTrait::SameOperandsAndResultShape>() || op->getNumOperands() < 1)
+      return;
+    auto operand = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+    if (!operand)
+      return;
+    for (OpResult result : op->getResults()) {
+      auto declared = dyn_cast<TensorType>(result.getType());
+      if (!declared || (declared.hasRank() && declared.hasStaticShape()) ||
+          failed(verifyCompatibleShape(declared, operand)))
+        continue;
+      // Each dim static where either says so.
+      SmallVector<int64_t> shape(operand.getShape());
+      for (int64_t i = 0; declared.hasRank() && i < declared.getRank(); ++i)
+        if (ShapedType::isDynamic(shape[i]))
+          shape[i] = declared.getDimSize(i);
+      result.setType(RankedTensorType::get(shape, declared.getElementType()));
+    }
     return;
+  }
   SmallVector<Type> types;
   ScopedDiagnosticHandler silence(op->getContext(),
                                   [](Diagnostic &) { return success(); });

@@ -10,7 +10,8 @@ On the cpu target it also counts the launches (kernels + library calls) of
 each transformer layer from --report's steps and fails above the layer's
 budget (LAYERS below): a layer spans the steps from one that holds its first
 node (`start`, a regex over ONNX node names) to the step before the next
-layer's start, or before the first step matching `end` for the last layer.
+layer's start, or before the first step matching `end` for the last layer
+(the last step with `to_end`). A manifest's "layers" entry overrides LAYERS.
 
 On the cuda target the same checks run on the GPU (exit 77, ctest's skip, where
 there is none); --compile-only builds the bundle with nvcc and checks the launch
@@ -48,12 +49,14 @@ LAYERS = {
 def layer_launches(steps, spec):
     """Launch counts of each layer, from the report's steps in run order."""
     import re  # noqa: PLC0415
-    start, end = re.compile(spec["start"]), re.compile(spec["end"])
+    start, end = re.compile(spec["start"]), re.compile(spec.get("end") or "$^")
     starts = [i for i, s in enumerate(steps) if any(start.search(n) for n in s["nodes"])]
     # A layer starts at the first step of a run of steps holding its start nodes.
     starts = [i for k, i in enumerate(starts) if k == 0 or starts[k - 1] != i - 1]
     ends = [i for i, s in enumerate(steps)
             if any(end.search(n) for n in s["nodes"]) and starts and i > starts[-1]]
+    if spec.get("to_end"):  # the last layer ends with the graph
+        ends = [len(steps)] if starts else []
     if len(starts) != spec["layers"] or not ends:
         return None
     bounds = starts + [ends[0]]
@@ -130,7 +133,8 @@ def main():
         for remark in report.get("remarks", []):
             if "runs on the host" in remark:
                 print("  " + remark)
-        spec = LAYERS.get(os.path.basename(os.path.normpath(args.model_dir)))
+        # A model folder's manifest may carry its own span (bench/gpu/check_export.py).
+        spec = manifest.get("layers") or LAYERS.get(os.path.basename(os.path.normpath(args.model_dir)))
         if spec:
             counts = layer_launches(report["steps"], spec)
             if counts is None:

@@ -136,6 +136,35 @@ func.func @constant_not_causal(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v:
 
 // -----
 
+// HF BERT exported without an attention_mask: the extended mask
+// (1 - ones) * finfo.min folds to a constant of -0s, which adds nothing and is
+// dropped; a constant with one nonzero stays an operand.
+// CHECK-LABEL: func @hf_zero_mask
+// CHECK: %[[ONE:.+]] = sluice.constant dense<{{.*}}-1.000000e+09{{.*}}> : tensor<1x1x4xf32>
+// CHECK: %[[A:.+]] = sluice.attention %arg0, %arg1, %arg2 {scale = 1.250000e-01 : f32}
+// CHECK: %[[B:.+]] = sluice.attention %arg0, %arg1, %arg2 mask %[[ONE]] {scale = 1.250000e-01 : f32}
+// CHECK: return %[[A]], %[[B]]
+func.func @hf_zero_mask(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+  %zero = sluice.constant dense<[[[-0.0, -0.0, -0.0, -0.0]]]> : tensor<1x1x4xf32>
+  %one = sluice.constant dense<[[[-0.0, -0.0, -0.0, -1.0e9]]]> : tensor<1x1x4xf32>
+  %c = sluice.constant dense<8.0> : tensor<f32>
+  %kt = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = sluice.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %ss = sluice.div %s, %c : (tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  %m = sluice.add %ss, %zero : (tensor<2x4x4xf32>, tensor<1x1x4xf32>) -> tensor<2x4x4xf32>
+  %p = sluice.softmax %m {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o = sluice.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %kt2 = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s2 = sluice.matmul %q, %kt2 : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %ss2 = sluice.div %s2, %c : (tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  %m2 = sluice.add %ss2, %one : (tensor<2x4x4xf32>, tensor<1x1x4xf32>) -> tensor<2x4x4xf32>
+  %p2 = sluice.softmax %m2 {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o2 = sluice.matmul %p2, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o, %o2 : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+}
+
+// -----
+
 // HF GPT-2: Where(causal, scores, -inf) then an additive padding mask: the
 // causal constant becomes `causal`, the padding mask an operand. With a
 // finite causal fill the two masks together are refused (a padding mask

@@ -32,3 +32,25 @@ func.func @propagate(%x: tensor<?x?xf32>, %b: tensor<8xf32>) -> tensor<?x8xf32> 
   %1 = sluice.relu %0 : (tensor<?x8xf32>) -> tensor<?x8xf32>
   return %1 : tensor<?x8xf32>
 }
+
+// -----
+
+// Cast has no type inference: its result takes the operand's shape once that
+// is static (HF GPT-2's attention_mask[:, None, None, :].to(float), whose
+// declared type keeps the export's dynamic dims).
+// CHECK-LABEL: func @cast_takes_operand_shape
+// CHECK: %[[U:.+]] = sluice.reshape %{{.+}} -> tensor<2x1x1x8xi64>
+// CHECK: %[[C:.+]] = sluice.cast %[[U]] : tensor<2x1x1x8xi64> -> tensor<2x1x1x8xf32>
+// CHECK: sluice.sub %{{.+}}, %[[C]] : (tensor<f32>, tensor<2x1x1x8xf32>) -> tensor<2x1x1x8xf32>
+// NOBIND-LABEL: func @cast_takes_operand_shape
+// NOBIND: sluice.cast %{{.+}} : tensor<?x1x1x8xi64> -> tensor<?x1x1x8xf32>
+// NOBIND: sluice.cast %{{.+}} : tensor<?x1x1x8xi64> -> tensor<2x1x1x8xf32>
+func.func @cast_takes_operand_shape(%x: tensor<?x8xi64>) -> (tensor<?x1x1x?xf32>, tensor<2x1x1x?xf32>) attributes {sluice.input_names = ["x"]} {
+  %shape = sluice.constant dense<[0, 1, 1, 8]> : tensor<4xi64>
+  %one = sluice.constant dense<1.0> : tensor<f32>
+  %u = sluice.reshape %x, %shape : (tensor<?x8xi64>, tensor<4xi64>) -> tensor<?x1x1x8xi64>
+  %c = sluice.cast %u : tensor<?x1x1x8xi64> -> tensor<?x1x1x?xf32>
+  %m = sluice.sub %one, %c : (tensor<f32>, tensor<?x1x1x?xf32>) -> tensor<?x1x1x?xf32>
+  %c3 = sluice.cast %u : tensor<?x1x1x8xi64> -> tensor<2x1x1x?xf32>
+  return %m, %c3 : tensor<?x1x1x?xf32>, tensor<2x1x1x?xf32>
+}
