@@ -26,6 +26,14 @@
 #include <type_traits>
 #include <vector>
 
+// `#pragma unroll` where nvcc compiles for the device; the host passes
+// (nvcc's and the emulation's) would warn on it.
+#ifdef __CUDA_ARCH__
+#define SLUICE_TEST_UNROLL _Pragma("unroll")
+#else
+#define SLUICE_TEST_UNROLL
+#endif
+
 namespace sluice_row_test {
 
 /// A storage type's value from a double (integers rounded to nearest).
@@ -46,6 +54,58 @@ template <typename T> double tolerance() { return 1e-5; }
 template <> inline double tolerance<double>() { return 1e-12; }
 template <> inline double tolerance<sluice_f16>() { return 2e-3; }
 template <> inline double tolerance<sluice_bf16>() { return 1.6e-2; }
+
+/// The loads and stores of the tests' row kernels as codegen/cuda/groups/
+/// Row.cpp writes them: the prologue x + bias[j] over V consecutive
+/// elements (one 16-byte sluice_vec when `vector`), the norms' epilogue
+/// y * scale[j], the compute type C.
+template <int K, int V, typename T, typename C> struct RowAccess {
+  const T *in;
+  const float *bias, *scale;
+  T *out;
+  int64_t len;
+  bool vector;
+
+  SLUICE_HD void load(int64_t row, int64_t j0, C (&x_)[V]) const {
+    const int64_t b0 = row * len;
+    if (vector) {
+      const sluice_vec<T, V> l = *(const sluice_vec<T, V> *)(in + b0 + j0);
+SLUICE_TEST_UNROLL
+      for (int k_ = 0; k_ < V; ++k_)
+        x_[k_] = (C)(sluice_load(l.v[k_]) + bias[j0 + k_]);
+    } else {
+SLUICE_TEST_UNROLL
+      for (int k_ = 0; k_ < V; ++k_)
+        x_[k_] = (C)(sluice_load(in[b0 + j0 + k_]) + bias[j0 + k_]);
+    }
+  }
+
+  SLUICE_HD void store(int64_t row, int64_t j0, const C (&y0_)[V]) const {
+    const int64_t e0 = row * len;
+    sluice_vec<T, V> w;
+SLUICE_TEST_UNROLL
+    for (int k_ = 0; k_ < V; ++k_) {
+      const C y = (K == SLUICE_ROW_LAYER_NORM || K == SLUICE_ROW_RMS_NORM)
+                      ? y0_[k_] * (C)scale[j0 + k_]
+                      : y0_[k_];
+      if (vector)
+        w.v[k_] = toStorage<T>(y);
+      else
+        out[e0 + j0 + k_] = toStorage<T>(y);
+    }
+    if (vector)
+      *(sluice_vec<T, V> *)(out + e0 + j0) = w;
+  }
+};
+
+/// The reduce tests' prologue: V consecutive elements of a row, doubled, in
+/// the accumulator type A.
+template <int V, typename T, typename A>
+SLUICE_HD void reduceLoad(const T *in, int64_t len, int64_t row, int64_t j0, A (&x_)[V]) {
+SLUICE_TEST_UNROLL
+  for (int k_ = 0; k_ < V; ++k_)
+    x_[k_] = (A)sluice_load(in[row * len + j0 + k_]) * (A)2;
+}
 
 /// The random inputs of a row test: rows x len values around `offset`, a
 /// per-column bias (prologue) and scale (epilogue).

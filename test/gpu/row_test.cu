@@ -45,35 +45,9 @@ __global__ void __launch_bounds__(TEAM > 128 ? TEAM : 128)
               const float *__restrict__ scale, T *__restrict__ out, float *__restrict__ mean,
               float *__restrict__ inv, int64_t rows, int64_t len, bool vector) {
   typedef typename Compute<T>::type C;
-  auto load_ = [&](int64_t row, int64_t j0, C (&x_)[V], bool) {
-    const int64_t b0 = row * len;
-    if (vector) {
-      const sluice_vec<T, V> l = *(const sluice_vec<T, V> *)(in + b0 + j0);
-#pragma unroll
-      for (int k_ = 0; k_ < V; ++k_)
-        x_[k_] = (C)(sluice_load(l.v[k_]) + bias[j0 + k_]);
-    } else {
-#pragma unroll
-      for (int k_ = 0; k_ < V; ++k_)
-        x_[k_] = (C)(sluice_load(in[b0 + j0 + k_]) + bias[j0 + k_]);
-    }
-  };
-  auto store_ = [&](int64_t row, int64_t j0, const C (&y0_)[V]) {
-    const int64_t e0 = row * len;
-    sluice_vec<T, V> w;
-#pragma unroll
-    for (int k_ = 0; k_ < V; ++k_) {
-      const C y = (K == SLUICE_ROW_LAYER_NORM || K == SLUICE_ROW_RMS_NORM)
-                      ? y0_[k_] * (C)scale[j0 + k_]
-                      : y0_[k_];
-      if (vector)
-        w.v[k_] = toStorage<T>(y);
-      else
-        out[e0 + j0 + k_] = toStorage<T>(y);
-    }
-    if (vector)
-      *(sluice_vec<T, V> *)(out + e0 + j0) = w;
-  };
+  const RowAccess<K, V, T, C> io{in, bias, scale, out, len, vector};
+  auto load_ = [&](int64_t row, int64_t j0, C (&x_)[V], bool) { io.load(row, j0, x_); };
+  auto store_ = [&](int64_t row, int64_t j0, const C (&y0_)[V]) { io.store(row, j0, y0_); };
   auto stats_ = [&](int64_t row, C m, C i) {
     mean[row] = (float)m;
     inv[row] = (float)i;
@@ -125,9 +99,7 @@ __global__ void __launch_bounds__(TEAM > 128 ? TEAM : 128)
                  int64_t len) {
   typedef typename Compute<T>::type A;
   auto load_ = [&](int64_t row, int64_t j0, A (&x_)[V], bool) {
-#pragma unroll
-    for (int k_ = 0; k_ < V; ++k_)
-      x_[k_] = (A)sluice_load(in[row * len + j0 + k_]) * (A)2;
+    reduceLoad<V>(in, len, row, j0, x_);
   };
   auto store_ = [&](int64_t row, A y0_) { out[row] = y0_; };
   sluice_row_reduce_run<K, TEAM, V, A>(rows, len, load_, store_);

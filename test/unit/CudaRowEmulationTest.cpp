@@ -51,7 +51,6 @@ sluice_emu::Stats checkRow(const Problem &pb, unsigned seed = 1) {
   typedef typename Compute<T>::type C;
   const int64_t rows = pb.rows, len = pb.len;
   const RowInputs<T> inputs = rowInputs<T>(rows, len, pb.offset, seed);
-  const std::vector<float> &bias = inputs.bias;
   std::vector<T> out(rows * len, toStorage<T>(-77.0));
   std::vector<float> mean(rows, -1), inv(rows, -1);
   const C eps = (C)1e-5;
@@ -59,33 +58,10 @@ sluice_emu::Stats checkRow(const Problem &pb, unsigned seed = 1) {
   const T *inP = inputs.in.data();
   T *outP = out.data();
   auto kernel = [&] {
-    auto load_ = [&](int64_t row, int64_t j0, C (&x_)[V], bool first_) {
-      (void)first_;
-      const int64_t b0 = row * len;
-      if (vector) {
-        const sluice_vec<T, V> l = *(const sluice_vec<T, V> *)(inP + b0 + j0);
-        for (int k_ = 0; k_ < V; ++k_)
-          x_[k_] = (C)(sluice_load(l.v[k_]) + bias[j0 + k_]);
-      } else {
-        for (int k_ = 0; k_ < V; ++k_)
-          x_[k_] = (C)(sluice_load(inP[b0 + j0 + k_]) + bias[j0 + k_]);
-      }
-    };
-    auto store_ = [&](int64_t row, int64_t j0, const C (&y0_)[V]) {
-      const int64_t e0 = row * len;
-      sluice_vec<T, V> w;
-      for (int k_ = 0; k_ < V; ++k_) {
-        const C y = (K == SLUICE_ROW_LAYER_NORM || K == SLUICE_ROW_RMS_NORM)
-                        ? y0_[k_] * (C)inputs.scale[j0 + k_]
-                        : y0_[k_];
-        if (vector)
-          w.v[k_] = toStorage<T>(y);
-        else
-          outP[e0 + j0 + k_] = toStorage<T>(y);
-      }
-      if (vector)
-        *(sluice_vec<T, V> *)(outP + e0 + j0) = w;
-    };
+    const RowAccess<K, V, T, C> io{inP, inputs.bias.data(), inputs.scale.data(), outP, len,
+                                   vector};
+    auto load_ = [&](int64_t row, int64_t j0, C (&x_)[V], bool) { io.load(row, j0, x_); };
+    auto store_ = [&](int64_t row, int64_t j0, const C (&y0_)[V]) { io.store(row, j0, y0_); };
     auto stats_ = [&](int64_t row, C m, C i) {
       mean[row] = (float)m;
       inv[row] = (float)i;
@@ -186,8 +162,7 @@ void checkReduce(int64_t rows, int64_t len, unsigned grid, bool withNan = false)
   const T *inP = in.data();
   auto kernel = [&] {
     auto load_ = [&](int64_t row, int64_t j0, A (&x_)[V], bool) {
-      for (int k_ = 0; k_ < V; ++k_)
-        x_[k_] = (A)sluice_load(inP[row * len + j0 + k_]) * (A)2;
+      reduceLoad<V>(inP, len, row, j0, x_);
     };
     auto store_ = [&](int64_t row, A y0_) { out[row] = y0_; };
     sluice_row_reduce_run<K, TEAM, V, A>(rows, len, load_, store_);
