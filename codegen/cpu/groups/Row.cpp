@@ -18,8 +18,6 @@
 
 #include "dialects/sluice/SluiceTypes.h"
 
-#include <cstdio>
-
 using namespace mlir;
 
 namespace sluice::codegen {
@@ -81,12 +79,6 @@ std::variant<int64_t, RowAxisProblem> rowAxisOf(Operation *op) {
 }
 
 namespace {
-
-std::string floatLit(const llvm::APFloat &value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.9e", value.convertToFloat());
-  return buffer;
-}
 
 /// rowAxisOf with its problems as op errors.
 FailureOr<int64_t> rowAxis(Operation *op) {
@@ -219,13 +211,13 @@ LogicalResult emitRowGroup(GroupContext &ctx) {
     }
   } else if (auto ln = dyn_cast<LayerNormOp>(rowOp)) {
     stats = C + " mean_, inv_; sluice_row_moments(buf_, " + cInt(len) + ", (" + C + ")" +
-            floatLit(ln.getEpsilon()) + ", &mean_, &inv_);";
+            floatDigits(ln.getEpsilon()) + ", &mean_, &inv_);";
     yExpr = "(buf_[j] - mean_) * inv_ * (" + C + ")" + param(ln.getScale());
     if (ln.getBias())
       yExpr += " + (" + C + ")" + param(ln.getBias());
   } else if (auto rn = dyn_cast<RmsNormOp>(rowOp)) {
     stats = "const " + C + " inv_ = sluice_row_rms_inv(buf_, " + cInt(len) + ", (" + C + ")" +
-            floatLit(rn.getEpsilon()) + ");";
+            floatDigits(rn.getEpsilon()) + ");";
     yExpr = "buf_[j] * inv_ * (" + C + ")" + param(rn.getScale());
   } else {
     auto reduce = cast<ReduceOp>(rowOp);

@@ -26,19 +26,11 @@
 
 #include "mlir/IR/Diagnostics.h"
 
-#include <cstdio>
-
 using namespace mlir;
 
 namespace sluice::codegen {
 
 namespace {
-
-std::string floatLit(const llvm::APFloat &value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.9e", value.convertToFloat());
-  return buffer;
-}
 
 /// rowAxisOf with its problems as the reason the group runs on the host.
 FailureOr<int64_t> rowAxis(Operation *op, std::string &why) {
@@ -285,13 +277,13 @@ CudaEmit emitCudaRowGroup(CudaGroupContext &ctx) {
     yExpr = "y0_[k_]";
   } else if (auto ln = dyn_cast<LayerNormOp>(rowOp)) {
     kind = "SLUICE_ROW_LAYER_NORM";
-    eps = "(" + C + ")" + floatLit(ln.getEpsilon());
+    eps = "(" + C + ")" + floatDigits(ln.getEpsilon());
     yExpr = "y0_[k_] * (" + C + ")" + param(ln.getScale());
     if (ln.getBias())
       yExpr += " + (" + C + ")" + param(ln.getBias());
   } else if (auto rn = dyn_cast<RmsNormOp>(rowOp)) {
     kind = "SLUICE_ROW_RMS_NORM";
-    eps = "(" + C + ")" + floatLit(rn.getEpsilon());
+    eps = "(" + C + ")" + floatDigits(rn.getEpsilon());
     yExpr = "y0_[k_] * (" + C + ")" + param(rn.getScale());
   } else {
     kind = std::to_string((int)cast<ReduceOp>(rowOp).getKind());
