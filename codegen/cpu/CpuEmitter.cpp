@@ -61,9 +61,11 @@ std::string cString(StringRef text) {
 
 std::string cInt(int64_t value) { return std::to_string(value) + "LL"; }
 
-std::string floatLiteral(const llvm::APFloat &value) {
+std::string floatLiteral(const llvm::APFloat &value) { return floatDigits(value) + "f"; }
+
+std::string floatDigits(const llvm::APFloat &value) {
   char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.9ef", value.convertToFloat());
+  std::snprintf(buffer, sizeof(buffer), "%.9e", value.convertToFloat());
   return buffer;
 }
 

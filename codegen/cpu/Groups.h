@@ -21,6 +21,7 @@
 
 #include <set>
 #include <string>
+#include <variant>
 
 namespace sluice::codegen {
 
@@ -104,6 +105,21 @@ GroupOps splitGroupOps(KernelOp kernel, llvm::function_ref<bool(mlir::Operation 
 
 /// Row ops: softmax, layer_norm, rms_norm, reduce (form F3's anchor).
 bool isRowOp(mlir::Operation *op);
+
+/// Why a row op has no row axis (see rowAxisOf): the check that failed and
+/// the axis it names (as written for AxisOutOfRange, normalized otherwise).
+struct RowAxisProblem {
+  enum Kind { AxisOutOfRange, SoftmaxNotInnermost, ReduceAxesNotConstant, ReduceNotTrailing };
+  Kind kind;
+  int64_t axis = 0;
+};
+
+/// The first normalized / reduced dim of a row op over trailing dims
+/// (softmax: its axis, every later dim of size 1; layer_norm / rms_norm:
+/// their axis; reduce: the first dim from which on every dim of size > 1 is
+/// reduced, none before), or the problem. Shared by the cpu and cuda row
+/// emitters, which report problems their own way (op error / host step).
+std::variant<int64_t, RowAxisProblem> rowAxisOf(mlir::Operation *op);
 
 } // namespace sluice::codegen
 

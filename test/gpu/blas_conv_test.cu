@@ -17,6 +17,8 @@
 #include "sluice_gen/cuda_blas.h"
 #include "sluice_gen/cuda_conv.h"
 
+#include "GpuTest.h"
+
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -47,33 +49,7 @@ template <typename T> const char *typeName() {
                                             : "bf16";
 }
 
-#define CHECK_CUDA(call)                                                                           \
-  do {                                                                                             \
-    cudaError_t e = (call);                                                                        \
-    if (e != cudaSuccess) {                                                                        \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e));        \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-
-/// A device copy of `host` (converted to T) that frees itself.
-template <typename T> struct DeviceBuffer {
-  T *ptr = nullptr;
-  size_t count = 0;
-  explicit DeviceBuffer(size_t n) : count(n) {
-    CHECK_CUDA(cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)));
-    CHECK_CUDA(cudaMemset(ptr, 0, std::max<size_t>(n, 1) * sizeof(T)));
-  }
-  DeviceBuffer(const std::vector<T> &host) : DeviceBuffer(host.size()) {
-    CHECK_CUDA(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  std::vector<T> read() const {
-    std::vector<T> host(count);
-    CHECK_CUDA(cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-};
+using sluice_gpu_test::DeviceBuffer;
 
 /// Random values rounded to T; `rounded` receives them as doubles.
 template <typename T>
@@ -480,11 +456,8 @@ const ConvCase kConvCases[] = {
 } // namespace
 
 int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    printf("no CUDA device: skipped\n");
-    return 77;
-  }
+  if (sluice_gpu_test::noDevice())
+    return sluice_gpu_test::kSkipped;
   Context ctx;
   std::mt19937 rng(1234);
   for (const GemmCase &c : kGemmCases) {

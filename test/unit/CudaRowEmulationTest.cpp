@@ -16,6 +16,8 @@
 
 #include "sluice_gen/cuda_reduce.h"
 
+#include "common/RowReference.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,21 +27,7 @@
 
 namespace {
 
-template <typename T> T toStorage(double v);
-template <> float toStorage<float>(double v) { return (float)v; }
-template <> double toStorage<double>(double v) { return v; }
-template <> sluice_f16 toStorage<sluice_f16>(double v) { return sluice_to_f16((float)v); }
-template <> sluice_bf16 toStorage<sluice_bf16>(double v) { return sluice_to_bf16((float)v); }
-template <> int64_t toStorage<int64_t>(double v) { return (int64_t)std::llround(v); }
-
-template <typename T> struct Compute { typedef float type; };
-template <> struct Compute<double> { typedef double type; };
-template <> struct Compute<int64_t> { typedef int64_t type; };
-
-template <typename T> double tolerance() { return 1e-5; }
-template <> double tolerance<double>() { return 1e-12; }
-template <> double tolerance<sluice_f16>() { return 2e-3; }
-template <> double tolerance<sluice_bf16>() { return 1.6e-2; }
+using namespace sluice_row_test;
 
 struct Problem {
   int64_t rows, len;
@@ -62,48 +50,18 @@ template <int K, int TEAM, int V, int PER, typename T>
 sluice_emu::Stats checkRow(const Problem &pb, unsigned seed = 1) {
   typedef typename Compute<T>::type C;
   const int64_t rows = pb.rows, len = pb.len;
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(-3.0, 3.0);
-  std::vector<T> in(rows * len), out(rows * len, toStorage<T>(-77.0));
-  std::vector<float> bias(len), scale(len), mean(rows, -1), inv(rows, -1);
-  for (auto &v : in)
-    v = toStorage<T>(pb.offset + dist(rng));
-  for (int64_t j = 0; j < len; ++j) {
-    bias[j] = (float)(0.25 * dist(rng));
-    scale[j] = (float)(1.0 + 0.1 * dist(rng));
-  }
+  const RowInputs<T> inputs = rowInputs<T>(rows, len, pb.offset, seed);
+  std::vector<T> out(rows * len, toStorage<T>(-77.0));
+  std::vector<float> mean(rows, -1), inv(rows, -1);
   const C eps = (C)1e-5;
   const bool vector = pb.vector && V > 1;
-  const T *inP = in.data();
+  const T *inP = inputs.in.data();
   T *outP = out.data();
   auto kernel = [&] {
-    auto load_ = [&](int64_t row, int64_t j0, C (&x_)[V], bool first_) {
-      (void)first_;
-      const int64_t b0 = row * len;
-      if (vector) {
-        const sluice_vec<T, V> l = *(const sluice_vec<T, V> *)(inP + b0 + j0);
-        for (int k_ = 0; k_ < V; ++k_)
-          x_[k_] = (C)(sluice_load(l.v[k_]) + bias[j0 + k_]);
-      } else {
-        for (int k_ = 0; k_ < V; ++k_)
-          x_[k_] = (C)(sluice_load(inP[b0 + j0 + k_]) + bias[j0 + k_]);
-      }
-    };
-    auto store_ = [&](int64_t row, int64_t j0, const C (&y0_)[V]) {
-      const int64_t e0 = row * len;
-      sluice_vec<T, V> w;
-      for (int k_ = 0; k_ < V; ++k_) {
-        const C y = (K == SLUICE_ROW_LAYER_NORM || K == SLUICE_ROW_RMS_NORM)
-                        ? y0_[k_] * (C)scale[j0 + k_]
-                        : y0_[k_];
-        if (vector)
-          w.v[k_] = toStorage<T>(y);
-        else
-          outP[e0 + j0 + k_] = toStorage<T>(y);
-      }
-      if (vector)
-        *(sluice_vec<T, V> *)(outP + e0 + j0) = w;
-    };
+    const RowAccess<K, V, T, C> io{inP, inputs.bias.data(), inputs.scale.data(), outP, len,
+                                   vector};
+    auto load_ = [&](int64_t row, int64_t j0, C (&x_)[V], bool) { io.load(row, j0, x_); };
+    auto store_ = [&](int64_t row, int64_t j0, const C (&y0_)[V]) { io.store(row, j0, y0_); };
     auto stats_ = [&](int64_t row, C m, C i) {
       mean[row] = (float)m;
       inv[row] = (float)i;
@@ -116,37 +74,16 @@ sluice_emu::Stats checkRow(const Problem &pb, unsigned seed = 1) {
   const double tol = tolerance<T>();
   int64_t bad = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    std::vector<double> x(len);
-    for (int64_t j = 0; j < len; ++j)
-      x[j] = (double)(C)(sluice_load(in[r * len + j]) + bias[j]); // the prologue, in C
-    double a = 0, b = 0;
-    if (K == SLUICE_ROW_SOFTMAX || K == SLUICE_ROW_LOG_SOFTMAX) {
-      a = *std::max_element(x.begin(), x.end());
-      for (double v : x)
-        b += std::exp(v - a);
-    } else {
-      double s = 0, q = 0;
-      for (double v : x)
-        s += v;
-      a = K == SLUICE_ROW_LAYER_NORM ? s / len : 0.0;
-      for (double v : x)
-        q += (v - a) * (v - a);
-      b = 1.0 / std::sqrt(q / len + 1e-5);
-    }
+    const RowExpected e = rowReference<K, C>(inputs, r, len);
     for (int64_t j = 0; j < len; ++j) {
-      double ref = K == SLUICE_ROW_SOFTMAX       ? std::exp(x[j] - a) / b
-                   : K == SLUICE_ROW_LOG_SOFTMAX ? x[j] - a - std::log(b)
-                                                 : (x[j] - a) * b * scale[j];
-      double got = sluice_load(out[r * len + j]);
-      // Normalized values: relative to the row's unit scale too.
-      const double scaleOfRow = K == SLUICE_ROW_SOFTMAX ? 0.1 : 1.0;
-      if (!(std::fabs(got - ref) <= tol * (std::fabs(ref) + scaleOfRow)) && bad++ < 5)
+      const double ref = e.values[j], got = sluice_load(out[r * len + j]);
+      if (!rowValueClose<K>(got, ref, tol) && bad++ < 5)
         ADD_FAILURE() << kindName<K>() << " team " << TEAM << " V " << V << " PER " << PER
                       << ": row " << r << " element " << j << ": got " << got << ", want " << ref;
     }
     if (K == SLUICE_ROW_LAYER_NORM) {
-      EXPECT_NEAR(mean[r], a, 1e-5 * (std::fabs(a) + 1)) << "mean of row " << r;
-      EXPECT_NEAR(inv[r], b, 1e-5 * b) << "inv_std_dev of row " << r;
+      EXPECT_NEAR(mean[r], e.a, 1e-5 * (std::fabs(e.a) + 1)) << "mean of row " << r;
+      EXPECT_NEAR(inv[r], e.b, 1e-5 * e.b) << "inv_std_dev of row " << r;
     } else {
       EXPECT_EQ(mean[r], -1.0f) << "statistics stored for " << kindName<K>();
     }
@@ -218,35 +155,23 @@ TEST(CudaRowEmulation, SoftmaxF64Warp) {
 template <int K, int TEAM, int V, typename T>
 void checkReduce(int64_t rows, int64_t len, unsigned grid, bool withNan = false) {
   typedef typename Compute<T>::type A;
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<double> dist(-2.0, 2.0);
-  std::vector<T> in(rows * len);
-  for (auto &v : in)
-    v = toStorage<T>(std::is_integral<T>::value ? std::round(50 * dist(rng)) : dist(rng));
+  std::vector<T> in = reduceInputs<T>(rows, len);
   if (withNan)
     in[len + len / 2] = toStorage<T>(NAN); // row 1
   std::vector<A> out(rows, (A)-99);
   const T *inP = in.data();
   auto kernel = [&] {
     auto load_ = [&](int64_t row, int64_t j0, A (&x_)[V], bool) {
-      for (int k_ = 0; k_ < V; ++k_)
-        x_[k_] = (A)sluice_load(inP[row * len + j0 + k_]) * (A)2;
+      reduceLoad<V>(inP, len, row, j0, x_);
     };
     auto store_ = [&](int64_t row, A y0_) { out[row] = y0_; };
     sluice_row_reduce_run<K, TEAM, V, A>(rows, len, load_, store_);
   };
   sluice_emu::launch(grid, std::max(TEAM, 128), kernel);
   for (int64_t r = 0; r < rows; ++r) {
-    double acc = K == 1 ? 1 : K == 2 ? -INFINITY : K == 3 ? INFINITY : 0;
-    bool nan = false;
-    for (int64_t j = 0; j < len; ++j) {
-      double v = 2.0 * (double)sluice_load(in[r * len + j]);
-      nan |= std::isnan(v);
-      acc = K == 0 || K == 4 ? acc + v : K == 1 ? acc * v : K == 2 ? std::max(acc, v)
-                                                                  : std::min(acc, v);
-    }
-    if (K == 4)
-      acc = std::is_integral<A>::value ? (double)((int64_t)acc / len) : acc / len;
+    const ReduceExpected e = reduceReference<K, A>(in, r, len);
+    const bool nan = e.nan;
+    const double acc = e.value;
     if (nan) {
       EXPECT_TRUE(std::isnan((double)out[r])) << "row " << r << " holds a NaN";
       continue;

@@ -18,50 +18,45 @@
 
 #include "dialects/sluice/SluiceTypes.h"
 
-#include <cstdio>
-
 using namespace mlir;
 
 namespace sluice::codegen {
 
 bool isRowOp(Operation *op) { return isa<SoftmaxOp, LayerNormOp, RmsNormOp, ReduceOp>(op); }
 
-namespace {
-
-std::string floatLit(const llvm::APFloat &value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.9e", value.convertToFloat());
-  return buffer;
-}
-
-/// The first normalized / reduced dim of a row op over trailing dims.
-FailureOr<int64_t> rowAxis(Operation *op) {
+std::variant<int64_t, RowAxisProblem> rowAxisOf(Operation *op) {
   ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
   int64_t rank = shape.size();
-  auto trailingFrom = [&](int64_t axis) -> FailureOr<int64_t> { return axisOf(op, axis, rank); };
+  auto normalize = [&](int64_t axis) -> std::variant<int64_t, RowAxisProblem> {
+    if (axis < -rank || axis >= rank)
+      return RowAxisProblem{RowAxisProblem::AxisOutOfRange, axis};
+    return axis < 0 ? axis + rank : axis;
+  };
   if (auto sm = dyn_cast<SoftmaxOp>(op)) {
-    auto axis = trailingFrom(sm.getAxis());
-    if (failed(axis))
-      return failure();
+    auto axisOr = normalize(sm.getAxis());
+    auto *axis = std::get_if<int64_t>(&axisOr);
+    if (!axis)
+      return axisOr;
     for (int64_t d = *axis + 1; d < rank; ++d)
       if (shape[d] != 1)
-        return op->emitOpError("cpu target: a fused softmax must be over the last axis");
+        return RowAxisProblem{RowAxisProblem::SoftmaxNotInnermost, *axis};
     return *axis;
   }
   if (auto ln = dyn_cast<LayerNormOp>(op))
-    return trailingFrom(ln.getAxis());
+    return normalize(ln.getAxis());
   if (auto rn = dyn_cast<RmsNormOp>(op))
-    return trailingFrom(rn.getAxis());
+    return normalize(rn.getAxis());
   auto reduce = cast<ReduceOp>(op);
   std::vector<bool> reduced(rank, false);
   if (reduce.getAxes()) {
     auto values = getConstantIntValues(reduce.getAxes());
     if (!values)
-      return op->emitOpError("cpu target: reduce axes must be constant");
+      return RowAxisProblem{RowAxisProblem::ReduceAxesNotConstant};
     for (int64_t axis : *values) {
-      auto a = axisOf(op, axis, rank);
-      if (failed(a))
-        return failure();
+      auto axisOr = normalize(axis);
+      auto *a = std::get_if<int64_t>(&axisOr);
+      if (!a)
+        return axisOr;
       reduced[*a] = true;
     }
     if (values->empty())
@@ -79,8 +74,30 @@ FailureOr<int64_t> rowAxis(Operation *op) {
   }
   for (int64_t d = 0; d < first; ++d)
     if (reduced[d] && shape[d] != 1)
-      return op->emitOpError("cpu target: a fused reduce must be over trailing axes");
+      return RowAxisProblem{RowAxisProblem::ReduceNotTrailing, d};
   return first;
+}
+
+namespace {
+
+/// rowAxisOf with its problems as op errors.
+FailureOr<int64_t> rowAxis(Operation *op) {
+  auto axisOr = rowAxisOf(op);
+  if (auto *axis = std::get_if<int64_t>(&axisOr))
+    return *axis;
+  RowAxisProblem problem = std::get<RowAxisProblem>(axisOr);
+  switch (problem.kind) {
+  case RowAxisProblem::AxisOutOfRange:
+    return op->emitOpError("cpu target: axis ")
+           << problem.axis << " out of range for rank " << shapeOf(op->getOperand(0)).size();
+  case RowAxisProblem::SoftmaxNotInnermost:
+    return op->emitOpError("cpu target: a fused softmax must be over the last axis");
+  case RowAxisProblem::ReduceAxesNotConstant:
+    return op->emitOpError("cpu target: reduce axes must be constant");
+  case RowAxisProblem::ReduceNotTrailing:
+    return op->emitOpError("cpu target: a fused reduce must be over trailing axes");
+  }
+  llvm_unreachable("unknown row axis problem");
 }
 
 } // namespace
@@ -194,13 +211,13 @@ LogicalResult emitRowGroup(GroupContext &ctx) {
     }
   } else if (auto ln = dyn_cast<LayerNormOp>(rowOp)) {
     stats = C + " mean_, inv_; sluice_row_moments(buf_, " + cInt(len) + ", (" + C + ")" +
-            floatLit(ln.getEpsilon()) + ", &mean_, &inv_);";
+            floatDigits(ln.getEpsilon()) + ", &mean_, &inv_);";
     yExpr = "(buf_[j] - mean_) * inv_ * (" + C + ")" + param(ln.getScale());
     if (ln.getBias())
       yExpr += " + (" + C + ")" + param(ln.getBias());
   } else if (auto rn = dyn_cast<RmsNormOp>(rowOp)) {
     stats = "const " + C + " inv_ = sluice_row_rms_inv(buf_, " + cInt(len) + ", (" + C + ")" +
-            floatLit(rn.getEpsilon()) + ");";
+            floatDigits(rn.getEpsilon()) + ");";
     yExpr = "buf_[j] * inv_ * (" + C + ")" + param(rn.getScale());
   } else {
     auto reduce = cast<ReduceOp>(rowOp);

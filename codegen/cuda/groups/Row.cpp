@@ -26,81 +26,35 @@
 
 #include "mlir/IR/Diagnostics.h"
 
-#include <cstdio>
-
 using namespace mlir;
 
 namespace sluice::codegen {
 
 namespace {
 
-std::string floatLit(const llvm::APFloat &value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.9e", value.convertToFloat());
-  return buffer;
-}
-
-/// The first normalized / reduced dim of a row op over trailing dims, or
-/// the reason there is none.
+/// rowAxisOf with its problems as the reason the group runs on the host.
 FailureOr<int64_t> rowAxis(Operation *op, std::string &why) {
-  ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
-  int64_t rank = shape.size();
-  auto normalize = [&](int64_t axis) -> FailureOr<int64_t> {
-    if (axis < -rank || axis >= rank) {
-      why = "axis " + std::to_string(axis) + " out of range";
-      return failure();
-    }
-    return axis < 0 ? axis + rank : axis;
-  };
-  if (auto sm = dyn_cast<SoftmaxOp>(op)) {
-    auto axis = normalize(sm.getAxis());
-    if (failed(axis))
-      return failure();
-    for (int64_t d = *axis + 1; d < rank; ++d)
-      if (shape[d] != 1) {
-        why = "softmax over axis " + std::to_string(*axis) +
-              ", not the innermost (its rows are not contiguous)";
-        return failure();
-      }
+  auto axisOr = rowAxisOf(op);
+  if (auto *axis = std::get_if<int64_t>(&axisOr))
     return *axis;
+  RowAxisProblem problem = std::get<RowAxisProblem>(axisOr);
+  std::string axis = std::to_string(problem.axis);
+  switch (problem.kind) {
+  case RowAxisProblem::AxisOutOfRange:
+    why = "axis " + axis + " out of range";
+    break;
+  case RowAxisProblem::SoftmaxNotInnermost:
+    why = "softmax over axis " + axis + ", not the innermost (its rows are not contiguous)";
+    break;
+  case RowAxisProblem::ReduceAxesNotConstant:
+    why = "reduce axes are not constant";
+    break;
+  case RowAxisProblem::ReduceNotTrailing:
+    why = "reduce over axis " + axis +
+          " followed by kept axes (not innermost, the reduced elements are not contiguous)";
+    break;
   }
-  if (auto ln = dyn_cast<LayerNormOp>(op))
-    return normalize(ln.getAxis());
-  if (auto rn = dyn_cast<RmsNormOp>(op))
-    return normalize(rn.getAxis());
-  auto reduce = cast<ReduceOp>(op);
-  std::vector<bool> reduced(rank, false);
-  if (reduce.getAxes()) {
-    auto values = getConstantIntValues(reduce.getAxes());
-    if (!values) {
-      why = "reduce axes are not constant";
-      return failure();
-    }
-    for (int64_t axis : *values) {
-      auto a = normalize(axis);
-      if (failed(a))
-        return failure();
-      reduced[*a] = true;
-    }
-    if (values->empty())
-      reduced.assign(rank, !reduce.getNoopWithEmptyAxes());
-  } else {
-    reduced.assign(rank, !reduce.getNoopWithEmptyAxes());
-  }
-  int64_t first = rank;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    if (reduced[d] || shape[d] == 1)
-      first = d;
-    else
-      break;
-  }
-  for (int64_t d = 0; d < first; ++d)
-    if (reduced[d] && shape[d] != 1) {
-      why = "reduce over axis " + std::to_string(d) +
-            " followed by kept axes (not innermost, the reduced elements are not contiguous)";
-      return failure();
-    }
-  return first;
+  return failure();
 }
 
 int64_t pow2Ceil(int64_t v) {
@@ -323,13 +277,13 @@ CudaEmit emitCudaRowGroup(CudaGroupContext &ctx) {
     yExpr = "y0_[k_]";
   } else if (auto ln = dyn_cast<LayerNormOp>(rowOp)) {
     kind = "SLUICE_ROW_LAYER_NORM";
-    eps = "(" + C + ")" + floatLit(ln.getEpsilon());
+    eps = "(" + C + ")" + floatDigits(ln.getEpsilon());
     yExpr = "y0_[k_] * (" + C + ")" + param(ln.getScale());
     if (ln.getBias())
       yExpr += " + (" + C + ")" + param(ln.getBias());
   } else if (auto rn = dyn_cast<RmsNormOp>(rowOp)) {
     kind = "SLUICE_ROW_RMS_NORM";
-    eps = "(" + C + ")" + floatLit(rn.getEpsilon());
+    eps = "(" + C + ")" + floatDigits(rn.getEpsilon());
     yExpr = "y0_[k_] * (" + C + ")" + param(rn.getScale());
   } else {
     kind = std::to_string((int)cast<ReduceOp>(rowOp).getKind());
