@@ -18,8 +18,9 @@
 #
 # Options:
 #   --bundle FILE     the bundle tarball (default: device-bundle/sluice-device.tar.xz
-#                     beside this repository), extracted once into
-#                     $SLUICE_DEVICE_ROOT (default /tmp/sluice-device)
+#                     beside this repository), extracted into
+#                     $SLUICE_DEVICE_ROOT (default /tmp/sluice-device) unless
+#                     the extraction there came from the same tarball
 #   --logs DIR        where logs go (default: $OUT if set, else ./device-logs)
 #   --dry-run         print what would run, run nothing (works without a GPU)
 #
@@ -79,8 +80,10 @@ work="${TMPDIR:-/tmp}/sluice-device-work.$$" # logs before packing, bench models
 
 # The bundle root: an extracted bundle, or this repository when its
 # scripts run from inside one (the tarball holds scripts/ too).
+inside=0
 if [ -x "$here/../bin/sluice-compile" ] && [ -f "$here/../MANIFEST.txt" ]; then
   root=$(cd "$here/.." && pwd)
+  inside=1
 fi
 
 gpu_present() { nvidia-smi -L 2>/dev/null | grep -c GPU >/dev/null; }
@@ -95,11 +98,23 @@ else
   fi
   mkdir -p "$logs" "$work" || die "cannot create $logs"
   logs=$(cd "$logs" && pwd) work=$(cd "$work" && pwd)
-  if [ ! -x "$root/bin/sluice-compile" ]; then
-    [ -f "$bundle" ] || die "no bundle at $bundle (scripts/device-bundle.sh makes it)"
-    mkdir -p "$root" && tar -xJf "$bundle" -C "$root" --strip-components=1 ||
-      die "cannot extract $bundle into $root"
+  # Extract when the root holds no bundle or another one than $bundle (a
+  # warm machine keeps an earlier call's extraction; the bundle may have been
+  # rebuilt since): the tarball's checksum is kept beside it.
+  if [ $inside -eq 0 ] && [ -f "$bundle" ]; then
+    sum=$(cksum <"$bundle")
+    if [ ! -x "$root/bin/sluice-compile" ] || [ "$(cat "$root/.bundle-sum" 2>/dev/null)" != "$sum" ]; then
+      # Only ever remove an earlier extraction, never another folder.
+      if [ -e "$root" ] && [ -n "$(ls -A "$root" 2>/dev/null)" ] && [ ! -f "$root/MANIFEST.txt" ]; then
+        die "$root is not empty and holds no bundle: set SLUICE_DEVICE_ROOT to another folder"
+      fi
+      rm -rf "$root"
+      mkdir -p "$root" && tar -xJf "$bundle" -C "$root" --strip-components=1 ||
+        die "cannot extract $bundle into $root"
+      echo "$sum" >"$root/.bundle-sum"
+    fi
   fi
+  [ -x "$root/bin/sluice-compile" ] || die "no bundle at $bundle (scripts/device-bundle.sh makes it)"
   export SLUICE_DEVICE_ROOT=$root
   # shellcheck source=device-env.sh
   source "$root/scripts/device-env.sh"
