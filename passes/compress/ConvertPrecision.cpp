@@ -110,7 +110,7 @@ FailureOr<ElementsAttr> convertConstant(ConstantOp constant, Type half) {
 
 class Converter {
 public:
-  Converter(func::FuncOp func, Type half) : func(func), half(half), body(func.getBody().front()) {}
+  Converter(func::FuncOp func, Type half) : half(half), body(func.getBody().front()) {}
 
   LogicalResult run() {
     SmallVector<Operation *> ops;
@@ -271,7 +271,6 @@ private:
         (*it)->erase();
   }
 
-  func::FuncOp func;
   Type half;
   Block &body;
   llvm::DenseSet<Value> converted;

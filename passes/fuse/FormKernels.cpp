@@ -31,10 +31,7 @@ namespace {
 std::optional<StringRef> libraryFor(Operation *op) {
   auto isFloat = [](Value v) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
-    // f16/bf16 (--precision): cuBLASLt/cuDNN take them with fp32
-    // accumulation; the cpu target widens them into f32 GEMMs.
-    Type et = type ? type.getElementType() : Type();
-    return et && (et.isF32() || et.isF64() || et.isF16() || et.isBF16());
+    return type && fusion::isLibraryFloat(type.getElementType());
   };
   if (isa<MatMulOp>(op) && isFloat(op->getOperand(0)))
     return StringRef("gemm");

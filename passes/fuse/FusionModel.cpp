@@ -104,6 +104,10 @@ bool isLayoutView(Operation *op) {
   return false;
 }
 
+bool isLibraryFloat(Type element) {
+  return element.isF32() || element.isF64() || element.isF16() || element.isBF16();
+}
+
 Kind kindOf(Operation *op) {
   if (!hasStaticShapes(op) || op->getNumRegions() != 0)
     return Kind::Other;
@@ -129,8 +133,7 @@ Kind kindOf(Operation *op) {
   if (auto matmul = dyn_cast<MatMulOp>(op)) {
     Type et =
         cast<RankedTensorType>(matmul.getLhs().getType()).getElementType();
-    if ((et.isF32() || et.isF64() || et.isF16() || et.isBF16()) &&
-        rankOf(matmul.getLhs()) >= 2 &&
+    if (isLibraryFloat(et) && rankOf(matmul.getLhs()) >= 2 &&
         rankOf(matmul.getRhs()) >= 2)
       return Kind::Gemm;
     return Kind::Other;

@@ -37,6 +37,10 @@ enum class Kind {
 enum class Form { Elementwise, Gemm, Row, Attention, Single };
 
 Kind kindOf(mlir::Operation *op);
+/// Element types the GEMM and convolution library calls take: f32, f64, and
+/// f16/bf16 (--precision; cuBLASLt/cuDNN accumulate them in fp32, the cpu
+/// target widens them into f32 GEMMs).
+bool isLibraryFloat(mlir::Type element);
 /// Reshape, squeeze and unsqueeze: views that keep the row-major layout.
 bool isLayoutView(mlir::Operation *op);
 
