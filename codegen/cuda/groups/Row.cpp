@@ -25,6 +25,7 @@
 #include "codegen/cuda/CudaGroups.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -55,13 +56,6 @@ FailureOr<int64_t> rowAxis(Operation *op, std::string &why) {
     break;
   }
   return failure();
-}
-
-int64_t pow2Ceil(int64_t v) {
-  int64_t p = 1;
-  while (p < v)
-    p *= 2;
-  return p;
 }
 
 std::string vecType(const std::string &t, int64_t v) {
@@ -299,11 +293,11 @@ CudaEmit emitCudaRowGroup(CudaGroupContext &ctx) {
   const int64_t vectors = len / V;
   int64_t team;
   if (vectors <= 128)
-    team = std::clamp<int64_t>(pow2Ceil((vectors + 3) / 4), 4, 32);
+    team = std::clamp<int64_t>(llvm::PowerOf2Ceil((vectors + 3) / 4), 4, 32);
   else if (vectors <= 512)
     team = 32;
   else
-    team = std::clamp<int64_t>(pow2Ceil((vectors + 7) / 8), 64, 1024);
+    team = std::clamp<int64_t>(llvm::PowerOf2Ceil((vectors + 7) / 8), 64, 1024);
   // Registers a lane may give the row: 64 values (32 at 1024 threads, whose
   // launch bounds leave 64 registers a thread); halved for f64. A team
   // widens until the row fits, up to a block of 1024.
