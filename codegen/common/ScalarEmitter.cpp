@@ -86,17 +86,6 @@ std::string literal(DenseElementsAttr value, int64_t index) {
   return buffer;
 }
 
-bool isElementwise(Operation *op) {
-  return isa<CastOp, AbsOp, NegOp, SignOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
-             ReciprocalOp, TanhOp, SigmoidOp, ReluOp, ErfOp, SinOp, CosOp,
-             TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp,
-             AtanhOp, CeilOp, FloorOp, RoundOp, NotOp, BitwiseNotOp, IsNaNOp,
-             IsInfOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp,
-             AndOp, OrOp, XorOp, BitwiseAndOp, BitwiseOrOp, BitwiseXorOp,
-             ShiftLeftOp, ShiftRightOp, EqualOp, LessOp, LessEqualOp, GreaterOp,
-             GreaterEqualOp, SelectOp, GeluOp, SiluOp>(op);
-}
-
 static Type elementTypeOf(Value v) {
   return cast<ShapedType>(v.getType()).getElementType();
 }

@@ -11,6 +11,8 @@
 #ifndef SLUICE_CODEGEN_COMMON_SCALAREMITTER_H
 #define SLUICE_CODEGEN_COMMON_SCALAREMITTER_H
 
+#include "dialects/sluice/KernelForms.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -34,8 +36,8 @@ std::string storeExpr(mlir::Type elementType, const std::string &expr);
 std::string literal(mlir::DenseElementsAttr value, int64_t index);
 
 /// Whether `op` is computed one element at a time from the elements at the
-/// same (broadcast) position of its operands.
-bool isElementwise(mlir::Operation *op);
+/// same (broadcast) position of its operands (the kernel model's category).
+using kernel::isElementwise;
 
 /// The expression computing one element of `op`'s result (in the result's
 /// compute type) from its operands' elements (each in its own compute type).

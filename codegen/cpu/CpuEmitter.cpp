@@ -4,7 +4,7 @@
 
 #include "codegen/common/ScalarEmitter.h"
 #include "codegen/cpu/Groups.h"
-#include "codegen/cpu/Views.h"
+#include "codegen/common/KernelModel.h"
 #include "dialects/sluice/SluiceOps.h"
 #include "lib/onnx/Importer.h"
 #include "lib/reference/Evaluator.h"
@@ -267,11 +267,80 @@ LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::String
   return success();
 }
 
-FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &headers) {
+namespace {
+
+/// Form F5: one op through the op registry (CpuEmitter.h); layout-preserving
+/// views on its operands and results are aliases of the buffers. Statements
+/// go to `fnBody`.
+LogicalResult emitSingleOp(GroupContext &gctx, Operation *inner, std::string &fnBody) {
   const CpuOpRegistry &registry = CpuOpRegistry::get();
+  KernelOp kernel = gctx.kernel;
+  const std::string &name = gctx.name;
+  std::set<std::string> &headers = *gctx.headers;
+  DenseI64ArrayAttr offsets = kernel.getArenaOffsetsAttr();
+  auto yield = cast<KernelYieldOp>(kernel.getBody().front().getTerminator());
+  CpuOpContext ctx;
+  ctx.op = inner;
+  ctx.kernelName = name;
+  ctx.headers = &headers;
+  for (Value operand : inner->getOperands()) {
+    auto view = resolveView(operand);
+    if (failed(view))
+      return failure();
+    StridedView dense = *view;
+    dense.offset = 0;
+    if (view->base != operand && !dense.isContiguous(shapeOf(operand)))
+      return inner->emitOpError("cpu target: operand is a strided view; this op reads contiguous buffers");
+    auto ptr = gctx.leafPointer(*view);
+    if (failed(ptr))
+      return failure();
+    ctx.in.push_back(*ptr);
+  }
+  for (auto [i, result] : llvm::enumerate(inner->getResults())) {
+    // The yield that carries this result (directly or through reshapes).
+    std::optional<unsigned> slot;
+    for (auto [y, v] : llvm::enumerate(yield.getValues())) {
+      Value root = v;
+      while (root != result && root.getDefiningOp() &&
+             isLayoutPreserving(root.getDefiningOp()))
+        root = root.getDefiningOp()->getOperand(0);
+      if (!slot && root == result)
+        slot = y;
+    }
+    std::string dims;
+    auto type = cast<RankedTensorType>(result.getType());
+    if (!type.hasStaticShape()) {
+      int64_t offset = slot ? offsets[*slot] : 0;
+      if (!slot || offset >= 0 || yield.getValues()[*slot] != result)
+        return inner->emitOpError("cpu target: a result with data-dependent dims "
+                                  "must be a graph output");
+      dims = "args->output_dims[" + std::to_string(-offset - 1) + "]";
+    }
+    ctx.outDims.push_back(dims);
+    if (slot) {
+      ctx.out.push_back(gctx.output(*slot));
+      continue;
+    }
+    // A result nobody reads (e.g. layer_norm's statistics): scratch.
+    std::string scratch = "scratch" + std::to_string(i);
+    fnBody += "  std::unique_ptr<" + typeOf(result) + "[]> " + scratch + "_buf(new " +
+              typeOf(result) + "[" + std::to_string(std::max<int64_t>(product(type.getShape()), 1)) +
+              "]);\n  " + typeOf(result) + " *" + scratch + " = " + scratch + "_buf.get();\n";
+    ctx.out.push_back(scratch);
+  }
+  const CpuOpEmitFn *emitFn = registry.lookup(inner->getName().getStringRef());
+  if (!emitFn || failed((*emitFn)(ctx)))
+    return failure();
+  fnBody += ctx.body;
+  return success();
+}
+
+} // namespace
+
+FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &headers) {
   std::string name = kernel.getSymName().str();
   Block &body = kernel.getBody().front();
-  auto offsets = kernel->getAttrOfType<DenseI64ArrayAttr>("arena_offsets");
+  auto offsets = kernel.getArenaOffsetsAttr();
   if (!offsets || offsets.size() != (int64_t)kernel.getNumResults())
     return kernel.emitOpError("emit needs arena offsets (run the plan phase)");
   // The kernel function: pointers first, then the body.
@@ -321,114 +390,33 @@ FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &hea
       gctx.literals[constant] = literal(dense, 0);
   }
 
-  // Classify the body (forms F1-F5, Groups.h).
-  SmallVector<Operation *> computeOps, anchors, viewOps;
-  for (Operation &inner : body.without_terminator()) {
-    if (isa<ConstantOp>(inner))
-      continue;
-    if (isViewOp(&inner)) {
-      viewOps.push_back(&inner);
-      continue;
-    }
-    computeOps.push_back(&inner);
-    if (!isElementwise(&inner))
-      anchors.push_back(&inner);
+  // The form the fuse phase recorded (dialects/sluice/KernelForms.h). A GEMM,
+  // row op or view alone (with layout-preserving aliases) runs through its
+  // op emitter, as a `single` group does.
+  LogicalResult emitted = success();
+  switch (kernel.getForm()) {
+  case KernelForm::elementwise:
+    emitted = emitElementwiseGroup(gctx);
+    break;
+  case KernelForm::attention:
+    emitted = emitAttentionGroup(gctx);
+    break;
+  case KernelForm::gemm:
+    emitted = kernel::isLoneOp(kernel) ? emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody)
+                                       : emitGemmGroup(gctx);
+    break;
+  case KernelForm::row:
+    emitted = kernel::isLoneOp(kernel) ? emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody)
+                                       : emitRowGroup(gctx);
+    break;
+  case KernelForm::library:
+  case KernelForm::single:
+  case KernelForm::view:
+    emitted = emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody);
+    break;
   }
-  // One data-moving view (a transpose, slice ...) with layout-preserving
-  // views around it is an op of its own (F5): DepthToSpace's reshape ->
-  // transpose -> reshape.
-  if (computeOps.empty()) {
-    SmallVector<Operation *> moving;
-    for (Operation *view : viewOps)
-      if (!isLayoutPreserving(view))
-        moving.push_back(view);
-    if (moving.size() == 1) {
-      computeOps.push_back(moving.front());
-      anchors.push_back(moving.front());
-    }
-  }
-  Operation *anchor = anchors.empty() ? nullptr : anchors.front();
-  bool single = computeOps.size() == 1 && anchor &&
-                llvm::all_of(viewOps, [&](Operation *op) {
-                  return op == anchor || isLayoutPreserving(op);
-                });
-  if (anchors.size() > 1)
-    return kernel.emitOpError("cpu target: a group holds ")
-           << anchors.size() << " non-elementwise ops (" << anchors[0]->getName() << ", "
-           << anchors[1]->getName() << "); the fuse phase forms at most one";
-  if (!anchor) {
-    if (failed(emitElementwiseGroup(gctx)))
-      return failure();
-  } else if (isa<AttentionOp>(anchor)) {
-    if (failed(emitAttentionGroup(gctx)))
-      return failure();
-  } else if (!single && isa<MatMulOp>(anchor) && kernel.getLibrary() == "gemm") {
-    if (failed(emitGemmGroup(gctx)))
-      return failure();
-  } else if (!single && isRowOp(anchor)) {
-    if (failed(emitRowGroup(gctx)))
-      return failure();
-  } else if (single) {
-    // F5: one op; layout-preserving views on its operands and results are
-    // aliases of the buffers.
-    Operation *inner = computeOps.front();
-    CpuOpContext ctx;
-    ctx.op = inner;
-    ctx.kernelName = name;
-    ctx.headers = &headers;
-    for (Value operand : inner->getOperands()) {
-      auto view = resolveView(operand);
-      if (failed(view))
-        return failure();
-      StridedView dense = *view;
-      dense.offset = 0;
-      if (view->base != operand && !dense.isContiguous(shapeOf(operand)))
-        return inner->emitOpError("cpu target: operand is a strided view; this op reads contiguous buffers");
-      auto ptr = gctx.leafPointer(*view);
-      if (failed(ptr))
-        return failure();
-      ctx.in.push_back(*ptr);
-    }
-    for (auto [i, result] : llvm::enumerate(inner->getResults())) {
-      // The yield that carries this result (directly or through reshapes).
-      std::optional<unsigned> slot;
-      for (auto [y, v] : llvm::enumerate(yield.getValues())) {
-        Value root = v;
-        while (root != result && root.getDefiningOp() &&
-               isLayoutPreserving(root.getDefiningOp()))
-          root = root.getDefiningOp()->getOperand(0);
-        if (!slot && root == result)
-          slot = y;
-      }
-      std::string dims;
-      auto type = cast<RankedTensorType>(result.getType());
-      if (!type.hasStaticShape()) {
-        int64_t offset = slot ? offsets[*slot] : 0;
-        if (!slot || offset >= 0 || yield.getValues()[*slot] != result)
-          return inner->emitOpError("cpu target: a result with data-dependent dims "
-                                    "must be a graph output");
-        dims = "args->output_dims[" + std::to_string(-offset - 1) + "]";
-      }
-      ctx.outDims.push_back(dims);
-      if (slot) {
-        ctx.out.push_back(gctx.output(*slot));
-        continue;
-      }
-      // A result nobody reads (e.g. layer_norm's statistics): scratch.
-      std::string scratch = "scratch" + std::to_string(i);
-      fnBody += "  std::unique_ptr<" + typeOf(result) + "[]> " + scratch + "_buf(new " +
-                typeOf(result) + "[" + std::to_string(std::max<int64_t>(product(type.getShape()), 1)) +
-                "]);\n  " + typeOf(result) + " *" + scratch + " = " + scratch + "_buf.get();\n";
-      ctx.out.push_back(scratch);
-    }
-    const CpuOpEmitFn *emitFn = registry.lookup(inner->getName().getStringRef());
-    if (!emitFn || failed((*emitFn)(ctx)))
-      return failure();
-    fnBody += ctx.body;
-  } else {
-    return kernel.emitOpError("cpu target: no cpu form for a group anchored at ")
-           << anchor->getName() << " with " << computeOps.size() - 1 << " more ops";
-  }
+  if (failed(emitted))
+    return failure();
   // Make every in-body constant array and pointer used, whatever the body reads.
   fn += "  (void)args;\n";
   for (BlockArgument arg : body.getArguments())
@@ -463,7 +451,7 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     if (!kernel)
       continue;
     std::string name = kernel.getSymName().str();
-    auto offsets = kernel->getAttrOfType<DenseI64ArrayAttr>("arena_offsets");
+    auto offsets = kernel.getArenaOffsetsAttr();
     if (!offsets || offsets.size() != (int64_t)kernel.getNumResults())
       return kernel.emitOpError("emit needs arena offsets (run the plan phase)");
     for (auto [i, result] : llvm::enumerate(kernel.getResults())) {

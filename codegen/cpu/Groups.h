@@ -11,7 +11,8 @@
 #ifndef SLUICE_CODEGEN_CPU_GROUPS_H
 #define SLUICE_CODEGEN_CPU_GROUPS_H
 
-#include "codegen/cpu/Views.h"
+#include "codegen/common/KernelModel.h"
+#include "lib/kernel/Groups.h"
 #include "dialects/sluice/SluiceOps.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -92,34 +93,10 @@ LogicalResult emitGemmGroup(GroupContext &ctx);
 LogicalResult emitRowGroup(GroupContext &ctx);
 LogicalResult emitAttentionGroup(GroupContext &ctx);
 
-/// The compute ops of a group body with one anchor op (forms F2-F4):
-/// constants and views are passed over; the first op `isAnchor` accepts is
-/// the anchor (null when none is), the others are the ops before and after
-/// it, in block order; `yield` is the body's terminator.
-struct GroupOps {
-  KernelYieldOp yield;
-  mlir::Operation *anchor = nullptr;
-  llvm::SmallVector<mlir::Operation *> before, after;
-};
-GroupOps splitGroupOps(KernelOp kernel, llvm::function_ref<bool(mlir::Operation *)> isAnchor);
-
-/// Row ops: softmax, layer_norm, rms_norm, reduce (form F3's anchor).
-bool isRowOp(mlir::Operation *op);
-
-/// Why a row op has no row axis (see rowAxisOf): the check that failed and
-/// the axis it names (as written for AxisOutOfRange, normalized otherwise).
-struct RowAxisProblem {
-  enum Kind { AxisOutOfRange, SoftmaxNotInnermost, ReduceAxesNotConstant, ReduceNotTrailing };
-  Kind kind;
-  int64_t axis = 0;
-};
-
-/// The first normalized / reduced dim of a row op over trailing dims
-/// (softmax: its axis, every later dim of size 1; layer_norm / rms_norm:
-/// their axis; reduce: the first dim from which on every dim of size > 1 is
-/// reduced, none before), or the problem. Shared by the cpu and cuda row
-/// emitters, which report problems their own way (op error / host step).
-std::variant<int64_t, RowAxisProblem> rowAxisOf(mlir::Operation *op);
+using kernel::GroupOps;
+using kernel::RowAxisProblem;
+using kernel::rowAxisOf;
+using kernel::splitGroupOps;
 
 } // namespace sluice::codegen
 

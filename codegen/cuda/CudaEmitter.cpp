@@ -14,7 +14,7 @@
 
 #include "codegen/common/ScalarEmitter.h"
 #include "codegen/cpu/Groups.h"
-#include "codegen/cpu/Views.h"
+#include "codegen/common/KernelModel.h"
 #include "codegen/cuda/CudaGroups.h"
 #include "lib/onnx/Importer.h"
 #include "lib/reference/Evaluator.h"
@@ -67,53 +67,27 @@ std::string describeOp(Operation *op) {
   return s;
 }
 
-struct Classified {
-  SmallVector<Operation *> computeOps, anchors, viewOps;
-  Operation *anchor = nullptr;
-  bool single = false;
-};
-
-/// The form of a group body, exactly as the cpu emitter classifies it.
-Classified classify(KernelOp kernel) {
-  Classified c;
-  for (Operation &inner : kernel.getBody().front().without_terminator()) {
-    if (isa<ConstantOp>(inner))
-      continue;
-    if (isViewOp(&inner)) {
-      c.viewOps.push_back(&inner);
-      continue;
-    }
-    c.computeOps.push_back(&inner);
-    if (!isElementwise(&inner))
-      c.anchors.push_back(&inner);
-  }
-  c.anchor = c.anchors.empty() ? nullptr : c.anchors.front();
-  c.single = c.computeOps.size() == 1 && c.anchor &&
-             llvm::all_of(c.viewOps, [&](Operation *op) { return isLayoutPreserving(op); });
-  return c;
-}
-
-/// Dispatches a group to its cuda emitter.
-CudaEmit emitGroup(CudaGroupContext &ctx, const Classified &c) {
+/// Dispatches a group to its cuda emitter by the form the fuse phase
+/// recorded (dialects/sluice/KernelForms.h). A lone GEMM or row op is a
+/// group of its form; a `view` group (one data-moving view with
+/// layout-preserving aliases) is that view's single-op kernel, as on cpu.
+CudaEmit emitGroup(CudaGroupContext &ctx) {
   KernelOp kernel = ctx.kernel;
-  if (c.anchors.size() > 1) {
-    kernel.emitOpError("cuda target: a group holds ")
-        << c.anchors.size() << " non-elementwise ops; the fuse phase forms at most one";
-    return CudaEmit::Error;
-  }
-  if (!c.anchor)
+  switch (kernel.getForm()) {
+  case KernelForm::elementwise:
     return emitCudaElementwiseGroup(ctx);
-  if (isa<AttentionOp>(c.anchor))
+  case KernelForm::attention:
     return emitCudaAttentionGroup(ctx);
-  if (kernel.getLibrary() == "gemm" && isa<MatMulOp>(c.anchor))
+  case KernelForm::gemm:
     return emitCudaGemmGroup(ctx);
-  if (isRowOp(c.anchor))
+  case KernelForm::row:
     return emitCudaRowGroup(ctx);
-  if (c.single)
-    return emitCudaSingleOp(ctx, c.anchor);
-  return ctx.unsupported("no cuda form for a group anchored at " +
-                         c.anchor->getName().getStringRef().str() + " with " +
-                         std::to_string(c.computeOps.size() - 1) + " more ops");
+  case KernelForm::library:
+  case KernelForm::single:
+  case KernelForm::view:
+    return emitCudaSingleOp(ctx, kernel::anchorOf(kernel));
+  }
+  llvm_unreachable("unknown kernel form");
 }
 
 /// Bytes of a kernel result's buffer: its static size, or the bound of a
@@ -155,7 +129,7 @@ FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
       continue;
     std::string name = kernel.getSymName().str();
     Block &body = kernel.getBody().front();
-    auto offsets = kernel->getAttrOfType<DenseI64ArrayAttr>("arena_offsets");
+    auto offsets = kernel.getArenaOffsetsAttr();
     if (!offsets || offsets.size() != (int64_t)kernel.getNumResults())
       return kernel.emitOpError("emit needs arena offsets (run the plan phase)");
     for (auto [i, result] : llvm::enumerate(kernel.getResults())) {
@@ -227,8 +201,7 @@ FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
         ctx.literals[constant] = literal(dense, 0);
     }
 
-    Classified c = classify(kernel);
-    CudaEmit result = emitGroup(ctx, c);
+    CudaEmit result = emitGroup(ctx);
     if (result == CudaEmit::Error)
       return failure();
     Operation *named = stepOp(kernel);

@@ -5,7 +5,7 @@
 // (F2, cuBLASLt), row op with a prologue and an epilogue (F3, one block or
 // warp per row), attention (F4, flash attention) and single ops (F5: conv
 // through cuDNN, a few data movers; every other op runs as a host step
-// through the cpu emitter). Views (codegen/cpu/Views.h, target-neutral)
+// through the cpu emitter). Views (lib/kernel/Views.h, target-neutral)
 // become offsets and strides exactly as on cpu.
 //
 // A group emitter writes
@@ -23,7 +23,7 @@
 #ifndef SLUICE_CODEGEN_CUDA_CUDAGROUPS_H
 #define SLUICE_CODEGEN_CUDA_CUDAGROUPS_H
 
-#include "codegen/cpu/Views.h"
+#include "codegen/common/KernelModel.h"
 #include "dialects/sluice/SluiceOps.h"
 
 #include "llvm/ADT/DenseMap.h"

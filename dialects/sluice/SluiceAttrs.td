@@ -34,4 +34,18 @@ def Sluice_PadMode : I32EnumAttr<"PadMode", "padding mode", [
 }
 def Sluice_PadModeAttr : EnumAttr<Sluice_Dialect, Sluice_PadMode, "pad_mode">;
 
+/// The form of a kernel group (`sluice.kernel`): which emitter computes it.
+/// Decided once by the kernel model's judge (KernelForms.h) when the fuse
+/// phase forms the group, recorded on the op, checked by its verifier, and
+/// read by every target's emitter.
+def Sluice_KernelForm : I32EnumAttr<"KernelForm", "kernel group form", [
+    I32EnumAttrCase<"elementwise", 0>, I32EnumAttrCase<"gemm", 1>,
+    I32EnumAttrCase<"row", 2>, I32EnumAttrCase<"attention", 3>,
+    I32EnumAttrCase<"library", 4>, I32EnumAttrCase<"single", 5>,
+    I32EnumAttrCase<"view", 6>]> {
+  let cppNamespace = "::sluice";
+  let genSpecializedAttr = 0;
+}
+def Sluice_KernelFormAttr : EnumAttr<Sluice_Dialect, Sluice_KernelForm, "kernel_form">;
+
 #endif // SLUICE_ATTRS_TD

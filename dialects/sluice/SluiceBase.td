@@ -33,6 +33,7 @@ def Sluice_Dialect : Dialect {
 }
 
 include "dialects/sluice/SluiceTypeDefs.td"
+include "dialects/sluice/SluiceTraits.td"
 
 //===----------------------------------------------------------------------===//
 // Type constraints

@@ -14,7 +14,7 @@
 
 include "dialects/sluice/SluiceBase.td"
 
-def Sluice_GeluOp : Sluice_InferredOp<"gelu"> {
+def Sluice_GeluOp : Sluice_InferredOp<"gelu", [Sluice_Transcendental, Sluice_Elementwise, Sluice_RunsInHalf]> {
   let summary = "GELU: x * Phi(x), exact (erf) or with the tanh approximation";
   let description = [{
     `approximate = "none"`: `0.5 * x * (1 + erf(x / sqrt(2)))`;
@@ -28,13 +28,13 @@ def Sluice_GeluOp : Sluice_InferredOp<"gelu"> {
   let hasVerifier = 1;
 }
 
-def Sluice_SiluOp : Sluice_InferredOp<"silu"> {
+def Sluice_SiluOp : Sluice_InferredOp<"silu", [Sluice_Transcendental, Sluice_Elementwise, Sluice_RunsInHalf]> {
   let summary = "SiLU (swish): x * sigmoid(x)";
   let arguments = (ins Sluice_FloatTensor:$input);
   let results = (outs Sluice_FloatTensor:$output);
 }
 
-def Sluice_RmsNormOp : Sluice_InferredOp<"rms_norm"> {
+def Sluice_RmsNormOp : Sluice_InferredOp<"rms_norm", [Sluice_RowOp, Sluice_RunsInHalf]> {
   let summary = "RMS normalization over dims [axis, rank): x / sqrt(mean(x^2) + epsilon) * scale";
   let description = [{
     ONNX RMSNormalization (opset 23) and the Pow/ReduceMean/Add/Sqrt/Div (or
@@ -50,7 +50,7 @@ def Sluice_RmsNormOp : Sluice_InferredOp<"rms_norm"> {
 }
 
 def Sluice_AttentionOp : Sluice_Op<"attention",
-    [AttrSizedOperandSegments, Sluice_InferTypes]> {
+    [Sluice_RunsInHalf, AttrSizedOperandSegments, Sluice_InferTypes]> {
   let summary = "scaled dot-product attention: softmax(scale * Q K^T + mask) V";
   let description = [{
     `query` is `[B..., Sq, D]`, `key` `[B..., Sk, D]`, `value`

@@ -28,7 +28,7 @@ def Sluice_ConstantOp : Sluice_Op<"constant", [ConstantLike,
 /// Cast's operand and result: any numeric tensor, or a tensor of strings.
 def Sluice_CastTensor : TensorOf<[Sluice_ElementType, Sluice_StringElement]>;
 
-def Sluice_CastOp : Sluice_Op<"cast", [SameOperandsAndResultShape]> {
+def Sluice_CastOp : Sluice_Op<"cast", [Sluice_Elementwise, SameOperandsAndResultShape]> {
   let summary = "element type conversion (ONNX Cast semantics: saturating float to int truncates toward zero)";
   let description = [{
     Floats narrow with round-to-nearest-even. With `truncate_bf16`, a float
@@ -53,50 +53,51 @@ def Sluice_CastOp : Sluice_Op<"cast", [SameOperandsAndResultShape]> {
 
 class Sluice_UnaryOp<string mnemonic, Type operandType = Sluice_Tensor,
                      list<Trait> traits = []>
-    : Sluice_InferredOp<mnemonic, traits> {
+    : Sluice_InferredOp<mnemonic, !listconcat(traits, [Sluice_Elementwise])> {
   let arguments = (ins operandType:$input);
   let results = (outs operandType:$output);
 }
 
-def Sluice_AbsOp : Sluice_UnaryOp<"abs">;
-def Sluice_NegOp : Sluice_UnaryOp<"neg">;
-def Sluice_SignOp : Sluice_UnaryOp<"sign">;
-def Sluice_ExpOp : Sluice_UnaryOp<"exp", Sluice_FloatTensor>;
-def Sluice_LogOp : Sluice_UnaryOp<"log", Sluice_FloatTensor>;
-def Sluice_SqrtOp : Sluice_UnaryOp<"sqrt", Sluice_FloatTensor>;
+def Sluice_AbsOp : Sluice_UnaryOp<"abs", Sluice_Tensor, [Sluice_RunsInHalf]>;
+def Sluice_NegOp : Sluice_UnaryOp<"neg", Sluice_Tensor, [Sluice_RunsInHalf]>;
+def Sluice_SignOp : Sluice_UnaryOp<"sign", Sluice_Tensor, [Sluice_RunsInHalf]>;
+def Sluice_ExpOp : Sluice_UnaryOp<"exp", Sluice_FloatTensor, [Sluice_Transcendental]>;
+def Sluice_LogOp : Sluice_UnaryOp<"log", Sluice_FloatTensor, [Sluice_Transcendental]>;
+def Sluice_SqrtOp : Sluice_UnaryOp<"sqrt", Sluice_FloatTensor, [Sluice_RunsInHalf]>;
 def Sluice_RsqrtOp : Sluice_UnaryOp<"rsqrt", Sluice_FloatTensor>;
 def Sluice_ReciprocalOp : Sluice_UnaryOp<"reciprocal", Sluice_FloatTensor>;
-def Sluice_TanhOp : Sluice_UnaryOp<"tanh", Sluice_FloatTensor>;
-def Sluice_SigmoidOp : Sluice_UnaryOp<"sigmoid", Sluice_FloatTensor>;
-def Sluice_ReluOp : Sluice_UnaryOp<"relu">;
-def Sluice_ErfOp : Sluice_UnaryOp<"erf", Sluice_FloatTensor>;
-def Sluice_SinOp : Sluice_UnaryOp<"sin", Sluice_FloatTensor>;
-def Sluice_CosOp : Sluice_UnaryOp<"cos", Sluice_FloatTensor>;
-def Sluice_TanOp : Sluice_UnaryOp<"tan", Sluice_FloatTensor>;
-def Sluice_AsinOp : Sluice_UnaryOp<"asin", Sluice_FloatTensor>;
-def Sluice_AcosOp : Sluice_UnaryOp<"acos", Sluice_FloatTensor>;
-def Sluice_AtanOp : Sluice_UnaryOp<"atan", Sluice_FloatTensor>;
-def Sluice_SinhOp : Sluice_UnaryOp<"sinh", Sluice_FloatTensor>;
-def Sluice_CoshOp : Sluice_UnaryOp<"cosh", Sluice_FloatTensor>;
-def Sluice_AsinhOp : Sluice_UnaryOp<"asinh", Sluice_FloatTensor>;
-def Sluice_AcoshOp : Sluice_UnaryOp<"acosh", Sluice_FloatTensor>;
-def Sluice_AtanhOp : Sluice_UnaryOp<"atanh", Sluice_FloatTensor>;
-def Sluice_CeilOp : Sluice_UnaryOp<"ceil", Sluice_FloatTensor>;
-def Sluice_FloorOp : Sluice_UnaryOp<"floor", Sluice_FloatTensor>;
-def Sluice_RoundOp : Sluice_UnaryOp<"round", Sluice_FloatTensor> {
+def Sluice_TanhOp : Sluice_UnaryOp<"tanh", Sluice_FloatTensor, [Sluice_Transcendental, Sluice_RunsInHalf]>;
+def Sluice_SigmoidOp : Sluice_UnaryOp<"sigmoid", Sluice_FloatTensor, [Sluice_Transcendental, Sluice_RunsInHalf]>;
+def Sluice_ReluOp : Sluice_UnaryOp<"relu", Sluice_Tensor, [Sluice_RunsInHalf]>;
+def Sluice_ErfOp : Sluice_UnaryOp<"erf", Sluice_FloatTensor, [Sluice_Transcendental, Sluice_RunsInHalf]>;
+def Sluice_SinOp : Sluice_UnaryOp<"sin", Sluice_FloatTensor, [Sluice_Transcendental, Sluice_RunsInHalf]>;
+def Sluice_CosOp : Sluice_UnaryOp<"cos", Sluice_FloatTensor, [Sluice_Transcendental, Sluice_RunsInHalf]>;
+def Sluice_TanOp : Sluice_UnaryOp<"tan", Sluice_FloatTensor, [Sluice_Transcendental]>;
+def Sluice_AsinOp : Sluice_UnaryOp<"asin", Sluice_FloatTensor, [Sluice_Transcendental]>;
+def Sluice_AcosOp : Sluice_UnaryOp<"acos", Sluice_FloatTensor, [Sluice_Transcendental]>;
+def Sluice_AtanOp : Sluice_UnaryOp<"atan", Sluice_FloatTensor, [Sluice_Transcendental]>;
+def Sluice_SinhOp : Sluice_UnaryOp<"sinh", Sluice_FloatTensor, [Sluice_Transcendental]>;
+def Sluice_CoshOp : Sluice_UnaryOp<"cosh", Sluice_FloatTensor, [Sluice_Transcendental]>;
+def Sluice_AsinhOp : Sluice_UnaryOp<"asinh", Sluice_FloatTensor, [Sluice_Transcendental]>;
+def Sluice_AcoshOp : Sluice_UnaryOp<"acosh", Sluice_FloatTensor, [Sluice_Transcendental]>;
+def Sluice_AtanhOp : Sluice_UnaryOp<"atanh", Sluice_FloatTensor, [Sluice_Transcendental]>;
+def Sluice_CeilOp : Sluice_UnaryOp<"ceil", Sluice_FloatTensor, [Sluice_RunsInHalf]>;
+def Sluice_FloorOp : Sluice_UnaryOp<"floor", Sluice_FloatTensor, [Sluice_RunsInHalf]>;
+def Sluice_RoundOp : Sluice_UnaryOp<"round", Sluice_FloatTensor, [Sluice_RunsInHalf]> {
   let summary = "round half to even";
 }
 def Sluice_NotOp : Sluice_UnaryOp<"not", Sluice_BoolTensor>;
 def Sluice_BitwiseNotOp : Sluice_UnaryOp<"bitwise_not", Sluice_IntegerTensor>;
 
 /// Float classification: results are i1 tensors of the operand's shape.
-class Sluice_ClassifyOp<string mnemonic> : Sluice_InferredOp<mnemonic> {
+class Sluice_ClassifyOp<string mnemonic, list<Trait> traits = []>
+    : Sluice_InferredOp<mnemonic, !listconcat(traits, [Sluice_Elementwise])> {
   let results = (outs Sluice_BoolTensor:$output);
 }
-def Sluice_IsNaNOp : Sluice_ClassifyOp<"is_nan"> {
+def Sluice_IsNaNOp : Sluice_ClassifyOp<"is_nan", [Sluice_RunsInHalf]> {
   let arguments = (ins Sluice_FloatTensor:$input);
 }
-def Sluice_IsInfOp : Sluice_ClassifyOp<"is_inf"> {
+def Sluice_IsInfOp : Sluice_ClassifyOp<"is_inf", [Sluice_RunsInHalf]> {
   let arguments = (ins Sluice_FloatTensor:$input,
                    DefaultValuedAttr<BoolAttr, "true">:$detect_positive,
                    DefaultValuedAttr<BoolAttr, "true">:$detect_negative);
@@ -108,20 +109,20 @@ def Sluice_IsInfOp : Sluice_ClassifyOp<"is_inf"> {
 
 class Sluice_BinaryOp<string mnemonic, Type operandType = Sluice_Tensor,
                       list<Trait> traits = []>
-    : Sluice_InferredOp<mnemonic, !listconcat(traits, [SameOperandsElementType])> {
+    : Sluice_InferredOp<mnemonic, !listconcat(traits, [SameOperandsElementType, Sluice_Elementwise])> {
   let arguments = (ins operandType:$lhs, operandType:$rhs);
   let results = (outs operandType:$output);
 }
 
-def Sluice_AddOp : Sluice_BinaryOp<"add", Sluice_Tensor, [Commutative]>;
-def Sluice_SubOp : Sluice_BinaryOp<"sub">;
-def Sluice_MulOp : Sluice_BinaryOp<"mul", Sluice_Tensor, [Commutative]>;
-def Sluice_DivOp : Sluice_BinaryOp<"div"> {
+def Sluice_AddOp : Sluice_BinaryOp<"add", Sluice_Tensor, [Commutative, Sluice_RunsInHalf]>;
+def Sluice_SubOp : Sluice_BinaryOp<"sub", Sluice_Tensor, [Sluice_RunsInHalf]>;
+def Sluice_MulOp : Sluice_BinaryOp<"mul", Sluice_Tensor, [Commutative, Sluice_RunsInHalf]>;
+def Sluice_DivOp : Sluice_BinaryOp<"div", Sluice_Tensor, [Sluice_RunsInHalf]> {
   let summary = "division; integer division truncates toward zero";
 }
-def Sluice_PowOp : Sluice_BinaryOp<"pow">;
-def Sluice_MaxOp : Sluice_BinaryOp<"max", Sluice_Tensor, [Commutative]>;
-def Sluice_MinOp : Sluice_BinaryOp<"min", Sluice_Tensor, [Commutative]>;
+def Sluice_PowOp : Sluice_BinaryOp<"pow", Sluice_Tensor, [Sluice_Transcendental]>;
+def Sluice_MaxOp : Sluice_BinaryOp<"max", Sluice_Tensor, [Commutative, Sluice_RunsInHalf]>;
+def Sluice_MinOp : Sluice_BinaryOp<"min", Sluice_Tensor, [Commutative, Sluice_RunsInHalf]>;
 def Sluice_ModOp : Sluice_BinaryOp<"mod"> {
   let summary = "remainder: sign of the divisor (Python) unless fmod is set (C)";
   let arguments = (ins Sluice_Tensor:$lhs, Sluice_Tensor:$rhs,
@@ -138,18 +139,18 @@ def Sluice_ShiftRightOp : Sluice_BinaryOp<"shift_right", Sluice_IntegerTensor>;
 
 /// Comparisons broadcast like binary ops and produce i1.
 class Sluice_CompareOp<string mnemonic, list<Trait> traits = []>
-    : Sluice_InferredOp<mnemonic, !listconcat(traits, [SameOperandsElementType])> {
+    : Sluice_InferredOp<mnemonic, !listconcat(traits, [SameOperandsElementType, Sluice_Elementwise])> {
   let arguments = (ins Sluice_Tensor:$lhs, Sluice_Tensor:$rhs);
   let results = (outs Sluice_BoolTensor:$output);
 }
 
-def Sluice_EqualOp : Sluice_CompareOp<"equal", [Commutative]>;
-def Sluice_LessOp : Sluice_CompareOp<"less">;
-def Sluice_LessEqualOp : Sluice_CompareOp<"less_equal">;
-def Sluice_GreaterOp : Sluice_CompareOp<"greater">;
-def Sluice_GreaterEqualOp : Sluice_CompareOp<"greater_equal">;
+def Sluice_EqualOp : Sluice_CompareOp<"equal", [Commutative, Sluice_RunsInHalf]>;
+def Sluice_LessOp : Sluice_CompareOp<"less", [Sluice_RunsInHalf]>;
+def Sluice_LessEqualOp : Sluice_CompareOp<"less_equal", [Sluice_RunsInHalf]>;
+def Sluice_GreaterOp : Sluice_CompareOp<"greater", [Sluice_RunsInHalf]>;
+def Sluice_GreaterEqualOp : Sluice_CompareOp<"greater_equal", [Sluice_RunsInHalf]>;
 
-def Sluice_SelectOp : Sluice_InferredOp<"select"> {
+def Sluice_SelectOp : Sluice_InferredOp<"select", [Sluice_Elementwise, Sluice_RunsInHalf]> {
   let summary = "elementwise condition ? on_true : on_false, all three broadcast";
   let arguments = (ins Sluice_BoolTensor:$condition, Sluice_Tensor:$on_true,
                    Sluice_Tensor:$on_false);

@@ -16,7 +16,7 @@
 include "dialects/sluice/SluiceBase.td"
 include "dialects/sluice/SluiceAttrs.td"
 
-def Sluice_GatherOp : Sluice_InferredOp<"gather"> {
+def Sluice_GatherOp : Sluice_InferredOp<"gather", [Sluice_RunsInHalf]> {
   let summary = "ONNX Gather: take slices along `axis` at `indices` (negative indices count from the end)";
   let arguments = (ins Sluice_Tensor:$input, Sluice_IndexTensor:$indices,
                    DefaultValuedAttr<I64Attr, "0">:$axis);
@@ -24,7 +24,7 @@ def Sluice_GatherOp : Sluice_InferredOp<"gather"> {
   let hasVerifier = 1;
 }
 
-def Sluice_GatherElementsOp : Sluice_InferredOp<"gather_elements"> {
+def Sluice_GatherElementsOp : Sluice_InferredOp<"gather_elements", [Sluice_RunsInHalf]> {
   let summary = "ONNX GatherElements: output[i][j] = input[indices[i][j]][j] along `axis`";
   let description = [{
     The result has the shape of `indices` and the element type of `input`;
@@ -36,7 +36,7 @@ def Sluice_GatherElementsOp : Sluice_InferredOp<"gather_elements"> {
   let hasVerifier = 1;
 }
 
-def Sluice_GatherNDOp : Sluice_InferredOp<"gather_nd"> {
+def Sluice_GatherNDOp : Sluice_InferredOp<"gather_nd", [Sluice_RunsInHalf]> {
   let summary = "ONNX GatherND: gather slices addressed by the last dim of `indices`";
   let description = [{
     With b = batch_dims and k = indices.shape[-1], the result shape is

@@ -11,7 +11,7 @@
 include "dialects/sluice/SluiceBase.td"
 include "dialects/sluice/SluiceAttrs.td"
 
-def Sluice_MatMulOp : Sluice_InferredOp<"matmul", [SameOperandsElementType]> {
+def Sluice_MatMulOp : Sluice_InferredOp<"matmul", [Sluice_RunsInHalf, SameOperandsElementType]> {
   let summary = "NumPy matmul: batched, broadcasting batch dims, 1-D operands promoted";
   let description = [{
     Floating-point inputs accumulate in at least fp32 (fp64 stays fp64).
@@ -31,7 +31,7 @@ class Sluice_ConvBase<string mnemonic, list<Trait> traits = []>
   let hasVerifier = 1;
 }
 
-def Sluice_ConvOp : Sluice_ConvBase<"conv"> {
+def Sluice_ConvOp : Sluice_ConvBase<"conv", [Sluice_RunsInHalf]> {
   let summary = "grouped N-D cross-correlation: input NCX..., weight (M, C/group, K...)";
   let description = [{
     Floating-point inputs accumulate in at least fp32. `pads` lists the begin
@@ -45,7 +45,7 @@ def Sluice_ConvOp : Sluice_ConvBase<"conv"> {
   let results = (outs Sluice_Tensor:$output);
 }
 
-def Sluice_ConvTransposeOp : Sluice_ConvBase<"conv_transpose"> {
+def Sluice_ConvTransposeOp : Sluice_ConvBase<"conv_transpose", [Sluice_RunsInHalf]> {
   let summary = "grouped N-D transposed convolution: weight (C, M/group, K...)";
   let description = [{
     The full output is stride*(in-1) + output_padding + (k-1)*dilation + 1
@@ -78,7 +78,7 @@ def Sluice_ConvIntegerOp : Sluice_ConvBase<"conv_integer"> {
 // Pooling
 //===----------------------------------------------------------------------===//
 
-def Sluice_PoolOp : Sluice_InferredOp<"pool"> {
+def Sluice_PoolOp : Sluice_InferredOp<"pool", [Sluice_RunsInHalf]> {
   let summary = "max / average / Lp pooling over the spatial dims of NCX...";
   let description = [{
     Windows that start in the padding are allowed with `ceil_mode`, never
@@ -119,7 +119,7 @@ def Sluice_MaxUnpoolOp : Sluice_InferredOp<"max_unpool"> {
 // Normalization
 //===----------------------------------------------------------------------===//
 
-def Sluice_BatchNormOp : Sluice_InferredOp<"batch_norm"> {
+def Sluice_BatchNormOp : Sluice_InferredOp<"batch_norm", [Sluice_RunsInHalf]> {
   let summary = "inference batch normalization over dim 1 with running statistics";
   let arguments = (ins Sluice_FloatTensor:$input, Sluice_FloatTensor:$scale,
                    Sluice_FloatTensor:$bias, Sluice_FloatTensor:$mean,
@@ -128,7 +128,7 @@ def Sluice_BatchNormOp : Sluice_InferredOp<"batch_norm"> {
   let results = (outs Sluice_FloatTensor:$output);
 }
 
-def Sluice_LayerNormOp : Sluice_InferredOp<"layer_norm"> {
+def Sluice_LayerNormOp : Sluice_InferredOp<"layer_norm", [Sluice_RowOp, Sluice_RunsInHalf]> {
   let summary = "layer normalization over dims [axis, rank); also returns mean and 1/stddev";
   let description = [{
     A composite: statistics are computed in fp32 (or wider) whatever the input

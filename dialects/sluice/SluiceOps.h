@@ -27,6 +27,7 @@
 #define GET_TYPEDEF_CLASSES
 #include "dialects/sluice/SluiceTypeDefs.h.inc"
 
+#include "dialects/sluice/SluiceTraits.h"
 #include "dialects/sluice/SluiceTypes.h"
 
 #define GET_OP_CLASSES

@@ -11,7 +11,7 @@
 include "dialects/sluice/SluiceBase.td"
 include "dialects/sluice/SluiceAttrs.td"
 
-def Sluice_ReduceOp : Sluice_InferredOp<"reduce"> {
+def Sluice_ReduceOp : Sluice_InferredOp<"reduce", [Sluice_RowOp]> {
   let summary = "reduces over `axes` (all dims when absent or empty, unless noop_with_empty_axes)";
   let description = [{
     Floating-point sums and means accumulate in at least fp32. Reducing an
@@ -24,7 +24,7 @@ def Sluice_ReduceOp : Sluice_InferredOp<"reduce"> {
   let results = (outs Sluice_Tensor:$output);
 }
 
-def Sluice_SoftmaxOp : Sluice_InferredOp<"softmax"> {
+def Sluice_SoftmaxOp : Sluice_InferredOp<"softmax", [Sluice_RowOp, Sluice_RunsInHalf]> {
   let summary = "softmax along one axis (max-subtracted, fp32 statistics)";
   let arguments = (ins Sluice_FloatTensor:$input, I64Attr:$axis,
                    DefaultValuedAttr<BoolAttr, "false">:$log);
@@ -34,7 +34,7 @@ def Sluice_SoftmaxOp : Sluice_InferredOp<"softmax"> {
 
 /// ArgMax and ArgMin share operands, attributes and result-type inference.
 class Sluice_ArgReduceOp<string mnemonic, string which>
-    : Sluice_InferredOp<mnemonic> {
+    : Sluice_InferredOp<mnemonic, [Sluice_RunsInHalf]> {
   let summary = "index (i64) of the " # which # " element along `axis`";
   let description = [{
     Ties resolve to the first occurrence, or to the last with
@@ -53,7 +53,7 @@ class Sluice_ArgReduceOp<string mnemonic, string which>
 def Sluice_ArgMaxOp : Sluice_ArgReduceOp<"argmax", "largest">;
 def Sluice_ArgMinOp : Sluice_ArgReduceOp<"argmin", "smallest">;
 
-def Sluice_TopKOp : Sluice_InferredOp<"topk"> {
+def Sluice_TopKOp : Sluice_InferredOp<"topk", [Sluice_RunsInHalf]> {
   let summary = "the `k` largest (or smallest) elements along `axis` and their i64 indices";
   let description = [{
     `k` is a one-element 1-D i64 tensor, as ONNX TopK's input: the result dim

@@ -23,7 +23,7 @@ def Sluice_ShapeOp : Sluice_InferredOp<"shape"> {
   let hasFolder = 1;
 }
 
-def Sluice_ReshapeOp : Sluice_InferredOp<"reshape"> {
+def Sluice_ReshapeOp : Sluice_InferredOp<"reshape", [Sluice_View, Sluice_LayoutView, Sluice_RunsInHalf]> {
   let summary = "ONNX Reshape: 0 copies the input dim unless allowzero, -1 is inferred";
   let arguments = (ins Sluice_Tensor:$input, 1DTensorOf<[I64]>:$shape,
                    DefaultValuedAttr<BoolAttr, "false">:$allowzero);
@@ -31,7 +31,7 @@ def Sluice_ReshapeOp : Sluice_InferredOp<"reshape"> {
   let hasFolder = 1;
 }
 
-def Sluice_TransposeOp : Sluice_InferredOp<"transpose"> {
+def Sluice_TransposeOp : Sluice_InferredOp<"transpose", [Sluice_View, Sluice_RunsInHalf]> {
   let summary = "permutes dims: output dim i is input dim perm[i]";
   let arguments = (ins Sluice_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Sluice_Tensor:$output);
@@ -42,7 +42,7 @@ def Sluice_TransposeOp : Sluice_InferredOp<"transpose"> {
 // Slicing, joining, splitting
 //===----------------------------------------------------------------------===//
 
-def Sluice_SliceOp : Sluice_InferredOp<"slice"> {
+def Sluice_SliceOp : Sluice_InferredOp<"slice", [Sluice_View, Sluice_RunsInHalf]> {
   let summary = "ONNX Slice: strided slices of `input` along `axes`";
   let description = [{
     All four parameter operands have the same length; the importer fills
@@ -56,7 +56,7 @@ def Sluice_SliceOp : Sluice_InferredOp<"slice"> {
   let results = (outs Sluice_Tensor:$output);
 }
 
-def Sluice_ConcatOp : Sluice_InferredOp<"concat", [SameOperandsElementType,
+def Sluice_ConcatOp : Sluice_InferredOp<"concat", [Sluice_RunsInHalf, SameOperandsElementType,
                                                     SameOperandsAndResultElementType]> {
   let summary = "concatenates tensors of one rank along `axis`";
   let arguments = (ins Variadic<Sluice_Tensor>:$inputs, I64Attr:$axis);
@@ -65,7 +65,7 @@ def Sluice_ConcatOp : Sluice_InferredOp<"concat", [SameOperandsElementType,
   let hasFolder = 1;
 }
 
-def Sluice_SplitOp : Sluice_InferredOp<"split"> {
+def Sluice_SplitOp : Sluice_InferredOp<"split", [Sluice_View, Sluice_RunsInHalf]> {
   let summary = "splits `input` along `axis` into `num_outputs` pieces";
   let description = [{
     With `sizes`, piece i has sizes[i] elements along the axis (the sizes sum
@@ -90,14 +90,14 @@ def Sluice_SplitOp : Sluice_InferredOp<"split"> {
 // where the target shape of a reshape is not a constant. Their canonicalizers
 // (run by the simplify phase) rewrite them to reshape once both the input and
 // the result shape are static.
-def Sluice_SqueezeOp : Sluice_InferredOp<"squeeze"> {
+def Sluice_SqueezeOp : Sluice_InferredOp<"squeeze", [Sluice_View, Sluice_LayoutView, Sluice_RunsInHalf]> {
   let summary = "removes the size-1 dims at `axes` (every size-1 dim when absent)";
   let arguments = (ins Sluice_Tensor:$input, Optional<1DTensorOf<[I64]>>:$axes);
   let results = (outs Sluice_Tensor:$output);
   let hasCanonicalizer = 1;
 }
 
-def Sluice_UnsqueezeOp : Sluice_InferredOp<"unsqueeze"> {
+def Sluice_UnsqueezeOp : Sluice_InferredOp<"unsqueeze", [Sluice_View, Sluice_LayoutView, Sluice_RunsInHalf]> {
   let summary = "inserts size-1 dims at `axes` (positions in the result)";
   let arguments = (ins Sluice_Tensor:$input, 1DTensorOf<[I64]>:$axes);
   let results = (outs Sluice_Tensor:$output);
@@ -108,19 +108,19 @@ def Sluice_UnsqueezeOp : Sluice_InferredOp<"unsqueeze"> {
 // Repetition and padding
 //===----------------------------------------------------------------------===//
 
-def Sluice_ExpandOp : Sluice_InferredOp<"expand"> {
+def Sluice_ExpandOp : Sluice_InferredOp<"expand", [Sluice_View, Sluice_RunsInHalf]> {
   let summary = "ONNX Expand: broadcasts `input` with the shape in `shape`";
   let arguments = (ins Sluice_Tensor:$input, 1DTensorOf<[I64]>:$shape);
   let results = (outs Sluice_Tensor:$output);
 }
 
-def Sluice_TileOp : Sluice_InferredOp<"tile"> {
+def Sluice_TileOp : Sluice_InferredOp<"tile", [Sluice_RunsInHalf]> {
   let summary = "repeats `input` repeats[i] times along dim i";
   let arguments = (ins Sluice_Tensor:$input, 1DTensorOf<[I64]>:$repeats);
   let results = (outs Sluice_Tensor:$output);
 }
 
-def Sluice_PadOp : Sluice_InferredOp<"pad"> {
+def Sluice_PadOp : Sluice_InferredOp<"pad", [Sluice_RunsInHalf]> {
   let summary = "ONNX Pad: pads = [begin_0 .. begin_n-1, end_0 .. end_n-1]";
   let description = [{
     Negative pads crop. `constant_value` (a one-element tensor of the input's
@@ -153,7 +153,7 @@ def Sluice_RangeOp : Sluice_InferredOp<"range", [SameOperandsAndResultElementTyp
   let hasVerifier = 1;
 }
 
-def Sluice_TriluOp : Sluice_InferredOp<"trilu"> {
+def Sluice_TriluOp : Sluice_InferredOp<"trilu", [Sluice_RunsInHalf]> {
   let summary = "keeps the upper (or lower) triangle of the last two dims, from diagonal k";
   let arguments = (ins Sluice_Tensor:$input, Optional<TensorOf<[I64]>>:$k,
                    DefaultValuedAttr<BoolAttr, "true">:$upper);

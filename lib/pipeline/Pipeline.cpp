@@ -297,7 +297,7 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
       return nullptr;
     }
     module->walk([&](KernelOp kernel) {
-      Phase p = kernel->hasAttr("arena_offsets") ? Phase::Plan : Phase::Fuse;
+      Phase p = kernel.getArenaOffsetsAttr() ? Phase::Plan : Phase::Fuse;
       if (p > loadedAfter)
         loadedAfter = p;
     });

@@ -6,7 +6,8 @@
 //
 // Each op is either converted (its f32 float operands become half, its result
 // types are re-inferred) or kept in fp32 (half operands are widened back).
-// Converted: data movement, cheap elementwise arithmetic, matmul/conv (the
+// Converted (the RunsInHalf trait, dialects/sluice/SluiceTraits.td): data
+// movement, cheap elementwise arithmetic, matmul/conv (the
 // targets accumulate GEMMs and convolutions in fp32), and the row composites
 // whose kernels compute their statistics in fp32 whatever the storage type
 // (softmax, layer_norm, rms_norm, attention). Kept in fp32, as mixed-precision
@@ -24,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/sluice/KernelForms.h"
 #include "passes/Passes.h"
 
 #include "lib/reference/Evaluator.h"
@@ -53,28 +55,6 @@ std::optional<std::string> sluice::parsePrecision(llvm::StringRef name) {
 }
 
 namespace {
-
-/// Whether `op` runs on half-precision operands when the graph is converted.
-/// Everything else stays fp32 (see the file header for why each is here).
-bool runsInHalf(Operation *op) {
-  if (isa<ReshapeOp, TransposeOp, SliceOp, ConcatOp, SplitOp, SqueezeOp, UnsqueezeOp,
-          ExpandOp, TileOp, PadOp, GatherOp, GatherElementsOp, GatherNDOp, TriluOp,
-          SelectOp>(op))
-    return true;
-  if (isa<AddOp, SubOp, MulOp, DivOp, NegOp, AbsOp, ReluOp, TanhOp, SigmoidOp, ErfOp, SqrtOp,
-          MaxOp, MinOp, SignOp, CeilOp, FloorOp, RoundOp, SinOp, CosOp, EqualOp, LessOp,
-          LessEqualOp, GreaterOp, GreaterEqualOp, IsNaNOp, IsInfOp, GeluOp, SiluOp>(op))
-    return true;
-  if (isa<MatMulOp, ConvOp, ConvTransposeOp, PoolOp, BatchNormOp, LayerNormOp, RmsNormOp,
-          SoftmaxOp, AttentionOp, ArgMaxOp, ArgMinOp, TopKOp>(op))
-    return true;
-  // Max/min select an element; a mean divides an fp32 sum (the row kernels
-  // accumulate in fp32). Sums and products may leave f16's range.
-  if (auto reduce = dyn_cast<ReduceOp>(op))
-    return reduce.getKind() == ReduceKind::max || reduce.getKind() == ReduceKind::min ||
-           reduce.getKind() == ReduceKind::mean;
-  return false;
-}
 
 bool isF32Tensor(Type type) {
   auto tensor = dyn_cast<TensorType>(type);
@@ -131,7 +111,7 @@ public:
       if (isa<KernelOp>(op))
         return op->emitOpError("sluice-convert-precision runs before the fuse phase, on "
                                "graphs without kernel groups");
-      if (runsInHalf(op) && op->getNumRegions() == 0) {
+      if (kernel::runsInHalf(op) && op->getNumRegions() == 0) {
         if (failed(convert(op)))
           return failure();
       } else {

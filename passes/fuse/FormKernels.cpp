@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "dialects/sluice/KernelForms.h"
 #include "passes/fuse/FusionModel.h"
 
 #include "mlir/Analysis/TopologicalSortUtils.h"
@@ -24,21 +25,6 @@ using namespace mlir;
 using namespace sluice;
 
 namespace {
-
-/// The library routine that computes `op`, if one does: GEMMs and
-/// convolutions on floating-point data, where tuned BLAS/cuDNN routines beat
-/// generated loops.
-std::optional<StringRef> libraryFor(Operation *op) {
-  auto isFloat = [](Value v) {
-    auto type = dyn_cast<RankedTensorType>(v.getType());
-    return type && fusion::isLibraryFloat(type.getElementType());
-  };
-  if (isa<MatMulOp>(op) && isFloat(op->getOperand(0)))
-    return StringRef("gemm");
-  if (isa<ConvOp, ConvTransposeOp>(op) && isFloat(op->getOperand(0)))
-    return StringRef("conv");
-  return std::nullopt;
-}
 
 /// Small dense constants are cloned into the group (code generation reads
 /// them as compile-time values); everything else is an input.
@@ -84,8 +70,12 @@ struct FormKernelsPass
     int64_t index = 0;
     func.walk([&](KernelOp) { ++index; });
     llvm::SmallPtrSet<Operation *, 32> formed;
-    for (auto &group : groups)
-      formed.insert(wrap(group, index++));
+    for (auto &group : groups) {
+      FailureOr<KernelOp> kernel = wrap(group, index++);
+      if (failed(kernel))
+        return signalPassFailure();
+      formed.insert(*kernel);
+    }
     // A kernel sits where its group's last op was; outside users of the
     // group's earlier ops may precede it. Groups are convex, so the block
     // has a topological order.
@@ -107,7 +97,14 @@ struct FormKernelsPass
         op.erase();
   }
 
-  KernelOp wrap(ArrayRef<Operation *> ops, int64_t index) {
+  /// Moves `ops` into one sluice.kernel of the form the kernel model judges
+  /// them to be; GEMMs and convolutions on floating-point data become
+  /// library calls (tuned BLAS/cuDNN routines beat generated loops).
+  FailureOr<KernelOp> wrap(ArrayRef<Operation *> ops, int64_t index) {
+    std::string why;
+    FailureOr<KernelForm> form = kernel::judgeForm(ops, why);
+    if (failed(form))
+      return ops.front()->emitOpError("cannot form a kernel group: ") << why;
     llvm::SmallPtrSet<Operation *, 8> members(ops.begin(), ops.end());
     // Everything the group reads from outside itself, nested regions
     // included, and the results used outside it.
@@ -135,14 +132,18 @@ struct FormKernelsPass
       (inlinesConstant(v, maxInlineElements) ? inlined : inputs).push_back(v);
 
     OpBuilder builder(ops.back());
-    std::optional<StringRef> library = libraryFor(anchor);
+    std::optional<StringRef> library;
+    if (*form == KernelForm::gemm || *form == KernelForm::library)
+      for (Operation *op : ops)
+        if (!library)
+          library = kernel::libraryFor(op);
     SmallVector<Type> resultTypes;
     for (Value r : results)
       resultTypes.push_back(r.getType());
     auto kernel = KernelOp::create(builder,
         anchor->getLoc(), resultTypes, inputs,
-        builder.getStringAttr(kernelName(index, anchor)),
-        library ? builder.getStringAttr(*library) : StringAttr());
+        builder.getStringAttr(kernelName(index, anchor)), *form,
+        library ? builder.getStringAttr(*library) : StringAttr(), DenseI64ArrayAttr());
     Block *body = builder.createBlock(&kernel.getBody());
     IRMapping mapping;
     for (Value input : inputs)

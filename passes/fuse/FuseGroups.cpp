@@ -17,7 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
-#include "codegen/cpu/Views.h"
+#include "lib/kernel/Views.h"
 #include "passes/fuse/FusionModel.h"
 
 #include "mlir/IR/Builders.h"
@@ -323,7 +323,7 @@ private:
   /// Whether a GEMM operand, read through its chain of views, has unit
   /// stride along its last dim (what the GEMM kernels pack from).
   static bool unitStrideRows(Value operand) {
-    auto view = codegen::resolveView(operand, /*emitErrors=*/false);
+    auto view = kernel::resolveView(operand, /*emitErrors=*/false);
     if (failed(view) || view->strides.empty())
       return succeeded(view);
     auto shape = cast<RankedTensorType>(operand.getType()).getShape();

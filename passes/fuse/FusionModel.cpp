@@ -1,8 +1,7 @@
-//===- FusionModel.cpp - op categories, group forms and the cost model ----===//
+//===- FusionModel.cpp - fusion policy: op kinds, group legality, costs ---===//
 
 #include "passes/fuse/FusionModel.h"
 
-#include "codegen/common/ScalarEmitter.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -28,119 +27,59 @@ static bool broadcastsTo(ArrayRef<int64_t> shape, ArrayRef<int64_t> target) {
 namespace {
 
 bool isConstant(Value v) {
-  auto constant = v.getDefiningOp<ConstantOp>();
+  auto constant = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
   return constant && isa<DenseElementsAttr>(constant.getValue());
 }
 
-std::optional<SmallVector<int64_t>> constantInts(Value v) {
-  auto constant = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
-  auto dense = constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue())
-                        : DenseIntElementsAttr();
-  if (!dense)
-    return std::nullopt;
-  SmallVector<int64_t> out;
-  for (const APInt &x : dense.getValues<APInt>())
-    out.push_back(x.getSExtValue());
-  return out;
-}
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
-
-int64_t rankOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getRank();
-}
-
-/// Whether a reduction-like op normalizes/reduces trailing axes only, so a
-/// row is contiguous (the vectorizable case).
-bool isRowOp(Operation *op) {
-  if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
-    int64_t rank = rankOf(softmax.getInput());
-    int64_t axis = softmax.getAxis();
-    return rank > 0 && (axis < 0 ? axis + rank : axis) == rank - 1;
-  }
-  if (isa<LayerNormOp, RmsNormOp>(op))
-    return true; // normalize dims [axis, rank): trailing by definition
-  if (auto reduce = dyn_cast<ReduceOp>(op)) {
-    int64_t rank = rankOf(reduce.getInput());
-    if (!reduce.getAxes())
-      return true; // all dims
-    auto axes = constantInts(reduce.getAxes());
-    if (!axes)
-      return false;
-    if (axes->empty())
-      return !reduce.getNoopWithEmptyAxes();
-    SmallVector<int64_t> sorted;
-    for (int64_t a : *axes)
-      sorted.push_back(a < 0 ? a + rank : a);
-    llvm::sort(sorted);
-    for (size_t i = 0; i < sorted.size(); ++i)
-      if (sorted[i] != rank - (int64_t)sorted.size() + (int64_t)i)
-        return false;
-    return true;
-  }
-  return false;
-}
-
-} // namespace
-
-bool hasStaticShapes(Operation *op) {
-  auto isStatic = [](Type t) {
-    auto ranked = dyn_cast<RankedTensorType>(t);
-    return ranked && ranked.hasStaticShape();
-  };
-  return llvm::all_of(op->getResultTypes(), isStatic) &&
-         llvm::all_of(op->getOperandTypes(), isStatic);
-}
-
-bool isLayoutView(Operation *op) {
+/// Whether a view's parameter operands are constants, so that its group's
+/// body holds no shape inputs (optional operands may be absent).
+bool hasConstantParameters(Operation *op) {
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     return isConstant(reshape.getShape());
   if (auto squeeze = dyn_cast<SqueezeOp>(op))
     return !squeeze.getAxes() || isConstant(squeeze.getAxes());
   if (auto unsqueeze = dyn_cast<UnsqueezeOp>(op))
     return isConstant(unsqueeze.getAxes());
-  return false;
+  if (auto slice = dyn_cast<SliceOp>(op))
+    return isConstant(slice.getStarts()) && isConstant(slice.getEnds()) &&
+           isConstant(slice.getAxes()) && isConstant(slice.getSteps());
+  if (auto split = dyn_cast<SplitOp>(op))
+    return !split.getSizes() || isConstant(split.getSizes());
+  if (auto expand = dyn_cast<ExpandOp>(op))
+    return isConstant(expand.getShape());
+  return isa<TransposeOp>(op);
 }
 
-bool isLibraryFloat(Type element) {
-  return element.isF32() || element.isF64() || element.isF16() || element.isBF16();
+} // namespace
+
+bool isLayoutView(Operation *op) {
+  return op->hasTrait<OpCategory::LayoutPreservingView>() && hasConstantParameters(op);
 }
 
 Kind kindOf(Operation *op) {
   if (!hasStaticShapes(op) || op->getNumRegions() != 0)
     return Kind::Other;
-  if (isLayoutView(op) || isa<TransposeOp>(op))
+  if (op->hasTrait<OpCategory::View>() && hasConstantParameters(op))
     return Kind::View;
-  if (auto slice = dyn_cast<SliceOp>(op))
-    if (isConstant(slice.getStarts()) && isConstant(slice.getEnds()) &&
-        isConstant(slice.getAxes()) && isConstant(slice.getSteps()))
-      return Kind::View;
-  if (auto split = dyn_cast<SplitOp>(op))
-    if (!split.getSizes() || isConstant(split.getSizes()))
-      return Kind::View;
-  if (auto expand = dyn_cast<ExpandOp>(op))
-    if (isConstant(expand.getShape()))
-      return Kind::View;
   // Casts from or to strings are no scalar expression: a kernel of their own.
   if (auto castOp = dyn_cast<CastOp>(op))
     if (isa<StringType>(getElementTypeOrSelf(castOp.getInput().getType())) ||
         isa<StringType>(getElementTypeOrSelf(castOp.getOutput().getType())))
       return Kind::Other;
-  if (codegen::isElementwise(op))
+  if (kernel::isElementwise(op))
     return Kind::Elementwise;
   if (auto matmul = dyn_cast<MatMulOp>(op)) {
-    Type et =
-        cast<RankedTensorType>(matmul.getLhs().getType()).getElementType();
-    if (isLibraryFloat(et) && rankOf(matmul.getLhs()) >= 2 &&
-        rankOf(matmul.getRhs()) >= 2)
+    auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
+    auto rhs = cast<RankedTensorType>(matmul.getRhs().getType());
+    if (isLibraryFloat(lhs.getElementType()) && lhs.getRank() >= 2 && rhs.getRank() >= 2)
       return Kind::Gemm;
     return Kind::Other;
   }
   if (isa<AttentionOp>(op))
     return Kind::Attention;
-  if (isRowOp(op))
+  if (kernel::isTrailingRowOp(op))
     return Kind::Row;
   return Kind::Other;
 }
@@ -150,30 +89,13 @@ bool isExpensive(Operation *op) {
   case Kind::View:
     return false;
   case Kind::Elementwise:
-    return isa<ExpOp, LogOp, ErfOp, TanhOp, SigmoidOp, GeluOp, SiluOp, PowOp,
-               SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp,
-               AsinhOp, AcoshOp, AtanhOp>(op);
+    return kernel::isTranscendental(op);
   default:
     return true;
   }
 }
 
-std::string describeOp(Operation *op) {
-  std::string s = "'" + op->getName().getStringRef().str() + "'";
-  Location loc = op->getLoc();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (isa<NameLoc>(inner)) {
-        loc = inner;
-        break;
-      }
-  if (auto name = dyn_cast<NameLoc>(loc))
-    s += " (node '" + name.getName().str() + "')";
-  return s;
-}
-
-FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
-                          std::string &why) {
+FailureOr<KernelForm> checkForm(ArrayRef<Operation *> opsIn, bool allowViews, std::string &why) {
   SmallVector<Operation *> ops;
   for (Operation *op : opsIn)
     if (!isa<ConstantOp>(op))
@@ -182,7 +104,7 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   llvm::SmallPtrSet<Operation *, 16> inGroup(ops.begin(), ops.end());
   if (ops.size() <= 1)
-    return Form::Single;
+    return kernel::judgeForm(ops, why);
 
   Operation *anchor = nullptr;
   for (Operation *op : ops) {
@@ -212,7 +134,7 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
       why = "a group of views holds exactly one view that moves data";
       return failure();
     }
-    return Form::Single;
+    return kernel::judgeForm(ops, why);
   }
 
   // Roles, in program order (a topological order of the group).
@@ -334,7 +256,7 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
       }
       space = SmallVector<int64_t>(s);
     }
-    return Form::Elementwise;
+    return kernel::judgeForm(ops, why);
   }
   case Kind::Gemm:
   case Kind::Row: {
@@ -373,7 +295,7 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
             return failure();
           }
     }
-    return anchorKind == Kind::Gemm ? Form::Gemm : Form::Row;
+    return kernel::judgeForm(ops, why);
   }
   case Kind::Attention:
   case Kind::Other: {
@@ -390,7 +312,7 @@ FailureOr<Form> checkForm(ArrayRef<Operation *> opsIn, bool allowViews,
         return failure();
       }
     }
-    return anchorKind == Kind::Attention ? Form::Attention : Form::Single;
+    return kernel::judgeForm(ops, why);
   }
   default:
     break;

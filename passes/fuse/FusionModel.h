@@ -1,17 +1,18 @@
-//===- FusionModel.h - op categories, group forms and the cost model -*- C++
-//-*-===//
+//===- FusionModel.h - fusion policy: op kinds, group legality, costs -*- C++ -*-===//
 //
-// What the fuse passes know about ops: their category (view, elementwise,
-// anchor), which kernel group forms (F1-F5 of docs/architecture.md "fuse")
-// a set of ops makes, and the cost model that decides what may be recomputed.
+// What the fuse passes decide beyond the kernel model (dialects/sluice/
+// KernelForms.h, which names each group's form): the kind an op plays in a
+// group (view, elementwise, anchor), which merges keep a group legal for the
+// emitters (checkForm), and the cost model that says what may be recomputed.
 // The grouping pass (FuseGroups.cpp) proposes merges; checkForm() is the one
-// place that says whether a merged group is still a form the emitters take.
+// place that accepts them, and it returns the form the kernel model judges.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SLUICE_PASSES_FUSE_FUSIONMODEL_H
 #define SLUICE_PASSES_FUSE_FUSIONMODEL_H
 
+#include "dialects/sluice/KernelForms.h"
 #include "dialects/sluice/SluiceOps.h"
 
 #include "mlir/IR/Operation.h"
@@ -25,27 +26,26 @@ namespace sluice::fusion {
 constexpr llvm::StringLiteral kGroupAttr = "sluice.group";
 constexpr llvm::StringLiteral kAnchorAttr = "sluice.group_anchor";
 
+using kernel::describeOp;
+using kernel::hasStaticShapes;
+using kernel::isLibraryFloat;
+
+/// The part an op can play in a group.
 enum class Kind {
-  View,        // index remap, no code (reshape, transpose, slice, split, ...)
-  Elementwise, // isElementwise()
-  Gemm,        // float matmul (a library call with an epilogue)
-  Row,         // softmax / layer_norm / rms_norm / reduce over trailing axes
+  View,        // a kernel-model view op with constant parameters
+  Elementwise, // kernel::isElementwise, except casts from or to strings
+  Gemm,        // float matmul of rank >= 2 (a library call with an epilogue)
+  Row,         // a row op over trailing dims (kernel::isTrailingRowOp)
   Attention,   // sluice.attention
   Other,       // anything else: a group of its own (F5)
 };
 
-enum class Form { Elementwise, Gemm, Row, Attention, Single };
-
 Kind kindOf(mlir::Operation *op);
-/// Element types the GEMM and convolution library calls take: f32, f64, and
-/// f16/bf16 (--precision; cuBLASLt/cuDNN accumulate them in fp32, the cpu
-/// target widens them into f32 GEMMs).
-bool isLibraryFloat(mlir::Type element);
-/// Reshape, squeeze and unsqueeze: views that keep the row-major layout.
+/// Reshape, squeeze and unsqueeze with constant parameters: views that keep
+/// the row-major layout and that fusion may put in any group.
 bool isLayoutView(mlir::Operation *op);
 
-//===-- Cost model
-//----------------------------------------------------------===//
+//===-- Cost model --------------------------------------------------------===//
 
 /// Whether recomputing `op` in a second group costs real work: every anchor
 /// (GEMM, reduction, attention, ...) and transcendental elementwise ops
@@ -55,21 +55,16 @@ bool isExpensive(mlir::Operation *op);
 /// Most cheap elementwise ops one group may duplicate from its producers'
 /// groups (a duplicate reads the producer's inputs instead of its result).
 constexpr int kDuplicateBudget = 4;
-/// Whether `op`'s results (and operands) all have static shapes: groups are
-/// only formed over static tensors.
-bool hasStaticShapes(mlir::Operation *op);
 
-//===-- Forms
-//---------------------------------------------------------------===//
+//===-- Group legality ----------------------------------------------------===//
 
-/// The form of the group made of `ops` (any order), or failure with the
-/// reason in `why`. `allowViews` false admits only F1 without views and
-/// singletons (what `mode=elementwise` produces).
-mlir::FailureOr<Form> checkForm(llvm::ArrayRef<mlir::Operation *> ops,
-                                bool allowViews, std::string &why);
-
-/// "sluice.matmul (node 'x')": how remarks name an op.
-std::string describeOp(mlir::Operation *op);
+/// Whether the ops of a proposed group (any order) still make a group the
+/// emitters take, with the roles fusion assigns (prologue, anchor,
+/// epilogue, trailing views); on success the form kernel::judgeForm gives
+/// it, else failure with the reason in `why`. `allowViews` false admits
+/// only F1 without views and singletons (what `mode=elementwise` produces).
+mlir::FailureOr<KernelForm> checkForm(llvm::ArrayRef<mlir::Operation *> ops, bool allowViews,
+                                      std::string &why);
 
 } // namespace sluice::fusion
 

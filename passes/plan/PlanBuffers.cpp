@@ -109,7 +109,7 @@ struct PlanBuffersPass
       for (Value result : kernel.getResults())
         offsets.push_back(outputOf.count(result) ? -(outputOf[result] + 1)
                                                  : offsetOf[result]);
-      kernel->setAttr("arena_offsets", builder.getDenseI64ArrayAttr(offsets));
+      kernel.setArenaOffsetsAttr(builder.getDenseI64ArrayAttr(offsets));
     }
     func->setAttr("sluice.arena_bytes",
                   builder.getI64IntegerAttr(plan.arenaBytes));

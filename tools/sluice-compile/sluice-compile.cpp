@@ -72,6 +72,9 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --stop-after=PHASE    import | simplify | recognize | compress |
                         parallelize | fuse | plan | emit
   --emit=mlir           print the IR after the stop phase instead of a bundle
+  --emit=source         write the generated source (cpu: the C++ translation
+                        unit; cuda: model.cu, then host.cpp when steps run
+                        on the host) to -o or stdout, without compiling it
   --emit=kernels        list the kernel groups (after plan, or --stop-after
                         fuse): the ops inside each and their ONNX nodes,
                         the launch count, and the fusion passes' remarks
@@ -197,8 +200,8 @@ int main(int argc, char **argv) {
   if (target != "cpu" && target != "cuda")
     die("unknown target '" + target + "' (targets: cpu, cuda)");
   options.target = target;
-  if (!emit.empty() && emit != "mlir" && emit != "kernels")
-    die("unknown --emit '" + emit + "' (supported: mlir, kernels)");
+  if (!emit.empty() && emit != "mlir" && emit != "kernels" && emit != "source")
+    die("unknown --emit '" + emit + "' (supported: mlir, kernels, source)");
   sluice::Phase stopPhase = emit == "kernels" ? sluice::Phase::Plan : sluice::Phase::Emit;
   if (!stop.empty()) {
     auto phase = sluice::parsePhase(stop);
@@ -208,12 +211,15 @@ int main(int argc, char **argv) {
     stopPhase = *phase;
     if (emit.empty() && stopPhase != sluice::Phase::Emit)
       die("--stop-after=" + stop + " needs --emit=mlir (only emit writes a bundle)");
+    if (emit == "source" && stopPhase != sluice::Phase::Emit)
+      die("--emit=source writes what the emit phase generates: drop --stop-after=" + stop);
     if (emit == "kernels" && stopPhase < sluice::Phase::Fuse)
       die("--emit=kernels lists kernel groups, which the fuse phase forms: stop after "
           "fuse, plan or emit");
   }
   bool printIR = emit == "mlir";
   bool printKernels = emit == "kernels";
+  bool printSource = emit == "source";
   std::vector<std::string> remarks;
   options.remarks = &remarks;
 
@@ -271,7 +277,7 @@ int main(int argc, char **argv) {
     timings.push_back({"emit", std::chrono::duration<double, std::milli>(
                                    std::chrono::steady_clock::now() - start)
                                    .count()});
-    if (!printIR && !printKernels) {
+    if (!printIR && !printKernels && !printSource) {
       sluice::codegen::BundleOptions bundle;
       bundle.directory = output.empty() ? defaultBundlePath(model) : output;
       bundle.modelName = llvm::sys::path::stem(model).str();
@@ -303,6 +309,20 @@ int main(int argc, char **argv) {
     if (elide)
       flags.elideLargeResourceString(64);
     module->print(out, flags);
+  }
+
+  if (printSource) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(output.empty() ? "-" : output, ec);
+    if (ec)
+      die(output + ": cannot write: " + ec.message());
+    if (target == "cuda") {
+      out << cudaModel.deviceSource;
+      if (!cudaModel.hostSource.empty())
+        out << "\n// ===== host.cpp =====\n" << cudaModel.hostSource;
+    } else {
+      out << cpuModel.source;
+    }
   }
 
   if (printKernels) {

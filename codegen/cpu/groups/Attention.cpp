@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/cpu/AttentionPlan.h"
+#include "codegen/common/AttentionDescriptor.h"
 #include "codegen/cpu/CpuEmitter.h"
 #include "codegen/cpu/Groups.h"
 
@@ -21,11 +21,11 @@ using namespace mlir;
 namespace sluice::codegen {
 
 LogicalResult emitAttentionGroup(GroupContext &ctx) {
-  auto planned = planAttentionGroup(
+  auto planned = kernel::planAttentionGroup(
       ctx.kernel, [&](const StridedView &view) { return ctx.leafPointer(view); }, "cpu");
   if (failed(planned))
     return failure();
-  const AttentionPlan &plan = *planned;
+  const kernel::AttentionPlan &plan = *planned;
   std::string maskType = storageType(plan.maskType);
   std::string rotaryType = storageType(plan.rotaryType);
 
@@ -33,7 +33,7 @@ LogicalResult emitAttentionGroup(GroupContext &ctx) {
   std::string s;
   s += "  static const sluice_attn_desc desc = [] {\n";
   s += "    sluice_attn_desc d{};\n";
-  s += plan.descriptorFields();
+  s += attentionDescriptorFields(plan);
   s += "    return d;\n  }();\n";
   std::string t = storageType(plan.elementType);
   auto typed = [](const std::string &type, const std::string &ptr) {

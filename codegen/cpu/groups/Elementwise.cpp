@@ -28,21 +28,6 @@ FailureOr<std::string> GroupContext::leafPointer(const StridedView &view) const 
   return "(" + it->second + " + " + std::to_string(view.offset) + ")";
 }
 
-GroupOps splitGroupOps(KernelOp kernel, function_ref<bool(Operation *)> isAnchor) {
-  GroupOps ops;
-  Block &block = kernel.getBody().front();
-  ops.yield = cast<KernelYieldOp>(block.getTerminator());
-  for (Operation &op : block.without_terminator()) {
-    if (isa<ConstantOp>(op) || isViewOp(&op))
-      continue;
-    if (!ops.anchor && isAnchor(&op))
-      ops.anchor = &op;
-    else
-      (ops.anchor ? ops.after : ops.before).push_back(&op);
-  }
-  return ops;
-}
-
 FailureOr<ElementwisePlan>
 planElementwiseGroup(KernelOp kernel, const llvm::DenseMap<Value, std::string> &pointers,
                      const llvm::DenseMap<Value, std::string> &literals,

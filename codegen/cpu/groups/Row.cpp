@@ -22,62 +22,6 @@ using namespace mlir;
 
 namespace sluice::codegen {
 
-bool isRowOp(Operation *op) { return isa<SoftmaxOp, LayerNormOp, RmsNormOp, ReduceOp>(op); }
-
-std::variant<int64_t, RowAxisProblem> rowAxisOf(Operation *op) {
-  ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
-  int64_t rank = shape.size();
-  auto normalize = [&](int64_t axis) -> std::variant<int64_t, RowAxisProblem> {
-    if (axis < -rank || axis >= rank)
-      return RowAxisProblem{RowAxisProblem::AxisOutOfRange, axis};
-    return axis < 0 ? axis + rank : axis;
-  };
-  if (auto sm = dyn_cast<SoftmaxOp>(op)) {
-    auto axisOr = normalize(sm.getAxis());
-    auto *axis = std::get_if<int64_t>(&axisOr);
-    if (!axis)
-      return axisOr;
-    for (int64_t d = *axis + 1; d < rank; ++d)
-      if (shape[d] != 1)
-        return RowAxisProblem{RowAxisProblem::SoftmaxNotInnermost, *axis};
-    return *axis;
-  }
-  if (auto ln = dyn_cast<LayerNormOp>(op))
-    return normalize(ln.getAxis());
-  if (auto rn = dyn_cast<RmsNormOp>(op))
-    return normalize(rn.getAxis());
-  auto reduce = cast<ReduceOp>(op);
-  std::vector<bool> reduced(rank, false);
-  if (reduce.getAxes()) {
-    auto values = getConstantIntValues(reduce.getAxes());
-    if (!values)
-      return RowAxisProblem{RowAxisProblem::ReduceAxesNotConstant};
-    for (int64_t axis : *values) {
-      auto axisOr = normalize(axis);
-      auto *a = std::get_if<int64_t>(&axisOr);
-      if (!a)
-        return axisOr;
-      reduced[*a] = true;
-    }
-    if (values->empty())
-      reduced.assign(rank, !reduce.getNoopWithEmptyAxes());
-  } else {
-    reduced.assign(rank, !reduce.getNoopWithEmptyAxes());
-  }
-  // Trailing: from some axis on, every dim of size > 1 is reduced, none before.
-  int64_t first = rank;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    if (reduced[d] || shape[d] == 1)
-      first = d;
-    else
-      break;
-  }
-  for (int64_t d = 0; d < first; ++d)
-    if (reduced[d] && shape[d] != 1)
-      return RowAxisProblem{RowAxisProblem::ReduceNotTrailing, d};
-  return first;
-}
-
 namespace {
 
 /// rowAxisOf with its problems as op errors.

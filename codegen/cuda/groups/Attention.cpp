@@ -1,6 +1,6 @@
 //===- Attention.cpp - cuda form F4: fused attention ----------------------===//
 //
-// The cpu target's plan (codegen/cpu/AttentionPlan.h: every operand read in
+// The plan both targets share (lib/kernel/AttentionPlan.h: every operand read in
 // place through its strided view, the result written through its output
 // view) launched as one kernel of sluice_gen/cuda_attention.h:
 //   - f16/bf16 with head dim 64 or 128 (= Dv) and no rotary: the
@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/common/ScalarEmitter.h"
-#include "codegen/cpu/AttentionPlan.h"
+#include "codegen/common/AttentionDescriptor.h"
 #include "codegen/cpu/CpuEmitter.h"
 #include "codegen/cuda/CudaGroups.h"
 
@@ -32,11 +32,11 @@ int64_t roundUp32(int64_t v) { return std::max<int64_t>(32, (v + 31) / 32 * 32);
 } // namespace
 
 CudaEmit emitCudaAttentionGroup(CudaGroupContext &ctx) {
-  auto planned = planAttentionGroup(
+  auto planned = kernel::planAttentionGroup(
       ctx.kernel, [&](const StridedView &view) { return ctx.leafPointer(view); }, "cuda");
   if (failed(planned))
     return CudaEmit::Error;
-  const AttentionPlan &plan = *planned;
+  const kernel::AttentionPlan &plan = *planned;
   Type et = plan.elementType;
   bool half = et.isF16() || et.isBF16();
   if (!half && !et.isF32()) {
@@ -83,7 +83,7 @@ CudaEmit emitCudaAttentionGroup(CudaGroupContext &ctx) {
   std::string s;
   s += "  static const sluice_cuda_attn_desc desc = [] {\n";
   s += "    sluice_cuda_attn_desc d{};\n";
-  s += plan.descriptorFields();
+  s += attentionDescriptorFields(plan);
   s += "    return d;\n  }();\n";
   s += "  " + kernel + "<<<sluice_attn_blocks(desc, " + std::to_string(rows) +
        "), 128, 0, stream>>>(desc, " + plan.q.pointer + ", " + plan.k.pointer + ", " +

@@ -10,19 +10,19 @@
 // RUN: FileCheck %s < %t/all.mlir
 
 // CHECK: sluice.kernel @k0_rms_norm
-// CHECK: sluice.kernel @k1_matmul library "gemm"
+// CHECK: sluice.kernel @k1_matmul gemm library "gemm"
 // CHECK-SAME: tensor<8x24xf32>
 // CHECK: sluice.kernel @k2_attention
 // CHECK: sluice.split
 // CHECK: sluice.attention
-// CHECK: sluice.kernel @k3_matmul library "gemm"
+// CHECK: sluice.kernel @k3_matmul gemm library "gemm"
 // CHECK: sluice.kernel @k4_rms_norm
-// CHECK: sluice.kernel @k5_matmul library "gemm"
+// CHECK: sluice.kernel @k5_matmul gemm library "gemm"
 // CHECK-SAME: tensor<8x32xf32>
 // CHECK: sluice.kernel @k6_mul
 // CHECK: sluice.split
 // CHECK: sluice.silu
-// CHECK: sluice.kernel @k7_matmul library "gemm"
+// CHECK: sluice.kernel @k7_matmul gemm library "gemm"
 // CHECK-NOT: sluice.kernel @
 func.func @main(%x: tensor<2x5x8xf32>, %mask: tensor<2x1x1x5xf32>) -> tensor<2x5x8xf32> attributes {sluice.input_names = ["x", "mask"], sluice.output_names = ["out"]} {
   %g1 = sluice.constant dense<[0.634, 1.347, 1.264, 0.755, 0.995, 0.949, 1.152, 1.289]> : tensor<8xf32>

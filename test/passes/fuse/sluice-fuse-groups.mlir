@@ -5,7 +5,7 @@
 // F1: an elementwise chain (broadcast bias included) is one kernel, named
 // after its last op.
 // CHECK-LABEL: func @f1_chain
-// CHECK: sluice.kernel @k0_tanh(%arg0, %arg1 : tensor<4x8xf32>, tensor<8xf32>)
+// CHECK: sluice.kernel @k0_tanh elementwise(%arg0, %arg1 : tensor<4x8xf32>, tensor<8xf32>)
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: sluice.constant dense<2.0
 // CHECK-NEXT: sluice.mul
@@ -90,7 +90,7 @@ func.func @f1_two_outputs(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
 
 // F2: the view on the LHS, bias, activation and residual join the GEMM.
 // CHECK-LABEL: func @f2_gemm
-// CHECK: sluice.kernel @k0_matmul library "gemm"(%arg0, %arg1, %arg2, %arg3 :
+// CHECK: sluice.kernel @k0_matmul gemm library "gemm"(%arg0, %arg1, %arg2, %arg3 :
 // CHECK: sluice.reshape
 // CHECK-NEXT: sluice.matmul
 // CHECK-NEXT: sluice.add
@@ -119,7 +119,7 @@ func.func @f2_gemm(%x: tensor<2x3x4x8xf32>, %w: tensor<32x16xf32>, %b: tensor<16
 // An epilogue op that broadcasts the GEMM result to a larger shape is not
 // an epilogue.
 // CHECK-LABEL: func @f2_shape_change
-// CHECK: sluice.kernel @k0_matmul library "gemm"
+// CHECK: sluice.kernel @k0_matmul gemm library "gemm"
 // CHECK: sluice.kernel @k1_add
 // REMARK: remark: not fused into the epilogue of 'sluice.matmul': 'sluice.add' changes the shape of 'sluice.matmul''s result
 func.func @f2_shape_change(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %y: tensor<3x4x16xf32>) -> tensor<3x4x16xf32> {
@@ -242,17 +242,17 @@ func.func @cheap_duplicated(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8
 // CHECK-LABEL: func @attention_chain
 // CHECK: sluice.kernel @k0_split
 // CHECK: sluice.kernel @k1_transpose
-// CHECK: sluice.kernel @k2_matmul library "gemm"
+// CHECK: sluice.kernel @k2_matmul gemm library "gemm"
 // CHECK-COUNT-1: sluice.split
 // CHECK: sluice.matmul
 // CHECK-NEXT: sluice.div
 // CHECK-NEXT: sluice.add
 // CHECK: sluice.kernel @k3_softmax
-// CHECK: sluice.kernel @k4_matmul library "gemm"
+// CHECK: sluice.kernel @k4_matmul gemm library "gemm"
 // CHECK: sluice.kernel @k5_transpose
 // CHECK: sluice.transpose
 // CHECK-NEXT: sluice.reshape
-// CHECK: sluice.kernel @k6_matmul library "gemm"
+// CHECK: sluice.kernel @k6_matmul gemm library "gemm"
 // CHECK-NOT: sluice.kernel @
 func.func @attention_chain(%qkv: tensor<2x5x96xf32>, %mask: tensor<2x1x1x5xf32>, %w: tensor<32x32xf32>) -> tensor<2x5x32xf32> {
   %sizes = sluice.constant dense<32> : tensor<3xi64>
@@ -281,7 +281,7 @@ func.func @attention_chain(%qkv: tensor<2x5x96xf32>, %mask: tensor<2x1x1x5xf32>,
 
 // F4: one kernel from the QKV GEMM output to the output projection's input.
 // CHECK-LABEL: func @f4_attention
-// CHECK: sluice.kernel @k0_attention(%arg0, %arg1 : tensor<2x5x96xf32>, tensor<2x1x1x5xf32>) -> (tensor<2x5x32xf32>)
+// CHECK: sluice.kernel @k0_attention attention(%arg0, %arg1 : tensor<2x5x96xf32>, tensor<2x1x1x5xf32>) -> (tensor<2x5x32xf32>)
 // CHECK-COUNT-1: sluice.split
 // CHECK-COUNT-3: sluice.reshape
 // CHECK-COUNT-3: sluice.transpose
@@ -289,7 +289,7 @@ func.func @attention_chain(%qkv: tensor<2x5x96xf32>, %mask: tensor<2x1x1x5xf32>,
 // CHECK-NEXT: sluice.transpose
 // CHECK-NEXT: sluice.reshape
 // CHECK-NEXT: sluice.kernel_yield
-// CHECK: sluice.kernel @k1_matmul library "gemm"(%0, %arg2
+// CHECK: sluice.kernel @k1_matmul gemm library "gemm"(%0, %arg2
 // CHECK-NOT: sluice.kernel @
 func.func @f4_attention(%qkv: tensor<2x5x96xf32>, %mask: tensor<2x1x1x5xf32>, %w: tensor<32x32xf32>) -> tensor<2x5x32xf32> {
   %sizes = sluice.constant dense<32> : tensor<3xi64>
@@ -315,7 +315,7 @@ func.func @f4_attention(%qkv: tensor<2x5x96xf32>, %mask: tensor<2x1x1x5xf32>, %w
 // its last op and the user moves after the kernel.
 // CHECK-LABEL: func @reorder
 // CHECK: %[[K:.+]]:2 = sluice.kernel @k0_add
-// CHECK: sluice.kernel @k1_reduce(%[[K]]#0
+// CHECK: sluice.kernel @k1_reduce row(%[[K]]#0
 // CHECK: return
 func.func @reorder(%x: tensor<4x8xf32>) -> (tensor<1x8xf32>, tensor<4x8xf32>) {
   %axes = sluice.constant dense<[0]> : tensor<1xi64>

@@ -6,27 +6,21 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/cpu/AttentionPlan.h"
+#include "lib/kernel/AttentionPlan.h"
 
-#include "codegen/cpu/CpuEmitter.h"
-#include "codegen/cpu/Groups.h"
-
-#include <cmath>
-#include <cstdio>
+#include "lib/kernel/Groups.h"
 
 using namespace mlir;
 
-namespace sluice::codegen {
+namespace sluice::kernel {
 
-std::string exactFloatLiteral(float f) {
-  if (std::isnan(f))
-    return "NAN";
-  if (std::isinf(f))
-    return f > 0 ? "INFINITY" : "-INFINITY";
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%af", (double)f);
-  return buffer;
-}
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+Type elementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
+
+} // namespace
+
 
 FailureOr<AttentionPlan>
 planAttentionGroup(KernelOp kernel,
@@ -76,7 +70,7 @@ planAttentionGroup(KernelOp kernel,
 
   // Reads an operand through its view, broadcast to `space`.
   auto access = [&](Value operand, ArrayRef<int64_t> space,
-                    const char *what) -> FailureOr<AttentionAccess> {
+                    const char *what) -> FailureOr<Access> {
     auto view = resolveView(operand);
     if (failed(view))
       return failure();
@@ -87,7 +81,7 @@ planAttentionGroup(KernelOp kernel,
     if (failed(strides))
       return attn.emitOpError(pre + "attention ")
              << what << " does not broadcast to its index space";
-    return AttentionAccess{*ptr, *strides};
+    return Access{*ptr, 0, *strides};
   };
   auto q = access(attn.getQuery(), space(plan.sq, plan.d), "query");
   auto k = access(attn.getKey(), space(plan.sk, plan.d), "key");
@@ -98,7 +92,7 @@ planAttentionGroup(KernelOp kernel,
   plan.k = *k;
   plan.v = *v;
   plan.elementType = elementOf(attn.getQuery());
-  plan.mask = AttentionAccess{"nullptr", std::vector<int64_t>(rank, 0)};
+  plan.mask = Access{"nullptr", 0, std::vector<int64_t>(rank, 0)};
   plan.maskType = plan.elementType;
   if (Value m = attn.getMask()) {
     auto a = access(m, space(plan.sq, plan.sk), "mask");
@@ -108,7 +102,7 @@ planAttentionGroup(KernelOp kernel,
     plan.maskType = elementOf(m);
     plan.maskKind = elementOf(m).isInteger(1) ? 2 : 1;
   }
-  plan.cosQ = AttentionAccess{"nullptr", std::vector<int64_t>(rank, 0)};
+  plan.cosQ = Access{"nullptr", 0, std::vector<int64_t>(rank, 0)};
   plan.sinQ = plan.cosK = plan.sinK = plan.cosQ;
   plan.rotaryType = plan.elementType;
   if (attn.getRotaryCos()) {
@@ -130,42 +124,10 @@ planAttentionGroup(KernelOp kernel,
   auto outView = resolveOutputView(attn.getResult(), yield.getValues()[0]);
   if (failed(outView))
     return kernel.emitOpError(pre + "the attention result is not a view of the output");
-  plan.out = AttentionAccess{"out0", outView->strides};
+  plan.out = Access{"out0", 0, outView->strides};
   plan.scale = attn.getScale().convertToFloat();
   plan.causal = attn.getCausal();
   return plan;
 }
 
-std::string AttentionPlan::descriptorFields() const {
-  const size_t rank = batch.size() + 2;
-  std::string s;
-  auto field = [&](const char *name, const AttentionAccess &a) {
-    s += "    d." + std::string(name) + ".row = " + cInt(a.strides[rank - 2]) + "; d." + name +
-         ".col = " + cInt(a.strides[rank - 1]) + ";";
-    for (size_t x = 0; x < batch.size(); ++x)
-      s += " d." + std::string(name) + ".batch[" + std::to_string(x) + "] = " + cInt(a.strides[x]) +
-           ";";
-    s += "\n";
-  };
-  s += "    d.nbatch = " + std::to_string(batch.size()) + ";";
-  for (size_t x = 0; x < batch.size(); ++x)
-    s += " d.batch[" + std::to_string(x) + "] = " + cInt(batch[x]) + ";";
-  s += "\n";
-  s += "    d.sq = " + cInt(sq) + "; d.sk = " + cInt(sk) + "; d.d = " + cInt(d) +
-       "; d.dv = " + cInt(dv) + ";\n";
-  s += "    d.scale = " + exactFloatLiteral(scale) + "; d.causal = " + (causal ? "true" : "false") +
-       "; d.mask = " + std::to_string(maskKind) + "; d.rotary = " + (rotary ? "true" : "false") +
-       ";\n";
-  field("q", q);
-  field("k", k);
-  field("v", v);
-  field("m", mask);
-  field("out", out);
-  field("cos_q", cosQ);
-  field("sin_q", sinQ);
-  field("cos_k", cosK);
-  field("sin_k", sinK);
-  return s;
-}
-
-} // namespace sluice::codegen
+} // namespace sluice::kernel

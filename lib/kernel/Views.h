@@ -1,16 +1,17 @@
 //===- Views.h - view ops inside kernel groups as strided accesses -*- C++ -*-===//
 //
-// Reshape, squeeze, unsqueeze, transpose, slice, split and expand move no
-// data: inside a kernel group they become an element offset and per-dim
-// strides into the buffer they view (NumPy's no-copy rules). Every group
+// Part of the kernel model. Reshape, squeeze, unsqueeze, transpose, slice,
+// split and expand move no data (kernel::isViewOp, dialects/sluice/
+// KernelForms.h): inside a kernel group they become an element offset and
+// per-dim strides into the buffer they view (NumPy's no-copy rules). Every group
 // emitter reads its leaves and writes its results through these, so that
 // the head split of a QKV GEMM output, the transposes around attention and
 // the broadcast of a bias cost no pass over memory.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SLUICE_CODEGEN_CPU_VIEWS_H
-#define SLUICE_CODEGEN_CPU_VIEWS_H
+#ifndef SLUICE_LIB_KERNEL_VIEWS_H
+#define SLUICE_LIB_KERNEL_VIEWS_H
 
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
@@ -20,14 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace sluice::codegen {
-
-/// Ops that only re-index their operand, with static shapes and constant
-/// parameters (so that they can become strides).
-bool isViewOp(mlir::Operation *op);
-/// View ops that keep the row-major order of elements (reshape, squeeze,
-/// unsqueeze): pure aliases of their operand's buffer.
-bool isLayoutPreserving(mlir::Operation *op);
+namespace sluice::kernel {
 
 /// Where the elements of a value live: `base` (a kernel-body block argument,
 /// a constant, or a value computed inside the group) at element `offset`
@@ -72,6 +66,6 @@ mlir::FailureOr<std::vector<int64_t>> reshapeStrides(llvm::ArrayRef<int64_t> inS
                                                      llvm::ArrayRef<int64_t> inStrides,
                                                      llvm::ArrayRef<int64_t> outShape);
 
-} // namespace sluice::codegen
+} // namespace sluice::kernel
 
-#endif // SLUICE_CODEGEN_CPU_VIEWS_H
+#endif // SLUICE_LIB_KERNEL_VIEWS_H

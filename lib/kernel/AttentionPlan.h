@@ -6,32 +6,27 @@
 // is what they share: sizes, the options of the op, and for each tensor a
 // pointer and strides over [B..., rows, cols] (0 where it broadcasts). The
 // targets spell it as a descriptor (sluice_attn_desc on cpu,
-// sluice_cuda_attn_desc on cuda) with the same field names.
+// sluice_cuda_attn_desc on cuda) with the same field names
+// (codegen/common/AttentionDescriptor.h).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SLUICE_CODEGEN_CPU_ATTENTIONPLAN_H
-#define SLUICE_CODEGEN_CPU_ATTENTIONPLAN_H
+#ifndef SLUICE_LIB_KERNEL_ATTENTIONPLAN_H
+#define SLUICE_LIB_KERNEL_ATTENTIONPLAN_H
 
-#include "codegen/cpu/Views.h"
+#include "lib/kernel/Access.h"
+#include "lib/kernel/Views.h"
 #include "dialects/sluice/SluiceOps.h"
 
 #include <functional>
 #include <string>
 #include <vector>
 
-namespace sluice::codegen {
+namespace sluice::kernel {
 
 /// Most batch dims the descriptors hold (SLUICE_ATTN_MAX_BATCH,
 /// SLUICE_CUDA_ATTN_MAX_BATCH).
 constexpr size_t kAttentionMaxBatch = 8;
-
-/// One operand: its pointer expression ("nullptr" when absent) and strides
-/// over a target space [B..., rows, cols].
-struct AttentionAccess {
-  std::string pointer;
-  std::vector<int64_t> strides;
-};
 
 struct AttentionPlan {
   AttentionOp op;
@@ -44,11 +39,10 @@ struct AttentionPlan {
   /// Element types of q/k/v/out, of the mask and of cos/sin (the query's
   /// when absent).
   mlir::Type elementType, maskType, rotaryType;
-  AttentionAccess q, k, v, mask, out, cosQ, sinQ, cosK, sinK;
-
-  /// The descriptor's field assignments, one statement group per line
-  /// (indented by four spaces, as inside the initializing lambda).
-  std::string descriptorFields() const;
+  /// Each operand's pointer expression ("nullptr" when absent) and strides
+  /// over the space [B..., rows, cols] (0 where it broadcasts; offsets are
+  /// folded into the pointer expression).
+  Access q, k, v, mask, out, cosQ, sinQ, cosK, sinK;
 };
 
 /// Plans the attention group `kernel`; errors (prefixed "<target> target:")
@@ -59,9 +53,6 @@ mlir::FailureOr<AttentionPlan> planAttentionGroup(
     const std::function<mlir::FailureOr<std::string>(const StridedView &)> &leafPointer,
     llvm::StringRef target);
 
-/// An exact C++ float literal (hex float, NAN, INFINITY).
-std::string exactFloatLiteral(float f);
+} // namespace sluice::kernel
 
-} // namespace sluice::codegen
-
-#endif // SLUICE_CODEGEN_CPU_ATTENTIONPLAN_H
+#endif // SLUICE_LIB_KERNEL_ATTENTIONPLAN_H

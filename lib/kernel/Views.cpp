@@ -1,12 +1,13 @@
 //===- Views.cpp - view ops inside kernel groups as strided accesses ------===//
 
-#include "codegen/cpu/Views.h"
+#include "lib/kernel/Views.h"
 
+#include "dialects/sluice/KernelForms.h"
 #include "dialects/sluice/SluiceOps.h"
 
 using namespace mlir;
 
-namespace sluice::codegen {
+namespace sluice::kernel {
 
 static bool staticShaped(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
@@ -14,24 +15,6 @@ static bool staticShaped(Value v) {
 }
 
 static ArrayRef<int64_t> dimsOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
-
-bool isLayoutPreserving(Operation *op) {
-  return isa<ReshapeOp, SqueezeOp, UnsqueezeOp>(op) && staticShaped(op->getOperand(0)) &&
-         staticShaped(op->getResult(0));
-}
-
-bool isViewOp(Operation *op) {
-  if (!op || op->getNumResults() == 0 || op->getNumOperands() == 0 ||
-      !staticShaped(op->getOperand(0)) ||
-      !llvm::all_of(op->getResults(), staticShaped))
-    return false;
-  if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp, TransposeOp, ExpandOp, SplitOp>(op))
-    return true;
-  if (auto slice = dyn_cast<SliceOp>(op))
-    return getConstantIntValues(slice.getStarts()) && getConstantIntValues(slice.getAxes()) &&
-           getConstantIntValues(slice.getSteps());
-  return false;
-}
 
 std::vector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
   std::vector<int64_t> s(shape.size(), 1);
@@ -228,4 +211,4 @@ FailureOr<StridedView> resolveOutputView(Value value, Value target) {
   return v;
 }
 
-} // namespace sluice::codegen
+} // namespace sluice::kernel

@@ -1,0 +1,206 @@
+//===- KernelForms.cpp - op categories and the kernel form judge ----------===//
+
+#include "dialects/sluice/KernelForms.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace sluice::kernel {
+
+namespace {
+
+bool isStaticTensor(Type type) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  return ranked && ranked.hasStaticShape();
+}
+
+} // namespace
+
+//===-- Op categories ------------------------------------------------------===//
+
+bool hasStaticShapes(Operation *op) {
+  return llvm::all_of(op->getResultTypes(), isStaticTensor) &&
+         llvm::all_of(op->getOperandTypes(), isStaticTensor);
+}
+
+bool isElementwise(Operation *op) { return op->hasTrait<OpCategory::Elementwise>(); }
+
+bool isTranscendental(Operation *op) { return op->hasTrait<OpCategory::Transcendental>(); }
+
+bool isViewOp(Operation *op) {
+  if (!op || !op->hasTrait<OpCategory::View>() || op->getNumResults() == 0 ||
+      op->getNumOperands() == 0 || !isStaticTensor(op->getOperand(0).getType()) ||
+      !llvm::all_of(op->getResultTypes(), isStaticTensor))
+    return false;
+  // A slice's strides depend on its starts, axes and steps (its ends only
+  // bound the result shape, which the type already gives).
+  if (auto slice = dyn_cast<SliceOp>(op))
+    return getConstantIntValues(slice.getStarts()) && getConstantIntValues(slice.getAxes()) &&
+           getConstantIntValues(slice.getSteps());
+  return true;
+}
+
+bool isLayoutPreserving(Operation *op) {
+  return op->hasTrait<OpCategory::LayoutPreservingView>() && isViewOp(op);
+}
+
+bool isRowOp(Operation *op) { return op->hasTrait<OpCategory::RowOp>(); }
+
+bool isTrailingRowOp(Operation *op) {
+  if (!isRowOp(op))
+    return false;
+  auto rankOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getRank(); };
+  if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+    int64_t rank = rankOf(softmax.getInput());
+    int64_t axis = softmax.getAxis();
+    return rank > 0 && (axis < 0 ? axis + rank : axis) == rank - 1;
+  }
+  auto reduce = dyn_cast<ReduceOp>(op);
+  if (!reduce)
+    return true; // layer_norm, rms_norm: normalize dims [axis, rank)
+  int64_t rank = rankOf(reduce.getInput());
+  if (!reduce.getAxes())
+    return true; // all dims
+  auto axes = getConstantIntValues(reduce.getAxes());
+  if (!axes)
+    return false;
+  if (axes->empty())
+    return !reduce.getNoopWithEmptyAxes();
+  SmallVector<int64_t> sorted;
+  for (int64_t a : *axes)
+    sorted.push_back(a < 0 ? a + rank : a);
+  llvm::sort(sorted);
+  for (size_t i = 0; i < sorted.size(); ++i)
+    if (sorted[i] != rank - (int64_t)sorted.size() + (int64_t)i)
+      return false;
+  return true;
+}
+
+bool runsInHalf(Operation *op) {
+  // Max/min select an element; a mean divides an fp32 sum (the row kernels
+  // accumulate in fp32). Sums and products may leave f16's range.
+  if (auto reduce = dyn_cast<ReduceOp>(op))
+    return reduce.getKind() == ReduceKind::max || reduce.getKind() == ReduceKind::min ||
+           reduce.getKind() == ReduceKind::mean;
+  return op->hasTrait<OpCategory::RunsInHalf>();
+}
+
+bool isLibraryFloat(Type element) {
+  return element.isF32() || element.isF64() || element.isF16() || element.isBF16();
+}
+
+std::optional<StringRef> libraryFor(Operation *op) {
+  auto isFloat = [](Value v) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && isLibraryFloat(type.getElementType());
+  };
+  if (isa<MatMulOp>(op) && isFloat(op->getOperand(0)))
+    return StringRef("gemm");
+  if (isa<ConvOp, ConvTransposeOp>(op) && isFloat(op->getOperand(0)))
+    return StringRef("conv");
+  return std::nullopt;
+}
+
+std::string describeOp(Operation *op) {
+  std::string s = "'" + op->getName().getStringRef().str() + "'";
+  Location loc = op->getLoc();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (isa<NameLoc>(inner)) {
+        loc = inner;
+        break;
+      }
+  if (auto name = dyn_cast<NameLoc>(loc))
+    s += " (node '" + name.getName().str() + "')";
+  return s;
+}
+
+//===-- Kernel forms --------------------------------------------------------===//
+
+FailureOr<KernelForm> judgeForm(ArrayRef<Operation *> ops, std::string &why) {
+  SmallVector<Operation *> compute, views, anchors;
+  for (Operation *op : ops) {
+    if (isa<ConstantOp>(op))
+      continue;
+    if (isViewOp(op)) {
+      views.push_back(op);
+      continue;
+    }
+    compute.push_back(op);
+    if (!isElementwise(op))
+      anchors.push_back(op);
+  }
+  auto layoutOnly = [&](Operation *except) {
+    return llvm::all_of(views, [&](Operation *v) { return v == except || isLayoutPreserving(v); });
+  };
+  // Views alone move data as a strided copy; one data-moving view with
+  // layout-preserving aliases around it (DepthToSpace's reshape ->
+  // transpose -> reshape) is that view's own kernel.
+  if (compute.empty()) {
+    auto moving = llvm::count_if(views, [](Operation *v) { return !isLayoutPreserving(v); });
+    return moving == 1 ? KernelForm::view : KernelForm::elementwise;
+  }
+  if (anchors.empty())
+    return KernelForm::elementwise;
+  if (anchors.size() > 1) {
+    why = "the group holds " + std::to_string(anchors.size()) + " ops that are neither "
+          "elementwise nor views (" + describeOp(anchors[0]) + " and " +
+          describeOp(anchors[1]) + "); a kernel has at most one";
+    return failure();
+  }
+  Operation *anchor = anchors.front();
+  bool alone = compute.size() == 1 && layoutOnly(nullptr);
+  if (isa<AttentionOp>(anchor))
+    return KernelForm::attention;
+  std::optional<StringRef> library = libraryFor(anchor);
+  if (library == "gemm")
+    return KernelForm::gemm;
+  if (isRowOp(anchor))
+    return KernelForm::row;
+  if (alone)
+    return library ? KernelForm::library : KernelForm::single;
+  why = "no kernel form holds " + describeOp(anchor) + " with " +
+        std::to_string(compute.size() - 1) + " more compute ops" +
+        (layoutOnly(nullptr) ? "" : " or data-moving views");
+  return failure();
+}
+
+FailureOr<KernelForm> judgeForm(Block &body, std::string &why) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  return judgeForm(ops, why);
+}
+
+bool isLoneOp(KernelOp kernel) {
+  int compute = 0, moving = 0;
+  for (Operation &op : kernel.getBody().front().without_terminator()) {
+    if (isa<ConstantOp>(op))
+      continue;
+    if (!isViewOp(&op))
+      ++compute;
+    else if (!isLayoutPreserving(&op))
+      ++moving;
+  }
+  return compute + moving == 1;
+}
+
+Operation *anchorOf(KernelOp kernel) {
+  Operation *moving = nullptr;
+  for (Operation &op : kernel.getBody().front().without_terminator()) {
+    if (isa<ConstantOp>(op))
+      continue;
+    if (isViewOp(&op)) {
+      if (!isLayoutPreserving(&op) && !moving)
+        moving = &op;
+      continue;
+    }
+    if (!isElementwise(&op))
+      return &op;
+  }
+  return kernel.getForm() == KernelForm::view ? moving : nullptr;
+}
+
+} // namespace sluice::kernel

@@ -1,0 +1,92 @@
+//===- KernelForms.h - op categories and the kernel form judge -*- C++ -*-===//
+//
+// The part of the kernel model that the IR itself needs: what each op is for
+// fusion and code generation (categories, read from the traits of
+// SluiceTraits.td plus the conditions that depend on operands), and the one
+// judge that says which form (`KernelForm`, SluiceAttrs.td) a kernel group
+// is. The fuse phase records the judge's form on each `sluice.kernel`, the
+// op's verifier checks it with the same judge, and both targets' emitters
+// switch on the recorded form. It sits in the dialect because the verifier
+// calls it; strided views and group plans, which only passes and emitters
+// need, are lib/kernel's.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_DIALECTS_SLUICE_KERNELFORMS_H
+#define SLUICE_DIALECTS_SLUICE_KERNELFORMS_H
+
+#include "dialects/sluice/SluiceOps.h"
+
+#include "mlir/IR/Operation.h"
+
+#include <optional>
+#include <string>
+
+namespace sluice::kernel {
+
+//===-- Op categories ------------------------------------------------------===//
+
+/// Whether every result and operand is a tensor of static shape.
+bool hasStaticShapes(mlir::Operation *op);
+/// Computed one element at a time from the elements at the same (broadcast)
+/// position of its operands: one scalar expression (Elementwise trait).
+bool isElementwise(mlir::Operation *op);
+/// Elementwise with a transcendental scalar expression (exp, erf, tanh ...).
+bool isTranscendental(mlir::Operation *op);
+/// A view op (View trait) that code generation can turn into strides: static
+/// shapes, and the parameters the strides depend on known at compile time
+/// (a reshape's shape is its result type; a slice needs constant starts,
+/// axes and steps).
+bool isViewOp(mlir::Operation *op);
+/// A view op that keeps row-major order (reshape, squeeze, unsqueeze): an
+/// alias of its operand's buffer.
+bool isLayoutPreserving(mlir::Operation *op);
+/// Softmax, layer_norm, rms_norm, reduce (RowOp trait), whatever the axes.
+bool isRowOp(mlir::Operation *op);
+/// A row op over trailing dims only, so that a row is contiguous (the form
+/// F3 anchor fusion builds groups around).
+bool isTrailingRowOp(mlir::Operation *op);
+/// Correct on f16/bf16 storage (RunsInHalf trait; a reduce only for max,
+/// min and mean, whose fp32 accumulation cannot leave f16's range).
+bool runsInHalf(mlir::Operation *op);
+/// Element types the GEMM and convolution library calls take: f32, f64, and
+/// f16/bf16 (cuBLASLt/cuDNN accumulate them in fp32, the cpu target widens
+/// them into f32 GEMMs).
+bool isLibraryFloat(mlir::Type element);
+/// The library routine that computes `op`, if one does: "gemm" for a float
+/// matmul, "conv" for a float conv / conv_transpose.
+std::optional<llvm::StringRef> libraryFor(mlir::Operation *op);
+
+/// "'sluice.matmul' (node 'x')": how the judge and fusion remarks name an op.
+std::string describeOp(mlir::Operation *op);
+
+//===-- Kernel forms --------------------------------------------------------===//
+
+/// The form of the group made of `ops` (any order; constants are passed
+/// over): the one place that decides it. Fails, with the reason in `why`,
+/// for a set of ops no emitter takes (two anchors, a convolution with an
+/// epilogue, an op other than a GEMM/row op/attention with compute ops
+/// around it).
+///   - only views: `view` when exactly one of them moves data, else
+///     `elementwise` (a strided copy);
+///   - no op that is neither elementwise nor a view: `elementwise`;
+///   - one anchor: `attention`, `gemm` (float matmul), `library`
+///     (convolution, alone), `row` (row op), else `single` when it is alone
+///     with layout-preserving views.
+mlir::FailureOr<KernelForm> judgeForm(llvm::ArrayRef<mlir::Operation *> ops, std::string &why);
+/// judgeForm over a kernel body.
+mlir::FailureOr<KernelForm> judgeForm(mlir::Block &body, std::string &why);
+
+/// Whether the kernel computes one op alone (the op of forms `single` and
+/// `library`, or a lone GEMM, row op or view), any other views in it being
+/// layout-preserving aliases of that op's operands and results.
+bool isLoneOp(KernelOp kernel);
+
+/// The op a group of `form` is built around: its one op that is neither
+/// elementwise nor a view, or for the `view` form its data-moving view;
+/// null for `elementwise`.
+mlir::Operation *anchorOf(KernelOp kernel);
+
+} // namespace sluice::kernel
+
+#endif // SLUICE_DIALECTS_SLUICE_KERNELFORMS_H
