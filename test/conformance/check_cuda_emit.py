@@ -91,6 +91,9 @@ def main():
     print(f"cuda emitter: {counts['passed']} of {counts['passed'] + counts['failed']} cases the "
           f"cpu target compiles ({counts['skipped']} the cpu target refuses)")
     print(f"{counts['passed']} passed, {counts['failed']} failed")
+    if counts["passed"] == 0:
+        print("no case compiled for the cpu target: nothing was checked", file=sys.stderr)
+        return 1
     return 1 if failures else 0
 
 
