@@ -197,6 +197,8 @@ bool isZeroConstant(Value mask) {
   return true;
 }
 
+/// Whether `keep` (row-major [Sq, Sk]) keeps exactly the keys j <= i + Sk - Sq
+/// (bottom-right aligned, as the op's `causal`).
 bool isCausal(const std::vector<bool> &keep, int64_t sq, int64_t sk) {
   for (int64_t i = 0; i < sq; ++i)
     for (int64_t j = 0; j < sk; ++j)
@@ -343,6 +345,8 @@ struct QueryKey {
   bool identity = true;
 };
 
+/// Peels Q's and K^T's own scales off the QK^T MatMul and finds the K^T
+/// transpose (with K's scale before it, when K^T feeds only this chain).
 FailureOr<QueryKey> matchQueryKey(MatMulOp root, ScoreChain &c, PatternRewriter &rewriter) {
   QueryKey qk;
   qk.q = peelScale(c.qk.getLhs(), c.scale, c.chain);
@@ -411,6 +415,8 @@ LogicalResult checkFiniteFill(const std::optional<std::vector<bool>> &keep, size
   return success();
 }
 
+/// Decides what becomes of each mask met on the score chain, refusing mask
+/// combinations whose numbers the op would not reproduce.
 FailureOr<MaskPlan> planMasks(const ScoreChain &c, MatMulOp root, PatternRewriter &rewriter) {
   MaskPlan plan;
   bool dynamicSeq = ShapedType::isDynamic(c.sq) || ShapedType::isDynamic(c.sk);
