@@ -182,29 +182,22 @@ struct FuseHorizontalGemmsPass
     Value sizesValue = ConstantOp::create(
         builder, loc,
         DenseIntElementsAttr::get(sizesType, ArrayRef<int64_t>(sizes)));
-    Operation *matmul = builder.clone(*first);
-    matmul->setOperand(1, w);
-    matmul->getResult(0).setType(fusedType);
-    Value fused = matmul->getResult(0);
+    auto matmul =
+        MatMulOp::create(builder, loc, fusedType, first.getLhs(), w);
+    Value fused = matmul.getResult();
     if (withBias) {
-      {
-        Operation *add = builder.clone(*adds.front());
-        bool lhsIsMatmul = adds.front().getLhs() == first.getResult();
-        add->setOperand(lhsIsMatmul ? 0 : 1, fused);
-        add->setOperand(lhsIsMatmul ? 1 : 0, b);
-        add->getResult(0).setType(fusedType);
-        fused = add->getResult(0);
-      }
+      // The add keeps the first branch's operand order and location.
+      AddOp add = adds.front();
+      bool lhsIsMatmul = add.getLhs() == first.getResult();
+      fused = AddOp::create(builder, add.getLoc(), fusedType,
+                            lhsIsMatmul ? fused : b, lhsIsMatmul ? b : fused);
     }
     SmallVector<Type> pieceTypes;
     for (MatMulOp m : matmuls)
       pieceTypes.push_back(m.getType());
-    OperationState state(loc, SplitOp::getOperationName());
-    state.addOperands({fused, sizesValue});
-    state.addAttribute("axis", builder.getI64IntegerAttr(-1));
-    state.addAttribute("num_outputs", builder.getI64IntegerAttr(sizes.size()));
-    state.addTypes(pieceTypes);
-    Operation *split = builder.create(state);
+    auto split = SplitOp::create(builder, loc, pieceTypes, fused, sizesValue,
+                                 builder.getI64IntegerAttr(-1),
+                                 builder.getI64IntegerAttr(sizes.size()));
     std::string names;
     for (auto [i, m] : llvm::enumerate(matmuls)) {
       names += (i ? ", " : "") + fusion::describeOp(m);

@@ -4,14 +4,17 @@
 // define it, exactly the op's semantics (statistics of the norms in fp32).
 // Targets without a kernel for a composite run this at the start of the fuse
 // phase (Pipeline.cpp, compositesToDecompose); tests run it after the
-// recognizers to compare decompose(recognize(G)) with G.
+// recognizers to compare decompose(recognize(G)) with G. One pattern per
+// composite (DecomposePattern<OpTy>); the pass fails on a selected composite
+// that its pattern refuses (decompositionRefusal says why: dynamic sequence
+// or head dims for causal masks and rotary, parameters that broadcast beyond
+// the operand they apply to, result types the primitive ops do not give).
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 #include "passes/recognize/Match.h"
-
-#include "llvm/ADT/TypeSwitch.h"
+#include "passes/recognize/Patterns.h"
 
 #include <limits>
 
@@ -26,19 +29,119 @@ using namespace sluice::recognize;
 
 namespace {
 
-/// Builds the decompositions at one insertion point; every helper returns
-/// null when type inference refuses an op.
+/// Whether broadcasting `param` against `type` leaves `type` as it is: a
+/// scale, bias, mask or rotary table that the decomposition combines
+/// elementwise with a value of that type keeps the value's type.
+bool broadcastsInto(Value param, RankedTensorType type) {
+  auto paramType = rankedType(param);
+  if (!paramType)
+    return false;
+  auto shape = broadcastShapes(type.getShape(), paramType.getShape());
+  return succeeded(shape) && ArrayRef<int64_t>(*shape) == type.getShape();
+}
+
+/// The [axis, rank)-normalized axis of a norm on `type`.
+int64_t normAxis(int64_t axis, RankedTensorType type) {
+  return axis < 0 ? axis + type.getRank() : axis;
+}
+
+//===----------------------------------------------------------------------===//
+// Preconditions: why a composite cannot be decomposed (nullptr: it can).
+// Each decomposition below infers every op's type; these make sure that
+// inference succeeds and ends at the composite's own result types.
+//===----------------------------------------------------------------------===//
+
+const char *decompositionRefusal(GeluOp op) {
+  return op.getType() == op.getInput().getType() ? nullptr
+                                                 : "the result type is not the input's";
+}
+
+const char *decompositionRefusal(SiluOp op) {
+  return op.getType() == op.getInput().getType() ? nullptr
+                                                 : "the result type is not the input's";
+}
+
+const char *decompositionRefusal(LayerNormOp op) {
+  auto type = rankedType(op.getInput());
+  if (!type)
+    return "the input is not ranked";
+  if (!broadcastsInto(op.getScale(), type) || (op.getBias() && !broadcastsInto(op.getBias(), type)))
+    return "the scale or bias broadcasts beyond the input's shape";
+  if (op.getOutput().getType() != type)
+    return "the result type is not the input's";
+  SmallVector<int64_t> statShape(type.getShape());
+  for (int64_t i = normAxis(op.getAxis(), type); i < type.getRank(); ++i)
+    statShape[i] = 1;
+  auto statType = RankedTensorType::get(statShape, Float32Type::get(op.getContext()));
+  if (op.getMean().getType() != statType || op.getInvStdDev().getType() != statType)
+    return "the statistics are not f32 with the normalized dims of size 1";
+  return nullptr;
+}
+
+const char *decompositionRefusal(RmsNormOp op) {
+  auto type = rankedType(op.getInput());
+  if (!type)
+    return "the input is not ranked";
+  if (!broadcastsInto(op.getScale(), type))
+    return "the scale broadcasts beyond the input's shape";
+  if (op.getType() != type)
+    return "the result type is not the input's";
+  return nullptr;
+}
+
+const char *decompositionRefusal(AttentionOp op) {
+  auto q = rankedType(op.getQuery()), k = rankedType(op.getKey()), v = rankedType(op.getValue());
+  if (!q || !k || !v)
+    return "query, key or value is not ranked";
+  int64_t rank = q.getRank();
+  if (op.getRotaryCos()) {
+    // The rotate-half slices need the head size as a constant.
+    int64_t d = q.getDimSize(rank - 1);
+    if (ShapedType::isDynamic(d) || d % 2 || k.getDimSize(rank - 1) != d)
+      return "rotary embeddings on a head size that is not static and even";
+    for (Value table : {op.getRotaryCos(), op.getRotarySin()})
+      if (!broadcastsInto(table, q) || !broadcastsInto(table, k))
+        return "a rotary table broadcasts beyond the query's or the key's shape";
+  }
+  // scores = Q K^T: [batch(Q) x batch(K), Sq, Sk].
+  auto batch = broadcastShapes(q.getShape().drop_back(2), k.getShape().drop_back(2));
+  if (failed(batch))
+    return "the query's and key's batch dims do not broadcast";
+  SmallVector<int64_t> scoresShape(*batch);
+  scoresShape.append({q.getDimSize(rank - 2), k.getDimSize(rank - 2)});
+  auto scores = RankedTensorType::get(scoresShape, q.getElementType());
+  if (op.getMask() && !broadcastsInto(op.getMask(), scores))
+    return "the mask broadcasts beyond the scores' shape";
+  // The causal mask is a constant [Sq, Sk].
+  if (op.getCausal() && (scores.isDynamicDim(rank - 2) || scores.isDynamicDim(rank - 1)))
+    return "a causal mask over a dynamic sequence length";
+  // The result: probs V, [batch(scores) x batch(V), Sq, Dv].
+  auto outBatch = broadcastShapes(ArrayRef<int64_t>(scoresShape).drop_back(2),
+                                  v.getShape().drop_back(2));
+  if (failed(outBatch))
+    return "the value's batch dims do not broadcast";
+  SmallVector<int64_t> outShape(*outBatch);
+  outShape.append({scoresShape[rank - 2], v.getDimSize(rank - 1)});
+  if (RankedTensorType::get(outShape, q.getElementType()) != op.getType())
+    return "the result type is not [B..., Sq, Dv] of the operands";
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// The decompositions
+//===----------------------------------------------------------------------===//
+
+/// Builds the decompositions at one insertion point, each op with its
+/// inferred type (the preconditions above make inference succeed).
 struct Decomposer {
   OpBuilder &b;
   Location loc;
 
   Value scalar(Value like, double v) {
-    return scalarConstant(b, loc, rankedType(like) ? rankedType(like).getElementType()
-                                                   : cast<TensorType>(like.getType()).getElementType(),
-                          v);
+    return scalarConstant(b, loc, cast<TensorType>(like.getType()).getElementType(), v);
   }
-  Value mul(Value x, Value y) { return build<MulOp>(b, loc, x, y); }
-  Value add(Value x, Value y) { return build<AddOp>(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
   Value castTo(Value x, Type elementType) {
     auto type = cast<RankedTensorType>(x.getType());
     if (type.getElementType() == elementType)
@@ -50,29 +153,29 @@ struct Decomposer {
     SmallVector<int64_t> axes;
     for (int64_t a = axis; a < type.getRank(); ++a)
       axes.push_back(a);
-    return build<ReduceOp>(b, loc, x, i64Constant(b, loc, axes),
-                           ReduceKindAttr::get(b.getContext(), ReduceKind::mean),
-                           b.getBoolAttr(true), b.getBoolAttr(false));
+    return ReduceOp::create(b, loc, x, i64Constant(b, loc, axes),
+                            ReduceKindAttr::get(b.getContext(), ReduceKind::mean),
+                            b.getBoolAttr(true), b.getBoolAttr(false));
   }
 
-  Value gelu(GeluOp op) {
+  SmallVector<Value> decompose(GeluOp op) {
     Value x = op.getInput();
     Value phi;
     if (op.getApproximate() == "tanh") {
       Value cube = mul(mul(x, x), x);
       Value inner = add(x, mul(cube, scalar(x, 0.044715)));
-      Value t = build<TanhOp>(b, loc, mul(inner, scalar(x, std::sqrt(2.0 / M_PI))));
+      Value t = TanhOp::create(b, loc, mul(inner, scalar(x, std::sqrt(2.0 / M_PI))));
       phi = add(t, scalar(x, 1.0));
     } else {
-      Value e = build<ErfOp>(b, loc, build<DivOp>(b, loc, x, scalar(x, std::sqrt(2.0))));
+      Value e = ErfOp::create(b, loc, DivOp::create(b, loc, x, scalar(x, std::sqrt(2.0))));
       phi = add(e, scalar(x, 1.0));
     }
     Value xPhi = mul(x, phi);
-    return mul(xPhi, scalar(x, 0.5));
+    return {mul(xPhi, scalar(x, 0.5))};
   }
 
-  Value silu(SiluOp op) {
-    return mul(op.getInput(), build<SigmoidOp>(b, loc, op.getInput()));
+  SmallVector<Value> decompose(SiluOp op) {
+    return {mul(op.getInput(), SigmoidOp::create(b, loc, op.getInput()))};
   }
 
   /// x / sqrt(var + eps) with statistics in fp32; returns {normalized in
@@ -84,41 +187,26 @@ struct Decomposer {
     Value m, d = xf;
     if (center) {
       m = mean(xf, axis);
-      d = build<SubOp>(b, loc, xf, m);
+      d = SubOp::create(b, loc, xf, m);
     }
     Value var = mean(mul(d, d), axis);
-    Value inv = build<RsqrtOp>(b, loc, add(var, scalar(var, epsilon)));
+    Value inv = RsqrtOp::create(b, loc, add(var, scalar(var, epsilon)));
     return {castTo(mul(d, inv), elementType), m, inv};
   }
 
-  LogicalResult layerNorm(LayerNormOp op) {
-    auto type = rankedType(op.getInput());
-    if (!type)
-      return failure();
-    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + type.getRank() : (int64_t)op.getAxis();
-    auto [y, m, inv] =
-        normalize(op.getInput(), axis, op.getEpsilon().convertToFloat(), true);
+  SmallVector<Value> decompose(LayerNormOp op) {
+    int64_t axis = normAxis(op.getAxis(), rankedType(op.getInput()));
+    auto [y, m, inv] = normalize(op.getInput(), axis, op.getEpsilon().convertToFloat(), true);
     y = mul(y, op.getScale());
     if (op.getBias())
       y = add(y, op.getBias());
-    if (!y || y.getType() != op.getOutput().getType() ||
-        m.getType() != op.getMean().getType() ||
-        inv.getType() != op.getInvStdDev().getType())
-      return failure();
-    op.getOutput().replaceAllUsesWith(y);
-    op.getMean().replaceAllUsesWith(m);
-    op.getInvStdDev().replaceAllUsesWith(inv);
-    return success();
+    return {y, m, inv};
   }
 
-  Value rmsNorm(RmsNormOp op) {
-    auto type = rankedType(op.getInput());
-    if (!type)
-      return {};
-    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + type.getRank() : (int64_t)op.getAxis();
-    auto [y, m, inv] =
-        normalize(op.getInput(), axis, op.getEpsilon().convertToFloat(), false);
-    return mul(y, op.getScale());
+  SmallVector<Value> decompose(RmsNormOp op) {
+    int64_t axis = normAxis(op.getAxis(), rankedType(op.getInput()));
+    auto [y, m, inv] = normalize(op.getInput(), axis, op.getEpsilon().convertToFloat(), false);
+    return {mul(y, op.getScale())};
   }
 
   /// x * cos + rotate_half(x) * sin.
@@ -132,24 +220,20 @@ struct Decomposer {
       Value ends = i64Constant(b, loc, {end});
       Value axes = i64Constant(b, loc, {-1});
       Value steps = i64Constant(b, loc, {1});
-      return build<SliceOp>(b, loc, x, starts, ends, axes, steps);
+      return SliceOp::create(b, loc, x, starts, ends, axes, steps);
     };
     Value direct = mul(x, cos);
-    Value rotated = build<ConcatOp>(
-        b, loc, ValueRange{build<NegOp>(b, loc, half(d / 2, d)), half(0, d / 2)},
-        b.getI64IntegerAttr(-1));
+    Value upper = NegOp::create(b, loc, half(d / 2, d));
+    Value lower = half(0, d / 2);
+    Value rotated = ConcatOp::create(b, loc, ValueRange{upper, lower}, b.getI64IntegerAttr(-1));
     return add(direct, mul(rotated, sin));
   }
 
-  Value attention(AttentionOp op) {
+  SmallVector<Value> decompose(AttentionOp op) {
     Value q = op.getQuery(), k = op.getKey();
-    auto qType = rankedType(q), kType = rankedType(k);
-    if (!qType || !kType)
-      return {};
+    auto qType = rankedType(q);
     int64_t rank = qType.getRank();
     if (op.getRotaryCos()) {
-      if (qType.isDynamicDim(rank - 1) || qType.getDimSize(rank - 1) % 2)
-        return {};
       q = rotary(q, op.getRotaryCos(), op.getRotarySin());
       k = rotary(k, op.getRotaryCos(), op.getRotarySin());
     }
@@ -157,22 +241,19 @@ struct Decomposer {
     for (int64_t i = 0; i < rank; ++i)
       perm.push_back(i);
     std::swap(perm[rank - 1], perm[rank - 2]);
-    Value scores = build<MatMulOp>(
-        b, loc, q, build<TransposeOp>(b, loc, k, b.getDenseI64ArrayAttr(perm)));
+    Value scores = MatMulOp::create(b, loc, q, TransposeOp::create(b, loc, k, perm));
     scores = mul(scores, scalar(scores, op.getScale().convertToFloat()));
     Type elementType = qType.getElementType();
     const double inf = std::numeric_limits<double>::infinity();
     if (Value mask = op.getMask()) {
       if (rankedType(mask).getElementType().isInteger(1))
-        scores = build<SelectOp>(b, loc, mask, scores, scalar(scores, -inf));
+        scores = SelectOp::create(b, loc, mask, scores, scalar(scores, -inf));
       else
         scores = add(scores, castTo(mask, elementType));
     }
     if (op.getCausal()) {
       auto sType = rankedType(scores);
       int64_t sq = sType.getDimSize(rank - 2), sk = sType.getDimSize(rank - 1);
-      if (ShapedType::isDynamic(sq) || ShapedType::isDynamic(sk))
-        return {};
       auto maskType = RankedTensorType::get({sq, sk}, elementType);
       SmallVector<Attribute> values;
       for (int64_t i = 0; i < sq; ++i)
@@ -180,50 +261,63 @@ struct Decomposer {
           values.push_back(FloatAttr::get(elementType, j <= i + sk - sq ? 0.0 : -inf));
       scores = add(scores, ConstantOp::create(b, loc, DenseElementsAttr::get(maskType, values)));
     }
-    Value probs = build<SoftmaxOp>(b, loc, scores, b.getI64IntegerAttr(-1), b.getBoolAttr(false));
-    return build<MatMulOp>(b, loc, probs, op.getValue());
+    Value probs = SoftmaxOp::create(b, loc, scores, b.getI64IntegerAttr(-1), b.getBoolAttr(false));
+    return {MatMulOp::create(b, loc, probs, op.getValue())};
   }
 };
+
+/// Any `OpTy` composite whose decomposition has the composite's result types
+/// (decompositionRefusal says why not) becomes its primitive ops: GELU as
+/// erf/tanh arithmetic, SiLU as x * sigmoid(x), the norms with fp32
+/// statistics, attention as rotary, MatMul, scale, mask, Softmax, MatMul.
+template <typename OpTy>
+struct DecomposePattern : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
+    if (const char *why = decompositionRefusal(op))
+      return rewriter.notifyMatchFailure(op, why);
+    rewriter.setInsertionPoint(op);
+    Decomposer d{rewriter, op.getLoc()};
+    rewriter.replaceOp(op, d.decompose(op));
+    return success();
+  }
+};
+
+/// Adds the decomposition of `OpTy` when `ops` names it (or is empty).
+template <typename OpTy>
+void addIfSelected(RewritePatternSet &patterns, ArrayRef<std::string> ops) {
+  if (ops.empty() || llvm::is_contained(ops, OpTy::getOperationName().str()))
+    patterns.add<DecomposePattern<OpTy>>(patterns.getContext());
+}
 
 struct DecomposeCompositesPass
     : public ::sluice::impl::DecomposeCompositesPassBase<DecomposeCompositesPass> {
   using DecomposeCompositesPassBase::DecomposeCompositesPassBase;
 
-  bool selected(Operation *op) {
-    return ops.empty() || llvm::is_contained(ops, op->getName().getStringRef().str());
-  }
-
   void runOnOperation() override {
-    SmallVector<Operation *> composites;
+    SmallVector<std::string> names(ops.begin(), ops.end());
+    RewritePatternSet patterns(&getContext());
+    populateDecomposeCompositesPatterns(patterns, names);
+    applyRecognizePatterns(getOperation(), std::move(patterns));
+    // A selected composite left over is one the target cannot run.
     getOperation().walk([&](Operation *op) {
-      if (isa<GeluOp, SiluOp, LayerNormOp, RmsNormOp, AttentionOp>(op) && selected(op))
-        composites.push_back(op);
-    });
-    for (Operation *op : composites) {
-      OpBuilder b(op);
-      Decomposer d{b, op->getLoc()};
-      LogicalResult result = success();
-      if (auto ln = dyn_cast<LayerNormOp>(op)) {
-        result = d.layerNorm(ln);
-      } else {
-        Value replacement = TypeSwitch<Operation *, Value>(op)
-                                .Case([&](GeluOp o) { return d.gelu(o); })
-                                .Case([&](SiluOp o) { return d.silu(o); })
-                                .Case([&](RmsNormOp o) { return d.rmsNorm(o); })
-                                .Case([&](AttentionOp o) { return d.attention(o); })
-                                .Default([](Operation *) { return Value(); });
-        if (!replacement || replacement.getType() != op->getResult(0).getType())
-          result = failure();
-        else
-          op->getResult(0).replaceAllUsesWith(replacement);
-      }
-      if (failed(result)) {
+      if (isa<GeluOp, SiluOp, LayerNormOp, RmsNormOp, AttentionOp>(op) &&
+          (names.empty() || llvm::is_contained(names, op->getName().getStringRef().str()))) {
         op->emitOpError("cannot be decomposed (dynamic sequence or head dims?)");
-        return signalPassFailure();
+        signalPassFailure();
       }
-      op->erase();
-    }
+    });
   }
 };
 
 } // namespace
+
+void sluice::populateDecomposeCompositesPatterns(RewritePatternSet &patterns,
+                                                 ArrayRef<std::string> ops) {
+  addIfSelected<GeluOp>(patterns, ops);
+  addIfSelected<SiluOp>(patterns, ops);
+  addIfSelected<LayerNormOp>(patterns, ops);
+  addIfSelected<RmsNormOp>(patterns, ops);
+  addIfSelected<AttentionOp>(patterns, ops);
+}

@@ -1,8 +1,8 @@
 //===- Match.h - helpers shared by the recognize-phase passes ----*- C++ -*-===//
 //
 // Reading scalar constants, checking that a chain's intermediates feed only
-// the chain, building ops with inferred result types, and erasing the chain
-// once its root has been replaced.
+// the chain, naming the ONNX nodes a composite came from, and erasing the
+// chain (through the pattern's rewriter) once its root has been replaced.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +14,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -112,19 +113,6 @@ inline mlir::Value otherOperand(mlir::Operation *op, mlir::Value one) {
   return {};
 }
 
-/// Creates `OpTy` with inferred result types (null when inference fails):
-/// sluice::buildInferred.
-template <typename OpTy, typename... Args>
-mlir::Operation *buildOp(mlir::OpBuilder &b, mlir::Location loc, Args &&...args) {
-  return buildInferred<OpTy>(b, loc, std::forward<Args>(args)...);
-}
-
-template <typename OpTy, typename... Args>
-mlir::Value build(mlir::OpBuilder &b, mlir::Location loc, Args &&...args) {
-  mlir::Operation *op = buildOp<OpTy>(b, loc, std::forward<Args>(args)...);
-  return op ? op->getResult(0) : mlir::Value();
-}
-
 /// A rank-0 constant of `elementType` (a float type) holding `value`.
 inline mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
                                   mlir::Type elementType, double value) {
@@ -140,10 +128,11 @@ inline mlir::Value i64Constant(mlir::OpBuilder &b, mlir::Location loc,
   return ConstantOp::create(b, loc, mlir::DenseElementsAttr::get(type, values));
 }
 
-/// Erases the ops of a replaced chain that have no users left (in any
-/// order: repeats until nothing more goes), and the constants they alone
-/// read.
-inline void eraseDeadOps(llvm::ArrayRef<mlir::Operation *> chain) {
+/// Erases, through `rewriter`, the ops of a replaced chain that have no users
+/// left (in any order: repeats until nothing more goes), and the constants
+/// they alone read.
+inline void eraseDeadOps(mlir::RewriterBase &rewriter,
+                         llvm::ArrayRef<mlir::Operation *> chain) {
   llvm::SmallVector<mlir::Operation *> ops(chain.begin(), chain.end());
   llvm::SmallPtrSet<mlir::Operation *, 16> seen(chain.begin(), chain.end()), erased;
   bool changed = true;
@@ -158,7 +147,7 @@ inline void eraseDeadOps(llvm::ArrayRef<mlir::Operation *> chain) {
           if (seen.insert(constant).second)
             ops.push_back(constant);
       erased.insert(op);
-      op->erase();
+      rewriter.eraseOp(op);
       changed = true;
     }
   }

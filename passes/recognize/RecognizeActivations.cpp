@@ -5,12 +5,15 @@
 //   tanh form: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
 // with the three products associated and ordered in any way, and x^3 as
 // Pow(x, 3) or x * x * x. SiLU is x * sigmoid(x). Each becomes one op,
-// which fuses as a single elementwise op and maps to one intrinsic.
+// which fuses as a single elementwise op and maps to one intrinsic. Both are
+// patterns rooted at the outermost product (GeluPattern, tried first, and
+// SiluPattern), which the pass applies with the greedy driver.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 #include "passes/recognize/Match.h"
+#include "passes/recognize/Patterns.h"
 
 namespace sluice {
 #define GEN_PASS_DEF_RECOGNIZEACTIVATIONSPASS
@@ -122,79 +125,112 @@ Value matchTanhArgument(Value t, SmallVectorImpl<Operation *> &chain) {
   return {};
 }
 
-/// `0.5 * x * (1 + erf(..))` / `(1 + tanh(..))` rooted at the product `root`.
-bool matchGelu(MulOp root) {
-  Type type = root.getType();
-  SmallVector<Value> leaves;
+/// A GELU chain found from its root product: x, the form, and the ops the
+/// GeluOp replaces.
+struct GeluMatch {
+  Value x;
+  StringRef approximate;
   SmallVector<Operation *> chain;
-  if (!flattenProduct(root, type, true, leaves, chain, 3) || leaves.size() != 3)
-    return false;
+};
+
+/// `0.5 * x * (1 + erf(..))` / `(1 + tanh(..))` rooted at the product `root`.
+FailureOr<GeluMatch> matchGelu(MulOp root, PatternRewriter &rewriter) {
+  Type type = root.getType();
+  GeluMatch m;
+  SmallVector<Value> leaves;
+  if (!flattenProduct(root, type, true, leaves, m.chain, 3) || leaves.size() != 3)
+    return rewriter.notifyMatchFailure(root, "not a product of three factors");
   if (!takeLeaf(leaves, [](Value v) { return isSplatNear(v, 0.5); }))
-    return false;
+    return rewriter.notifyMatchFailure(root, "no factor 0.5");
   // The (1 + erf/tanh(..)) factor; the remaining leaf must be x.
   for (int which = 0; which < 2; ++which) {
     Value onePlus = leaves[which], x = leaves[1 - which];
     auto add = onePlus.getDefiningOp<AddOp>();
     if (!add || !singleUse(onePlus) || onePlus.getType() != type || x.getType() != type)
       continue;
-    Value fn = isSplatNear(add.getRhs(), 1.0) ? add.getLhs()
+    Value fn = isSplatNear(add.getRhs(), 1.0)   ? add.getLhs()
                : isSplatNear(add.getLhs(), 1.0) ? add.getRhs()
                                                  : Value();
     if (!fn || !singleUse(fn))
       continue;
     SmallVector<Operation *> inner = {add, fn.getDefiningOp()};
     Value arg;
-    StringRef approximate;
     if (auto erf = fn.getDefiningOp<ErfOp>()) {
       arg = matchErfArgument(erf.getInput(), inner);
-      approximate = "none";
+      m.approximate = "none";
     } else if (auto tanh = fn.getDefiningOp<TanhOp>()) {
       arg = matchTanhArgument(tanh.getInput(), inner);
-      approximate = "tanh";
+      m.approximate = "tanh";
     }
     if (!arg || arg != x)
       continue;
-    OpBuilder b(root);
-    auto gelu = GeluOp::create(b, chainLoc(root, {x}), type, x, b.getStringAttr(approximate));
-    root.getResult().replaceAllUsesWith(gelu.getResult());
-    chain.append(inner.begin(), inner.end());
-    eraseDeadOps(chain);
-    return true;
+    m.x = x;
+    m.chain.append(inner.begin(), inner.end());
+    return m;
   }
-  return false;
+  return rewriter.notifyMatchFailure(root, "no factor (1 + erf(x / sqrt(2))) or "
+                                           "(1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) "
+                                           "of the other factor x");
 }
 
-/// `x * sigmoid(x)`, either order.
-bool matchSilu(MulOp root) {
-  for (auto [x, s] : {std::pair(root.getLhs(), root.getRhs()),
-                      std::pair(root.getRhs(), root.getLhs())}) {
-    auto sigmoid = s.getDefiningOp<SigmoidOp>();
-    if (!sigmoid || sigmoid.getInput() != x || !singleUse(s) ||
-        root.getType() != x.getType())
-      continue;
-    OpBuilder b(root);
-    auto silu = SiluOp::create(b, chainLoc(root, {x}), root.getType(), x);
-    root.getResult().replaceAllUsesWith(silu.getResult());
-    eraseDeadOps({root.getOperation(), sigmoid.getOperation()});
-    return true;
+/// GELU in the erf form `0.5 * x * (1 + erf(x / sqrt(2)))` (or `x * 0.7071`)
+/// or the tanh form `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`
+/// (x^3 as Pow(x, 3) or x * x * x), rooted at the outermost product of the
+/// three factors, associated and ordered in any way. Every intermediate has
+/// x's type and feeds the chain alone; constants within a relative 1e-4.
+struct GeluPattern : OpRewritePattern<MulOp> {
+  // Tried before SiluPattern on the same product.
+  GeluPattern(MLIRContext *context) : OpRewritePattern(context, /*benefit=*/2) {}
+
+  LogicalResult matchAndRewrite(MulOp root, PatternRewriter &rewriter) const override {
+    FailureOr<GeluMatch> m = matchGelu(root, rewriter);
+    if (failed(m))
+      return failure();
+    rewriter.setInsertionPoint(root);
+    auto gelu = GeluOp::create(rewriter, chainLoc(root, {m->x}), root.getType(), m->x,
+                               rewriter.getStringAttr(m->approximate));
+    rewriter.replaceAllUsesWith(root.getResult(), gelu.getResult());
+    eraseDeadOps(rewriter, m->chain);
+    return success();
   }
-  return false;
-}
+};
+
+/// SiLU: `x * sigmoid(x)`, either order, where the sigmoid feeds the product
+/// alone and the product keeps x's type.
+struct SiluPattern : OpRewritePattern<MulOp> {
+  SiluPattern(MLIRContext *context) : OpRewritePattern(context, /*benefit=*/1) {}
+
+  LogicalResult matchAndRewrite(MulOp root, PatternRewriter &rewriter) const override {
+    for (auto [x, s] : {std::pair(root.getLhs(), root.getRhs()),
+                        std::pair(root.getRhs(), root.getLhs())}) {
+      auto sigmoid = s.getDefiningOp<SigmoidOp>();
+      if (!sigmoid || sigmoid.getInput() != x || !singleUse(s) ||
+          root.getType() != x.getType())
+        continue;
+      rewriter.setInsertionPoint(root);
+      auto silu = SiluOp::create(rewriter, chainLoc(root, {x}), root.getType(), x);
+      rewriter.replaceAllUsesWith(root.getResult(), silu.getResult());
+      eraseDeadOps(rewriter, {root.getOperation(), sigmoid.getOperation()});
+      return success();
+    }
+    return rewriter.notifyMatchFailure(
+        root, "not x * sigmoid(x) with a single-use sigmoid and x's type");
+  }
+};
 
 struct RecognizeActivationsPass
     : public ::sluice::impl::RecognizeActivationsPassBase<RecognizeActivationsPass> {
   using RecognizeActivationsPassBase::RecognizeActivationsPassBase;
 
   void runOnOperation() override {
-    // Roots are products; a match erases ops before the root only, so the
-    // walk can go on from the op after it.
-    getOperation().walk([&](Block *block) {
-      for (Operation &op : llvm::make_early_inc_range(*block))
-        if (auto mul = dyn_cast<MulOp>(op))
-          if (!matchGelu(mul))
-            matchSilu(mul);
-    });
+    RewritePatternSet patterns(&getContext());
+    populateRecognizeActivationsPatterns(patterns);
+    applyRecognizePatterns(getOperation(), std::move(patterns));
   }
 };
 
 } // namespace
+
+void sluice::populateRecognizeActivationsPatterns(RewritePatternSet &patterns) {
+  patterns.add<GeluPattern, SiluPattern>(patterns.getContext());
+}

@@ -12,13 +12,15 @@
 // `causal = true`, an additive constant of zeros is dropped; other masks
 // stay operands (an i1 keep-mask for Where).
 // Every intermediate must feed the chain alone; anything else is refused.
+// One pattern (AttentionPattern, rooted at the final MatMul) in named steps:
+// the probabilities, the score chain (scales and masks), Q and K^T, rotary
+// absorption, the mask plan, the op's preconditions, the rewrite.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 #include "passes/recognize/Match.h"
-
-#include "mlir/IR/Verifier.h"
+#include "passes/recognize/Patterns.h"
 
 namespace sluice {
 #define GEN_PASS_DEF_RECOGNIZEATTENTIONPASS
@@ -195,6 +197,8 @@ bool isZeroConstant(Value mask) {
   return true;
 }
 
+/// Whether `keep` (row-major [Sq, Sk]) keeps exactly the keys j <= i + Sk - Sq
+/// (bottom-right aligned, as the op's `causal`).
 bool isCausal(const std::vector<bool> &keep, int64_t sq, int64_t sk) {
   for (int64_t i = 0; i < sq; ++i)
     for (int64_t j = 0; j < sk; ++j)
@@ -203,230 +207,401 @@ bool isCausal(const std::vector<bool> &keep, int64_t sq, int64_t sk) {
   return true;
 }
 
-bool rewriteAttention(MatMulOp root) {
-  SmallVector<Operation *> chain = {root};
+/// One mask met on the way back from the softmax: an additive float mask,
+/// or a Where condition with its fill (`keepsTrue`: the condition marks the
+/// kept positions).
+struct Mask {
+  Value value;
+  bool isBool = false, keepsTrue = true;
+  double fill = 0;
+};
+
+/// What the chain from the final MatMul back to the QK^T MatMul holds.
+struct ScoreChain {
+  int64_t rank = 0, sq = 0, sk = 0;
+  MatMulOp qk;
+  SmallVector<Mask, 2> masks;
+  double scale = 1.0;
+  /// The matched ops (the root, the softmax, scale and mask ops, QK^T and,
+  /// once matched, Q's and K's scales and the transpose).
+  SmallVector<Operation *> chain;
+};
+
+/// `MatMul(Softmax(scores, last axis), V)` at `root`, V of the scores' rank.
+LogicalResult matchProbabilities(MatMulOp root, ScoreChain &c, PatternRewriter &rewriter) {
+  c.chain = {root};
   Value probs = root.getLhs(), value = root.getRhs();
   auto softmax = probs.getDefiningOp<SoftmaxOp>();
   auto probsType = rankedType(probs);
   if (!softmax || !singleUse(probs) || softmax.getLog() || !probsType ||
       ((int64_t)softmax.getAxis() != -1 && (int64_t)softmax.getAxis() != probsType.getRank() - 1))
-    return false;
-  chain.push_back(softmax);
-  int64_t rank = probsType.getRank();
-  if (rank < 2 || !rankedType(value) || rankedType(value).getRank() != rank)
-    return false;
-  int64_t sq = probsType.getDimSize(rank - 2), sk = probsType.getDimSize(rank - 1);
+    return rewriter.notifyMatchFailure(root, "the LHS is not a single-use softmax on the last axis");
+  c.chain.push_back(softmax);
+  c.rank = probsType.getRank();
+  if (c.rank < 2 || !rankedType(value) || rankedType(value).getRank() != c.rank)
+    return rewriter.notifyMatchFailure(root, "V does not have the scores' rank (>= 2)");
+  c.sq = probsType.getDimSize(c.rank - 2);
+  c.sk = probsType.getDimSize(c.rank - 1);
+  return success();
+}
 
-  // Back from the softmax: scale and mask ops (at most two masks, e.g. a
-  // causal Where and an additive padding mask), then the QK^T MatMul.
-  struct Mask {
-    Value value;
-    bool isBool = false, keepsTrue = true;
-    double fill = 0;
-  };
-  SmallVector<Mask, 2> masks;
-  double scale = 1.0;
+/// An Add of a float mask to `scores` (the side that leads back to a MatMul);
+/// returns the scores before it.
+FailureOr<Value> matchAdditiveMask(AddOp add, Value scores, bool sawScale, ScoreChain &c,
+                                   MatMulOp root, PatternRewriter &rewriter) {
+  Value side;
+  if (add.getLhs().getType() == scores.getType() && reachesMatMul(add.getLhs()))
+    side = add.getLhs();
+  else if (add.getRhs().getType() == scores.getType() && reachesMatMul(add.getRhs()))
+    side = add.getRhs();
+  Value mask = side ? otherOperand(add, side) : Value();
+  if (!mask)
+    return rewriter.notifyMatchFailure(root, "no side of a mask Add leads back to QK^T");
+  // A scale after an additive mask would scale the mask too.
+  if (sawScale)
+    return rewriter.notifyMatchFailure(root, "a scale follows an additive mask");
+  if (!rankedType(mask) || !isa<FloatType>(rankedType(mask).getElementType()))
+    return rewriter.notifyMatchFailure(root, "an additive mask that is not a ranked float tensor");
+  c.masks.push_back(Mask{mask});
+  c.chain.push_back(add);
+  return side;
+}
+
+/// A Where that fills masked scores with a constant at or below kMaskedFill,
+/// on either side; returns the scores before it.
+FailureOr<Value> matchWhereMask(SelectOp select, Value scores, ScoreChain &c, MatMulOp root,
+                                PatternRewriter &rewriter) {
+  Mask mask;
+  mask.isBool = true;
+  std::optional<double> f;
+  Value before;
+  if ((f = splatValue(select.getOnTrue())) &&
+      select.getOnFalse().getType() == scores.getType()) {
+    mask.keepsTrue = false;
+    before = select.getOnFalse();
+  } else if ((f = splatValue(select.getOnFalse())) &&
+             select.getOnTrue().getType() == scores.getType()) {
+    before = select.getOnTrue();
+  } else {
+    return rewriter.notifyMatchFailure(root, "a Where without a constant fill");
+  }
+  if (!(*f <= kMaskedFill))
+    return rewriter.notifyMatchFailure(root, "a Where fill above -1e4");
+  mask.fill = *f;
+  mask.value = select.getCondition();
+  c.masks.push_back(mask);
+  c.chain.push_back(select);
+  return before;
+}
+
+/// Back from the softmax: scale and mask ops (at most two masks, e.g. a
+/// causal Where and an additive padding mask), then the QK^T MatMul.
+LogicalResult matchScoreChain(MatMulOp root, ScoreChain &c, PatternRewriter &rewriter) {
+  auto softmax = root.getLhs().getDefiningOp<SoftmaxOp>();
+  Type scoresType = softmax.getType();
   bool sawScale = false;
   Value scores = softmax.getInput();
-  MatMulOp qk;
-  while (!qk) {
-    if (!singleUse(scores) || scores.getType() != probs.getType())
-      return false;
+  while (true) {
+    if (!singleUse(scores) || scores.getType() != scoresType)
+      return rewriter.notifyMatchFailure(root, "the scores have other users or change type");
     Operation *op = scores.getDefiningOp();
     if (!op)
-      return false;
+      return rewriter.notifyMatchFailure(root, "the scores do not come from a MatMul");
     if (auto mm = dyn_cast<MatMulOp>(op)) {
-      qk = mm;
-      chain.push_back(mm);
-      break;
+      c.qk = mm;
+      c.chain.push_back(mm);
+      return success();
     }
     if (isa<MulOp, DivOp>(op)) {
-      Value rest = peelScale(scores, scale, chain);
+      Value rest = peelScale(scores, c.scale, c.chain);
       if (rest == scores)
-        return false;
+        return rewriter.notifyMatchFailure(root, "a Mul or Div that is not a positive scale");
       sawScale = true;
       scores = rest;
       continue;
     }
-    if (masks.size() == 2)
-      return false;
-    if (auto add = dyn_cast<AddOp>(op)) {
-      Value side;
-      if (add.getLhs().getType() == scores.getType() && reachesMatMul(add.getLhs()))
-        side = add.getLhs();
-      else if (add.getRhs().getType() == scores.getType() && reachesMatMul(add.getRhs()))
-        side = add.getRhs();
-      Value mask = side ? otherOperand(add, side) : Value();
-      // A scale after an additive mask would scale the mask too.
-      if (!mask || sawScale || !isa<FloatType>(rankedType(mask).getElementType()))
-        return false;
-      masks.push_back(Mask{mask});
-      chain.push_back(add);
-      scores = side;
-      continue;
-    }
-    if (auto select = dyn_cast<SelectOp>(op)) {
-      Mask mask;
-      mask.isBool = true;
-      std::optional<double> f;
-      if ((f = splatValue(select.getOnTrue())) &&
-          select.getOnFalse().getType() == scores.getType()) {
-        mask.keepsTrue = false;
-        scores = select.getOnFalse();
-      } else if ((f = splatValue(select.getOnFalse())) &&
-                 select.getOnTrue().getType() == scores.getType()) {
-        scores = select.getOnTrue();
-      } else {
-        return false;
-      }
-      if (!(*f <= kMaskedFill))
-        return false;
-      mask.fill = *f;
-      mask.value = select.getCondition();
-      masks.push_back(mask);
-      chain.push_back(select);
-      continue;
-    }
-    return false;
+    if (c.masks.size() == 2)
+      return rewriter.notifyMatchFailure(root, "more than two masks");
+    FailureOr<Value> before = failure();
+    if (auto add = dyn_cast<AddOp>(op))
+      before = matchAdditiveMask(add, scores, sawScale, c, root, rewriter);
+    else if (auto select = dyn_cast<SelectOp>(op))
+      before = matchWhereMask(select, scores, c, root, rewriter);
+    else
+      return rewriter.notifyMatchFailure(root, "the scores come from an op other than "
+                                               "MatMul, a scale or a mask");
+    if (failed(before))
+      return failure();
+    scores = *before;
   }
+}
 
-  // Q (scaled on its own, possibly) and K^T = Transpose(K).
-  Value q = peelScale(qk.getLhs(), scale, chain);
-  Value kT = peelScale(qk.getRhs(), scale, chain);
-  auto transpose = kT.getDefiningOp<TransposeOp>();
-  if (!transpose || !rankedType(q) || rankedType(q).getRank() != rank)
-    return false;
-  SmallVector<int64_t> perm(transpose.getPerm());
-  if ((int64_t)perm.size() != rank)
-    return false;
-  std::swap(perm[rank - 1], perm[rank - 2]);
+/// Q (possibly scaled on its own) and K^T = Transpose(K) of the QK^T MatMul.
+struct QueryKey {
+  Value q, kSource;
+  /// The transpose's perm with the last two entries swapped: the key is
+  /// kSource transposed by it (no transpose when it is the identity).
+  SmallVector<int64_t> perm;
   bool identity = true;
-  for (int64_t i = 0; i < rank; ++i)
-    identity &= perm[i] == i;
-  Value kSource = transpose.getInput();
+};
+
+/// Peels Q's and K^T's own scales off the QK^T MatMul and finds the K^T
+/// transpose (with K's scale before it, when K^T feeds only this chain).
+FailureOr<QueryKey> matchQueryKey(MatMulOp root, ScoreChain &c, PatternRewriter &rewriter) {
+  QueryKey qk;
+  qk.q = peelScale(c.qk.getLhs(), c.scale, c.chain);
+  Value kT = peelScale(c.qk.getRhs(), c.scale, c.chain);
+  auto transpose = kT.getDefiningOp<TransposeOp>();
+  if (!transpose)
+    return rewriter.notifyMatchFailure(root, "K^T is not a transpose");
+  if (!rankedType(qk.q) || rankedType(qk.q).getRank() != c.rank)
+    return rewriter.notifyMatchFailure(root, "Q does not have the scores' rank");
+  qk.perm.assign(transpose.getPerm().begin(), transpose.getPerm().end());
+  if ((int64_t)qk.perm.size() != c.rank)
+    return rewriter.notifyMatchFailure(root, "K^T's perm does not have the scores' rank");
+  std::swap(qk.perm[c.rank - 1], qk.perm[c.rank - 2]);
+  for (int64_t i = 0; i < c.rank; ++i)
+    qk.identity &= qk.perm[i] == i;
+  qk.kSource = transpose.getInput();
   if (singleUse(kT)) {
-    chain.push_back(transpose);
-    kSource = peelScale(kSource, scale, chain);
+    c.chain.push_back(transpose);
+    qk.kSource = peelScale(qk.kSource, c.scale, c.chain);
   }
-  if (!std::isfinite(scale) || !(scale > 0))
-    return false;
+  if (!std::isfinite(c.scale) || !(c.scale > 0))
+    return rewriter.notifyMatchFailure(root, "the scale is not finite and positive");
+  return qk;
+}
 
-  // Rotary on both Q and K with the same tables (K must already be in
-  // [B..., Sk, D] layout for the tables to mean the same thing).
-  std::optional<Rotary> rq, rk;
+/// Rotary on both Q and K with the same tables (K must already be in
+/// [B..., Sk, D] layout for the tables to mean the same thing); nullopt, and
+/// the rotary ops stay outside the op, otherwise.
+std::optional<std::pair<Rotary, Rotary>> matchRotaryPair(const QueryKey &qk,
+                                                         SmallVectorImpl<Operation *> &chain) {
+  if (!qk.identity || !singleUse(qk.kSource))
+    return std::nullopt;
   SmallVector<Operation *> rotaryChain;
-  if (identity && singleUse(kSource)) {
-    rq = matchRotary(q, rotaryChain);
-    rk = rq ? matchRotary(kSource, rotaryChain) : std::nullopt;
-    if (!rk || rk->cos != rq->cos || rk->sin != rq->sin) {
-      rq.reset();
-      rk.reset();
-      rotaryChain.clear();
-    }
-  }
+  std::optional<Rotary> rq = matchRotary(qk.q, rotaryChain);
+  std::optional<Rotary> rk = rq ? matchRotary(qk.kSource, rotaryChain) : std::nullopt;
+  if (!rk || rk->cos != rq->cos || rk->sin != rq->sin)
+    return std::nullopt;
+  chain.append(rotaryChain.begin(), rotaryChain.end());
+  return std::pair(*rq, *rk);
+}
 
-  // Masks: a constant, exactly causal one becomes `causal`; at most one
-  // other stays an operand.
+/// The mask operands of the op: `causal` for a constant, exactly causal
+/// mask; at most one other mask as `operand` (an i1 keep-mask for a Where,
+/// `negate`d when its condition marks the dropped positions).
+struct MaskPlan {
   bool causal = false;
-  Value maskOperand;
-  bool dynamicSeq = ShapedType::isDynamic(sq) || ShapedType::isDynamic(sk);
-  OpBuilder b(root);
-  SmallVector<Operation *> matched(chain.begin(), chain.end());
-  matched.append(rotaryChain.begin(), rotaryChain.end());
-  matched.push_back(root);
-  Location loc = fusedLoc(matched);
-  SmallVector<Operation *> made;
-  auto refuse = [&] {
-    eraseDeadOps(made);
-    return false;
-  };
-  for (const Mask &mask : masks) {
+  Value operand;
+  bool negate = false;
+};
+
+/// Whether a Where mask with a finite fill gives the op's -inf numbers: it
+/// must be constant, alone, and keep a key in every row.
+LogicalResult checkFiniteFill(const std::optional<std::vector<bool>> &keep, size_t numMasks,
+                              const ScoreChain &c, MatMulOp root, PatternRewriter &rewriter) {
+  if (!keep || numMasks > 1)
+    return rewriter.notifyMatchFailure(root, "a finite Where fill on a mask that is not "
+                                             "constant or not alone");
+  for (int64_t i = 0; i < c.sq; ++i) {
+    bool any = false;
+    for (int64_t j = 0; j < c.sk; ++j)
+      any |= (*keep)[i * c.sk + j];
+    if (!any)
+      return rewriter.notifyMatchFailure(root, "a finite Where fill on a mask that drops "
+                                               "every key of a row");
+  }
+  return success();
+}
+
+/// Decides what becomes of each mask met on the score chain, refusing mask
+/// combinations whose numbers the op would not reproduce.
+FailureOr<MaskPlan> planMasks(const ScoreChain &c, MatMulOp root, PatternRewriter &rewriter) {
+  MaskPlan plan;
+  bool dynamicSeq = ShapedType::isDynamic(c.sq) || ShapedType::isDynamic(c.sk);
+  for (const Mask &mask : c.masks) {
     // The Add kept the scores' type: dropping a zero mask changes nothing.
     if (!mask.isBool && isZeroConstant(mask.value))
       continue;
     bool exactInf = true;
     std::optional<std::vector<bool>> keep =
         dynamicSeq ? std::nullopt
-                   : keepPattern(mask.value, mask.keepsTrue, !mask.isBool, sq, sk, exactInf);
+                   : keepPattern(mask.value, mask.keepsTrue, !mask.isBool, c.sq, c.sk, exactInf);
     if (mask.isBool)
       exactInf = std::isinf(mask.fill);
-    if (keep && !causal && isCausal(*keep, sq, sk)) {
+    if (keep && !plan.causal && isCausal(*keep, c.sq, c.sk)) {
       // Causal rows always keep their diagonal; with a second mask that may
       // drop it, only a -inf fill gives the op's numbers.
-      if (masks.size() > 1 && !exactInf)
-        return refuse();
-      causal = true;
+      if (c.masks.size() > 1 && !exactInf)
+        return rewriter.notifyMatchFailure(root, "a causal mask with a finite fill beside "
+                                                 "another mask");
+      plan.causal = true;
       continue;
     }
-    if (maskOperand)
-      return refuse();
+    if (plan.operand)
+      return rewriter.notifyMatchFailure(root, "two masks, neither of them causal");
     if (!mask.isBool) {
-      maskOperand = mask.value;
+      plan.operand = mask.value;
       continue;
     }
-    // A finite fill only matches the op's -inf when no row is all masked.
-    if (std::isfinite(mask.fill)) {
-      if (!keep || masks.size() > 1)
-        return refuse();
-      for (int64_t i = 0; i < sq; ++i) {
-        bool any = false;
-        for (int64_t j = 0; j < sk; ++j)
-          any |= (*keep)[i * sk + j];
-        if (!any)
-          return refuse();
-      }
-    }
+    if (std::isfinite(mask.fill) &&
+        failed(checkFiniteFill(keep, c.masks.size(), c, root, rewriter)))
+      return failure();
     if (mask.keepsTrue) {
-      maskOperand = mask.value;
+      plan.operand = mask.value;
     } else if (auto notOp = mask.value.getDefiningOp<NotOp>()) {
-      maskOperand = notOp.getInput(); // masked_fill(~keep, ...)
+      plan.operand = notOp.getInput(); // masked_fill(~keep, ...)
     } else {
-      maskOperand = build<NotOp>(b, loc, mask.value);
-      made.push_back(maskOperand.getDefiningOp());
+      plan.operand = mask.value;
+      plan.negate = true;
     }
+  }
+  return plan;
+}
+
+/// The operands of the op to build.
+struct AttentionOperands {
+  Value query, key, value, mask, cos, sin;
+};
+
+/// The type of the op's key: `kSource` (or what rotary applies to) with its
+/// dims permuted by `perm`, [B..., Sk, D]; null when not ranked.
+RankedTensorType keyType(Value key, const QueryKey &qk) {
+  auto type = rankedType(key);
+  if (!type || qk.identity || type.getRank() != (int64_t)qk.perm.size())
+    return type;
+  SmallVector<int64_t> shape;
+  for (int64_t i : qk.perm)
+    shape.push_back(type.getDimSize(i));
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+/// Why an attention op on these operands, its key of type `k`, would not
+/// verify or would not have `resultType` (AttentionOp::verify, its type
+/// inference and its ODS operand constraints); nullptr when it would. The
+/// checks the rewrite needs instead of building the op and verifying it.
+const char *attentionRefusal(const AttentionOperands &o, RankedTensorType k, Type resultType) {
+  auto isFloat = [](Type t) { return t.isF16() || t.isBF16() || t.isF32() || t.isF64(); };
+  auto q = rankedType(o.query), v = rankedType(o.value);
+  if (!q || !k || !v)
+    return "query, key or value is not ranked";
+  if (!isFloat(q.getElementType()) || k.getElementType() != q.getElementType() ||
+      v.getElementType() != q.getElementType())
+    return "query, key and value do not have one float element type";
+  int64_t r = q.getRank();
+  if (k.getRank() != r || v.getRank() != r)
+    return "query, key and value do not have one rank";
+  auto known = [](int64_t a, int64_t b) {
+    return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+  };
+  if (!known(q.getDimSize(r - 1), k.getDimSize(r - 1)))
+    return "query and key head sizes differ";
+  if (!known(k.getDimSize(r - 2), v.getDimSize(r - 2)))
+    return "key and value sequence lengths differ";
+  for (int64_t d = 0; d < r - 2; ++d)
+    for (RankedTensorType t : {k, v})
+      if (!known(q.getDimSize(d), t.getDimSize(d)) && t.getDimSize(d) != 1)
+        return "key/value batch dims do not broadcast to the query's";
+  if (o.cos) {
+    for (Value table : {o.cos, o.sin})
+      if (!isFloat(cast<TensorType>(table.getType()).getElementType()))
+        return "rotary tables that are not float";
+    if (q.isDynamicDim(r - 1) || q.getDimSize(r - 1) % 2)
+      return "rotary embeddings on a head size that is not static and even";
+  }
+  if (o.mask) {
+    auto m = cast<TensorType>(o.mask.getType());
+    if (m.hasRank() && m.getRank() > r)
+      return "the mask has more dims than the scores";
+    if (!m.getElementType().isInteger(1) && m.getElementType() != q.getElementType())
+      return "a float mask without the query's element type";
+  }
+  SmallVector<int64_t> shape(q.getShape());
+  shape.back() = v.getShape().back();
+  if (RankedTensorType::get(shape, q.getElementType()) != resultType)
+    return "the op's type ([B..., Sq, Dv] of the query) differs from the chain's";
+  return nullptr;
+}
+
+/// `MatMul(Softmax(mask(scale * MatMul(Q, Transpose(K)))), V)` as matched
+/// by the steps above: the scale (Div/Mul by a positive constant after the
+/// QK^T MatMul or on Q and K before it), up to two masks (an Add of a float
+/// mask after any scale; a Where with a fill at or below -1e4 on either
+/// side), at most one of them not causal, Softmax on the last axis; rotary
+/// in rotate-half form on Q and K with the same tables is absorbed when K
+/// is already [B..., Sk, D]. Rooted at the final MatMul; every intermediate
+/// feeds the chain alone.
+struct AttentionPattern : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MatMulOp root, PatternRewriter &rewriter) const override {
+    ScoreChain c;
+    if (failed(matchProbabilities(root, c, rewriter)) ||
+        failed(matchScoreChain(root, c, rewriter)))
+      return failure();
+    FailureOr<QueryKey> qk = matchQueryKey(root, c, rewriter);
+    if (failed(qk))
+      return failure();
+    SmallVector<Operation *> rotaryChain;
+    auto rotary = matchRotaryPair(*qk, rotaryChain);
+    FailureOr<MaskPlan> masks = planMasks(c, root, rewriter);
+    if (failed(masks))
+      return failure();
+
+    AttentionOperands o;
+    o.query = rotary ? rotary->first.x : qk->q;
+    o.key = rotary ? rotary->second.x : qk->kSource;
+    o.value = root.getRhs();
+    o.mask = masks->operand;
+    if (rotary) {
+      o.cos = rotary->first.cos;
+      o.sin = rotary->first.sin;
+    }
+    if (const char *why = attentionRefusal(o, keyType(o.key, *qk), root.getType()))
+      return rewriter.notifyMatchFailure(root, why);
+    rewriteAttention(root, c, *qk, o, *masks, rotaryChain, rewriter);
+    return success();
   }
 
-  Value key = rk ? rk->x : kSource;
-  if (!identity) {
-    key = build<TransposeOp>(b, loc, key, b.getDenseI64ArrayAttr(perm));
-    made.push_back(key.getDefiningOp());
+  /// Builds the op (after the Not of a drop-mask and the key transpose) and
+  /// erases the chain.
+  static void rewriteAttention(MatMulOp root, const ScoreChain &c, const QueryKey &qk,
+                               AttentionOperands o, const MaskPlan &masks,
+                               ArrayRef<Operation *> rotaryChain, PatternRewriter &rewriter) {
+    SmallVector<Operation *> matched(c.chain.begin(), c.chain.end());
+    matched.append(rotaryChain.begin(), rotaryChain.end());
+    Location loc = fusedLoc(matched);
+    rewriter.setInsertionPoint(root);
+    if (masks.negate)
+      o.mask = NotOp::create(rewriter, loc, o.mask);
+    if (!qk.identity)
+      o.key = TransposeOp::create(rewriter, loc, o.key, qk.perm);
+    auto attention = AttentionOp::create(
+        rewriter, loc, root.getType(), o.query, o.key, o.value, o.mask, o.cos, o.sin,
+        rewriter.getF32FloatAttr((float)c.scale), rewriter.getBoolAttr(masks.causal));
+    rewriter.replaceAllUsesWith(root.getResult(), attention.getResult());
+    matched.push_back(root);
+    for (const Mask &mask : c.masks)
+      if (mask.value != o.mask && mask.value.getDefiningOp())
+        matched.push_back(mask.value.getDefiningOp());
+    eraseDeadOps(rewriter, matched);
   }
-  Value query = rq ? rq->x : q;
-  Operation *attention = buildOp<AttentionOp>(
-      b, loc, query, key, value, maskOperand, rq ? rq->cos : Value(),
-      rq ? rq->sin : Value(), b.getF32FloatAttr((float)scale), b.getBoolAttr(causal));
-  // The verifier checks head sizes and rotary tables; a refusal is a missed
-  // match, not an error.
-  auto verified = [&] {
-    ScopedDiagnosticHandler quiet(root.getContext(), [](Diagnostic &) { return success(); });
-    return succeeded(mlir::verify(attention));
-  };
-  if (!attention || attention->getResult(0).getType() != root.getType() || !verified()) {
-    if (attention)
-      attention->erase();
-    return refuse();
-  }
-  root.getResult().replaceAllUsesWith(attention->getResult(0));
-  chain.append(rotaryChain.begin(), rotaryChain.end());
-  for (const Mask &mask : masks)
-    if (mask.value != maskOperand && mask.value.getDefiningOp())
-      chain.push_back(mask.value.getDefiningOp());
-  eraseDeadOps(chain);
-  return true;
-}
+};
 
 struct RecognizeAttentionPass
     : public ::sluice::impl::RecognizeAttentionPassBase<RecognizeAttentionPass> {
   using RecognizeAttentionPassBase::RecognizeAttentionPassBase;
 
   void runOnOperation() override {
-    // Roots are the final MatMul; a match erases only ops before it.
-    getOperation().walk([&](Block *block) {
-      for (Operation &op : llvm::make_early_inc_range(*block))
-        if (auto matmul = dyn_cast<MatMulOp>(op))
-          rewriteAttention(matmul);
-    });
+    RewritePatternSet patterns(&getContext());
+    populateRecognizeAttentionPatterns(patterns);
+    applyRecognizePatterns(getOperation(), std::move(patterns));
   }
 };
 
 } // namespace
+
+void sluice::populateRecognizeAttentionPatterns(RewritePatternSet &patterns) {
+  patterns.add<AttentionPattern>(patterns.getContext());
+}

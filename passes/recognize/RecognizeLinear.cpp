@@ -7,12 +7,14 @@
 // (GELU, the residual add), so none of them can join the GEMM's epilogue.
 // The same Linear on x as it is, `MatMul(x[B..., K], W[K, N]) + bias[N]`,
 // computes the same numbers with the same shape as the trailing reshape's
-// result: the chain becomes that, and the reshapes go away.
+// result: the chain becomes that, and the reshapes go away (LinearPattern,
+// rooted at the trailing reshape).
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 #include "passes/recognize/Match.h"
+#include "passes/recognize/Patterns.h"
 
 namespace sluice {
 #define GEN_PASS_DEF_RECOGNIZELINEARPASS
@@ -34,82 +36,91 @@ bool isRowBias(Value bias, int64_t n) {
 }
 
 /// `Reshape(MatMul(Reshape(x, [M, K]), W) [+ bias], [B..., N])` with x of
-/// shape [B..., K], W [K, N]: becomes `MatMul(x, W) [+ bias]`.
-bool matchLinear(ReshapeOp out) {
-  auto outType = rankedType(out.getOutput());
-  if (!outType || !outType.hasStaticShape() || outType.getRank() < 3)
-    return false;
-  Value y = out.getInput();
-  if (!singleUse(y))
-    return false;
-  AddOp add = y.getDefiningOp<AddOp>();
-  MatMulOp matmul;
-  Value bias;
-  if (add) {
-    for (auto [m, b] : {std::pair(add.getLhs(), add.getRhs()),
-                        std::pair(add.getRhs(), add.getLhs())})
-      if (auto def = m.getDefiningOp<MatMulOp>(); def && singleUse(m)) {
-        matmul = def;
-        bias = b;
-        break;
-      }
-    if (!matmul || add.getType() != matmul.getType())
-      return false;
-  } else {
-    matmul = y.getDefiningOp<MatMulOp>();
-    if (!matmul)
-      return false;
-  }
-  auto mmType = rankedType(matmul.getOutput());
-  auto lhsType = rankedType(matmul.getLhs());
-  auto wType = rankedType(matmul.getRhs());
-  if (!mmType || !lhsType || !wType || mmType.getRank() != 2 || lhsType.getRank() != 2 ||
-      wType.getRank() != 2 || !mmType.hasStaticShape() || !lhsType.hasStaticShape() ||
-      !wType.hasStaticShape())
-    return false;
-  int64_t k = lhsType.getShape()[1], n = mmType.getShape()[1];
-  if (bias && !isRowBias(bias, n))
-    return false;
-  auto flatten = matmul.getLhs().getDefiningOp<ReshapeOp>();
-  if (!flatten)
-    return false;
-  Value x = flatten.getInput();
-  auto xType = rankedType(x);
-  if (!xType || !xType.hasStaticShape() || xType.getRank() != outType.getRank() ||
-      xType.getShape().back() != k || outType.getShape().back() != n ||
-      xType.getShape().drop_back() != outType.getShape().drop_back() ||
-      outType.getElementType() != mmType.getElementType())
-    return false;
+/// static shape [B..., K] (rank >= 3), W [K, N] and a bias [N] or [1, N],
+/// where the matmul (and the add) feed the chain alone: becomes
+/// `MatMul(x, W) [+ bias]` of the trailing reshape's type. The flatten stays
+/// when something else reads it.
+struct LinearPattern : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
 
-  OpBuilder b(out);
-  SmallVector<Operation *> front{matmul};
-  if (singleUse(flatten.getOutput()))
-    front.push_back(flatten);
-  Value result = MatMulOp::create(b, fusedLoc(front), outType, x, matmul.getRhs()).getResult();
-  if (add)
-    result = AddOp::create(b, fusedLoc({add.getOperation(), out.getOperation()}), outType, result,
-                           bias)
-                 .getResult();
-  out.getOutput().replaceAllUsesWith(result);
-  SmallVector<Operation *> chain{out, matmul, flatten};
-  if (add)
-    chain.push_back(add);
-  eraseDeadOps(chain);
-  return true;
-}
+  LogicalResult matchAndRewrite(ReshapeOp out, PatternRewriter &rewriter) const override {
+    auto outType = rankedType(out.getOutput());
+    if (!outType || !outType.hasStaticShape() || outType.getRank() < 3)
+      return rewriter.notifyMatchFailure(out, "not an unflatten to a static rank >= 3 shape");
+    Value y = out.getInput();
+    if (!singleUse(y))
+      return rewriter.notifyMatchFailure(out, "the reshaped value has other users");
+    AddOp add = y.getDefiningOp<AddOp>();
+    MatMulOp matmul;
+    Value bias;
+    if (add) {
+      for (auto [m, b] : {std::pair(add.getLhs(), add.getRhs()),
+                          std::pair(add.getRhs(), add.getLhs())})
+        if (auto def = m.getDefiningOp<MatMulOp>(); def && singleUse(m)) {
+          matmul = def;
+          bias = b;
+          break;
+        }
+      if (!matmul || add.getType() != matmul.getType())
+        return rewriter.notifyMatchFailure(out, "not a single-use matmul plus a bias");
+    } else {
+      matmul = y.getDefiningOp<MatMulOp>();
+      if (!matmul)
+        return rewriter.notifyMatchFailure(out, "the reshaped value is not a matmul (+ bias)");
+    }
+    auto mmType = rankedType(matmul.getOutput());
+    auto lhsType = rankedType(matmul.getLhs());
+    auto wType = rankedType(matmul.getRhs());
+    if (!mmType || !lhsType || !wType || mmType.getRank() != 2 || lhsType.getRank() != 2 ||
+        wType.getRank() != 2 || !mmType.hasStaticShape() || !lhsType.hasStaticShape() ||
+        !wType.hasStaticShape())
+      return rewriter.notifyMatchFailure(out, "the matmul is not a static 2-D GEMM");
+    int64_t k = lhsType.getShape()[1], n = mmType.getShape()[1];
+    if (bias && !isRowBias(bias, n))
+      return rewriter.notifyMatchFailure(out, "the bias is not [N] or [1, N]");
+    auto flatten = matmul.getLhs().getDefiningOp<ReshapeOp>();
+    if (!flatten)
+      return rewriter.notifyMatchFailure(out, "the matmul's LHS is not a reshape");
+    Value x = flatten.getInput();
+    auto xType = rankedType(x);
+    if (!xType || !xType.hasStaticShape() || xType.getRank() != outType.getRank() ||
+        xType.getShape().back() != k || outType.getShape().back() != n ||
+        xType.getShape().drop_back() != outType.getShape().drop_back() ||
+        outType.getElementType() != mmType.getElementType())
+      return rewriter.notifyMatchFailure(
+          out, "the flatten's input is not [B..., K] with the unflatten's leading dims");
+
+    rewriter.setInsertionPoint(out);
+    SmallVector<Operation *> front{matmul};
+    if (singleUse(flatten.getOutput()))
+      front.push_back(flatten);
+    Value result =
+        MatMulOp::create(rewriter, fusedLoc(front), outType, x, matmul.getRhs()).getResult();
+    if (add)
+      result = AddOp::create(rewriter, fusedLoc({add.getOperation(), out.getOperation()}),
+                             outType, result, bias)
+                   .getResult();
+    rewriter.replaceAllUsesWith(out.getOutput(), result);
+    SmallVector<Operation *> chain{out, matmul, flatten};
+    if (add)
+      chain.push_back(add);
+    eraseDeadOps(rewriter, chain);
+    return success();
+  }
+};
 
 struct RecognizeLinearPass : public ::sluice::impl::RecognizeLinearPassBase<RecognizeLinearPass> {
   using RecognizeLinearPassBase::RecognizeLinearPassBase;
 
   void runOnOperation() override {
-    // Roots are the trailing reshapes; a match erases the root and ops
-    // before it only, so the walk goes on from the op after it.
-    getOperation().walk([&](Block *block) {
-      for (Operation &op : llvm::make_early_inc_range(*block))
-        if (auto reshape = dyn_cast<ReshapeOp>(op))
-          matchLinear(reshape);
-    });
+    RewritePatternSet patterns(&getContext());
+    populateRecognizeLinearPatterns(patterns);
+    applyRecognizePatterns(getOperation(), std::move(patterns));
   }
 };
 
 } // namespace
+
+void sluice::populateRecognizeLinearPatterns(RewritePatternSet &patterns) {
+  patterns.add<LinearPattern>(patterns.getContext());
+}

@@ -10,11 +10,13 @@
 // ReduceMean, which they share, and become one row op. Only reductions over
 // the trailing axes with keepdims are recognized (the composites normalize
 // dims [axis, rank)), and only when every intermediate feeds the chain alone.
+// One pattern (NormPattern) matches both, rooted at the variance mean.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 #include "passes/recognize/Match.h"
+#include "passes/recognize/Patterns.h"
 
 namespace sluice {
 #define GEN_PASS_DEF_RECOGNIZENORMSPASS
@@ -82,13 +84,15 @@ bool isNormParameter(Value side, RankedTensorType type, int64_t axis) {
 }
 
 /// Reshapes a norm parameter to drop its leading 1s (the composites want
-/// at most rank - axis dims).
-Value trimParameter(OpBuilder &b, Location loc, Value side, int64_t normalizedRank) {
+/// at most rank - axis dims); `side` has a static shape when it has more.
+Value trimParameter(PatternRewriter &rewriter, Location loc, Value side,
+                    int64_t normalizedRank) {
   auto type = rankedType(side);
   if (type.getRank() <= normalizedRank)
     return side;
   ArrayRef<int64_t> shape = type.getShape().take_back(normalizedRank);
-  return build<ReshapeOp>(b, loc, side, i64Constant(b, loc, shape), false);
+  return ReshapeOp::create(rewriter, loc, RankedTensorType::get(shape, type.getElementType()),
+                           side, i64Constant(rewriter, loc, shape), /*allowzero=*/false);
 }
 
 struct NormMatch {
@@ -101,20 +105,21 @@ struct NormMatch {
   SmallVector<Operation *> chain;
 };
 
-/// Matches the chain through the variance mean `variance`.
-std::optional<NormMatch> matchNorm(ReduceOp variance) {
-  NormMatch m;
+/// Matches `t^2` and, for LayerNorm, `t = x - mean(x)` over the variance's
+/// axes: fills m.input, m.layerNorm and the start of m.chain; returns t.
+FailureOr<Value> matchSquare(ReduceOp variance, NormMatch &m, PatternRewriter &rewriter) {
   auto axis = trailingMeanAxis(variance);
   if (!axis)
-    return std::nullopt;
+    return rewriter.notifyMatchFailure(variance,
+                                       "not a keepdims mean over the trailing axes");
   m.axis = *axis;
   Value sq = variance.getInput();
   Value t = squaredValue(sq);
   if (!t || !singleUse(sq))
-    return std::nullopt;
+    return rewriter.notifyMatchFailure(variance, "not the mean of a single-use square");
   auto type = rankedType(t);
   if (!type || sq.getType() != type)
-    return std::nullopt;
+    return rewriter.notifyMatchFailure(variance, "the square changes its operand's type");
   m.chain = {variance, sq.getDefiningOp()};
   // LayerNorm when t = x - mean(x) over the same axes.
   m.input = t;
@@ -127,21 +132,28 @@ std::optional<NormMatch> matchNorm(ReduceOp variance) {
       m.chain.append({sub, mean});
     }
   }
-  // var + eps
+  return t;
+}
+
+/// Matches `var + eps` and the division of `t` by its square root:
+/// t / sqrt(.), t * rsqrt(.), t * reciprocal(sqrt(.)), t * (1 / sqrt(.)).
+/// Returns the normalizing op.
+FailureOr<Operation *> matchNormalization(ReduceOp variance, Value t, NormMatch &m,
+                                          PatternRewriter &rewriter) {
   Value var = variance.getResult();
   if (!singleUse(var))
-    return std::nullopt;
+    return rewriter.notifyMatchFailure(variance, "the variance has other users");
   auto addEps = dyn_cast<AddOp>(*var.getUsers().begin());
   if (!addEps)
-    return std::nullopt;
+    return rewriter.notifyMatchFailure(variance, "the variance is not added to epsilon");
   Value epsValue = otherOperand(addEps, var);
   auto eps = epsValue ? splatValue(epsValue) : std::nullopt;
   if (!eps || *eps < 0 || addEps.getType() != var.getType() ||
       !singleUse(addEps.getResult()))
-    return std::nullopt;
+    return rewriter.notifyMatchFailure(variance,
+                                       "not var + eps with a constant eps >= 0, used once");
   m.epsilon = *eps;
   m.chain.push_back(addEps);
-  // t / sqrt(.), t * rsqrt(.), t * reciprocal(sqrt(.)), t * (1 / sqrt(.)).
   Operation *next = *addEps->getUsers().begin();
   Operation *normOp = nullptr;
   Value inv;
@@ -151,7 +163,7 @@ std::optional<NormMatch> matchNorm(ReduceOp variance) {
   } else if (auto sqrt = dyn_cast<SqrtOp>(next)) {
     m.chain.push_back(sqrt);
     if (!singleUse(sqrt.getResult()))
-      return std::nullopt;
+      return rewriter.notifyMatchFailure(variance, "the square root has other users");
     Operation *user = *sqrt->getUsers().begin();
     if (auto div = dyn_cast<DivOp>(user)) {
       if (div.getRhs() == sqrt.getResult() && div.getLhs() == t)
@@ -167,37 +179,38 @@ std::optional<NormMatch> matchNorm(ReduceOp variance) {
   }
   if (inv) {
     if (!singleUse(inv))
-      return std::nullopt;
+      return rewriter.notifyMatchFailure(variance, "1/stddev has other users");
     auto mul = dyn_cast<MulOp>(*inv.getUsers().begin());
     if (!mul || otherOperand(mul, inv) != t)
-      return std::nullopt;
+      return rewriter.notifyMatchFailure(variance, "1/stddev does not multiply the input");
     normOp = mul;
   }
-  if (!normOp || normOp->getResult(0).getType() != type)
-    return std::nullopt;
-  m.chain.push_back(normOp);
-  // t feeds the square and the normalization only (LayerNorm: t is ours).
-  if (m.layerNorm && !onlyUsedBy(t, {sq.getDefiningOp(), normOp}))
-    return std::nullopt;
-  m.normalized = normOp->getResult(0);
+  if (!normOp || normOp->getResult(0).getType() != t.getType())
+    return rewriter.notifyMatchFailure(variance,
+                                       "no division by sqrt(var + eps) of the input's type");
+  return normOp;
+}
 
-  // RMSNorm: statistics in fp32 inside a Cast pair.
-  if (!m.layerNorm) {
-    auto castIn = m.input.getDefiningOp<CastOp>();
-    if (castIn && m.normalized.hasOneUse()) {
-      auto castOut = dyn_cast<CastOp>(*m.normalized.getUsers().begin());
-      if (castOut && castOut.getType() == castIn.getInput().getType() &&
-          isa<FloatType>(castIn.getInput().getType().getElementType()) &&
-          !castIn.getTruncateBf16() && !castOut.getTruncateBf16() &&
-          onlyUsedBy(m.input, {sq.getDefiningOp(), normOp})) {
-        m.chain.append({castIn, castOut});
-        m.input = castIn.getInput();
-        m.normalized = castOut.getResult();
-        type = rankedType(m.input);
-      }
-    }
+/// RMSNorm: statistics in fp32 inside a Cast pair around the chain.
+void matchCastPair(NormMatch &m, Operation *square, Operation *normOp) {
+  auto castIn = m.input.getDefiningOp<CastOp>();
+  if (!castIn || !m.normalized.hasOneUse())
+    return;
+  auto castOut = dyn_cast<CastOp>(*m.normalized.getUsers().begin());
+  if (castOut && castOut.getType() == castIn.getInput().getType() &&
+      isa<FloatType>(castIn.getInput().getType().getElementType()) &&
+      !castIn.getTruncateBf16() && !castOut.getTruncateBf16() &&
+      onlyUsedBy(m.input, {square, normOp})) {
+    m.chain.append({castIn, castOut});
+    m.input = castIn.getInput();
+    m.normalized = castOut.getResult();
   }
-  // Optional scale, then (LayerNorm) bias.
+}
+
+/// The optional `* scale`, then (LayerNorm) `+ bias`, each of the input's
+/// type and varying along the normalized dims only.
+void matchScaleAndBias(NormMatch &m) {
+  auto type = rankedType(m.input);
   if (m.normalized.hasOneUse())
     if (auto mul = dyn_cast<MulOp>(*m.normalized.getUsers().begin())) {
       Value side = otherOperand(mul, m.normalized);
@@ -216,69 +229,107 @@ std::optional<NormMatch> matchNorm(ReduceOp variance) {
         m.normalized = add.getResult();
       }
     }
+}
+
+/// Matches the chain through the variance mean `variance`.
+FailureOr<NormMatch> matchNorm(ReduceOp variance, PatternRewriter &rewriter) {
+  NormMatch m;
+  FailureOr<Value> t = matchSquare(variance, m, rewriter);
+  if (failed(t))
+    return failure();
+  Operation *square = variance.getInput().getDefiningOp();
+  FailureOr<Operation *> normOp = matchNormalization(variance, *t, m, rewriter);
+  if (failed(normOp))
+    return failure();
+  m.chain.push_back(*normOp);
+  // t feeds the square and the normalization only (LayerNorm: t is ours).
+  if (m.layerNorm && !onlyUsedBy(*t, {square, *normOp}))
+    return rewriter.notifyMatchFailure(variance, "x - mean(x) has other users");
+  m.normalized = (*normOp)->getResult(0);
+  if (!m.layerNorm)
+    matchCastPair(m, square, *normOp);
+  matchScaleAndBias(m);
+
+  // The composite's result has the input's type; a parameter with more dims
+  // than the normalized ones is reshaped to a static shape; without a scale
+  // the composite gets a constant of ones over the (static) normalized dims.
+  auto type = rankedType(m.input);
+  int64_t normalizedRank = type.getRank() - m.axis;
+  if (m.normalized.getType() != type)
+    return rewriter.notifyMatchFailure(variance, "the chain changes the input's type");
+  for (Value side : {m.scale, m.bias})
+    if (side && rankedType(side).getRank() > normalizedRank &&
+        !rankedType(side).hasStaticShape())
+      return rewriter.notifyMatchFailure(variance, "a scale or bias to reshape has dynamic dims");
+  if (!m.scale && !RankedTensorType::get(type.getShape().drop_front(m.axis),
+                                         type.getElementType())
+                       .hasStaticShape())
+    return rewriter.notifyMatchFailure(variance,
+                                       "no scale, and the normalized dims are not static");
   return m;
 }
 
-bool rewriteNorm(ReduceOp variance) {
-  auto m = matchNorm(variance);
-  if (!m)
-    return false;
-  Operation *root = m->normalized.getDefiningOp();
-  OpBuilder b(root);
-  SmallVector<Value> stops{m->input};
-  for (Value v : {m->scale, m->bias})
-    if (v)
-      stops.push_back(v);
-  Location loc = chainLoc(root, stops);
-  auto type = rankedType(m->input);
-  int64_t normalizedRank = type.getRank() - m->axis;
-  Value scale = m->scale;
-  if (scale) {
-    scale = trimParameter(b, loc, scale, normalizedRank);
-  } else {
-    auto onesType = RankedTensorType::get(type.getShape().drop_front(m->axis),
-                                          type.getElementType());
-    scale = ConstantOp::create(
-        b, loc, DenseElementsAttr::get(onesType, FloatAttr::get(type.getElementType(), 1.0)));
+/// LayerNorm `d = x - ReduceMean(x); d / Sqrt(ReduceMean(d^2) + eps)` and
+/// RMSNorm `x * Rsqrt(ReduceMean(x^2) + eps)` (the division written as Div,
+/// Rsqrt, Reciprocal(Sqrt) or 1 / Sqrt; RMSNorm optionally inside a Cast to
+/// a float type and back), then an optional `* scale` and (LayerNorm)
+/// `+ bias` that vary along the normalized dims only; rooted at the variance
+/// mean, which reduces the trailing axes with keepdims. Every intermediate
+/// feeds the chain alone.
+struct NormPattern : OpRewritePattern<ReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReduceOp variance, PatternRewriter &rewriter) const override {
+    FailureOr<NormMatch> m = matchNorm(variance, rewriter);
+    if (failed(m))
+      return failure();
+    Operation *root = m->normalized.getDefiningOp();
+    rewriter.setInsertionPoint(root);
+    SmallVector<Value> stops{m->input};
+    for (Value v : {m->scale, m->bias})
+      if (v)
+        stops.push_back(v);
+    Location loc = chainLoc(root, stops);
+    auto type = rankedType(m->input);
+    int64_t normalizedRank = type.getRank() - m->axis;
+    Value scale = m->scale;
+    if (scale) {
+      scale = trimParameter(rewriter, loc, scale, normalizedRank);
+    } else {
+      auto onesType = RankedTensorType::get(type.getShape().drop_front(m->axis),
+                                            type.getElementType());
+      scale = ConstantOp::create(
+          rewriter, loc,
+          DenseElementsAttr::get(onesType, FloatAttr::get(type.getElementType(), 1.0)));
+    }
+    Value bias = m->bias ? trimParameter(rewriter, loc, m->bias, normalizedRank) : Value();
+    auto axisAttr = rewriter.getI64IntegerAttr(m->axis);
+    auto epsAttr = rewriter.getF32FloatAttr((float)m->epsilon);
+    Value replacement;
+    if (m->layerNorm)
+      replacement =
+          LayerNormOp::create(rewriter, loc, m->input, scale, bias, axisAttr, epsAttr).getOutput();
+    else
+      replacement = RmsNormOp::create(rewriter, loc, m->input, scale, axisAttr, epsAttr);
+    rewriter.replaceAllUsesWith(m->normalized, replacement);
+    eraseDeadOps(rewriter, m->chain);
+    return success();
   }
-  Value bias = m->bias ? trimParameter(b, loc, m->bias, normalizedRank) : Value();
-  Value replacement;
-  auto epsAttr = b.getF32FloatAttr((float)m->epsilon);
-  if (m->layerNorm)
-    replacement = build<LayerNormOp>(b, loc, m->input, scale, bias,
-                                     b.getI64IntegerAttr(m->axis), epsAttr);
-  else
-    replacement = build<RmsNormOp>(b, loc, m->input, scale,
-                                   b.getI64IntegerAttr(m->axis), epsAttr);
-  if (!replacement || replacement.getType() != m->normalized.getType()) {
-    if (replacement)
-      replacement.getDefiningOp()->erase();
-    return false;
-  }
-  m->normalized.replaceAllUsesWith(replacement);
-  eraseDeadOps(m->chain);
-  return true;
-}
+};
 
 struct RecognizeNormsPass
     : public ::sluice::impl::RecognizeNormsPassBase<RecognizeNormsPass> {
   using RecognizeNormsPassBase::RecognizeNormsPassBase;
 
   void runOnOperation() override {
-    // A match erases ops after the variance mean: restart the scan after
-    // each rewrite (graphs have tens of norms at most).
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      getOperation().walk([&](ReduceOp reduce) {
-        if (rewriteNorm(reduce)) {
-          changed = true;
-          return WalkResult::interrupt();
-        }
-        return WalkResult::advance();
-      });
-    }
+    RewritePatternSet patterns(&getContext());
+    populateRecognizeNormsPatterns(patterns);
+    applyRecognizePatterns(getOperation(), std::move(patterns));
   }
 };
 
 } // namespace
+
+void sluice::populateRecognizeNormsPatterns(RewritePatternSet &patterns) {
+  patterns.add<NormPattern>(patterns.getContext());
+}

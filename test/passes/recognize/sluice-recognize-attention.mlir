@@ -327,3 +327,50 @@ func.func @negative_scale(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tens
   %o = sluice.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %o : tensor<2x4x8xf32>
 }
+
+// -----
+
+// Refused: Q's batch dim broadcasts against K's (the op's batch dims are the
+// query's; key and value may only broadcast into them).
+// CHECK-LABEL: func @query_batch_broadcasts
+// CHECK-NOT: sluice.attention
+// CHECK: sluice.softmax
+// CHECK-NOT: sluice.attention
+func.func @query_batch_broadcasts(%q: tensor<1x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %kt = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = sluice.matmul %q, %kt : (tensor<1x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p = sluice.softmax %s {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o = sluice.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Refused: V's batch dim broadcasts against the scores'.
+// CHECK-LABEL: func @value_batch_broadcasts
+// CHECK-NOT: sluice.attention
+// CHECK: sluice.softmax
+// CHECK-NOT: sluice.attention
+func.func @value_batch_broadcasts(%q: tensor<1x4x8xf32>, %k: tensor<1x4x8xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %kt = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<1x4x8xf32>) -> tensor<1x8x4xf32>
+  %s = sluice.matmul %q, %kt : (tensor<1x4x8xf32>, tensor<1x8x4xf32>) -> tensor<1x4x4xf32>
+  %p = sluice.softmax %s {axis = -1 : i64} : (tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %o = sluice.matmul %p, %v : (tensor<1x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Refused: the op would type its result from Q's dynamic batch dim, the
+// chain's result has K's static one.
+// CHECK-LABEL: func @dynamic_query_batch
+// CHECK-NOT: sluice.attention
+// CHECK: sluice.softmax
+// CHECK-NOT: sluice.attention
+func.func @dynamic_query_batch(%q: tensor<?x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %kt = sluice.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = sluice.matmul %q, %kt : (tensor<?x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p = sluice.softmax %s {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %o = sluice.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}

@@ -158,3 +158,44 @@ func.func @row_factor(%x: tensor<3x16xf32>, %f: tensor<3x1xf32>) -> tensor<3x16x
   %y = sluice.mul %n, %f : (tensor<3x16xf32>, tensor<3x1xf32>) -> tensor<3x16xf32>
   return %y : tensor<3x16xf32>
 }
+
+// -----
+
+// Refused: no weight over a dynamic normalized dim (the ones the op would
+// take as its scale need a static shape).
+// CHECK-LABEL: func @rms_norm_dynamic_no_weight
+// CHECK-NOT: sluice.rms_norm
+// CHECK: sluice.rsqrt
+func.func @rms_norm_dynamic_no_weight(%x: tensor<2x?xf32>) -> tensor<2x?xf32> {
+  %two = sluice.constant dense<2.0> : tensor<f32>
+  %eps = sluice.constant dense<1.0e-6> : tensor<f32>
+  %axes = sluice.constant dense<-1> : tensor<1xi64>
+  %sq = sluice.pow %x, %two : (tensor<2x?xf32>, tensor<f32>) -> tensor<2x?xf32>
+  %v = sluice.reduce %sq, %axes {kind = #sluice<reduce_kind mean>} : (tensor<2x?xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %ve = sluice.add %v, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %r = sluice.rsqrt %ve : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %n = sluice.mul %x, %r : (tensor<2x?xf32>, tensor<2x1xf32>) -> tensor<2x?xf32>
+  return %n : tensor<2x?xf32>
+}
+
+// -----
+
+// Refused: a scale with a leading 1 to drop (a reshape) and a dynamic dim.
+// CHECK-LABEL: func @dynamic_scale_to_reshape
+// CHECK-NOT: sluice.layer_norm
+// CHECK-NOT: sluice.reshape
+// CHECK: sluice.mul %{{.+}}, %arg1
+func.func @dynamic_scale_to_reshape(%x: tensor<2x?xf32>, %s: tensor<1x?xf32>) -> tensor<2x?xf32> {
+  %axes = sluice.constant dense<-1> : tensor<1xi64>
+  %two = sluice.constant dense<2.0> : tensor<f32>
+  %eps = sluice.constant dense<1.0e-5> : tensor<f32>
+  %m = sluice.reduce %x, %axes {kind = #sluice<reduce_kind mean>} : (tensor<2x?xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %d = sluice.sub %x, %m : (tensor<2x?xf32>, tensor<2x1xf32>) -> tensor<2x?xf32>
+  %sq = sluice.pow %d, %two : (tensor<2x?xf32>, tensor<f32>) -> tensor<2x?xf32>
+  %v = sluice.reduce %sq, %axes {kind = #sluice<reduce_kind mean>} : (tensor<2x?xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %ve = sluice.add %v, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %sd = sluice.sqrt %ve : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %n = sluice.div %d, %sd : (tensor<2x?xf32>, tensor<2x1xf32>) -> tensor<2x?xf32>
+  %ns = sluice.mul %n, %s : (tensor<2x?xf32>, tensor<1x?xf32>) -> tensor<2x?xf32>
+  return %ns : tensor<2x?xf32>
+}

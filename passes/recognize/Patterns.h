@@ -1,0 +1,62 @@
+//===- Patterns.h - rewrite patterns of the recognize phase ------*- C++ -*-===//
+//
+// Each recognizer is a set of rewrite patterns, kept apart from the pass that
+// applies it, so that another pass (or a test) can combine them. The passes
+// apply them with `applyRecognizePatterns`: the greedy driver, configured to
+// do nothing but the patterns (see there).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_PASSES_RECOGNIZE_PATTERNS_H
+#define SLUICE_PASSES_RECOGNIZE_PATTERNS_H
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <string>
+
+namespace sluice {
+
+/// sluice.layer_norm and sluice.rms_norm from their reduction chains
+/// (RecognizeNorms.cpp).
+void populateRecognizeNormsPatterns(mlir::RewritePatternSet &patterns);
+
+/// sluice.gelu and sluice.silu from their elementwise chains
+/// (RecognizeActivations.cpp).
+void populateRecognizeActivationsPatterns(mlir::RewritePatternSet &patterns);
+
+/// sluice.attention from MatMul/scale/mask/Softmax/MatMul chains
+/// (RecognizeAttention.cpp).
+void populateRecognizeAttentionPatterns(mlir::RewritePatternSet &patterns);
+
+/// Batched Linear layers without their flatten/unflatten reshapes
+/// (RecognizeLinear.cpp).
+void populateRecognizeLinearPatterns(mlir::RewritePatternSet &patterns);
+
+/// Each composite named in `ops` ("sluice.attention" ...; every composite
+/// when empty) written back as primitive ops (DecomposeComposites.cpp).
+void populateDecomposeCompositesPatterns(mlir::RewritePatternSet &patterns,
+                                         llvm::ArrayRef<std::string> ops = {});
+
+/// Applies `patterns` to the regions of `op` with the greedy driver, top-down
+/// (program order, as the passes walked before they were patterns), with
+/// folding, constant CSE and region simplification off: these passes change
+/// only what their patterns match, and the canonicalizer that follows them in
+/// the pipeline does the rest. (The driver still erases ops it finds dead,
+/// as that canonicalizer would.)
+inline void applyRecognizePatterns(mlir::Operation *op,
+                                   mlir::RewritePatternSet &&patterns) {
+  mlir::GreedyRewriteConfig config;
+  config.setUseTopDownTraversal(true)
+      .enableFolding(false)
+      .enableConstantCSE(false)
+      .setRegionSimplificationLevel(mlir::GreedySimplifyRegionLevel::Disabled);
+  // No pattern builds an op that a pattern of its own set starts from, so the
+  // driver converges; a failure here would only say that it stopped at its
+  // iteration limit, with valid IR.
+  (void)mlir::applyPatternsGreedily(op, std::move(patterns), config);
+}
+
+} // namespace sluice
+
+#endif // SLUICE_PASSES_RECOGNIZE_PATTERNS_H
