@@ -11,12 +11,12 @@
 
 #include "codegen/bundle/Bundle.h"
 #include "codegen/cpu/CpuEmitter.h"
-#include "lib/onnx/Importer.h"
 #include "dialects/sluice/SluiceOps.h"
-#include "lib/pipeline/Pipeline.h"
+#include "lib/onnx/Importer.h"
 #include "lib/support/Json.h"
 #include "passes/Passes.h"
 #include "tools/common/ToolSupport.h"
+#include "tools/driver/Pipeline.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"

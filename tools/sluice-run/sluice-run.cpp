@@ -18,13 +18,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/onnx/Importer.h"
-#include "lib/pipeline/Pipeline.h"
 #include "dialects/sluice/SluiceOps.h"
+#include "lib/onnx/Importer.h"
 #include "lib/reference/Evaluator.h"
 #include "lib/support/Json.h"
 #include "lib/support/TensorFiles.h"
 #include "tools/common/ToolSupport.h"
+#include "tools/driver/Pipeline.h"
 
 #include "sluice/Runtime.h"
 

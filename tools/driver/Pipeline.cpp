@@ -1,13 +1,13 @@
 //===- Pipeline.cpp - compiler phases, options and driver -----------------===//
 
-#include "lib/pipeline/Pipeline.h"
-
-#include "lib/onnx/Importer.h"
-#include "passes/Passes.h"
-#include "lib/reference/Evaluator.h"
-#include "lib/support/TensorFiles.h"
+#include "tools/driver/Pipeline.h"
 
 #include "dialects/sluice/SluiceOps.h"
+#include "lib/onnx/Importer.h"
+#include "lib/reference/Evaluator.h"
+#include "lib/support/TensorFiles.h"
+#include "passes/Passes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/Diagnostics.h"
