@@ -62,7 +62,7 @@ def DecomposeCompositesPass : Pass<"sluice-decompose-composites", "mlir::func::F
     mask (Add for a float mask, Select with -inf for an i1 keep-mask, an
     additive constant for `causal`), Softmax on the last axis and the second
     MatMul. The fuse phase runs it first, restricted to the composites the
-    target has no kernel for (lib/pipeline/Pipeline.cpp,
+    target has no kernel for (tools/driver/Pipeline.cpp,
     `compositesToDecompose`); tests run it after the recognizers to compare
     the two graphs numerically. Fails on a causal or rotary attention whose
     sequence or head dims are not static.

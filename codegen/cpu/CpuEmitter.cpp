@@ -6,8 +6,8 @@
 #include "codegen/cpu/Groups.h"
 #include "codegen/common/KernelModel.h"
 #include "dialects/sluice/SluiceOps.h"
-#include "lib/onnx/Importer.h"
 #include "lib/reference/Evaluator.h"
+#include "lib/support/Locations.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -113,7 +113,7 @@ namespace {
 
 /// The (first) ONNX node an op came from, or "".
 std::string nodeName(Location loc) {
-  auto names = onnx_import::onnxNodeNames(loc);
+  auto names = onnxNodeNames(loc);
   return names.empty() ? "" : names.front();
 }
 
@@ -125,7 +125,7 @@ void describeKernel(Operation *kernel, std::vector<std::string> &ops,
     if (isa<ConstantOp>(inner))
       continue;
     ops.push_back(inner.getName().getStringRef().str());
-    for (std::string &node : onnx_import::onnxNodeNames(inner.getLoc()))
+    for (std::string &node : onnxNodeNames(inner.getLoc()))
       if (llvm::find(nodes, node) == nodes.end())
         nodes.push_back(std::move(node));
   }
@@ -249,7 +249,7 @@ LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::String
         continue;
       if (!unsupported.count(inner.getName().getStringRef()))
       {
-        std::string where = onnx_import::describeLocation(inner.getLoc());
+        std::string where = describeLocation(inner.getLoc());
         size_t node = where.find("node '");
         unsupported[inner.getName().getStringRef()] =
             node == std::string::npos ? where : where.substr(node);

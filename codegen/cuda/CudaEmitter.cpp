@@ -16,8 +16,8 @@
 #include "codegen/cpu/Groups.h"
 #include "codegen/common/KernelModel.h"
 #include "codegen/cuda/CudaGroups.h"
-#include "lib/onnx/Importer.h"
 #include "lib/reference/Evaluator.h"
+#include "lib/support/Locations.h"
 
 #include "llvm/Support/Format.h"
 
@@ -61,7 +61,7 @@ std::string describeOp(Operation *op) {
   if (!op)
     return "empty group";
   std::string s = op->getName().getStringRef().str();
-  auto names = onnx_import::onnxNodeNames(op->getLoc());
+  auto names = onnxNodeNames(op->getLoc());
   if (!names.empty())
     s += " (node '" + names.front() + "')";
   return s;

@@ -12,7 +12,7 @@
 #define SLUICE_LIB_ONNX_BINDER_H
 
 #include "dialects/sluice/SluiceOps.h"
-#include "lib/reference/Tensor.h"
+#include "lib/support/Tensor.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"

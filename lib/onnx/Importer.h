@@ -5,6 +5,7 @@
 // become `sluice.constant`s; large ones are dense_resource blobs that alias
 // the parsed model or memory-mapped external data (never copied into
 // attributes). External data paths are confined to the model's folder.
+// Every op's location names its node (lib/support/Locations.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +13,6 @@
 #define SLUICE_LIB_ONNX_IMPORTER_H
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Location.h"
 #include "mlir/IR/OwningOpRef.h"
 
 #include <map>
@@ -37,20 +37,6 @@ mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext &context,
                                               const std::string &path,
                                               const ImportOptions &options,
                                               std::string &error);
-
-/// The location the importer gives ops of one ONNX node.
-mlir::Location nodeLocation(mlir::MLIRContext &context, llvm::StringRef file,
-                            llvm::StringRef nodeName, llvm::StringRef opType,
-                            int opset);
-
-/// "file: node 'name' (OpType, opset N)" for an importer location, or the
-/// location printed plainly otherwise.
-std::string describeLocation(mlir::Location loc);
-
-/// The names of the ONNX nodes a location comes from: one for an imported
-/// op, several for an op that passes fused from many (recognized
-/// composites), in order, without repeats; empty for other locations.
-std::vector<std::string> onnxNodeNames(mlir::Location loc);
 
 /// Registers the dialects the importer produces.
 void registerImportDialects(mlir::MLIRContext &context);

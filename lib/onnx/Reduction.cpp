@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/onnx/Binder.h"
-#include "lib/reference/Tensor.h"
+#include "lib/support/Tensor.h"
 
 #include "dialects/sluice/SluiceOps.h"
 

@@ -14,8 +14,8 @@
 #ifndef SLUICE_LIB_REFERENCE_EVALUATOR_H
 #define SLUICE_LIB_REFERENCE_EVALUATOR_H
 
-#include "lib/reference/RuntimeValue.h"
-#include "lib/reference/Tensor.h"
+#include "lib/support/RuntimeValue.h"
+#include "lib/support/Tensor.h"
 
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LLVM.h"

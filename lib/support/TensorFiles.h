@@ -9,8 +9,8 @@
 #ifndef SLUICE_LIB_SUPPORT_TENSORFILES_H
 #define SLUICE_LIB_SUPPORT_TENSORFILES_H
 
-#include "lib/reference/RuntimeValue.h"
-#include "lib/reference/Tensor.h"
+#include "lib/support/RuntimeValue.h"
+#include "lib/support/Tensor.h"
 
 #include <string>
 

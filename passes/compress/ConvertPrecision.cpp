@@ -279,7 +279,7 @@ struct ConvertPrecisionPass
                                      : Type(BFloat16Type::get(context));
     if (failed(Converter(func, half).run()))
       return signalPassFailure();
-    // What the bundle's manifest records (lib/pipeline: modulePrecision).
+    // What the bundle's manifest records (tools/driver: modulePrecision).
     func->setAttr("sluice.precision", StringAttr::get(context, *canonical));
   }
 };

@@ -1,6 +1,6 @@
 //===- TensorTest.cpp - host tensor numerics ------------------------------===//
 
-#include "lib/reference/Tensor.h"
+#include "lib/support/Tensor.h"
 
 #include <gtest/gtest.h>
 

@@ -11,12 +11,12 @@
 
 #include "codegen/bundle/Bundle.h"
 #include "codegen/cpu/CpuEmitter.h"
-#include "lib/onnx/Importer.h"
 #include "dialects/sluice/SluiceOps.h"
-#include "lib/pipeline/Pipeline.h"
 #include "lib/support/Json.h"
+#include "lib/support/Locations.h"
 #include "passes/Passes.h"
 #include "tools/common/ToolSupport.h"
+#include "tools/driver/Pipeline.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -248,7 +248,7 @@ int main(int argc, char **argv) {
     {
       ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
         if (diag.getSeverity() == DiagnosticSeverity::Error)
-          emitError += sluice::onnx_import::describeLocation(diag.getLocation()) + ": " +
+          emitError += sluice::describeLocation(diag.getLocation()) + ": " +
                        diag.str() + "\n";
         return success();
       });

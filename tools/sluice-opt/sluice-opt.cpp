@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/sluice/SluiceOps.h"
-#include "lib/pipeline/Pipeline.h"
 #include "passes/Passes.h"
+#include "tools/driver/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"

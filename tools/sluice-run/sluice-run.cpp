@@ -18,13 +18,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/onnx/Importer.h"
-#include "lib/pipeline/Pipeline.h"
 #include "dialects/sluice/SluiceOps.h"
 #include "lib/reference/Evaluator.h"
 #include "lib/support/Json.h"
+#include "lib/support/Locations.h"
 #include "lib/support/TensorFiles.h"
 #include "tools/common/ToolSupport.h"
+#include "tools/driver/Pipeline.h"
 
 #include "sluice/Runtime.h"
 
@@ -805,7 +805,7 @@ int main(int argc, char **argv) {
   std::string evalError;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error)
-      evalError += sluice::onnx_import::describeLocation(diag.getLocation()) +
+      evalError += sluice::describeLocation(diag.getLocation()) +
                    ": " + diag.str() + "\n";
     return success();
   });

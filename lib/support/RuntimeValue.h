@@ -1,16 +1,15 @@
-//===- RuntimeValue.h - tensors, sequences and optionals at run time -*- C++
-//-*-===//
+//===- RuntimeValue.h - what a graph edge carries at run time ---*- C++ -*-===//
 //
-// What an ONNX graph edge carries at run time. Kept beside Tensor (no MLIR
-// dependency) so that tensor files (.pb SequenceProto / OptionalProto) and the
-// runtime can use it as the evaluator does.
+// What an ONNX graph edge carries at run time. Kept beside Tensor in the
+// support layer (no MLIR dependency) so that tensor files (.pb SequenceProto /
+// OptionalProto) and the tools use it as the evaluator does.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SLUICE_LIB_REFERENCE_RUNTIMEVALUE_H
-#define SLUICE_LIB_REFERENCE_RUNTIMEVALUE_H
+#ifndef SLUICE_LIB_SUPPORT_RUNTIMEVALUE_H
+#define SLUICE_LIB_SUPPORT_RUNTIMEVALUE_H
 
-#include "lib/reference/Tensor.h"
+#include "lib/support/Tensor.h"
 
 #include <memory>
 #include <string>
@@ -59,4 +58,4 @@ private:
 
 } // namespace sluice
 
-#endif // SLUICE_LIB_REFERENCE_RUNTIMEVALUE_H
+#endif // SLUICE_LIB_SUPPORT_RUNTIMEVALUE_H

@@ -1,6 +1,6 @@
-//===- Tensor.cpp - host tensors for the reference evaluator --------------===//
+//===- Tensor.cpp - host tensors ------------------------------------------===//
 
-#include "lib/reference/Tensor.h"
+#include "lib/support/Tensor.h"
 
 #include <algorithm>
 #include <charconv>

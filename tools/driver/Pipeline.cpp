@@ -1,13 +1,14 @@
 //===- Pipeline.cpp - compiler phases, options and driver -----------------===//
 
-#include "lib/pipeline/Pipeline.h"
-
-#include "lib/onnx/Importer.h"
-#include "passes/Passes.h"
-#include "lib/reference/Evaluator.h"
-#include "lib/support/TensorFiles.h"
+#include "tools/driver/Pipeline.h"
 
 #include "dialects/sluice/SluiceOps.h"
+#include "lib/onnx/Importer.h"
+#include "lib/reference/Evaluator.h"
+#include "lib/support/Locations.h"
+#include "lib/support/TensorFiles.h"
+#include "passes/Passes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -174,10 +175,10 @@ LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
   MLIRContext &context = *module.getContext();
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error)
-      error += onnx_import::describeLocation(diag.getLocation()) + ": " +
+      error += describeLocation(diag.getLocation()) + ": " +
                diag.str() + "\n";
     if (diag.getSeverity() == DiagnosticSeverity::Remark && options.remarks)
-      options.remarks->push_back(onnx_import::describeLocation(diag.getLocation()) + ": " +
+      options.remarks->push_back(describeLocation(diag.getLocation()) + ": " +
                                  diag.str());
     return success();
   });

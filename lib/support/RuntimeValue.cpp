@@ -1,6 +1,6 @@
 //===- RuntimeValue.cpp - tensors, sequences and optionals at run time ----===//
 
-#include "lib/reference/RuntimeValue.h"
+#include "lib/support/RuntimeValue.h"
 
 namespace sluice {
 

@@ -1,4 +1,4 @@
-//===- Tensor.h - host tensors for the reference evaluator ------*- C++ -*-===//
+//===- Tensor.h - host tensors ----------------------------------*- C++ -*-===//
 //
 // A dense, row-major host tensor with a runtime element type. The evaluator,
 // the tensor file readers (.npy/.pb) and the tools share it. Storage is
@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SLUICE_LIB_REFERENCE_TENSOR_H
-#define SLUICE_LIB_REFERENCE_TENSOR_H
+#ifndef SLUICE_LIB_SUPPORT_TENSOR_H
+#define SLUICE_LIB_SUPPORT_TENSOR_H
 
 #include <cstdint>
 #include <memory>
@@ -121,4 +121,4 @@ std::string formatNumber(DType type, double value);
 
 } // namespace sluice
 
-#endif // SLUICE_LIB_REFERENCE_TENSOR_H
+#endif // SLUICE_LIB_SUPPORT_TENSOR_H

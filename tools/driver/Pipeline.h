@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SLUICE_LIB_PIPELINE_PIPELINE_H
-#define SLUICE_LIB_PIPELINE_PIPELINE_H
+#ifndef SLUICE_TOOLS_DRIVER_PIPELINE_H
+#define SLUICE_TOOLS_DRIVER_PIPELINE_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -111,4 +111,4 @@ bool parseShapeOption(llvm::StringRef text,
 
 } // namespace sluice
 
-#endif // SLUICE_LIB_PIPELINE_PIPELINE_H
+#endif // SLUICE_TOOLS_DRIVER_PIPELINE_H
