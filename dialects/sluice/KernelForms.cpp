@@ -2,6 +2,8 @@
 
 #include "dialects/sluice/KernelForms.h"
 
+#include "lib/support/Locations.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -101,20 +103,6 @@ std::optional<StringRef> libraryFor(Operation *op) {
   if (isa<ConvOp, ConvTransposeOp>(op) && isFloat(op->getOperand(0)))
     return StringRef("conv");
   return std::nullopt;
-}
-
-std::string describeOp(Operation *op) {
-  std::string s = "'" + op->getName().getStringRef().str() + "'";
-  Location loc = op->getLoc();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (isa<NameLoc>(inner)) {
-        loc = inner;
-        break;
-      }
-  if (auto name = dyn_cast<NameLoc>(loc))
-    s += " (node '" + name.getName().str() + "')";
-  return s;
 }
 
 //===-- Kernel forms --------------------------------------------------------===//

@@ -57,9 +57,6 @@ bool isLibraryFloat(mlir::Type element);
 /// matmul, "conv" for a float conv / conv_transpose.
 std::optional<llvm::StringRef> libraryFor(mlir::Operation *op);
 
-/// "'sluice.matmul' (node 'x')": how the judge and fusion remarks name an op.
-std::string describeOp(mlir::Operation *op);
-
 //===-- Kernel forms --------------------------------------------------------===//
 
 /// The form of the group made of `ops` (any order; constants are passed

@@ -14,6 +14,7 @@
 
 #include "dialects/sluice/KernelForms.h"
 #include "dialects/sluice/SluiceOps.h"
+#include "lib/support/Locations.h"
 
 #include "mlir/IR/Operation.h"
 
@@ -26,7 +27,7 @@ namespace sluice::fusion {
 constexpr llvm::StringLiteral kGroupAttr = "sluice.group";
 constexpr llvm::StringLiteral kAnchorAttr = "sluice.group_anchor";
 
-using kernel::describeOp;
+using ::sluice::describeOp;
 using kernel::hasStaticShapes;
 using kernel::isLibraryFloat;
 
