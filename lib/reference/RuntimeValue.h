@@ -1,5 +1,4 @@
-//===- RuntimeValue.h - tensors, sequences and optionals at run time -*- C++
-//-*-===//
+//===- RuntimeValue.h - tensors, sequences and optionals at run time -*- C++ -*-===//
 //
 // What an ONNX graph edge carries at run time. Kept beside Tensor (no MLIR
 // dependency) so that tensor files (.pb SequenceProto / OptionalProto) and the

@@ -1,5 +1,4 @@
-//===- FusionModel.h - op categories, group forms and the cost model -*- C++
-//-*-===//
+//===- FusionModel.h - op categories, group forms and the cost model -*- C++ -*-===//
 //
 // What the fuse passes know about ops: their category (view, elementwise,
 // anchor), which kernel group forms (F1-F5 of docs/architecture.md "fuse")
@@ -44,8 +43,7 @@ bool isLibraryFloat(mlir::Type element);
 /// Reshape, squeeze and unsqueeze: views that keep the row-major layout.
 bool isLayoutView(mlir::Operation *op);
 
-//===-- Cost model
-//----------------------------------------------------------===//
+//===-- Cost model --------------------------------------------------------===//
 
 /// Whether recomputing `op` in a second group costs real work: every anchor
 /// (GEMM, reduction, attention, ...) and transcendental elementwise ops
@@ -59,8 +57,7 @@ constexpr int kDuplicateBudget = 4;
 /// only formed over static tensors.
 bool hasStaticShapes(mlir::Operation *op);
 
-//===-- Forms
-//---------------------------------------------------------------===//
+//===-- Forms -------------------------------------------------------------===//
 
 /// The form of the group made of `ops` (any order), or failure with the
 /// reason in `why`. `allowViews` false admits only F1 without views and
