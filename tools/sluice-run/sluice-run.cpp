@@ -7,7 +7,7 @@
 //              [--device=N] [--no-cuda-graph]
 //
 // A bundle written by sluice-compile runs through the runtime's API only
-// (include/sluice/Runtime.h, no MLIR); MODEL.onnx --reference runs on the
+// (include/sluice/runtime.hpp, no MLIR); MODEL.onnx --reference runs on the
 // reference evaluator.
 //
 // Inputs and expected outputs are ONNX TensorProto .pb or NumPy .npy files
@@ -26,7 +26,7 @@
 #include "lib/support/TensorFiles.h"
 #include "tools/common/ToolSupport.h"
 
-#include "sluice/Runtime.h"
+#include "sluice/runtime.hpp"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -441,7 +441,7 @@ std::string safeFileName(const std::string &name) {
 
 //===----------------------------------------------------------------------===//
 // Bundle mode: everything below goes through the runtime's API
-// (sluice/Runtime.h) and the tensor files, never MLIR.
+// (sluice/runtime.hpp) and the tensor files, never MLIR.
 //===----------------------------------------------------------------------===//
 
 /// NumPy's dtype names, as bundle manifests use them.
