@@ -20,23 +20,25 @@
 namespace sluice::codegen {
 namespace {
 
-std::string tensorList(const std::vector<TensorInfo> &tensors) {
-  std::string s = "[";
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    s += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + jsonString(tensors[i].name) +
-         ", \"dtype\": " + jsonString(tensors[i].dtype) + ", \"shape\": [";
-    for (size_t d = 0; d < tensors[i].shape.size(); ++d)
-      s += (d ? ", " : "") + std::to_string(tensors[i].shape[d]);
-    s += "]";
-    if (!tensors[i].maxShape.empty()) {
-      s += ", \"max_shape\": [";
-      for (size_t d = 0; d < tensors[i].maxShape.size(); ++d)
-        s += (d ? ", " : "") + std::to_string(tensors[i].maxShape[d]);
-      s += "]";
-    }
-    s += "}";
-  }
-  return s + (tensors.empty() ? "]" : "\n  ]");
+/// Writes the manifest's "inputs" or "outputs" (`key`).
+void writeTensors(llvm::json::OStream &json, llvm::StringRef key,
+                  const std::vector<TensorInfo> &tensors) {
+  json.attributeArray(key, [&] {
+    for (const TensorInfo &tensor : tensors)
+      json.object([&] {
+        json.attribute("name", jsonText(tensor.name));
+        json.attribute("dtype", jsonText(tensor.dtype));
+        json.attributeArray("shape", [&] {
+          for (int64_t dim : tensor.shape)
+            json.value(dim);
+        });
+        if (!tensor.maxShape.empty())
+          json.attributeArray("max_shape", [&] {
+            for (int64_t dim : tensor.maxShape)
+              json.value(dim);
+          });
+      });
+  });
 }
 
 bool writeFile(const std::string &path, llvm::StringRef bytes, std::string &error) {
@@ -75,35 +77,44 @@ bool writeManifest(const std::string &dir, const BundleOptions &options,
                    const ModelFacts &model, const std::vector<StepInfo> &steps,
                    const ManifestFacts &facts, std::string &error) {
   // The manifest last: a folder with a manifest is a complete bundle.
-  std::string m = "{\n";
-  m += "  \"format\": \"sluice-bundle\",\n";
-  m += "  \"version\": \"" SLUICE_VERSION_STRING "\",\n";
-  m += "  \"abi\": " + std::to_string(SLUICE_BUNDLE_ABI_VERSION) + ",\n";
-  m += "  \"target\": " + jsonString(facts.target) + ",\n";
-  m += "  \"precision\": " + jsonString(options.precision) + ",\n";
-  m += "  \"model\": " + jsonString(options.modelName) + ",\n";
-  m += "  \"library\": \"model.so\",\n";
-  m += "  \"source\": " + jsonString(facts.source) + ",\n";
-  m += "  \"compile_flags\": " + jsonString(facts.flags) + ",\n";
-  m += "  \"weights\": {\"file\": \"weights.bin\", \"bytes\": " +
-       std::to_string(model.weights.size()) + ", \"alignment\": 64},\n";
-  m += "  \"arena_bytes\": " + std::to_string(model.arenaBytes) + ",\n";
-  if (facts.target != "cpu")
-    m += "  \"host_arena_bytes\": " + std::to_string(facts.hostArenaBytes) + ",\n";
-  m += "  \"world_size\": 1,\n";
-  m += "  \"gpu_architectures\": " + jsonStringList(facts.architectures) + ",\n";
-  m += "  \"inputs\": " + tensorList(model.inputs) + ",\n";
-  m += "  \"outputs\": " + tensorList(model.outputs) + ",\n";
-  m += "  \"kernels\": [";
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const StepInfo &s = steps[i];
-    m += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + jsonString(s.name) +
-         ", \"kind\": " + jsonString(s.kind) + ", \"op\": " + jsonString(s.op) +
-         ", \"node\": " + jsonString(s.node) + ", \"ops\": " + jsonStringList(s.ops) +
-         ", \"nodes\": " + jsonStringList(s.nodes) + "}";
-  }
-  m += steps.empty() ? "]\n" : "\n  ]\n";
-  m += "}\n";
+  std::string m;
+  llvm::raw_string_ostream stream(m);
+  llvm::json::OStream json(stream, /*IndentSize=*/2);
+  json.object([&] {
+    json.attribute("format", "sluice-bundle");
+    json.attribute("version", SLUICE_VERSION_STRING);
+    json.attribute("abi", SLUICE_BUNDLE_ABI_VERSION);
+    json.attribute("target", jsonText(facts.target));
+    json.attribute("precision", jsonText(options.precision));
+    json.attribute("model", jsonText(options.modelName));
+    json.attribute("library", "model.so");
+    json.attribute("source", jsonText(facts.source));
+    json.attribute("compile_flags", jsonText(facts.flags));
+    json.attributeObject("weights", [&] {
+      json.attribute("file", "weights.bin");
+      json.attribute("bytes", (int64_t)model.weights.size());
+      json.attribute("alignment", 64);
+    });
+    json.attribute("arena_bytes", model.arenaBytes);
+    if (facts.target != "cpu")
+      json.attribute("host_arena_bytes", facts.hostArenaBytes);
+    json.attribute("world_size", 1);
+    writeJsonStrings(json, "gpu_architectures", facts.architectures);
+    writeTensors(json, "inputs", model.inputs);
+    writeTensors(json, "outputs", model.outputs);
+    json.attributeArray("kernels", [&] {
+      for (const StepInfo &step : steps)
+        json.object([&] {
+          json.attribute("name", jsonText(step.name));
+          json.attribute("kind", jsonText(step.kind));
+          json.attribute("op", jsonText(step.op));
+          json.attribute("node", jsonText(step.node));
+          writeJsonStrings(json, "ops", step.ops);
+          writeJsonStrings(json, "nodes", step.nodes);
+        });
+    });
+  });
+  stream << "\n";
   llvm::SmallString<256> p(dir);
   llvm::sys::path::append(p, "manifest.json");
   return writeFile(std::string(p), m, error);

@@ -54,7 +54,10 @@
 // CHECK-LABEL: static int32_t k6_attention(
 // CHECK: cudaLaunchHostFunc(stream, sluice_host_step_trampoline, slot.get())
 // REPORT: "host_steps": 2,
-// REPORT: "remarks": ["k5_attention (sluice.attention): runs on the host: attention in f64 has no cuda kernel (f32, f16, bf16 only)", "k6_attention (sluice.attention): runs on the host: attention head dim 288 exceeds the cuda kernels' 256"]
+// REPORT: "remarks": [
+// REPORT-NEXT: "k5_attention (sluice.attention): runs on the host: attention in f64 has no cuda kernel (f32, f16, bf16 only)",
+// REPORT-NEXT: "k6_attention (sluice.attention): runs on the host: attention head dim 288 exceeds the cuda kernels' 256"
+// REPORT-NEXT: ],
 
 module {
   func.func @main(%q0: tensor<2x2x70x64xf32>, %k0: tensor<2x2x70x64xf32>, %v0: tensor<2x2x70x64xf32>,

@@ -53,9 +53,15 @@
 
 // MANIFEST: "target": "cuda",
 // MANIFEST: "host_arena_bytes": 704,
-// MANIFEST: "gpu_architectures": ["sm_80"],
-// MANIFEST: {"name": "k0_add", "kind": "kernel", "op": "sluice.add"
-// MANIFEST: {"name": "k5_topk", "kind": "host", "op": "sluice.topk"
+// MANIFEST: "gpu_architectures": [
+// MANIFEST-NEXT: "sm_80"
+// MANIFEST-NEXT: ],
+// MANIFEST: "name": "k0_add",
+// MANIFEST-NEXT: "kind": "kernel",
+// MANIFEST-NEXT: "op": "sluice.add",
+// MANIFEST: "name": "k5_topk",
+// MANIFEST-NEXT: "kind": "host",
+// MANIFEST-NEXT: "op": "sluice.topk",
 
 module {
   func.func @main(%x: tensor<64x128xf32>, %bias: tensor<128xf32>, %h: tensor<32x64xf16>,

@@ -92,9 +92,15 @@
 // Reduce over the first axis and softmax over a middle one: host steps.
 // REPORT: "k13_reduce (sluice.reduce): runs on the host: reduce over axis 0 followed by kept axes (not innermost, the reduced elements are not contiguous)"
 // REPORT: "k14_softmax (sluice.softmax): runs on the host: softmax over axis 1, not the innermost (its rows are not contiguous)"
-// MANIFEST: {"name": "k0_softmax", "kind": "kernel", "op": "sluice.softmax"
-// MANIFEST: {"name": "k12_reduce", "kind": "kernel", "op": "sluice.reduce"
-// MANIFEST: {"name": "k13_reduce", "kind": "host", "op": "sluice.reduce"
+// MANIFEST: "name": "k0_softmax",
+// MANIFEST-NEXT: "kind": "kernel",
+// MANIFEST-NEXT: "op": "sluice.softmax",
+// MANIFEST: "name": "k12_reduce",
+// MANIFEST-NEXT: "kind": "kernel",
+// MANIFEST-NEXT: "op": "sluice.reduce",
+// MANIFEST: "name": "k13_reduce",
+// MANIFEST-NEXT: "kind": "host",
+// MANIFEST-NEXT: "op": "sluice.reduce",
 
 module {
   func.func @main(%s: tensor<2x4x16x32xf32>, %mask: tensor<2x1x1x32xf32>,

@@ -1,7 +1,7 @@
 //===- CudaRuntimeTest.cpp - a cuda bundle through the runtime API --------===//
 //
 // Runs the fake cuda bundle (fixtures/FakeCudaModel.cu: y = x * 2 + w, a
-// device kernel and a host step) through include/sluice/Runtime.h on a GPU:
+// device kernel and a host step) through include/sluice/runtime.hpp on a GPU:
 // eager first run, CUDA graph capture and replay with inputs that change
 // every run (copied and bound), graphs turned off, traced runs, the
 // asynchronous failure path with and without a graph, and contexts on two
@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "sluice/Runtime.h"
+#include "sluice/runtime.hpp"
 
 #include <cstdio>
 #include <string>

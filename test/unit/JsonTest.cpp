@@ -2,7 +2,12 @@
 
 #include "runtime/core/Json.h"
 
+#include "lib/support/Json.h"
+
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 using sluice::runtime::JsonValue;
 using sluice::runtime::parseJson;
@@ -91,4 +96,48 @@ TEST(Json, ErrorsCarryByteOffsets) {
   EXPECT_EQ(errorOf("// comment\n{}"), "at byte 0: unexpected character '/'");
   EXPECT_EQ(errorOf(std::string(300, '[') + std::string(300, ']')),
             "at byte 256: nesting deeper than 256");
+}
+
+// The compiler writes manifests with llvm::json (lib/support/Json.h); the
+// runtime reads them with its own parser. Everything the writer may emit
+// reads back: every escape it uses (quote, backslash, \t \n \r, \u00XX for
+// other control characters), raw UTF-8, bytes that were not UTF-8 (U+FFFD),
+// 2^53, negative dims, fixed-decimal numbers, pretty-printed nesting.
+TEST(Json, ReadsWhatTheCompilerWrites) {
+  const std::string path = "out \"q\"\\dir/\x01\t\n\r\x1f\x7f caf\xc3\xa9 \xf0\x9f\x98\x80";
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  llvm::json::OStream json(stream, /*IndentSize=*/2);
+  json.object([&] {
+    json.attribute("path", sluice::jsonText(path));
+    json.attribute("latin1", sluice::jsonText("caf\xe9"));
+    json.attribute("big", int64_t(1) << 53);
+    json.attributeArray("shape", [&] {
+      for (int64_t dim : {-1, 0, 12})
+        json.value(dim);
+    });
+    sluice::writeJsonStrings(json, "nodes", std::vector<std::string>{"/0/Gemm", ""});
+    json.attributeBegin("ms");
+    sluice::writeJsonFixed3(json, 5.0);
+    json.attributeEnd();
+  });
+
+  JsonValue v;
+  std::string error;
+  ASSERT_TRUE(parseJson(text, v, error)) << error << "\n" << text;
+  ASSERT_TRUE(v.isObject());
+  EXPECT_EQ(v.get("path")->string, path);
+  EXPECT_EQ(v.get("latin1")->string, "caf\xef\xbf\xbd");
+  EXPECT_EQ(v.get("big")->number, 9007199254740992.0);
+  const JsonValue *shape = v.get("shape");
+  ASSERT_TRUE(shape && shape->isArray() && shape->array.size() == 3);
+  EXPECT_EQ(shape->array[0].number, -1);
+  EXPECT_EQ(shape->array[2].number, 12);
+  const JsonValue *nodes = v.get("nodes");
+  ASSERT_TRUE(nodes && nodes->isArray() && nodes->array.size() == 2);
+  EXPECT_EQ(nodes->array[0].string, "/0/Gemm");
+  EXPECT_EQ(nodes->array[1].string, "");
+  EXPECT_EQ(v.get("ms")->number, 5);
+  // Written with its decimals, so Python reads a float, not an int.
+  EXPECT_NE(text.find("\"ms\": 5.000"), std::string::npos) << text;
 }

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "sluice/Runtime.h"
+#include "sluice/runtime.hpp"
 #include "sluice/bundle_abi.h"
 #include "sluice/version.h"
 

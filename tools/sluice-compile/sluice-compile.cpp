@@ -22,7 +22,6 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -335,40 +334,50 @@ int main(int argc, char **argv) {
 
   if (!report.empty()) {
     std::error_code ec;
-    llvm::raw_fd_ostream json(report, ec);
+    llvm::raw_fd_ostream file(report, ec);
     if (ec)
       die(report + ": cannot write: " + ec.message());
-    json << "{\n  \"model\": \"" << model << "\",\n  \"target\": \"" << target
-         << "\",\n  \"precision\": \"" << options.precision << "\"";
-    if (stopPhase == sluice::Phase::Emit) {
-      json << ",\n  \"kernels\": " << kernels << ",\n  \"library_calls\": " << libraryCalls
-           << ",\n  \"arena_bytes\": " << facts->arenaBytes
-           << ",\n  \"weights_bytes\": " << facts->weights.size()
-           << ",\n  \"launches\": " << kernels + libraryCalls;
-      if (target == "cuda")
-        json << ",\n  \"host_steps\": " << hostSteps
-             << ",\n  \"host_arena_bytes\": " << cudaModel.hostArenaBytes;
-    }
-    if (stopPhase == sluice::Phase::Emit) {
-      json << ",\n  \"steps\": [";
-      for (size_t i = 0; i < steps->size(); ++i) {
-        const auto &st = (*steps)[i];
-        json << (i ? ",\n    " : "\n    ") << "{\"name\": " << sluice::jsonString(st.name)
-             << ", \"kind\": " << sluice::jsonString(st.kind)
-             << ", \"op\": " << sluice::jsonString(st.op)
-             << ", \"ops\": " << sluice::jsonStringList(st.ops)
-             << ", \"nodes\": " << sluice::jsonStringList(st.nodes) << "}";
+    llvm::json::OStream json(file, /*IndentSize=*/2);
+    json.object([&] {
+      json.attribute("model", sluice::jsonText(model));
+      json.attribute("target", sluice::jsonText(target));
+      json.attribute("precision", sluice::jsonText(options.precision));
+      if (stopPhase == sluice::Phase::Emit) {
+        json.attribute("kernels", kernels);
+        json.attribute("library_calls", libraryCalls);
+        json.attribute("arena_bytes", facts->arenaBytes);
+        json.attribute("weights_bytes", (int64_t)facts->weights.size());
+        json.attribute("launches", kernels + libraryCalls);
+        if (target == "cuda") {
+          json.attribute("host_steps", hostSteps);
+          json.attribute("host_arena_bytes", cudaModel.hostArenaBytes);
+        }
+        json.attributeArray("steps", [&] {
+          for (const auto &st : *steps)
+            json.object([&] {
+              json.attribute("name", sluice::jsonText(st.name));
+              json.attribute("kind", sluice::jsonText(st.kind));
+              json.attribute("op", sluice::jsonText(st.op));
+              sluice::writeJsonStrings(json, "ops", st.ops);
+              sluice::writeJsonStrings(json, "nodes", st.nodes);
+            });
+        });
       }
-      json << (steps->empty() ? "]" : "\n  ]");
-    }
-    json << ",\n  \"remarks\": " << sluice::jsonStringList(remarks);
-    if (bundled)
-      json << ",\n  \"bundle\": \"" << (output.empty() ? defaultBundlePath(model) : output) << "\"";
-    json << ",\n  \"phases\": [";
-    for (size_t i = 0; i < timings.size(); ++i)
-      json << (i ? ", " : "") << "{\"name\": \"" << timings[i].name
-           << "\", \"ms\": " << llvm::format("%.3f", timings[i].milliseconds) << "}";
-    json << "]\n}\n";
+      sluice::writeJsonStrings(json, "remarks", remarks);
+      if (bundled)
+        json.attribute("bundle",
+                       sluice::jsonText(output.empty() ? defaultBundlePath(model) : output));
+      json.attributeArray("phases", [&] {
+        for (const auto &timing : timings)
+          json.object([&] {
+            json.attribute("name", sluice::jsonText(timing.name));
+            json.attributeBegin("ms");
+            sluice::writeJsonFixed3(json, timing.milliseconds);
+            json.attributeEnd();
+          });
+      });
+    });
+    file << "\n";
   }
   return 0;
 }

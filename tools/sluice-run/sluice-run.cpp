@@ -7,7 +7,7 @@
 //              [--device=N] [--no-cuda-graph]
 //
 // A bundle written by sluice-compile runs through the runtime's API only
-// (include/sluice/Runtime.h, no MLIR); MODEL.onnx --reference runs on the
+// (include/sluice/runtime.hpp, no MLIR); MODEL.onnx --reference runs on the
 // reference evaluator.
 //
 // Inputs and expected outputs are ONNX TensorProto .pb or NumPy .npy files
@@ -26,7 +26,7 @@
 #include "tools/common/ToolSupport.h"
 #include "tools/driver/Pipeline.h"
 
-#include "sluice/Runtime.h"
+#include "sluice/runtime.hpp"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -39,12 +39,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <thread>
 
 using namespace mlir;
-using sluice::jsonString;
+using sluice::jsonText;
 
 namespace {
 
@@ -441,7 +440,7 @@ std::string safeFileName(const std::string &name) {
 
 //===----------------------------------------------------------------------===//
 // Bundle mode: everything below goes through the runtime's API
-// (sluice/Runtime.h) and the tensor files, never MLIR.
+// (sluice/runtime.hpp) and the tensor files, never MLIR.
 //===----------------------------------------------------------------------===//
 
 /// NumPy's dtype names, as bundle manifests use them.
@@ -505,34 +504,52 @@ void reinterpretBf16(sluice::Tensor &tensor, sluice::DType expected) {
 void writeTrace(const std::string &path, const std::string &bundle,
                 const sluice::rt::Context &context,
                 const std::vector<sluice::rt::KernelInfo> &kernels) {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out)
-    die(path + ": cannot write the trace");
-  auto event = [&](const std::string &name, const char *category, double ts,
-                   double dur, const std::string &args) {
-    char times[96];
-    std::snprintf(times, sizeof times, "\"ts\": %.3f, \"dur\": %.3f", ts, dur);
-    out << "  {\"name\": " << jsonString(name) << ", \"cat\": \"" << category
-        << "\", \"ph\": \"X\", " << times
-        << ", \"pid\": 0, \"tid\": 0, \"args\": {" << args << "}}";
+  std::error_code ec;
+  llvm::raw_fd_ostream file(path, ec);
+  if (ec)
+    die(path + ": cannot write the trace: " + ec.message());
+  // Compact: a trace holds an event per step and run, and is read by tools.
+  llvm::json::OStream json(file);
+  auto event = [&](const std::string &name, const std::string &category, double ts, double dur,
+                   llvm::function_ref<void()> args) {
+    json.object([&] {
+      json.attribute("name", jsonText(name));
+      json.attribute("cat", jsonText(category));
+      json.attribute("ph", "X");
+      json.attributeBegin("ts");
+      sluice::writeJsonFixed3(json, ts);
+      json.attributeEnd();
+      json.attributeBegin("dur");
+      sluice::writeJsonFixed3(json, dur);
+      json.attributeEnd();
+      json.attribute("pid", 0);
+      json.attribute("tid", 0);
+      json.attributeObject("args", args);
+    });
   };
-  out << "{\"traceEvents\": [\n";
-  event("run", "run", 0, context.runMicroseconds(),
-        "\"bundle\": " + jsonString(bundle));
-  for (const SluiceTraceEvent &e : context.trace()) {
-    const sluice::rt::KernelInfo *kernel =
-        e.step >= 0 && (size_t)e.step < kernels.size() ? &kernels[e.step]
-                                                        : nullptr;
-    out << ",\n";
-    event(kernel ? kernel->name : "step " + std::to_string(e.step),
-          kernel ? kernel->kind.c_str() : "kernel", // kernel, library or host
-          e.begin_us, e.end_us - e.begin_us,
-          "\"node\": " + jsonString(kernel ? kernel->node : "") +
-              ", \"op\": " + jsonString(kernel ? kernel->op : ""));
+  json.object([&] {
+    json.attributeArray("traceEvents", [&] {
+      event("run", "run", 0, context.runMicroseconds(),
+            [&] { json.attribute("bundle", jsonText(bundle)); });
+      for (const SluiceTraceEvent &e : context.trace()) {
+        const sluice::rt::KernelInfo *kernel =
+            e.step >= 0 && (size_t)e.step < kernels.size() ? &kernels[e.step] : nullptr;
+        event(kernel ? kernel->name : "step " + std::to_string(e.step),
+              kernel ? kernel->kind : "kernel", // kernel, library or host
+              e.begin_us, e.end_us - e.begin_us, [&] {
+                json.attribute("node", jsonText(kernel ? kernel->node : ""));
+                json.attribute("op", jsonText(kernel ? kernel->op : ""));
+              });
+      }
+    });
+    json.attribute("displayTimeUnit", "ms");
+  });
+  file << "\n";
+  file.close();
+  if (std::error_code writeError = file.error()) {
+    file.clear_error(); // raw_fd_ostream aborts on an error left unchecked
+    die(path + ": cannot write the trace: " + writeError.message());
   }
-  out << "\n], \"displayTimeUnit\": \"ms\"}\n";
-  if (!out)
-    die(path + ": cannot write the trace");
 }
 
 /// Runs `options.model` as a bundle: load, bind, run, check, time, trace.

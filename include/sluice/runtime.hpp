@@ -1,4 +1,4 @@
-//===- sluice/Runtime.h - C++ wrapper of the runtime C API ------*- C++ -*-===//
+//===- sluice/runtime.hpp - C++ wrapper of the runtime C API ----*- C++ -*-===//
 //
 // Header-only RAII over include/sluice/runtime.h. Errors come back as a bool
 // plus a message (no exceptions), so the wrapper works in code built with
