@@ -63,12 +63,6 @@ std::string cInt(int64_t value) { return std::to_string(value) + "LL"; }
 
 std::string floatLiteral(const llvm::APFloat &value) { return floatDigits(value) + "f"; }
 
-std::string floatDigits(const llvm::APFloat &value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.9e", value.convertToFloat());
-  return buffer;
-}
-
 int64_t product(ArrayRef<int64_t> dims, size_t begin, size_t end) {
   int64_t p = 1;
   for (size_t i = begin; i < end && i < dims.size(); ++i)

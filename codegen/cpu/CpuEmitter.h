@@ -14,6 +14,7 @@
 #ifndef SLUICE_CODEGEN_CPU_CPUEMITTER_H
 #define SLUICE_CODEGEN_CPU_CPUEMITTER_H
 
+#include "codegen/common/Format.h"
 #include "dialects/sluice/SluiceOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -91,9 +92,6 @@ std::string cString(llvm::StringRef text);
 std::string cInt(int64_t value);
 /// A float literal that round-trips (epsilon, alpha ...): `1.000000047e-03f`.
 std::string floatLiteral(const llvm::APFloat &value);
-/// The same digits without the `f` (a double literal of the float's value),
-/// for code that casts it to its compute type: `1.000000047e-03`.
-std::string floatDigits(const llvm::APFloat &value);
 /// The product of dims [begin, end).
 int64_t product(llvm::ArrayRef<int64_t> dims, size_t begin = 0,
                 size_t end = SIZE_MAX);

@@ -186,9 +186,10 @@ LogicalResult emitGemmGroup(GroupContext &ctx) {
   std::string cType = computeType(et);
   body.expr[result] = "acc_";
   int locals = 0;
-  auto ops = body.emitOps(epilogueOps, "        ", locals);
-  if (failed(ops))
+  CodeWriter opsWriter(4);
+  if (failed(body.emitOps(opsWriter, epilogueOps, locals)))
     return failure();
+  const std::string *ops = &opsWriter.str();
   // Stores: skip the matmul result into C's own slot (the GEMM wrote it).
   std::string stores;
   bool anyStore = false;
@@ -208,7 +209,9 @@ LogicalResult emitGemmGroup(GroupContext &ctx) {
          "int64_t cols) {\n";
     s += "    for (int64_t r = r0; r < r0 + rows; ++r) {\n";
     s += "      const int64_t row = batch * " + std::to_string(gemmM) + " + r;\n";
-    s += body.rowBases("row", "      ");
+    CodeWriter bases(3);
+    body.rowBases(bases, "row");
+    s += bases.str();
     s += "      #pragma omp simd\n";
     s += "      for (int64_t j = c0; j < c0 + cols; ++j) {\n";
     s += "        const " + cType + " acc_ = " +

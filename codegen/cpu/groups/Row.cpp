@@ -191,9 +191,10 @@ LogicalResult emitRowGroup(GroupContext &ctx) {
   pro.bindLeaves();
   epi.bindLeaves();
   int locals = 0;
-  auto proCode = pro.emitOps(prologueOps, "      ", locals);
-  if (failed(proCode))
+  CodeWriter proWriter(3);
+  if (failed(pro.emitOps(proWriter, prologueOps, locals)))
     return failure();
+  const std::string *proCode = &proWriter.str();
   std::string xExpr = pro.lookup(x);
   if (xExpr.empty())
     return rowOp->emitOpError("cpu target: the row op's input has no value in its group");
@@ -226,9 +227,10 @@ LogicalResult emitRowGroup(GroupContext &ctx) {
     yExpr = "red_";
   }
   epi.expr[y] = "y_";
-  auto epiCode = epi.emitOps(epilogueOps, "      ", locals);
-  if (failed(epiCode))
+  CodeWriter epiWriter(3);
+  if (failed(epi.emitOps(epiWriter, epilogueOps, locals)))
     return failure();
+  const std::string *epiCode = &epiWriter.str();
 
   ctx.include("sluice_gen/cpu_reduce.h");
   std::string &s = *ctx.body;
@@ -236,7 +238,9 @@ LogicalResult emitRowGroup(GroupContext &ctx) {
        cInt(rows * len) + " > 16384)\n";
   s += "  for (int64_t row = 0; row < " + cInt(rows) + "; ++row) {\n";
   s += "    " + C + " *buf_ = sluice_row_buffer<" + C + ">(" + cInt(len) + ");\n";
-  s += pro.rowBases("row", "    ");
+  CodeWriter proBases(2);
+  pro.rowBases(proBases, "row");
+  s += proBases.str();
   s += "    #pragma omp simd\n";
   s += "    for (int64_t j = 0; j < " + cInt(len) + "; ++j) {\n";
   s += *proCode;
@@ -247,7 +251,9 @@ LogicalResult emitRowGroup(GroupContext &ctx) {
          ";\n";
   s += "    }\n";
   s += "    " + stats + "\n";
-  s += epi.rowBases("row", "    ");
+  CodeWriter epiBases(2);
+  epi.rowBases(epiBases, "row");
+  s += epiBases.str();
   int64_t epiLen = isa<ReduceOp>(rowOp) ? 1 : len;
   s += "    #pragma omp simd\n";
   s += "    for (int64_t j = 0; j < " + cInt(epiLen) + "; ++j) {\n";
