@@ -78,9 +78,9 @@ public:
     return *this;
   }
 
-  /// `header {` on a line of its own (header formatted as by line()); what
-  /// is written while the returned scope lives is indented one level more,
-  /// and `}` closes it.
+  /// `header {` on a line of its own (header formatted as by line(); an
+  /// empty header opens a bare `{`); what is written while the returned
+  /// scope lives is indented one level more, and `}` closes it.
   template <typename... Ts> Scope block(const char *header, Ts &&...args) {
     return blockClosedBy("}", header, std::forward<Ts>(args)...);
   }
@@ -89,8 +89,8 @@ public:
   /// struct, `}();` after an immediately invoked lambda.
   template <typename... Ts>
   Scope blockClosedBy(llvm::StringRef close, const char *header, Ts &&...args) {
-    indent();
-    os << llvm::formatv(header, std::forward<Ts>(args)...) << " {\n";
+    std::string opening = llvm::formatv(header, std::forward<Ts>(args)...).str();
+    put(opening.empty() ? "{" : opening + " {");
     ++depth;
     return Scope(*this, close.str());
   }

@@ -50,6 +50,10 @@ TEST(CodeWriter, StartDepthClosingTextAndIndentedStretches) {
     auto init = w.blockClosedBy("}();", "static const int desc = []");
     w.line("return 1;");
   }
+  {
+    auto bare = w.block("");
+    w.line("use(desc);");
+  }
   EXPECT_EQ(w.str(), "  auto store_ = [&](int64_t row) {\n"
                      "    if (row < 4)\n"
                      "      return;\n"
@@ -57,7 +61,10 @@ TEST(CodeWriter, StartDepthClosingTextAndIndentedStretches) {
                      "  };\n"
                      "  static const int desc = [] {\n"
                      "    return 1;\n"
-                     "  }();\n");
+                     "  }();\n"
+                     "  {\n"
+                     "    use(desc);\n"
+                     "  }\n");
   EXPECT_EQ(w.indentation(), "  ");
 }
 
