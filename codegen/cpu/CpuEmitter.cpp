@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
@@ -258,6 +259,39 @@ LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::String
                               << unsupported.size() << "): " << list;
   }
 
+  return success();
+}
+
+RunBuffers::RunBuffers(const ModelFacts &facts) {
+  func::FuncOp func = facts.func;
+  Block &block = func.getBody().front();
+  for (auto [i, arg] : llvm::enumerate(block.getArguments()))
+    where[arg] = "(void *)args->inputs[" + decimal(i) + "]";
+  for (auto &[value, offset] : facts.weightOffset)
+    where[value] = "(void *)(args->weights + " + decimal(offset) + ")";
+}
+
+void RunBuffers::addResults(KernelOp kernel, ArrayRef<int64_t> offsets) {
+  for (auto [i, result] : llvm::enumerate(kernel.getResults())) {
+    int64_t offset = offsets[i];
+    where[result] = offset >= 0 ? "(void *)(args->arena + " + decimal(offset) + ")"
+                                : "args->outputs[" + decimal(-offset - 1) + "]";
+  }
+}
+
+LogicalResult RunBuffers::writeStep(CodeWriter &run, KernelOp kernel, int64_t step,
+                                    StringRef target) const {
+  std::vector<std::string> buffers;
+  for (Value input : kernel.getInputs()) {
+    if (!where.count(input))
+      return kernel.emitOpError() << target << " target: an input has no buffer";
+    buffers.push_back(where.lookup(input));
+  }
+  for (Value result : kernel.getResults())
+    buffers.push_back(where.lookup(result));
+  auto block = run.block("");
+  run.line("void *const b[] = {{{0}};", buffers.empty() ? "nullptr" : llvm::join(buffers, ", "));
+  run.line("SLUICE_STEP({0}, {1}(b, args));", step, kernel.getSymName());
   return success();
 }
 

@@ -14,6 +14,7 @@
 #ifndef SLUICE_CODEGEN_CPU_CPUEMITTER_H
 #define SLUICE_CODEGEN_CPU_CPUEMITTER_H
 
+#include "codegen/common/CodeWriter.h"
 #include "codegen/common/Format.h"
 #include "dialects/sluice/SluiceOps.h"
 
@@ -156,6 +157,30 @@ struct ModelFacts {
 /// implements at once ("unsupported ops on target <target> (N): ...").
 mlir::LogicalResult collectModelFacts(mlir::ModuleOp module, ModelFacts &facts,
                                       llvm::StringRef target);
+
+/// Where the values of a planned `main` live while it runs, as pointer
+/// expressions of the run function (`args->inputs[i]`, the weights, the
+/// arena, `args->outputs[i]`), and the step calls that hand them to the
+/// kernels. Both targets write their run function through it.
+class RunBuffers {
+public:
+  /// The graph inputs and the weights of `facts`.
+  explicit RunBuffers(const ModelFacts &facts);
+  /// The results of `kernel`, at `offsets` (arena bytes; -1 - i: graph
+  /// output i, written in place).
+  void addResults(KernelOp kernel, llvm::ArrayRef<int64_t> offsets);
+  /// The pointer expression of `value`; "" when it has no buffer.
+  std::string lookup(mlir::Value value) const { return where.lookup(value); }
+  /// Step `step` of the run function: the kernel's buffer table (inputs,
+  /// then results) and `SLUICE_STEP(step, <kernel>(b, args))` in a block.
+  /// Fails with an error on the kernel ("<target> target: ...") when an
+  /// input has no buffer.
+  mlir::LogicalResult writeStep(CodeWriter &run, KernelOp kernel, int64_t step,
+                                llvm::StringRef target) const;
+
+private:
+  llvm::DenseMap<mlir::Value, std::string> where;
+};
 
 /// The C++ of one kernel group as a cpu function
 /// `static int32_t <name>(void *const *b, const SluiceRunArgs *args)`
