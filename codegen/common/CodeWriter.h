@@ -33,7 +33,10 @@ class CodeWriter {
 public:
   /// A writer whose first lines sit `depth` levels (two spaces each) deep:
   /// 1 for statements of a function body.
-  explicit CodeWriter(unsigned depth = 0) : depth(depth) {}
+  explicit CodeWriter(unsigned depth = 0) : text(owned), depth(depth) {}
+  /// A writer appending to `out` (which must outlive it) instead of its own
+  /// text.
+  CodeWriter(std::string &out, unsigned depth) : text(out), depth(depth) {}
   CodeWriter(const CodeWriter &) = delete;
   CodeWriter &operator=(const CodeWriter &) = delete;
 
@@ -50,8 +53,7 @@ public:
 
   private:
     friend class CodeWriter;
-    Scope(CodeWriter &writer, std::string close)
-        : writer(&writer), close(std::move(close)) {}
+    Scope(CodeWriter &writer, std::string close) : writer(&writer), close(std::move(close)) {}
     CodeWriter *writer;
     std::string close; ///< the closing line; none when empty
   };
@@ -105,7 +107,8 @@ public:
   /// The current indent as spaces, for helpers that still take one.
   std::string indentation() const { return std::string(2 * depth, ' '); }
 
-  /// Everything written so far.
+  /// Everything written so far (with what `out` held before, for a writer
+  /// appending to it).
   const std::string &str() const { return text; }
 
 private:
@@ -124,7 +127,8 @@ private:
     }
   }
 
-  std::string text;
+  std::string owned;
+  std::string &text;
   llvm::raw_string_ostream os{text};
   unsigned depth;
 };

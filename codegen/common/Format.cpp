@@ -28,6 +28,13 @@ std::string cInt64ArrayDecl(llvm::StringRef name, llvm::ArrayRef<int64_t> values
   return "static const int64_t " + name.str() + "[] = " + cInt64List(values) + ";";
 }
 
+std::string cCall(llvm::StringRef callee, llvm::ArrayRef<std::string> args) {
+  std::string s = callee.str() + "(";
+  for (size_t i = 0; i < args.size(); ++i)
+    s += (i ? ", " : "") + args[i];
+  return s + ")";
+}
+
 std::string cStringLiteral(llvm::StringRef text) {
   std::string s = "\"";
   for (char c : text) {

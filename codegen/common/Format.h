@@ -41,6 +41,9 @@ std::string cInt64List(llvm::ArrayRef<int64_t> values);
 /// `static const int64_t name[] = {1LL, 2LL};` (one statement, no newline).
 std::string cInt64ArrayDecl(llvm::StringRef name, llvm::ArrayRef<int64_t> values);
 
+/// `callee(a, b, c)`: a call with its arguments spelled by the caller.
+std::string cCall(llvm::StringRef callee, llvm::ArrayRef<std::string> args);
+
 /// A C++ string literal of `text`: quotes and backslashes escaped, control
 /// characters as spaces.
 std::string cStringLiteral(llvm::StringRef text);

@@ -107,6 +107,19 @@ TEST(CodeWriter, EmptyLinesAndRawChunks) {
                      "  pre-indented;\n");
 }
 
+TEST(CodeWriter, AppendsToAnotherString) {
+  std::string body = "  int a;\n";
+  {
+    CodeWriter w(body, 1);
+    auto loop = w.block("while (a)");
+    w.line("--a;");
+  }
+  EXPECT_EQ(body, "  int a;\n"
+                  "  while (a) {\n"
+                  "    --a;\n"
+                  "  }\n");
+}
+
 TEST(CodeWriter, MovedScopeClosesOnce) {
   CodeWriter w;
   {

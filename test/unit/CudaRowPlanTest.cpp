@@ -26,11 +26,11 @@ void expectLaunch(const RowLaunch &l, int64_t team, int64_t perLane, int64_t blo
 }
 
 TEST(CudaRowPlan, VectorWidthDividesTheRow) {
-  EXPECT_EQ(rowVectorWidth(40, 4), 4);  // f32: 16 bytes
-  EXPECT_EQ(rowVectorWidth(6, 4), 2);   // halved until it divides 6
-  EXPECT_EQ(rowVectorWidth(7, 2), 1);   // odd rows move element by element
-  EXPECT_EQ(rowVectorWidth(64, 8), 2);  // f64
-  EXPECT_EQ(rowVectorWidth(64, 2), 8);  // f16
+  EXPECT_EQ(rowVectorWidth(40, 4), 4); // f32: 16 bytes
+  EXPECT_EQ(rowVectorWidth(6, 4), 2);  // halved until it divides 6
+  EXPECT_EQ(rowVectorWidth(7, 2), 1);  // odd rows move element by element
+  EXPECT_EQ(rowVectorWidth(64, 8), 2); // f64
+  EXPECT_EQ(rowVectorWidth(64, 2), 8); // f16
 }
 
 TEST(CudaRowPlan, TeamGrowsWithTheRow) {

@@ -36,6 +36,12 @@ TEST(Format, Arrays) {
   EXPECT_EQ(cInt64ArrayDecl("none", {}), "static const int64_t none[] = {0};");
 }
 
+TEST(Format, Calls) {
+  EXPECT_EQ(cCall("sluice_fill<float>", {"4", "0.0f", "out0"}),
+            "sluice_fill<float>(4, 0.0f, out0)");
+  EXPECT_EQ(cCall("f", {}), "f()");
+}
+
 TEST(Format, Strings) {
   EXPECT_EQ(cStringLiteral("k0_add"), "\"k0_add\"");
   EXPECT_EQ(cStringLiteral("a\"b\\c\nd"), "\"a\\\"b\\\\c d\"");
