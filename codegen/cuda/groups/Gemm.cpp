@@ -298,8 +298,7 @@ public:
     std::string params, argsList;
     for (auto [i, e] : llvm::enumerate(accesses)) {
       std::string T = storageType(e.type);
-      params += std::string(i ? ", " : "") + (e.written ? "" : "const ") + T + " *p" +
-                decimal(i);
+      params += std::string(i ? ", " : "") + (e.written ? "" : "const ") + T + " *p" + decimal(i);
       argsList += std::string(i ? ", " : "") + "(" + (e.written ? "" : "const ") + T + " *)(" +
                   e.access.pointer + ")";
     }
@@ -324,8 +323,8 @@ private:
   /// Coordinates of flat element `i` and each access's element index x<a>.
   void writeIndices(CodeWriter &w) const {
     int64_t rank = space.size();
-    bool needCoords = llvm::any_of(
-        accesses, [&](const EpilogueAccess &e) { return !isContiguous(e.access); });
+    bool needCoords =
+        llvm::any_of(accesses, [&](const EpilogueAccess &e) { return !isContiguous(e.access); });
     if (needCoords) {
       w.line("int64_t rest = i;");
       for (int64_t d = rank - 1; d >= 0; --d) {
@@ -468,8 +467,8 @@ private:
       h.line("if (vec)");
       {
         auto then = h.indented();
-        h.line("epilogue_vec<<<sluice_grid({0}, 256, {1}), 256, 0, stream>>>({2});", total,
-               kVector, argsList);
+        h.line("epilogue_vec<<<sluice_grid({0}, 256, {1}), 256, 0, stream>>>({2});", total, kVector,
+               argsList);
       }
       h.line("else");
       auto otherwise = h.indented();
@@ -551,9 +550,7 @@ struct GemmPlan {
     return l;
   }
   /// Whether yield `i` is D as cuBLASLt wrote it.
-  bool writtenByGemm(unsigned i) const {
-    return dSlot && i == *dSlot && roots[i] == chain.end;
-  }
+  bool writtenByGemm(unsigned i) const { return dSlot && i == *dSlot && roots[i] == chain.end; }
 };
 
 //===----------------------------------------------------------------------===//
@@ -648,8 +645,7 @@ CudaEmit planGemmOutputs(CudaGroupContext &ctx, GemmPlan &p) {
   bool allowEpilogues = !p.et.isF64() && !p.aVector && !p.bVector;
   p.chain.end = p.result;
   if (!p.aVector && !p.bVector)
-    p.chain = fuseChain(ctx, p.parts.yield, p.result, p.parts.after, p.space, p.et,
-                        allowEpilogues);
+    p.chain = fuseChain(ctx, p.parts.yield, p.result, p.parts.after, p.space, p.et, allowEpilogues);
   for (Operation *op : p.parts.after)
     if (!p.chain.ops.contains(op))
       p.rest.push_back(op);
@@ -673,8 +669,7 @@ CudaEmit planGemmOutputs(CudaGroupContext &ctx, GemmPlan &p) {
         p.dLayoutOf(p.outViews[i].strides))
       p.dSlot = i;
   for (auto [i, v] : llvm::enumerate(yielded))
-    if (!p.dSlot && !p.rest.empty() && elementOf(v) == p.et &&
-        p.outViews[i].isContiguous(p.space))
+    if (!p.dSlot && !p.rest.empty() && elementOf(v) == p.et && p.outViews[i].isContiguous(p.space))
       p.dSlot = i;
   std::string dPointer;
   int64_t dOffset = 0;
@@ -759,8 +754,8 @@ CudaEmit planGemmBatches(CudaGroupContext &ctx, GemmPlan &p) {
 /// The generated epilogue's accesses: the leaves of the ops after the fused
 /// prefix, D, and every output cuBLASLt does not write. False (nothing
 /// needed) when cuBLASLt writes the only output.
-FailureOr<bool> planGemmEpilogue(CudaGroupContext &ctx, const GemmPlan &p,
-                                 EpilogueKernel &epi, std::string &why) {
+FailureOr<bool> planGemmEpilogue(CudaGroupContext &ctx, const GemmPlan &p, EpilogueKernel &epi,
+                                 std::string &why) {
   auto yielded = KernelYieldOp(p.parts.yield).getValues();
   bool needKernel = !p.rest.empty();
   for (unsigned i = 0; i < yielded.size(); ++i)
@@ -793,9 +788,8 @@ FailureOr<bool> planGemmEpilogue(CudaGroupContext &ctx, const GemmPlan &p,
     if (p.writtenByGemm(i))
       continue;
     epi.stores.push_back({(unsigned)epi.accesses.size(), p.roots[i]});
-    epi.accesses.push_back({{ctx.output(i), p.outViews[i].offset, p.outViews[i].strides},
-                            elementOf(v),
-                            true});
+    epi.accesses.push_back(
+        {{ctx.output(i), p.outViews[i].offset, p.outViews[i].strides}, elementOf(v), true});
   }
   return true;
 }

@@ -275,8 +275,7 @@ CudaEmit planRowAccesses(CudaGroupContext &ctx, RowPlan &plan, HostReason failed
   plan.statShape.assign(inShape.begin(), inShape.end());
   for (int64_t d = plan.axis; d < (int64_t)plan.statShape.size(); ++d)
     plan.statShape[d] = 1;
-  epilogue::Body &st =
-      plan.stats.body.emplace(g, plan.statShape, (int64_t)plan.statShape.size());
+  epilogue::Body &st = plan.stats.body.emplace(g, plan.statShape, (int64_t)plan.statShape.size());
   st.prefix = "s";
   KernelYieldOp yield = plan.parts.yield;
   for (auto [i, v] : llvm::enumerate(yield.getValues())) {
@@ -330,8 +329,8 @@ void planRowVectors(RowPlan &plan) {
         widest = std::max(widest, storageBytes(t));
   }
   plan.vector = rowVectorWidth(plan.len, widest);
-  plan.launch = planRowLaunch(plan.len / plan.vector, plan.vector, plan.isReduce,
-                              plan.compute == "double");
+  plan.launch =
+      planRowLaunch(plan.len / plan.vector, plan.vector, plan.isReduce, plan.compute == "double");
 }
 
 //===----------------------------------------------------------------------===//
@@ -354,8 +353,7 @@ std::string vecName(const RowSide &side, const char *kind, unsigned a) {
 
 /// Binds every leaf to its load (vectorized leaves read their element of
 /// the loaded vector) and spells the ops of both sides.
-CudaEmit bindRowExprs(RowPlan &plan, RowExprs &e, CudaGroupContext &ctx,
-                      HostReason failedWith) {
+CudaEmit bindRowExprs(RowPlan &plan, RowExprs &e, CudaGroupContext &ctx, HostReason failedWith) {
   epilogue::Body &pro = *plan.pro.body, &epi = *plan.epi.body;
   pro.bindLeaves();
   epi.bindLeaves();
@@ -441,18 +439,17 @@ void writeVectorStores(CodeWriter &w, const RowPlan &plan, const RowSide &side,
                        CudaGroupContext &ctx) {
   for (auto [i, a] : side.stores)
     if (plan.vectorized(side, a))
-      w.line("*({0} *)({1} + {2}{3} + j0) = {4};",
-             vecType(storageType(side.types[a]), plan.vector), ctx.output(i),
-             side.body->prefix, a, vecName(side, "w", a));
+      w.line("*({0} *)({1} + {2}{3} + j0) = {4};", vecType(storageType(side.types[a]), plan.vector),
+             ctx.output(i), side.body->prefix, a, vecName(side, "w", a));
 }
 
 /// The load_ lambda: the prologue of V consecutive elements into x_, and
 /// (on the first pass over the row) the stores of yielded prologue values.
-void writeRowLoad(CodeWriter &w, const RowPlan &plan, const RowExprs &e,
-                  CudaGroupContext &ctx) {
+void writeRowLoad(CodeWriter &w, const RowPlan &plan, const RowExprs &e, CudaGroupContext &ctx) {
   const RowSide &pro = plan.pro;
-  auto load = w.blockClosedBy("};", "auto load_ = [&](int64_t row, int64_t j0, {0} (&x_)[{1}], "
-                                    "bool first_)",
+  auto load = w.blockClosedBy("};",
+                              "auto load_ = [&](int64_t row, int64_t j0, {0} (&x_)[{1}], "
+                              "bool first_)",
                               plan.compute, plan.vector);
   w.line("(void)first_;");
   pro.body->rowBases(w, "row");
@@ -479,8 +476,7 @@ void writeRowLoad(CodeWriter &w, const RowPlan &plan, const RowExprs &e,
 
 /// The store_ lambda (scale and bias, the epilogue, the stores) and, for
 /// the norms, stats_; then the call of the row template that runs them.
-void writeRowStore(CodeWriter &w, const RowPlan &plan, const RowExprs &e,
-                   CudaGroupContext &ctx) {
+void writeRowStore(CodeWriter &w, const RowPlan &plan, const RowExprs &e, CudaGroupContext &ctx) {
   const RowSide &epi = plan.epi;
   const std::string &C = plan.compute, outC = computeType(plan.outType);
   const RowLaunch &launch = plan.launch;
@@ -502,8 +498,7 @@ void writeRowStore(CodeWriter &w, const RowPlan &plan, const RowExprs &e,
   }
   {
     auto store = w.blockClosedBy(
-        "};", "auto store_ = [&](int64_t row, int64_t j0, const {0} (&y0_)[{1}])", C,
-        plan.vector);
+        "};", "auto store_ = [&](int64_t row, int64_t j0, const {0} (&y0_)[{1}])", C, plan.vector);
     epi.body->rowBases(w, "row");
     writeVectorLoads(w, plan, epi);
     w.line("#pragma unroll");
@@ -528,9 +523,8 @@ void writeRowStore(CodeWriter &w, const RowPlan &plan, const RowExprs &e,
                r == 1 ? "mean_" : "inv_");
     }
   }
-  w.line("sluice_row_run<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7}, load_, store_, stats_);",
-         e.kind, launch.team, plan.vector, launch.perLane, C, cInt64(plan.rows),
-         cInt64(plan.len), e.eps);
+  w.line("sluice_row_run<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7}, load_, store_, stats_);", e.kind,
+         launch.team, plan.vector, launch.perLane, C, cInt64(plan.rows), cInt64(plan.len), e.eps);
 }
 
 /// The kernel's parameters and the launch's arguments: every pointer an
@@ -564,7 +558,9 @@ void printRowGroup(CudaGroupContext &ctx, const RowPlan &plan, const RowExprs &e
   CodeWriter k;
   k.line("// {0}: {1} rows of {2}, team {3}{4}, {5} per vector, {6}",
          plan.rowOp->getName().getStringRef(), plan.rows, plan.len, launch.team,
-         launch.team < 32 ? " (sub-warp)" : launch.team == 32 ? " (warp)" : " (block)",
+         launch.team < 32    ? " (sub-warp)"
+         : launch.team == 32 ? " (warp)"
+                             : " (block)",
          plan.vector,
          launch.perLane ? decimal(launch.perLane) + " vectors per lane in registers"
                         : std::string("streamed"));
