@@ -187,8 +187,7 @@ struct Body {
   }
 
   /// One `const T vN = ...;` per op (N counts on from `locals`).
-  mlir::LogicalResult emitOps(CodeWriter &w, llvm::ArrayRef<mlir::Operation *> ops,
-                              int &locals) {
+  mlir::LogicalResult emitOps(CodeWriter &w, llvm::ArrayRef<mlir::Operation *> ops, int &locals) {
     for (mlir::Operation *op : ops) {
       std::vector<std::string> operands;
       for (mlir::Value operand : op->getOperands()) {
