@@ -35,9 +35,9 @@ namespace sluice::codegen {
 /// pointer (`const T *`, T = storageType of the element type) to operand i,
 /// `out[i]` a pointer (`T *`) to result i. Operands that are small constants
 /// are also readable at compile time (getConstantIntValues and friends on
-/// op->getOperand(i)). Emitters append statements to `body`; the function
-/// returns 0 after them. An emitter that cannot handle the op's form returns
-/// failure with an error on the op ("cpu target: ...").
+/// op->getOperand(i)). Emitters write statements into `body` through
+/// `code`; the function returns 0 after them. An emitter that cannot handle
+/// the op's form returns failure with an error on the op ("cpu target: ...").
 struct CpuOpContext {
   mlir::Operation *op;
   std::vector<std::string> in, out;
@@ -48,6 +48,8 @@ struct CpuOpContext {
   std::vector<std::string> outDims;
   std::string kernelName;
   std::string body;
+  /// Writes statements into `body`, at the function body's indent.
+  CodeWriter code{body, 1};
   std::set<std::string> *headers;
   /// Adds `#include "<header>"` (e.g. "sluice_gen/cpu_movement.h").
   void include(const std::string &header) { headers->insert(header); }
