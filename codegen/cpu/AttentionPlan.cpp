@@ -8,6 +8,8 @@
 
 #include "codegen/cpu/AttentionPlan.h"
 
+#include "codegen/common/Format.h"
+
 #include "codegen/cpu/CpuEmitter.h"
 #include "codegen/cpu/Groups.h"
 
@@ -140,19 +142,19 @@ std::string AttentionPlan::descriptorFields() const {
   const size_t rank = batch.size() + 2;
   std::string s;
   auto field = [&](const char *name, const AttentionAccess &a) {
-    s += "    d." + std::string(name) + ".row = " + cInt(a.strides[rank - 2]) + "; d." + name +
-         ".col = " + cInt(a.strides[rank - 1]) + ";";
+    s += "    d." + std::string(name) + ".row = " + cInt64(a.strides[rank - 2]) + "; d." + name +
+         ".col = " + cInt64(a.strides[rank - 1]) + ";";
     for (size_t x = 0; x < batch.size(); ++x)
-      s += " d." + std::string(name) + ".batch[" + std::to_string(x) + "] = " + cInt(a.strides[x]) +
+      s += " d." + std::string(name) + ".batch[" + std::to_string(x) + "] = " + cInt64(a.strides[x]) +
            ";";
     s += "\n";
   };
   s += "    d.nbatch = " + std::to_string(batch.size()) + ";";
   for (size_t x = 0; x < batch.size(); ++x)
-    s += " d.batch[" + std::to_string(x) + "] = " + cInt(batch[x]) + ";";
+    s += " d.batch[" + std::to_string(x) + "] = " + cInt64(batch[x]) + ";";
   s += "\n";
-  s += "    d.sq = " + cInt(sq) + "; d.sk = " + cInt(sk) + "; d.d = " + cInt(d) +
-       "; d.dv = " + cInt(dv) + ";\n";
+  s += "    d.sq = " + cInt64(sq) + "; d.sk = " + cInt64(sk) + "; d.d = " + cInt64(d) +
+       "; d.dv = " + cInt64(dv) + ";\n";
   s += "    d.scale = " + exactFloatLiteral(scale) + "; d.causal = " + (causal ? "true" : "false") +
        "; d.mask = " + std::to_string(maskKind) + "; d.rotary = " + (rotary ? "true" : "false") +
        ";\n";

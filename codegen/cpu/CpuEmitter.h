@@ -84,17 +84,6 @@ void registerCpuReductionEmitters(CpuOpRegistry &registry);
 void registerCpuNNEmitters(CpuOpRegistry &registry);
 void registerCpuMiscEmitters(CpuOpRegistry &registry);
 
-/// Formatting helpers for emitters.
-/// `{1, 2, 3}` (int64_t values; "{0}" for an empty list so arrays stay legal).
-std::string cArray(llvm::ArrayRef<int64_t> values);
-/// `static const int64_t name[] = {...};\n`
-std::string cStaticArray(const std::string &name, llvm::ArrayRef<int64_t> values);
-/// A C++ string literal of `text`.
-std::string cString(llvm::StringRef text);
-/// `123LL`: an int64_t literal.
-std::string cInt(int64_t value);
-/// A float literal that round-trips (epsilon, alpha ...): `1.000000047e-03f`.
-std::string floatLiteral(const llvm::APFloat &value);
 /// The product of dims [begin, end).
 int64_t product(llvm::ArrayRef<int64_t> dims, size_t begin = 0,
                 size_t end = SIZE_MAX);
