@@ -162,8 +162,7 @@ struct DeviceConstants {
 
 /// Collects the body's constants and binds them in `ctx` (pointers; splats
 /// also as literals).
-LogicalResult collectDeviceConstants(KernelOp kernel, CudaGroupContext &ctx,
-                                     DeviceConstants &out) {
+LogicalResult collectDeviceConstants(KernelOp kernel, CudaGroupContext &ctx, DeviceConstants &out) {
   for (Operation &inner : kernel.getBody().front().without_terminator()) {
     auto constant = dyn_cast<ConstantOp>(inner);
     if (!constant)
@@ -310,8 +309,8 @@ LogicalResult writeHostStep(CudaSources &sources, CudaModel &model, KernelOp ker
   std::string kernelName = cStringLiteral(name);
   std::string buffers;
   for (auto [weight, offset] : st.buffers)
-    buffers += (weight ? "(void *)(args->host_weights + " : "(void *)(h + ") + decimal(offset) +
-               "), ";
+    buffers +=
+        (weight ? "(void *)(args->host_weights + " : "(void *)(h + ") + decimal(offset) + "), ";
   CodeWriter &s = sources.steps;
   {
     auto fn = s.block("static int32_t {0}(void *const *b, const SluiceRunArgs *args)", name);
@@ -388,8 +387,8 @@ LogicalResult emitCudaStep(CudaSources &sources, CudaModel &model, KernelOp kern
     return failure();
   if (kernel.getLibrary())
     model.hostUsesBlas = true;
-  model.remarks.push_back(name + " (" + describeOp(stepOp(kernel)) + "): runs on the host: " +
-                          ctx.reason);
+  model.remarks.push_back(name + " (" + describeOp(stepOp(kernel)) +
+                          "): runs on the host: " + ctx.reason);
   model.steps.push_back(describeStep(kernel, "host"));
   ++model.hostSteps;
   return success();
@@ -427,20 +426,19 @@ std::string deviceSource(const CudaModel &model, const CudaSources &sources, int
     w.line("state->stepNames = sluice_step_names;");
     w.line("state->numSteps = {0};", steps);
     w.line("state->symbols.reserve({0});", sources.symbols);
-    w.raw(
-        "#define SLUICE_SYMBOL(sym)                                                        \\\n"
-        "  do {                                                                         \\\n"
-        "    void *sluice_addr = nullptr;                                               \\\n"
-        "    cudaError_t sluice_err = cudaGetSymbolAddress(&sluice_addr, sym);          \\\n"
-        "    if (sluice_err != cudaSuccess) {                                           \\\n"
-        "      snprintf(error, error_size, \"sluice_model_init: cudaGetSymbolAddress(%s) \" \\\n"
-        "               \"failed: %s\", #sym, cudaGetErrorString(sluice_err));        \\\n"
-        "      sluice_cuda_release(state);                                              \\\n"
-        "      *device_state = nullptr;                                                 \\\n"
-        "      return 1;                                                                \\\n"
-        "    }                                                                          \\\n"
-        "    state->symbols.push_back(sluice_addr);                                     \\\n"
-        "  } while (0)\n");
+    w.raw("#define SLUICE_SYMBOL(sym)                                                        \\\n"
+          "  do {                                                                         \\\n"
+          "    void *sluice_addr = nullptr;                                               \\\n"
+          "    cudaError_t sluice_err = cudaGetSymbolAddress(&sluice_addr, sym);          \\\n"
+          "    if (sluice_err != cudaSuccess) {                                           \\\n"
+          "      snprintf(error, error_size, \"sluice_model_init: cudaGetSymbolAddress(%s) \" \\\n"
+          "               \"failed: %s\", #sym, cudaGetErrorString(sluice_err));        \\\n"
+          "      sluice_cuda_release(state);                                              \\\n"
+          "      *device_state = nullptr;                                                 \\\n"
+          "      return 1;                                                                \\\n"
+          "    }                                                                          \\\n"
+          "    state->symbols.push_back(sluice_addr);                                     \\\n"
+          "  } while (0)\n");
     w.raw(sources.symbolInit.str());
     w.raw("#undef SLUICE_SYMBOL\n");
     w.line("return 0;");
