@@ -2,11 +2,12 @@
 
 #include "codegen/common/AttentionDescriptor.h"
 
-#include "codegen/cpu/CpuEmitter.h"
+#include "codegen/common/Format.h"
+
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <cstdio>
-#include <tuple>
 
 namespace sluice::codegen {
 
@@ -20,27 +21,25 @@ std::string exactFloatLiteral(float f) {
   return buffer;
 }
 
-std::string attentionDescriptorFields(const kernel::AttentionPlan &plan) {
-  const auto &[batch, sq, sk, d, dv] = std::tie(plan.batch, plan.sq, plan.sk, plan.d, plan.dv);
-  const size_t rank = batch.size() + 2;
-  std::string s;
+void writeAttentionDescriptorFields(CodeWriter &w, const kernel::AttentionPlan &plan) {
+  const size_t rank = plan.batch.size() + 2;
+  // One access: its row and column strides, then one stride per batch dim.
   auto field = [&](const char *name, const kernel::Access &a) {
-    s += "    d." + std::string(name) + ".row = " + cInt(a.strides[rank - 2]) + "; d." + name +
-         ".col = " + cInt(a.strides[rank - 1]) + ";";
-    for (size_t x = 0; x < batch.size(); ++x)
-      s += " d." + std::string(name) + ".batch[" + std::to_string(x) + "] = " + cInt(a.strides[x]) +
-           ";";
-    s += "\n";
+    std::string line = llvm::formatv("d.{0}.row = {1}; d.{0}.col = {2};", name,
+                                     cInt64(a.strides[rank - 2]), cInt64(a.strides[rank - 1]));
+    for (size_t x = 0; x < plan.batch.size(); ++x)
+      line += llvm::formatv(" d.{0}.batch[{1}] = {2};", name, x, cInt64(a.strides[x])).str();
+    w.line("{0}", line);
   };
-  s += "    d.nbatch = " + std::to_string(batch.size()) + ";";
-  for (size_t x = 0; x < batch.size(); ++x)
-    s += " d.batch[" + std::to_string(x) + "] = " + cInt(batch[x]) + ";";
-  s += "\n";
-  s += "    d.sq = " + cInt(sq) + "; d.sk = " + cInt(sk) + "; d.d = " + cInt(d) +
-       "; d.dv = " + cInt(dv) + ";\n";
-  s += "    d.scale = " + exactFloatLiteral(plan.scale) + "; d.causal = " + (plan.causal ? "true" : "false") +
-       "; d.mask = " + std::to_string(plan.maskKind) + "; d.rotary = " + (plan.rotary ? "true" : "false") +
-       ";\n";
+  std::string batch = llvm::formatv("d.nbatch = {0};", plan.batch.size());
+  for (size_t x = 0; x < plan.batch.size(); ++x)
+    batch += llvm::formatv(" d.batch[{0}] = {1};", x, cInt64(plan.batch[x])).str();
+  w.line("{0}", batch);
+  w.line("d.sq = {0}; d.sk = {1}; d.d = {2}; d.dv = {3};", cInt64(plan.sq), cInt64(plan.sk),
+         cInt64(plan.d), cInt64(plan.dv));
+  w.line("d.scale = {0}; d.causal = {1}; d.mask = {2}; d.rotary = {3};",
+         exactFloatLiteral(plan.scale), plan.causal ? "true" : "false", plan.maskKind,
+         plan.rotary ? "true" : "false");
   field("q", plan.q);
   field("k", plan.k);
   field("v", plan.v);
@@ -50,7 +49,6 @@ std::string attentionDescriptorFields(const kernel::AttentionPlan &plan) {
   field("sin_q", plan.sinQ);
   field("cos_k", plan.cosK);
   field("sin_k", plan.sinK);
-  return s;
 }
 
 } // namespace sluice::codegen

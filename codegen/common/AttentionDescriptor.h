@@ -10,6 +10,7 @@
 #ifndef SLUICE_CODEGEN_COMMON_ATTENTIONDESCRIPTOR_H
 #define SLUICE_CODEGEN_COMMON_ATTENTIONDESCRIPTOR_H
 
+#include "codegen/common/CodeWriter.h"
 #include "lib/kernel/AttentionPlan.h"
 
 #include <string>
@@ -17,8 +18,8 @@
 namespace sluice::codegen {
 
 /// The descriptor's field assignments (`d.sq = 128; ...`), one statement
-/// group per line, indented by four spaces (inside the initializing lambda).
-std::string attentionDescriptorFields(const kernel::AttentionPlan &plan);
+/// group per line at `w`'s indent (inside the initializing lambda).
+void writeAttentionDescriptorFields(CodeWriter &w, const kernel::AttentionPlan &plan);
 
 /// An exact C++ float literal (hex float, NAN, INFINITY).
 std::string exactFloatLiteral(float f);

@@ -6,12 +6,13 @@
 #include "codegen/cpu/Groups.h"
 #include "codegen/common/KernelModel.h"
 #include "dialects/sluice/SluiceOps.h"
-#include "lib/reference/Evaluator.h"
 #include "lib/support/Locations.h"
+#include "lib/reference/Evaluator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
@@ -31,42 +32,6 @@ const CpuOpRegistry &CpuOpRegistry::get() {
     return r;
   }();
   return registry;
-}
-
-std::string cArray(ArrayRef<int64_t> values) {
-  if (values.empty())
-    return "{0}";
-  std::string s = "{";
-  for (size_t i = 0; i < values.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(values[i]) + "LL";
-  return s + "}";
-}
-
-std::string cStaticArray(const std::string &name, ArrayRef<int64_t> values) {
-  return "static const int64_t " + name + "[] = " + cArray(values) + ";\n";
-}
-
-std::string cString(StringRef text) {
-  std::string s = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\')
-      s += '\\';
-    if ((unsigned char)c < 0x20)
-      s += ' ';
-    else
-      s += c;
-  }
-  return s + "\"";
-}
-
-std::string cInt(int64_t value) { return std::to_string(value) + "LL"; }
-
-std::string floatLiteral(const llvm::APFloat &value) { return floatDigits(value) + "f"; }
-
-std::string floatDigits(const llvm::APFloat &value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.9e", value.convertToFloat());
-  return buffer;
 }
 
 int64_t product(ArrayRef<int64_t> dims, size_t begin, size_t end) {
@@ -267,6 +232,39 @@ LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::String
   return success();
 }
 
+RunBuffers::RunBuffers(const ModelFacts &facts) {
+  func::FuncOp func = facts.func;
+  Block &block = func.getBody().front();
+  for (auto [i, arg] : llvm::enumerate(block.getArguments()))
+    where[arg] = "(void *)args->inputs[" + decimal(i) + "]";
+  for (auto &[value, offset] : facts.weightOffset)
+    where[value] = "(void *)(args->weights + " + decimal(offset) + ")";
+}
+
+void RunBuffers::addResults(KernelOp kernel, ArrayRef<int64_t> offsets) {
+  for (auto [i, result] : llvm::enumerate(kernel.getResults())) {
+    int64_t offset = offsets[i];
+    where[result] = offset >= 0 ? "(void *)(args->arena + " + decimal(offset) + ")"
+                                : "args->outputs[" + decimal(-offset - 1) + "]";
+  }
+}
+
+LogicalResult RunBuffers::writeStep(CodeWriter &run, KernelOp kernel, int64_t step,
+                                    StringRef target) const {
+  std::vector<std::string> buffers;
+  for (Value input : kernel.getInputs()) {
+    if (!where.count(input))
+      return kernel.emitOpError() << target << " target: an input has no buffer";
+    buffers.push_back(where.lookup(input));
+  }
+  for (Value result : kernel.getResults())
+    buffers.push_back(where.lookup(result));
+  auto block = run.block("");
+  run.line("void *const b[] = {{{0}};", buffers.empty() ? "nullptr" : llvm::join(buffers, ", "));
+  run.line("SLUICE_STEP({0}, {1}(b, args));", step, kernel.getSymName());
+  return success();
+}
+
 namespace {
 
 /// Form F5: one op through the op registry (CpuEmitter.h); layout-preserving
@@ -390,9 +388,9 @@ FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &hea
       gctx.literals[constant] = literal(dense, 0);
   }
 
-  // The form the fuse phase recorded (dialects/sluice/KernelForms.h). A GEMM,
-  // row op or view alone (with layout-preserving aliases) runs through its
-  // op emitter, as a `single` group does.
+  // The form the fuse phase recorded (dialects/sluice/KernelForms.h). A GEMM
+  // or row op alone (with layout-preserving aliases) runs through its op
+  // emitter, as `single`, `library` and `view` groups do.
   LogicalResult emitted = success();
   switch (kernel.getForm()) {
   case KernelForm::elementwise:
@@ -437,50 +435,25 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
   Block &block = func.getBody().front();
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   std::set<std::string> headers{"sluice_gen/cpu.h"};
-  std::string kernels, run;
-  // Where each value lives at run time, as a C++ pointer expression.
-  llvm::DenseMap<Value, std::string> where;
-  for (auto [i, arg] : llvm::enumerate(block.getArguments()))
-    where[arg] = "(void *)args->inputs[" + std::to_string(i) + "]";
-  for (auto &[value, offset] : model.weightOffset)
-    where[value] = "(void *)(args->weights + " + std::to_string(offset) + ")";
+  std::string kernels;
+  CodeWriter run(1);
+  RunBuffers buffers(model);
 
   int64_t step = 0;
   for (Operation &op : block) {
     auto kernel = dyn_cast<KernelOp>(op);
     if (!kernel)
       continue;
-    std::string name = kernel.getSymName().str();
     auto offsets = kernel.getArenaOffsetsAttr();
     if (!offsets || offsets.size() != (int64_t)kernel.getNumResults())
       return kernel.emitOpError("emit needs arena offsets (run the plan phase)");
-    for (auto [i, result] : llvm::enumerate(kernel.getResults())) {
-      int64_t offset = offsets[i];
-      where[result] = offset >= 0
-                          ? "(void *)(args->arena + " + std::to_string(offset) + ")"
-                          : "args->outputs[" + std::to_string(-offset - 1) + "]";
-    }
+    buffers.addResults(kernel, offsets.asArrayRef());
     auto code = emitCpuKernel(kernel, headers);
     if (failed(code))
       return failure();
     kernels += *code;
-
-    // The step in the run function.
-    run += "  {\n    void *const b[] = {";
-    bool first = true;
-    for (Value input : kernel.getInputs()) {
-      if (!where.count(input))
-        return kernel.emitOpError("cpu target: an input has no buffer");
-      run += std::string(first ? "" : ", ") + where[input];
-      first = false;
-    }
-    for (Value result : kernel.getResults()) {
-      run += std::string(first ? "" : ", ") + where[result];
-      first = false;
-    }
-    if (first)
-      run += "nullptr";
-    run += "};\n    SLUICE_STEP(" + std::to_string(step) + ", " + name + "(b, args));\n  }\n";
+    if (failed(buffers.writeStep(run, kernel, step, "cpu")))
+      return failure();
 
     bool library = kernel.getLibrary().has_value();
     model.steps.push_back(describeStep(kernel, library ? "library" : "kernel"));
@@ -492,30 +465,33 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
 
   // Outputs not written in place: copies at the end.
   for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
-    std::string out = "args->outputs[" + std::to_string(index) + "]";
-    if (!where.count(value))
+    std::string out = "args->outputs[" + decimal(index) + "]";
+    std::string where = buffers.lookup(value);
+    if (where.empty())
       return func.emitError("cpu target: an output has no buffer");
-    if (where[value] == out)
+    if (where == out)
       continue;
     if (!cast<RankedTensorType>(value.getType()).hasStaticShape())
       return func.emitError("cpu target: output ")
              << index << " has data-dependent dims and is returned twice";
-    int64_t bytes = 1;
-    for (int64_t d : shapeOf(value))
-      bytes *= d;
-    bytes *= storageBytes(elementOf(value));
-    run += "  memcpy(" + out + ", " + where[value] + ", " + std::to_string(bytes) + ");\n";
+    run.line("memcpy({0}, {1}, {2});", out, where,
+             product(shapeOf(value)) * storageBytes(elementOf(value)));
   }
 
-  std::string source;
-  source += "// Generated by sluice-compile (cpu target). Do not edit.\n";
+  CodeWriter source;
+  source.line("// Generated by sluice-compile (cpu target). Do not edit.");
   for (const std::string &h : headers)
-    source += "#include \"" + h + "\"\n";
-  source += "\n" + kernels;
-  source += "extern \"C\" int32_t sluice_model_abi_version(void) { return SLUICE_BUNDLE_ABI_VERSION; }\n\n";
-  source += "extern \"C\" int32_t sluice_model_run(const SluiceRunArgs *args) {\n";
-  source += run + "  return 0;\n}\n";
-  model.source = std::move(source);
+    source.line("#include \"{0}\"", h);
+  source.blank().raw(kernels);
+  source.line("extern \"C\" int32_t sluice_model_abi_version(void) {{ return "
+              "SLUICE_BUNDLE_ABI_VERSION; }");
+  source.blank();
+  {
+    auto fn = source.block("extern \"C\" int32_t sluice_model_run(const SluiceRunArgs *args)");
+    source.raw(run.str());
+    source.line("return 0;");
+  }
+  model.source = source.str();
   return model;
 }
 

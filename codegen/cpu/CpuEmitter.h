@@ -14,6 +14,8 @@
 #ifndef SLUICE_CODEGEN_CPU_CPUEMITTER_H
 #define SLUICE_CODEGEN_CPU_CPUEMITTER_H
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
 #include "dialects/sluice/SluiceOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -33,9 +35,9 @@ namespace sluice::codegen {
 /// pointer (`const T *`, T = storageType of the element type) to operand i,
 /// `out[i]` a pointer (`T *`) to result i. Operands that are small constants
 /// are also readable at compile time (getConstantIntValues and friends on
-/// op->getOperand(i)). Emitters append statements to `body`; the function
-/// returns 0 after them. An emitter that cannot handle the op's form returns
-/// failure with an error on the op ("cpu target: ...").
+/// op->getOperand(i)). Emitters write statements into `body` through
+/// `code`; the function returns 0 after them. An emitter that cannot handle
+/// the op's form returns failure with an error on the op ("cpu target: ...").
 struct CpuOpContext {
   mlir::Operation *op;
   std::vector<std::string> in, out;
@@ -46,6 +48,8 @@ struct CpuOpContext {
   std::vector<std::string> outDims;
   std::string kernelName;
   std::string body;
+  /// Writes statements into `body`, at the function body's indent.
+  CodeWriter code{body, 1};
   std::set<std::string> *headers;
   /// Adds `#include "<header>"` (e.g. "sluice_gen/cpu_movement.h").
   void include(const std::string &header) { headers->insert(header); }
@@ -80,20 +84,6 @@ void registerCpuReductionEmitters(CpuOpRegistry &registry);
 void registerCpuNNEmitters(CpuOpRegistry &registry);
 void registerCpuMiscEmitters(CpuOpRegistry &registry);
 
-/// Formatting helpers for emitters.
-/// `{1, 2, 3}` (int64_t values; "{0}" for an empty list so arrays stay legal).
-std::string cArray(llvm::ArrayRef<int64_t> values);
-/// `static const int64_t name[] = {...};\n`
-std::string cStaticArray(const std::string &name, llvm::ArrayRef<int64_t> values);
-/// A C++ string literal of `text`.
-std::string cString(llvm::StringRef text);
-/// `123LL`: an int64_t literal.
-std::string cInt(int64_t value);
-/// A float literal that round-trips (epsilon, alpha ...): `1.000000047e-03f`.
-std::string floatLiteral(const llvm::APFloat &value);
-/// The same digits without the `f` (a double literal of the float's value),
-/// for code that casts it to its compute type: `1.000000047e-03`.
-std::string floatDigits(const llvm::APFloat &value);
 /// The product of dims [begin, end).
 int64_t product(llvm::ArrayRef<int64_t> dims, size_t begin = 0,
                 size_t end = SIZE_MAX);
@@ -158,6 +148,30 @@ struct ModelFacts {
 /// implements at once ("unsupported ops on target <target> (N): ...").
 mlir::LogicalResult collectModelFacts(mlir::ModuleOp module, ModelFacts &facts,
                                       llvm::StringRef target);
+
+/// Where the values of a planned `main` live while it runs, as pointer
+/// expressions of the run function (`args->inputs[i]`, the weights, the
+/// arena, `args->outputs[i]`), and the step calls that hand them to the
+/// kernels. Both targets write their run function through it.
+class RunBuffers {
+public:
+  /// The graph inputs and the weights of `facts`.
+  explicit RunBuffers(const ModelFacts &facts);
+  /// The results of `kernel`, at `offsets` (arena bytes; -1 - i: graph
+  /// output i, written in place).
+  void addResults(KernelOp kernel, llvm::ArrayRef<int64_t> offsets);
+  /// The pointer expression of `value`; "" when it has no buffer.
+  std::string lookup(mlir::Value value) const { return where.lookup(value); }
+  /// Step `step` of the run function: the kernel's buffer table (inputs,
+  /// then results) and `SLUICE_STEP(step, <kernel>(b, args))` in a block.
+  /// Fails with an error on the kernel ("<target> target: ...") when an
+  /// input has no buffer.
+  mlir::LogicalResult writeStep(CodeWriter &run, KernelOp kernel, int64_t step,
+                                llvm::StringRef target) const;
+
+private:
+  llvm::DenseMap<mlir::Value, std::string> where;
+};
 
 /// The C++ of one kernel group as a cpu function
 /// `static int32_t <name>(void *const *b, const SluiceRunArgs *args)`

@@ -12,14 +12,16 @@
 
 #include "codegen/cuda/CudaEmitter.h"
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "codegen/cpu/Groups.h"
 #include "codegen/common/KernelModel.h"
 #include "codegen/cuda/CudaGroups.h"
-#include "lib/reference/Evaluator.h"
 #include "lib/support/Locations.h"
+#include "lib/reference/Evaluator.h"
 
-#include "llvm/Support/Format.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
@@ -103,282 +105,395 @@ int64_t resultBytes(const ModelFacts &facts, Value result, int64_t offset) {
 
 } // namespace
 
+namespace {
+
+/// The pieces of model.cu and host.cpp, gathered over the steps.
+struct CudaSources {
+  std::set<std::string> headers{"sluice_gen/cuda.h"};
+  std::set<std::string> hostHeaders{"sluice_gen/cpu.h"};
+  /// Device code of every step (in `namespace <kernel>_k`), the step
+  /// functions, the run function's statements.
+  CodeWriter device, steps, run{1};
+  /// host.cpp's kernels and model.cu's declarations of their entry points.
+  CodeWriter hostCode, hostDecls;
+  /// sluice_model_init's SLUICE_SYMBOL lines (one per device constant).
+  CodeWriter symbolInit{1};
+  int64_t symbols = 0;
+  std::vector<std::string> stepNames;
+};
+
+/// The constants of a group body on the device: raw bytes in a __device__
+/// array each, addressed through the state's symbol table (entries from
+/// `firstSymbol` on).
+struct DeviceConstants {
+  struct Constant {
+    std::string name, storageType;
+    std::vector<unsigned char> bytes;
+  };
+  std::vector<Constant> constants;
+  int64_t firstSymbol = 0;
+};
+
+/// Collects the body's constants and binds them in `ctx` (pointers; splats
+/// also as literals).
+LogicalResult collectDeviceConstants(KernelOp kernel, CudaGroupContext &ctx, DeviceConstants &out) {
+  for (Operation &inner : kernel.getBody().front().without_terminator()) {
+    auto constant = dyn_cast<ConstantOp>(inner);
+    if (!constant)
+      continue;
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    if (!dense)
+      return inner.emitOpError("cuda target: constant in a kernel must be dense");
+    auto tensor = tensorFromAttr(dense);
+    if (failed(tensor))
+      return inner.emitOpError("cuda target: cannot read this constant's value");
+    std::string name = "c" + decimal(out.constants.size());
+    const unsigned char *bytes = (const unsigned char *)tensor->rawData();
+    out.constants.push_back({name, storageType(dense.getElementType()),
+                             std::vector<unsigned char>(bytes, bytes + tensor->byteSize())});
+    ctx.pointers[constant] = name;
+    if (dense.isSplat() || dense.getNumElements() == 1)
+      ctx.literals[constant] = literal(dense, 0);
+  }
+  return success();
+}
+
+/// The step function's first statements: the stream, the state, typed
+/// pointers to the inputs and results (b: inputs, then results).
+void writeStepPrologue(CodeWriter &w, KernelOp kernel) {
+  Block &body = kernel.getBody().front();
+  w.line("cudaStream_t stream = (cudaStream_t)args->stream;");
+  w.line("SluiceCudaState *state = sluice_state(args);");
+  w.line("(void)stream; (void)state;");
+  int64_t slot = 0;
+  for (BlockArgument arg : body.getArguments())
+    w.line("const {0} *__restrict__ in{1} = (const {0} *)b[{2}];", storageType(elementOf(arg)),
+           arg.getArgNumber(), slot++);
+  auto yield = cast<KernelYieldOp>(body.getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues()))
+    w.line("{0} *__restrict__ out{1} = ({0} *)b[{2}];", storageType(elementOf(v)), i, slot++);
+}
+
+/// A step the cuda emitters took: its device code in `namespace <name>_k`
+/// (with the constants' bytes) and its step function.
+void writeDeviceStep(CudaSources &sources, KernelOp kernel, const DeviceConstants &constants,
+                     const std::string &groupDevice, const std::string &groupHost) {
+  std::string name = kernel.getSymName().str();
+  CodeWriter &d = sources.device;
+  d.line("namespace {0}_k {{", name);
+  for (const DeviceConstants::Constant &c : constants.constants) {
+    std::string bytes;
+    for (size_t i = 0; i < c.bytes.size(); ++i)
+      bytes += (i ? (i % 24 ? "," : ",\n    ") : "") + decimal(c.bytes[i]);
+    d.line("__device__ __align__(16) const unsigned char {0}_bytes[] = {{{1}};", c.name,
+           c.bytes.empty() ? "0" : bytes);
+  }
+  d.raw(groupDevice);
+  d.line("} // namespace {0}_k", name);
+  d.blank();
+
+  CodeWriter &s = sources.steps;
+  {
+    auto fn = s.block("static int32_t {0}(void *const *b, const SluiceRunArgs *args)", name);
+    writeStepPrologue(s, kernel);
+    for (auto [i, c] : llvm::enumerate(constants.constants)) {
+      s.line("const {0} *{1} = (const {0} *)state->symbols[{2}];", c.storageType, c.name,
+             constants.firstSymbol + (int64_t)i);
+      s.line("(void){0};", c.name);
+      sources.symbolInit.line("SLUICE_SYMBOL({0}_k::{1}_bytes);", name, c.name);
+    }
+    s.line("using namespace {0}_k;", name);
+    s.raw(groupHost);
+    s.line("return 0;");
+  }
+  s.blank();
+}
+
+/// Where a host step's buffers sit in the pinned host arena (offsets in
+/// bytes, each 64-aligned): its inputs (weights are read where they are),
+/// its results and, for a graph output with data-dependent dims, the dims.
+struct HostStaging {
+  struct Copy {
+    std::string device; ///< the device-side pointer expression
+    int64_t at = 0, bytes = 0;
+  };
+  /// Before the step (device to host) and after it (host to device).
+  std::vector<Copy> in, out;
+  /// The step's buffer table: host-weight offsets or arena offsets.
+  std::vector<std::pair<bool, int64_t>> buffers; ///< (is a weight, offset)
+  /// (graph output, arena offset) of the dims the cpu kernel writes.
+  std::vector<std::pair<int64_t, int64_t>> outputDims;
+  int64_t bytes = 0; ///< of the host arena this step needs
+};
+
+HostStaging planHostStaging(const CudaModel &model, KernelOp kernel, ArrayRef<int64_t> offsets) {
+  HostStaging st;
+  int64_t &at = st.bytes;
+  unsigned index = 0;
+  for (Value input : kernel.getInputs()) {
+    std::string b = "b[" + decimal(index++) + "]";
+    if (auto it = model.weightOffset.find(input); it != model.weightOffset.end()) {
+      st.buffers.push_back({true, it->second});
+      continue;
+    }
+    int64_t bytes = bytesOf(input, cast<RankedTensorType>(input.getType()).getShape());
+    st.in.push_back({b, at, bytes});
+    st.buffers.push_back({false, at});
+    at += roundUp64(std::max<int64_t>(bytes, 1));
+  }
+  for (auto [i, result] : llvm::enumerate(kernel.getResults())) {
+    std::string b = "b[" + decimal(index++) + "]";
+    int64_t bytes = resultBytes(model, result, offsets[i]);
+    st.out.push_back({b, at, bytes});
+    st.buffers.push_back({false, at});
+    at += roundUp64(std::max<int64_t>(bytes, 1));
+    // A graph output with data-dependent dims: the cpu kernel writes them
+    // on the host; the device's copy (args->output_dims) follows.
+    if (!cast<RankedTensorType>(result.getType()).hasStaticShape() && offsets[i] < 0) {
+      int64_t output = -offsets[i] - 1;
+      int64_t dimBytes = 8 * std::max<int64_t>(1, shapeOf(result).size());
+      std::string dev = "args->output_dims[" + decimal(output) + "]";
+      st.in.push_back({dev, at, dimBytes});
+      st.out.push_back({dev, at, dimBytes});
+      st.outputDims.push_back({output, at});
+      at += roundUp64(dimBytes);
+    }
+  }
+  return st;
+}
+
+/// A step no cuda emitter took: the cpu kernel (in host.cpp) run by a host
+/// function on the stream between staging copies. Symbols of the group's
+/// constants are not needed (the cpu code has its own arrays).
+LogicalResult writeHostStep(CudaSources &sources, CudaModel &model, KernelOp kernel,
+                            ArrayRef<int64_t> offsets, int64_t step) {
+  std::string name = kernel.getSymName().str();
+  auto code = emitCpuKernel(kernel, sources.hostHeaders);
+  if (failed(code))
+    return failure();
+  sources.hostCode.raw(*code);
+  sources.hostCode.line("int32_t sluice_host_{0}(void *const *b, const SluiceRunArgs *args) {{ "
+                        "return {0}(b, args); }",
+                        name);
+  sources.hostCode.blank();
+  sources.hostDecls.line("int32_t sluice_host_{0}(void *const *, const SluiceRunArgs *);", name);
+
+  HostStaging st = planHostStaging(model, kernel, offsets);
+  model.hostArenaBytes = std::max(model.hostArenaBytes, st.bytes);
+  std::string kernelName = cStringLiteral(name);
+  std::string buffers;
+  for (auto [weight, offset] : st.buffers)
+    buffers +=
+        (weight ? "(void *)(args->host_weights + " : "(void *)(h + ") + decimal(offset) + "), ";
+  CodeWriter &s = sources.steps;
+  {
+    auto fn = s.block("static int32_t {0}(void *const *b, const SluiceRunArgs *args)", name);
+    writeStepPrologue(s, kernel);
+    s.line("unsigned char *h = args->host_arena;");
+    for (const HostStaging::Copy &c : st.in)
+      s.line("SLUICE_CUDA({0}, cudaMemcpyAsync(h + {1}, {2}, {3}, cudaMemcpyDeviceToHost, "
+             "stream));",
+             kernelName, c.at, c.device, c.bytes);
+    s.line("std::unique_ptr<SluiceHostStep> &slot = state->hostSteps[{0}];", step);
+    {
+      auto once = s.block("if (!slot)");
+      s.line("slot.reset(new SluiceHostStep());");
+      s.line("slot->fn = sluice_host_{0};", name);
+      s.line("slot->kernel = {0};", kernelName);
+      s.line("slot->buffers = {{{0}};", buffers);
+      s.line("slot->args = *args;");
+      if (!st.outputDims.empty()) {
+        s.line("slot->outputDims.assign({0}, nullptr);", model.outputs.size());
+        for (auto [output, at] : st.outputDims)
+          s.line("slot->outputDims[{0}] = (int64_t *)(h + {1});", output, at);
+        s.line("slot->args.output_dims = slot->outputDims.data();");
+      }
+    }
+    s.line("slot->args.num_threads = args->num_threads;");
+    s.line("SLUICE_CUDA({0}, cudaLaunchHostFunc(stream, sluice_host_step_trampoline, "
+           "slot.get()));",
+           kernelName);
+    for (const HostStaging::Copy &c : st.out)
+      s.line("SLUICE_CUDA({0}, cudaMemcpyAsync({1}, h + {2}, {3}, cudaMemcpyHostToDevice, "
+             "stream));",
+             kernelName, c.device, c.at, c.bytes);
+    s.line("return 0;");
+  }
+  s.blank();
+  return success();
+}
+
+/// One kernel group as a step: device code and a step function when a cuda
+/// emitter takes it, else a host step (with a remark saying why).
+LogicalResult emitCudaStep(CudaSources &sources, CudaModel &model, KernelOp kernel,
+                           ArrayRef<int64_t> offsets, int64_t step) {
+  std::string name = kernel.getSymName().str();
+  CudaGroupContext ctx;
+  std::string groupDevice, groupHost;
+  ctx.kernel = kernel;
+  ctx.name = name;
+  ctx.device = &groupDevice;
+  ctx.host = &groupHost;
+  ctx.headers = &sources.headers;
+  ctx.workspaceBytes = &model.workspaceBytes;
+  ctx.step = step;
+  for (BlockArgument arg : kernel.getBody().front().getArguments())
+    ctx.pointers[arg] = "in" + decimal(arg.getArgNumber());
+  DeviceConstants constants;
+  constants.firstSymbol = sources.symbols;
+  if (failed(collectDeviceConstants(kernel, ctx, constants)))
+    return failure();
+
+  CudaEmit result = emitGroup(ctx);
+  if (result == CudaEmit::Error)
+    return failure();
+  if (result == CudaEmit::Done) {
+    writeDeviceStep(sources, kernel, constants, groupDevice, groupHost);
+    sources.symbols += constants.constants.size();
+    model.steps.push_back(describeStep(kernel, ctx.kind));
+    (ctx.kind == "library" ? model.libraryCalls : model.kernels)++;
+    if (kernel.getLibrary() == "conv")
+      model.usesCudnn = true;
+    return success();
+  }
+  if (failed(writeHostStep(sources, model, kernel, offsets, step)))
+    return failure();
+  if (kernel.getLibrary())
+    model.hostUsesBlas = true;
+  model.remarks.push_back(name + " (" + describeOp(stepOp(kernel)) +
+                          "): runs on the host: " + ctx.reason);
+  model.steps.push_back(describeStep(kernel, "host"));
+  ++model.hostSteps;
+  return success();
+}
+
+/// model.cu: the steps, then the bundle ABI's entry points (init registers
+/// every device constant's address, run enqueues the steps).
+std::string deviceSource(const CudaModel &model, const CudaSources &sources, int64_t steps) {
+  CodeWriter w;
+  w.line("// Generated by sluice-compile (cuda target). Do not edit.");
+  if (model.usesCudnn)
+    w.line("#define SLUICE_WITH_CUDNN 1");
+  for (const std::string &h : sources.headers)
+    w.line("#include \"{0}\"", h);
+  w.blank();
+  if (!sources.hostDecls.str().empty())
+    w.raw(sources.hostDecls.str()).blank();
+  w.raw(sources.device.str()).raw(sources.steps.str());
+  w.line("static const char *const sluice_step_names[] = {{{0}};",
+         sources.stepNames.empty() ? "\"\"" : llvm::join(sources.stepNames, ", "));
+  w.blank();
+  w.line("extern \"C\" int32_t sluice_model_abi_version(void) {{ return "
+         "SLUICE_BUNDLE_ABI_VERSION; }");
+  w.blank();
+  w.line("extern \"C\" int32_t sluice_model_init(void **device_state, void *stream, char *error,");
+  {
+    auto init = w.block("                                      size_t error_size)");
+    w.line("if (sluice_cuda_init(device_state, stream, {0}ULL, {1}, error, error_size))",
+           model.workspaceBytes, model.usesCudnn ? "true" : "false");
+    {
+      auto failed = w.indented();
+      w.line("return 1;");
+    }
+    w.line("SluiceCudaState *state = (SluiceCudaState *)*device_state;");
+    w.line("state->stepNames = sluice_step_names;");
+    w.line("state->numSteps = {0};", steps);
+    w.line("state->symbols.reserve({0});", sources.symbols);
+    w.raw("#define SLUICE_SYMBOL(sym)                                                        \\\n"
+          "  do {                                                                         \\\n"
+          "    void *sluice_addr = nullptr;                                               \\\n"
+          "    cudaError_t sluice_err = cudaGetSymbolAddress(&sluice_addr, sym);          \\\n"
+          "    if (sluice_err != cudaSuccess) {                                           \\\n"
+          "      snprintf(error, error_size, \"sluice_model_init: cudaGetSymbolAddress(%s) \" \\\n"
+          "               \"failed: %s\", #sym, cudaGetErrorString(sluice_err));        \\\n"
+          "      sluice_cuda_release(state);                                              \\\n"
+          "      *device_state = nullptr;                                                 \\\n"
+          "      return 1;                                                                \\\n"
+          "    }                                                                          \\\n"
+          "    state->symbols.push_back(sluice_addr);                                     \\\n"
+          "  } while (0)\n");
+    w.raw(sources.symbolInit.str());
+    w.raw("#undef SLUICE_SYMBOL\n");
+    w.line("return 0;");
+  }
+  w.blank();
+  {
+    auto release = w.block("extern \"C\" void sluice_model_release(void *device_state)");
+    w.line("sluice_cuda_release(device_state);");
+  }
+  w.blank();
+  w.line("extern \"C\" int32_t sluice_model_check(void *device_state, char *error,");
+  {
+    auto check = w.block("                                       size_t error_size)");
+    w.line("return sluice_cuda_check(device_state, error, error_size);");
+  }
+  w.blank();
+  {
+    auto run = w.block("extern \"C\" int32_t sluice_model_run(const SluiceRunArgs *args)");
+    w.line("if (!args->device_state || !args->stream)");
+    {
+      auto refuse = w.indented();
+      w.line("return sluice_fail(args, \"sluice_model_run\", \"a cuda bundle needs the device "
+             "state and a stream (ABI 3)\");");
+    }
+    w.raw(sources.run.str());
+    w.line("return 0;");
+  }
+  return w.str();
+}
+
+} // namespace
+
 FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
   CudaModel model;
   if (failed(collectModelFacts(module, model, "cuda")))
     return failure();
   Block &block = model.func.getBody().front();
   auto ret = cast<func::ReturnOp>(block.getTerminator());
-
-  std::set<std::string> headers{"sluice_gen/cuda.h"};
-  std::set<std::string> hostHeaders{"sluice_gen/cpu.h"};
-  std::string device, steps, run, hostCode, hostDecls, symbolInit;
-  int64_t symbols = 0;
-
-  llvm::DenseMap<Value, std::string> where;
-  for (auto [i, arg] : llvm::enumerate(block.getArguments()))
-    where[arg] = "(void *)args->inputs[" + std::to_string(i) + "]";
-  for (auto &[value, offset] : model.weightOffset)
-    where[value] = "(void *)(args->weights + " + std::to_string(offset) + ")";
+  CudaSources sources;
+  RunBuffers buffers(model);
 
   int64_t step = 0;
-  std::string stepNames;
   for (Operation &op : block) {
     auto kernel = dyn_cast<KernelOp>(op);
     if (!kernel)
       continue;
-    std::string name = kernel.getSymName().str();
-    Block &body = kernel.getBody().front();
     auto offsets = kernel.getArenaOffsetsAttr();
     if (!offsets || offsets.size() != (int64_t)kernel.getNumResults())
       return kernel.emitOpError("emit needs arena offsets (run the plan phase)");
-    for (auto [i, result] : llvm::enumerate(kernel.getResults())) {
-      int64_t offset = offsets[i];
-      where[result] = offset >= 0
-                          ? "(void *)(args->arena + " + std::to_string(offset) + ")"
-                          : "args->outputs[" + std::to_string(-offset - 1) + "]";
-    }
-
-    // The step function's prologue: the stream, the state, typed pointers.
-    std::string fn = "static int32_t " + name + "(void *const *b, const SluiceRunArgs *args) {\n";
-    fn += "  cudaStream_t stream = (cudaStream_t)args->stream;\n";
-    fn += "  SluiceCudaState *state = sluice_state(args);\n";
-    fn += "  (void)stream; (void)state;\n";
-    int64_t slot = 0;
-    for (BlockArgument arg : body.getArguments()) {
-      std::string t = storageType(elementOf(arg));
-      fn += "  const " + t + " *__restrict__ in" + std::to_string(arg.getArgNumber()) +
-            " = (const " + t + " *)b[" + std::to_string(slot++) + "];\n";
-    }
-    auto yield = cast<KernelYieldOp>(body.getTerminator());
-    for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-      std::string t = storageType(elementOf(v));
-      fn += "  " + t + " *__restrict__ out" + std::to_string(i) + " = (" + t + " *)b[" +
-            std::to_string(slot++) + "];\n";
-    }
-
-    std::string groupDevice, groupHost;
-    CudaGroupContext ctx;
-    ctx.kernel = kernel;
-    ctx.name = name;
-    ctx.device = &groupDevice;
-    ctx.host = &groupHost;
-    ctx.headers = &headers;
-    ctx.workspaceBytes = &model.workspaceBytes;
-    ctx.step = step;
-    for (BlockArgument arg : body.getArguments())
-      ctx.pointers[arg] = "in" + std::to_string(arg.getArgNumber());
-    // Constants of the body: raw bytes in a __device__ array, addressed
-    // through the state's symbol table; splats also as literals.
-    std::string constantDecls, constantPtrs, constantInit;
-    int constants = 0;
-    for (Operation &inner : body.without_terminator()) {
-      auto constant = dyn_cast<ConstantOp>(inner);
-      if (!constant)
-        continue;
-      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-      if (!dense)
-        return inner.emitOpError("cuda target: constant in a kernel must be dense");
-      auto tensor = tensorFromAttr(dense);
-      if (failed(tensor))
-        return inner.emitOpError("cuda target: cannot read this constant's value");
-      std::string cname = "c" + std::to_string(constants++);
-      const unsigned char *bytes = (const unsigned char *)tensor->rawData();
-      size_t count = tensor->byteSize();
-      constantDecls += "__device__ __align__(16) const unsigned char " + cname + "_bytes[] = {";
-      for (size_t i = 0; i < count; ++i)
-        constantDecls += (i ? (i % 24 ? "," : ",\n    ") : "") + std::to_string(bytes[i]);
-      if (count == 0)
-        constantDecls += "0";
-      constantDecls += "};\n";
-      std::string t = storageType(dense.getElementType());
-      constantPtrs += "  const " + t + " *" + cname + " = (const " + t + " *)state->symbols[" +
-                      std::to_string(symbols) + "];\n  (void)" + cname + ";\n";
-      constantInit += "  SLUICE_SYMBOL(" + name + "_k::" + cname + "_bytes);\n";
-      ++symbols;
-      ctx.pointers[constant] = cname;
-      if (dense.isSplat() || dense.getNumElements() == 1)
-        ctx.literals[constant] = literal(dense, 0);
-    }
-
-    CudaEmit result = emitGroup(ctx);
-    if (result == CudaEmit::Error)
+    buffers.addResults(kernel, offsets.asArrayRef());
+    if (failed(emitCudaStep(sources, model, kernel, offsets.asArrayRef(), step)))
       return failure();
-    Operation *named = stepOp(kernel);
-    if (result == CudaEmit::Done) {
-      device += "namespace " + name + "_k {\n" + constantDecls + groupDevice + "} // namespace " +
-                name + "_k\n\n";
-      symbolInit += constantInit;
-      steps += fn + constantPtrs + "  using namespace " + name + "_k;\n" + groupHost +
-               "  return 0;\n}\n\n";
-      model.steps.push_back(describeStep(kernel, ctx.kind));
-      (ctx.kind == "library" ? model.libraryCalls : model.kernels)++;
-      if (kernel.getLibrary() == "conv")
-        model.usesCudnn = true;
-    } else {
-      // A host step: the cpu kernel between staging copies. Symbols of this
-      // group's constants are not needed (the cpu code has its own arrays).
-      symbols -= constants;
-      auto code = emitCpuKernel(kernel, hostHeaders);
-      if (failed(code))
-        return failure();
-      hostCode += *code + "int32_t sluice_host_" + name +
-                  "(void *const *b, const SluiceRunArgs *args) { return " + name +
-                  "(b, args); }\n\n";
-      hostDecls += "int32_t sluice_host_" + name + "(void *const *, const SluiceRunArgs *);\n";
-      if (kernel.getLibrary())
-        model.hostUsesBlas = true;
-      model.remarks.push_back(name + " (" + describeOp(named) + "): runs on the host: " +
-                              ctx.reason);
-      std::string h = fn;
-      h += "  unsigned char *h = args->host_arena;\n";
-      std::string buffers, copyIn, copyOut;
-      int64_t at = 0;
-      unsigned index = 0;
-      auto kernelName = "\"" + name + "\"";
-      for (Value input : kernel.getInputs()) {
-        std::string b = "b[" + std::to_string(index++) + "]";
-        if (auto it = model.weightOffset.find(input); it != model.weightOffset.end()) {
-          buffers += "(void *)(args->host_weights + " + std::to_string(it->second) + "), ";
-          continue;
-        }
-        auto type = cast<RankedTensorType>(input.getType());
-        int64_t bytes = bytesOf(input, type.getShape());
-        copyIn += "  SLUICE_CUDA(" + kernelName + ", cudaMemcpyAsync(h + " + std::to_string(at) +
-                  ", " + b + ", " + std::to_string(bytes) +
-                  ", cudaMemcpyDeviceToHost, stream));\n";
-        buffers += "(void *)(h + " + std::to_string(at) + "), ";
-        at += roundUp64(std::max<int64_t>(bytes, 1));
-      }
-      std::string dimsSetup;
-      for (auto [i, result] : llvm::enumerate(kernel.getResults())) {
-        std::string b = "b[" + std::to_string(index++) + "]";
-        int64_t bytes = resultBytes(model, result, offsets[i]);
-        copyOut += "  SLUICE_CUDA(" + kernelName + ", cudaMemcpyAsync(" + b + ", h + " +
-                   std::to_string(at) + ", " + std::to_string(bytes) +
-                   ", cudaMemcpyHostToDevice, stream));\n";
-        buffers += "(void *)(h + " + std::to_string(at) + "), ";
-        at += roundUp64(std::max<int64_t>(bytes, 1));
-        // A graph output with data-dependent dims: the cpu kernel writes
-        // them on the host; the device's copy (args->output_dims) follows.
-        if (!cast<RankedTensorType>(result.getType()).hasStaticShape() && offsets[i] < 0) {
-          int64_t output = -offsets[i] - 1;
-          int64_t dimBytes = 8 * std::max<int64_t>(1, shapeOf(result).size());
-          std::string dev = "args->output_dims[" + std::to_string(output) + "]";
-          copyIn += "  SLUICE_CUDA(" + kernelName + ", cudaMemcpyAsync(h + " + std::to_string(at) +
-                    ", " + dev + ", " + std::to_string(dimBytes) +
-                    ", cudaMemcpyDeviceToHost, stream));\n";
-          copyOut += "  SLUICE_CUDA(" + kernelName + ", cudaMemcpyAsync(" + dev + ", h + " +
-                     std::to_string(at) + ", " + std::to_string(dimBytes) +
-                     ", cudaMemcpyHostToDevice, stream));\n";
-          dimsSetup += "    slot->outputDims[" + std::to_string(output) + "] = (int64_t *)(h + " +
-                       std::to_string(at) + ");\n";
-          at += roundUp64(dimBytes);
-        }
-      }
-      model.hostArenaBytes = std::max(model.hostArenaBytes, at);
-      h += copyIn;
-      h += "  std::unique_ptr<SluiceHostStep> &slot = state->hostSteps[" + std::to_string(step) +
-           "];\n";
-      h += "  if (!slot) {\n    slot.reset(new SluiceHostStep());\n";
-      h += "    slot->fn = sluice_host_" + name + ";\n    slot->kernel = " + kernelName + ";\n";
-      h += "    slot->buffers = {" + buffers + "};\n    slot->args = *args;\n";
-      if (!dimsSetup.empty())
-        h += "    slot->outputDims.assign(" + std::to_string(model.outputs.size()) +
-             ", nullptr);\n" + dimsSetup + "    slot->args.output_dims = slot->outputDims.data();\n";
-      h += "  }\n  slot->args.num_threads = args->num_threads;\n";
-      h += "  SLUICE_CUDA(" + kernelName +
-           ", cudaLaunchHostFunc(stream, sluice_host_step_trampoline, slot.get()));\n";
-      h += copyOut + "  return 0;\n}\n\n";
-      steps += h;
-      model.steps.push_back(describeStep(kernel, "host"));
-      ++model.hostSteps;
-    }
-
-    stepNames += (stepNames.empty() ? "" : ", ") + cString(name);
-    // The step in the run function.
-    run += "  {\n    void *const b[] = {";
-    bool first = true;
-    for (Value input : kernel.getInputs()) {
-      if (!where.count(input))
-        return kernel.emitOpError("cuda target: an input has no buffer");
-      run += std::string(first ? "" : ", ") + where[input];
-      first = false;
-    }
-    for (Value result : kernel.getResults()) {
-      run += std::string(first ? "" : ", ") + where[result];
-      first = false;
-    }
-    if (first)
-      run += "nullptr";
-    run += "};\n    SLUICE_STEP(" + std::to_string(step) + ", " + name + "(b, args));\n  }\n";
+    sources.stepNames.push_back(cStringLiteral(kernel.getSymName()));
+    if (failed(buffers.writeStep(sources.run, kernel, step, "cuda")))
+      return failure();
     ++step;
   }
 
   // Outputs not written in place: device-to-device copies at the end.
   for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
-    std::string out = "args->outputs[" + std::to_string(index) + "]";
-    if (!where.count(value))
+    std::string out = "args->outputs[" + decimal(index) + "]";
+    std::string where = buffers.lookup(value);
+    if (where.empty())
       return model.func.emitError("cuda target: an output has no buffer");
-    if (where[value] == out)
+    if (where == out)
       continue;
     if (!cast<RankedTensorType>(value.getType()).hasStaticShape())
       return model.func.emitError("cuda target: output ")
              << index << " has data-dependent dims and is returned twice";
-    int64_t bytes = bytesOf(value, shapeOf(value));
-    run += "  SLUICE_CUDA(\"output copy\", cudaMemcpyAsync(" + out + ", " + where[value] + ", " +
-           std::to_string(bytes) + ", cudaMemcpyDeviceToDevice, (cudaStream_t)args->stream));\n";
+    sources.run.line("SLUICE_CUDA(\"output copy\", cudaMemcpyAsync({0}, {1}, {2}, "
+                     "cudaMemcpyDeviceToDevice, (cudaStream_t)args->stream));",
+                     out, where, bytesOf(value, shapeOf(value)));
   }
 
-  std::string source = "// Generated by sluice-compile (cuda target). Do not edit.\n";
-  if (model.usesCudnn)
-    source += "#define SLUICE_WITH_CUDNN 1\n";
-  for (const std::string &h : headers)
-    source += "#include \"" + h + "\"\n";
-  source += "\n" + hostDecls + (hostDecls.empty() ? "" : "\n") + device + steps;
-  source += "static const char *const sluice_step_names[] = {" +
-            (stepNames.empty() ? std::string("\"\"") : stepNames) + "};\n\n";
-  source += "extern \"C\" int32_t sluice_model_abi_version(void) { return SLUICE_BUNDLE_ABI_VERSION; }\n\n";
-  source += "extern \"C\" int32_t sluice_model_init(void **device_state, void *stream, char *error,\n"
-            "                                      size_t error_size) {\n";
-  source += "  if (sluice_cuda_init(device_state, stream, " + std::to_string(model.workspaceBytes) +
-            "ULL, " + (model.usesCudnn ? "true" : "false") + ", error, error_size))\n    return 1;\n";
-  source += "  SluiceCudaState *state = (SluiceCudaState *)*device_state;\n";
-  source += "  state->stepNames = sluice_step_names;\n  state->numSteps = " +
-            std::to_string(step) + ";\n";
-  source += "  state->symbols.reserve(" + std::to_string(symbols) + ");\n";
-  source += "#define SLUICE_SYMBOL(sym)                                                        \\\n"
-            "  do {                                                                         \\\n"
-            "    void *sluice_addr = nullptr;                                               \\\n"
-            "    cudaError_t sluice_err = cudaGetSymbolAddress(&sluice_addr, sym);          \\\n"
-            "    if (sluice_err != cudaSuccess) {                                           \\\n"
-            "      snprintf(error, error_size, \"sluice_model_init: cudaGetSymbolAddress(%s) \" \\\n"
-            "               \"failed: %s\", #sym, cudaGetErrorString(sluice_err));        \\\n"
-            "      sluice_cuda_release(state);                                              \\\n"
-            "      *device_state = nullptr;                                                 \\\n"
-            "      return 1;                                                                \\\n"
-            "    }                                                                          \\\n"
-            "    state->symbols.push_back(sluice_addr);                                     \\\n"
-            "  } while (0)\n";
-  source += symbolInit;
-  source += "#undef SLUICE_SYMBOL\n  return 0;\n}\n\n";
-  source += "extern \"C\" void sluice_model_release(void *device_state) {\n"
-            "  sluice_cuda_release(device_state);\n}\n\n";
-  source += "extern \"C\" int32_t sluice_model_check(void *device_state, char *error,\n"
-            "                                       size_t error_size) {\n"
-            "  return sluice_cuda_check(device_state, error, error_size);\n}\n\n";
-  source += "extern \"C\" int32_t sluice_model_run(const SluiceRunArgs *args) {\n";
-  source += "  if (!args->device_state || !args->stream)\n"
-            "    return sluice_fail(args, \"sluice_model_run\", \"a cuda bundle needs the device "
-            "state and a stream (ABI 3)\");\n";
-  source += run + "  return 0;\n}\n";
-  model.deviceSource = std::move(source);
-
+  model.deviceSource = deviceSource(model, sources, step);
   if (model.hostSteps) {
-    std::string host = "// Generated by sluice-compile (cuda target, host steps). Do not edit.\n";
-    for (const std::string &h : hostHeaders)
-      host += "#include \"" + h + "\"\n";
-    model.hostSource = host + "\n" + hostCode;
+    CodeWriter host;
+    host.line("// Generated by sluice-compile (cuda target, host steps). Do not edit.");
+    for (const std::string &h : sources.hostHeaders)
+      host.line("#include \"{0}\"", h);
+    host.blank().raw(sources.hostCode.str());
+    model.hostSource = host.str();
   }
   return model;
 }

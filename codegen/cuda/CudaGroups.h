@@ -80,6 +80,26 @@ struct CudaGroupContext {
   }
 };
 
+/// How a row group (form F3) runs, decided from its row length alone: a
+/// team of `team` threads owns a row (4-32 lanes of a warp for short rows, a
+/// warp for medium ones, a block of 64-1024 threads for long ones), each
+/// lane keeping `perLane` vectors of the row in registers (0: the row
+/// streams through memory twice); a block of `block` threads takes
+/// `rowsPerBlock` rows.
+struct RowLaunch {
+  int64_t team = 32, perLane = 0, block = 128, rowsPerBlock = 4;
+};
+
+/// The launch of rows of `vectors` vectors of `vector` elements each.
+/// Reductions keep no row (they stream); f64 rows (`isDouble`) get half the
+/// registers a lane gives f32 rows.
+RowLaunch planRowLaunch(int64_t vectors, int64_t vector, bool isReduce, bool isDouble);
+
+/// Elements a row group moves per vector access: 16 bytes of its widest
+/// element type (among the accesses contiguous along the row), halved until
+/// it divides the row length `len`.
+int64_t rowVectorWidth(int64_t len, int64_t widestBytes);
+
 CudaEmit emitCudaElementwiseGroup(CudaGroupContext &ctx);
 CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx);
 CudaEmit emitCudaRowGroup(CudaGroupContext &ctx);

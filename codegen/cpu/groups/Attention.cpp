@@ -14,6 +14,7 @@
 #include "codegen/cpu/CpuEmitter.h"
 #include "codegen/cpu/Groups.h"
 
+#include "codegen/common/CodeWriter.h"
 #include "codegen/common/ScalarEmitter.h"
 
 using namespace mlir;
@@ -30,23 +31,28 @@ LogicalResult emitAttentionGroup(GroupContext &ctx) {
   std::string rotaryType = storageType(plan.rotaryType);
 
   // The descriptor: built once (a function-local static).
-  std::string s;
-  s += "  static const sluice_attn_desc desc = [] {\n";
-  s += "    sluice_attn_desc d{};\n";
-  s += attentionDescriptorFields(plan);
-  s += "    return d;\n  }();\n";
+  CodeWriter w(1);
+  {
+    auto desc = w.blockClosedBy("}();", "static const sluice_attn_desc desc = []");
+    w.line("sluice_attn_desc d{{};");
+    writeAttentionDescriptorFields(w, plan);
+    w.line("return d;");
+  }
   std::string t = storageType(plan.elementType);
   auto typed = [](const std::string &type, const std::string &ptr) {
     return ptr == "nullptr" ? "(const " + type + " *)nullptr" : ptr;
   };
-  s += "  if (sluice_attention<" + t + ", " + maskType + ", " + rotaryType +
-       ">(args->num_threads, desc, " + plan.q.pointer + ", " + plan.k.pointer + ", " +
-       plan.v.pointer + ", " + typed(maskType, plan.mask.pointer) + ", " +
-       typed(rotaryType, plan.cosQ.pointer) + ", " + typed(rotaryType, plan.sinQ.pointer) + ", " +
-       plan.out.pointer + "))\n";
-  s += "    " + ctx.fail("\"out of memory for attention scratch\"") + "\n";
+  w.line("if (sluice_attention<{0}, {1}, {2}>(args->num_threads, desc, {3}, {4}, {5}, {6}, {7}, "
+         "{8}, {9}))",
+         t, maskType, rotaryType, plan.q.pointer, plan.k.pointer, plan.v.pointer,
+         typed(maskType, plan.mask.pointer), typed(rotaryType, plan.cosQ.pointer),
+         typed(rotaryType, plan.sinQ.pointer), plan.out.pointer);
+  {
+    auto then = w.indented();
+    w.line("{0}", ctx.fail("\"out of memory for attention scratch\""));
+  }
   ctx.include("sluice_gen/cpu_attention.h");
-  *ctx.body += s;
+  *ctx.body += w.str();
   return success();
 }
 

@@ -11,6 +11,8 @@
 #include "codegen/cpu/CpuEmitter.h"
 #include "codegen/cpu/Groups.h"
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -167,45 +169,49 @@ LogicalResult emitElementwiseGroup(GroupContext &ctx) {
   int64_t outer = total / std::max<int64_t>(inner, 1);
   auto index = [&](unsigned a) {
     int64_t s = accesses[a].strides.back();
-    std::string i = s == 0 ? "0" : s == 1 ? "i" : "i * " + std::to_string(s);
-    std::string base = dims.size() > 1 ? "b" + std::to_string(a) : "";
+    std::string i = s == 0 ? "0" : s == 1 ? "i" : "i * " + decimal(s);
+    std::string base = dims.size() > 1 ? "b" + decimal(a) : "";
     if (accesses[a].offset)
-      base += (base.empty() ? "" : " + ") + std::to_string(accesses[a].offset);
+      base += (base.empty() ? "" : " + ") + decimal(accesses[a].offset);
     return base.empty() ? i : base + " + " + i;
   };
-  auto scalarBody = plan.scalarBody(ctx.literals, index, "      ");
-  if (failed(scalarBody))
-    return failure();
 
-  std::string &body = *ctx.body;
+  CodeWriter w(1);
   const int64_t kParallelThreshold = 32768;
   if (dims.size() == 1) {
     // One flat loop: `parallel for simd` (or `simd` alone) makes GCC
     // vectorize it even at -O2, whose cost model refuses loops that need an
     // epilogue.
-    std::string pragma = total >= kParallelThreshold
-                             ? "  #pragma omp parallel for simd num_threads(args->num_threads) schedule(static)\n"
-                             : "  #pragma omp simd\n";
-    body += pragma + "  for (int64_t i = 0; i < " + std::to_string(inner) + "; ++i) {\n" +
-            *scalarBody + "  }\n";
-    return success();
-  }
-  if (total >= kParallelThreshold)
-    body += "  #pragma omp parallel for num_threads(args->num_threads) schedule(static)\n";
-  body += "  for (int64_t o = 0; o < " + std::to_string(outer) + "; ++o) {\n";
-  body += "    int64_t rest = o, c;\n";
-  for (size_t a = 0; a < accesses.size(); ++a)
-    body += "    int64_t b" + std::to_string(a) + " = 0;\n";
-  for (int64_t d = (int64_t)dims.size() - 2; d >= 0; --d) {
-    body += "    c = rest % " + std::to_string(dims[d]) + "; rest /= " + std::to_string(dims[d]) + ";\n";
+    w.line(total >= kParallelThreshold
+               ? "#pragma omp parallel for simd num_threads(args->num_threads) schedule(static)"
+               : "#pragma omp simd");
+    auto loop = w.block("for (int64_t i = 0; i < {0}; ++i)", inner);
+    auto body = plan.scalarBody(ctx.literals, index, w.indentation());
+    if (failed(body))
+      return failure();
+    w.raw(*body);
+  } else {
+    if (total >= kParallelThreshold)
+      w.line("#pragma omp parallel for num_threads(args->num_threads) schedule(static)");
+    auto rows = w.block("for (int64_t o = 0; o < {0}; ++o)", outer);
+    w.line("int64_t rest = o, c;");
     for (size_t a = 0; a < accesses.size(); ++a)
-      if (accesses[a].strides[d])
-        body += "    b" + std::to_string(a) + " += c * " + std::to_string(accesses[a].strides[d]) + ";\n";
+      w.line("int64_t b{0} = 0;", a);
+    for (int64_t d = (int64_t)dims.size() - 2; d >= 0; --d) {
+      w.line("c = rest % {0}; rest /= {0};", dims[d]);
+      for (size_t a = 0; a < accesses.size(); ++a)
+        if (accesses[a].strides[d])
+          w.line("b{0} += c * {1};", a, accesses[a].strides[d]);
+    }
+    w.line("(void)rest; (void)c;");
+    w.line("#pragma omp simd");
+    auto loop = w.block("for (int64_t i = 0; i < {0}; ++i)", inner);
+    auto body = plan.scalarBody(ctx.literals, index, w.indentation());
+    if (failed(body))
+      return failure();
+    w.raw(*body);
   }
-  body += "    (void)rest; (void)c;\n";
-  body += "    #pragma omp simd\n";
-  body += "    for (int64_t i = 0; i < " + std::to_string(inner) + "; ++i) {\n" + *scalarBody +
-          "    }\n  }\n";
+  *ctx.body += w.str();
   return success();
 }
 

@@ -13,23 +13,17 @@
 #ifndef SLUICE_CODEGEN_CPU_GROUPS_EPILOGUE_H
 #define SLUICE_CODEGEN_CPU_GROUPS_EPILOGUE_H
 
+#include "codegen/common/CodeWriter.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "codegen/cpu/CpuEmitter.h"
 #include "codegen/cpu/Groups.h"
+#include "lib/kernel/Access.h"
 
 #include "llvm/ADT/MapVector.h"
 
 #include <optional>
 
 namespace sluice::codegen::epilogue {
-
-/// A buffer read or written at `offset + sum(coord[d] * strides[d])` over
-/// the space.
-struct Access {
-  std::string pointer;
-  int64_t offset = 0;
-  std::vector<int64_t> strides;
-};
 
 /// The one stride of `strides` over dims [split, rank) of `space` when they
 /// collapse into a single run (size-1 dims ignored).
@@ -59,7 +53,8 @@ struct Body {
   GroupContext &ctx;
   llvm::ArrayRef<int64_t> space;
   int64_t split; // dims [0, split) are rows, [split, rank) the inner run
-  std::vector<Access> accesses;
+  /// Every leaf and output, with strides over the space.
+  std::vector<kernel::Access> accesses;
   std::vector<int64_t> inner; // collapsed inner stride per access
   llvm::MapVector<mlir::Value, unsigned> leafAccess;
   llvm::DenseMap<mlir::Value, std::string> expr;
@@ -69,7 +64,7 @@ struct Body {
   Body(GroupContext &ctx, llvm::ArrayRef<int64_t> space, int64_t split)
       : ctx(ctx), space(space), split(split) {}
 
-  mlir::LogicalResult addAccess(Access a, const char *what) {
+  mlir::LogicalResult addAccess(kernel::Access a, const char *what) {
     auto s = innerStride(space, split, a.strides);
     if (!s)
       return ctx.kernel.emitOpError("cpu target: ")
@@ -89,47 +84,29 @@ struct Body {
     return base + " + " + j + " * " + std::to_string(inner[a]);
   }
 
-  /// Statements computing each access's base `b<a>` for flat row `row`.
-  std::string rowBases(const std::string &row, const std::string &indent) const {
-    std::string s;
+  /// Statements computing each access's base `<prefix><a>` for flat row
+  /// `row`: one multiply when the access's row dims collapse into one
+  /// stride, else through the row's coordinates.
+  void rowBases(CodeWriter &w, const std::string &row) const {
     std::vector<std::string> coords(split);
     bool needCoords = false;
-    auto flat = [&](const Access &a) -> std::optional<int64_t> {
-      // A single stride for the flat row index when the outer dims collapse.
-      std::optional<int64_t> stride;
-      int64_t expected = 0;
-      for (int64_t d = split - 1; d >= 0; --d) {
-        if (space[d] == 1)
-          continue;
-        if (!stride) {
-          stride = a.strides[d];
-          expected = a.strides[d] * space[d];
-        } else if (a.strides[d] != expected) {
-          return std::nullopt;
-        } else {
-          expected = a.strides[d] * space[d];
-        }
-      }
-      return stride ? *stride : 0;
-    };
-    for (const Access &a : accesses)
-      needCoords |= !flat(a).has_value();
+    for (const kernel::Access &a : accesses)
+      needCoords |= !rowStride(a).has_value();
     if (needCoords) {
       const std::string rest = prefix + "rest_";
-      s += indent + "int64_t " + rest + " = " + row + ";\n";
+      w.line("int64_t {0} = {1};", rest, row);
       for (int64_t d = split - 1; d >= 0; --d) {
         coords[d] = prefix + "r" + std::to_string(d) + "_";
-        s += indent + "const int64_t " + coords[d] + " = " + rest + " % " +
-             std::to_string(space[d]) + "; " + rest + " /= " + std::to_string(space[d]) + ";\n";
+        w.line("const int64_t {0} = {1} % {2}; {1} /= {2};", coords[d], rest, space[d]);
       }
-      s += indent + "(void)" + rest + ";";
+      std::string unused = "(void)" + rest + ";";
       for (int64_t d = 0; d < split; ++d)
-        s += " (void)" + coords[d] + ";";
-      s += "\n";
+        unused += " (void)" + coords[d] + ";";
+      w.line("{0}", unused);
     }
     for (auto [i, a] : llvm::enumerate(accesses)) {
       std::string e = std::to_string(a.offset);
-      if (auto f = flat(a)) {
+      if (auto f = rowStride(a)) {
         if (*f)
           e += " + " + row + " * " + std::to_string(*f);
       } else {
@@ -137,10 +114,28 @@ struct Body {
           if (a.strides[d] && space[d] != 1)
             e += " + " + coords[d] + " * " + std::to_string(a.strides[d]);
       }
-      s += indent + "const int64_t " + prefix + std::to_string(i) + " = " + e + "; (void)" +
-           prefix + std::to_string(i) + ";\n";
+      w.line("const int64_t {0}{1} = {2}; (void){0}{1};", prefix, i, e);
     }
-    return s;
+  }
+
+  /// The single stride of the flat row index when the access's row dims
+  /// collapse (size-1 dims ignored; 0 when every row dim is 1).
+  std::optional<int64_t> rowStride(const kernel::Access &a) const {
+    std::optional<int64_t> stride;
+    int64_t expected = 0;
+    for (int64_t d = split - 1; d >= 0; --d) {
+      if (space[d] == 1)
+        continue;
+      if (!stride) {
+        stride = a.strides[d];
+        expected = a.strides[d] * space[d];
+      } else if (a.strides[d] != expected) {
+        return std::nullopt;
+      } else {
+        expected = a.strides[d] * space[d];
+      }
+    }
+    return stride ? *stride : 0;
   }
 
   /// Registers `operand` (read by an elementwise op) as a leaf access unless
@@ -191,10 +186,8 @@ struct Body {
       expr[value] = loadExpr(elementOf(value), accesses[a].pointer + "[" + index(a) + "]");
   }
 
-  /// One `const T vN = ...;` per op.
-  mlir::FailureOr<std::string> emitOps(llvm::ArrayRef<mlir::Operation *> ops,
-                                       const std::string &indent, int &locals) {
-    std::string s;
+  /// One `const T vN = ...;` per op (N counts on from `locals`).
+  mlir::LogicalResult emitOps(CodeWriter &w, llvm::ArrayRef<mlir::Operation *> ops, int &locals) {
     for (mlir::Operation *op : ops) {
       std::vector<std::string> operands;
       for (mlir::Value operand : op->getOperands()) {
@@ -206,11 +199,10 @@ struct Body {
       if (failed(e))
         return mlir::failure();
       std::string local = "v" + std::to_string(locals++);
-      s += indent + "const " + computeType(elementOf(op->getResult(0))) + " " + local + " = " +
-           *e + ";\n";
+      w.line("const {0} {1} = {2};", computeType(elementOf(op->getResult(0))), local, *e);
       expr[op->getResult(0)] = local;
     }
-    return s;
+    return mlir::success();
   }
 };
 

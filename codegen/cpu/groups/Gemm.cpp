@@ -15,6 +15,9 @@
 
 #include "codegen/cpu/groups/Epilogue.h"
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
+
 using namespace mlir;
 
 namespace sluice::codegen {
@@ -37,42 +40,66 @@ int64_t batchOffset(ArrayRef<int64_t> batch, int64_t flat, ArrayRef<int64_t> sha
   return offset;
 }
 
-} // namespace
+/// Form F2 on the cpu, decided before any source is written: the GEMM
+/// (operands, leading dims, per-batch offsets), where C lives and the
+/// epilogue's accesses over [batch.., M | N]. Filled in place (the body
+/// points at the group).
+struct CpuGemmPlan {
+  GroupOps parts;
+  MatMulOp matmul;
+  Value result;
+  ArrayRef<int64_t> space;
+  /// Half storage: the GEMM widens A and B and accumulates into f32 scratch
+  /// (cpu_blas.h, sluice_gemm_batched_half_ep); the epilogue narrows.
+  bool half = false;
+  Type et, cElement;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;
+  /// GEMMs of gemmM rows (batches stacked along M where they can be).
+  int64_t gemmBatches = 1, gemmM = 0;
+  std::string aPtr, bPtr;
+  std::vector<int64_t> aOff, bOff;
+  SmallVector<Value> roots;
+  std::vector<StridedView> outViews;
+  /// The output the GEMM writes C into; none: a scratch buffer.
+  std::optional<unsigned> cSlot;
+  std::string c; ///< C's pointer: the output, or the scratch `gemm_c`
+  std::optional<epilogue::Body> body;
+  unsigned cAccess = 0;
+  std::vector<unsigned> outAccess;
+};
 
-LogicalResult emitGemmGroup(GroupContext &ctx) {
+/// The matmul, its operands as strided views of leaves and the GEMM's
+/// batches.
+LogicalResult planGemmOperands(GroupContext &ctx, CpuGemmPlan &p) {
   KernelOp kernel = ctx.kernel;
-  GroupOps parts = splitGroupOps(kernel, [](Operation *op) { return isa<MatMulOp>(op); });
-  KernelYieldOp yield = parts.yield;
+  p.parts = splitGroupOps(kernel, [](Operation *op) { return isa<MatMulOp>(op); });
   auto misplaced = [](Operation *op) {
     return op->emitOpError("cpu target: a GEMM group holds only views, one matmul and "
                            "elementwise ops after it");
   };
-  if (!parts.before.empty())
-    return misplaced(parts.before.front());
-  for (Operation *op : parts.after)
+  if (!p.parts.before.empty())
+    return misplaced(p.parts.before.front());
+  for (Operation *op : p.parts.after)
     if (!isElementwise(op))
       return misplaced(op);
-  auto matmul = dyn_cast_or_null<MatMulOp>(parts.anchor);
+  MatMulOp matmul = p.matmul = dyn_cast_or_null<MatMulOp>(p.parts.anchor);
   if (!matmul)
     return kernel.emitOpError("cpu target: no matmul in a GEMM group");
-  SmallVector<Operation *> &epilogueOps = parts.after;
   Value aValue = matmul->getOperand(0), bValue = matmul->getOperand(1);
-  Value result = matmul->getResult(0);
-  ArrayRef<int64_t> aShape = shapeOf(aValue), bShape = shapeOf(bValue),
-                    space = shapeOf(result);
+  p.result = matmul->getResult(0);
+  ArrayRef<int64_t> aShape = shapeOf(aValue), bShape = shapeOf(bValue);
+  p.space = shapeOf(p.result);
   if (aShape.size() < 2 || bShape.size() < 2)
     return matmul.emitOpError("cpu target: GEMM groups with an epilogue need matrix operands "
                               "(rank >= 2), not vectors");
-  Type et = elementOf(result);
+  Type et = p.et = elementOf(p.result);
   if (!et.isF32() && !et.isF64() && !et.isF16() && !et.isBF16())
     return matmul.emitOpError("cpu target: GEMM groups are f32, f64, f16 or bf16");
-  // Half storage: the GEMM widens A and B and accumulates into f32 scratch
-  // (cpu_blas.h, sluice_gemm_batched_half_ep); the epilogue narrows.
-  bool half = et.isF16() || et.isBF16();
-  Type cElement = half ? Type(Float32Type::get(et.getContext())) : et;
-  int64_t rank = space.size();
-  int64_t m = aShape[aShape.size() - 2], k = aShape.back(), n = bShape.back();
-  ArrayRef<int64_t> batchDims = space.drop_back(2);
+  p.half = et.isF16() || et.isBF16();
+  p.cElement = p.half ? Type(Float32Type::get(et.getContext())) : et;
+  int64_t m = p.m = aShape[aShape.size() - 2], k = p.k = aShape.back();
+  int64_t n = p.n = bShape.back();
+  ArrayRef<int64_t> batchDims = p.space.drop_back(2);
   int64_t batches = product(batchDims);
   if (batches > (1 << 20))
     return matmul.emitOpError("cpu target: too many matmul batches");
@@ -85,6 +112,8 @@ LogicalResult emitGemmGroup(GroupContext &ctx) {
   auto bPtr = ctx.leafPointer(StridedView{b->base, 0, {}});
   if (failed(aPtr) || failed(bPtr))
     return failure();
+  p.aPtr = *aPtr;
+  p.bPtr = *bPtr;
   int64_t ar = aShape.size(), br = bShape.size();
   if (k > 1 && a->strides[ar - 1] != 1)
     return matmul.emitOpError("cpu target: the GEMM's A operand is a view without unit stride "
@@ -92,134 +121,159 @@ LogicalResult emitGemmGroup(GroupContext &ctx) {
   if (n > 1 && b->strides[br - 1] != 1)
     return matmul.emitOpError("cpu target: the GEMM's B operand is a view without unit stride "
                               "along N (a transposed B); not supported in GEMM groups");
-  int64_t lda = m > 1 ? a->strides[ar - 2] : k;
-  int64_t ldb = k > 1 ? b->strides[br - 2] : n;
-  if (lda < k || ldb < n)
+  p.lda = m > 1 ? a->strides[ar - 2] : k;
+  p.ldb = k > 1 ? b->strides[br - 2] : n;
+  if (p.lda < k || p.ldb < n)
     return matmul.emitOpError("cpu target: the GEMM's operand rows overlap (row stride below "
                               "the row length); not supported in GEMM groups");
-  std::vector<int64_t> aOff, bOff;
   for (int64_t i = 0; i < batches; ++i) {
-    aOff.push_back(a->offset + batchOffset(batchDims, i, aShape, a->strides));
-    bOff.push_back(b->offset + batchOffset(batchDims, i, bShape, b->strides));
+    p.aOff.push_back(a->offset + batchOffset(batchDims, i, aShape, a->strides));
+    p.bOff.push_back(b->offset + batchOffset(batchDims, i, bShape, b->strides));
   }
   // A shared B and evenly spaced A batches: one GEMM with the batches
   // stacked in M (rows of the epilogue still map to [batch.., M]).
-  int64_t gemmBatches = batches, gemmM = m;
-  bool stack = batches > 1 && llvm::all_of(bOff, [&](int64_t o) { return o == bOff[0]; });
+  p.gemmBatches = batches;
+  p.gemmM = m;
+  bool stack = batches > 1 && llvm::all_of(p.bOff, [&](int64_t o) { return o == p.bOff[0]; });
   for (int64_t i = 0; i < batches && stack; ++i)
-    stack = aOff[i] == aOff[0] + i * m * lda;
+    stack = p.aOff[i] == p.aOff[0] + i * m * p.lda;
   if (stack) {
-    gemmBatches = 1;
-    gemmM = m * batches;
-    aOff.resize(1);
-    bOff.resize(1);
+    p.gemmBatches = 1;
+    p.gemmM = m * batches;
+    p.aOff.resize(1);
+    p.bOff.resize(1);
   }
+  return success();
+}
 
+/// The yields (the matmul result or epilogue values, through views) and
+/// where the GEMM writes C: an output holding the matmul result itself in
+/// order, else one holding an epilogue value of the same type (the
+/// epilogue then updates it in place), else scratch.
+LogicalResult planGemmResults(GroupContext &ctx, CpuGemmPlan &p) {
+  KernelOp kernel = ctx.kernel;
   // Epilogue values have the result's shape, or one that broadcasts to it
   // (a cast of the bias): those are recomputed per element.
-  for (Operation *op : epilogueOps)
+  for (Operation *op : p.parts.after)
     if (failed(broadcastStridesTo(shapeOf(op->getResult(0)),
-                                  contiguousStrides(shapeOf(op->getResult(0))), space)))
+                                  contiguousStrides(shapeOf(op->getResult(0))), p.space)))
       return op->emitOpError("cpu target: an epilogue op of a GEMM group does not have the "
                              "matmul result's shape");
-  // Yields: each is the matmul result or an epilogue value, through views.
-  SmallVector<Value> roots;
-  for (Value v : yield.getValues()) {
+  auto yielded = KernelYieldOp(p.parts.yield).getValues();
+  for (Value v : yielded) {
     Value root = stripOutputViews(v);
-    if (shapeOf(root) != space)
+    if (shapeOf(root) != p.space)
       return kernel.emitOpError("cpu target: a GEMM group yields a value of another shape than "
                                 "the matmul result");
-    if (root != result && !llvm::is_contained(epilogueOps, root.getDefiningOp()))
+    if (root != p.result && !llvm::is_contained(p.parts.after, root.getDefiningOp()))
       return kernel.emitOpError("cpu target: a GEMM group yields a value that is not computed "
                                 "from the matmul result");
-    roots.push_back(root);
+    p.roots.push_back(root);
   }
-  std::vector<StridedView> outViews;
-  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-    auto view = resolveOutputView(roots[i], v);
+  for (auto [i, v] : llvm::enumerate(yielded)) {
+    auto view = resolveOutputView(p.roots[i], v);
     if (failed(view))
       return kernel.emitOpError("cpu target: result ") << i << " is not a view of the GEMM's result";
-    outViews.push_back(*view);
+    p.outViews.push_back(*view);
   }
-  // Where the GEMM writes C: an output holding the matmul result itself in
-  // order, else one holding an epilogue value of the same type (the
-  // epilogue then updates it in place), else scratch.
-  std::optional<unsigned> cSlot;
-  for (int pass = 0; pass < 2 && !cSlot && !half; ++pass)
-    for (auto [i, v] : llvm::enumerate(yield.getValues()))
-      if (!cSlot && (pass == 1 || roots[i] == result) && elementOf(v) == et &&
-          outViews[i].isContiguous(space))
-        cSlot = i;
-  std::string T = storageType(cElement);
-  std::string &s = *ctx.body;
-  std::string c;
-  if (cSlot) {
-    c = ctx.output(*cSlot);
-  } else {
-    c = "gemm_c";
-    s += "  std::unique_ptr<" + T + "[]> gemm_c_buf(new " + T + "[" +
-         std::to_string(std::max<int64_t>(product(space), 1)) + "]);\n  " + T +
-         " *gemm_c = gemm_c_buf.get();\n";
-  }
+  for (int pass = 0; pass < 2 && !p.cSlot && !p.half; ++pass)
+    for (auto [i, v] : llvm::enumerate(yielded))
+      if (!p.cSlot && (pass == 1 || p.roots[i] == p.result) && elementOf(v) == p.et &&
+          p.outViews[i].isContiguous(p.space))
+        p.cSlot = i;
+  p.c = p.cSlot ? ctx.output(*p.cSlot) : "gemm_c";
+  return success();
+}
 
-  // The epilogue over [batch.., M | N]: rows are the flat index over
-  // batch.. x M, the inner loop runs along N.
-  epilogue::Body body(ctx, space, rank - 1);
-  for (Operation *op : epilogueOps)
+/// The epilogue over [batch.., M | N]: rows are the flat index over
+/// batch.. x M, the inner loop runs along N. Its accesses: the epilogue
+/// ops' leaves, C, then every output.
+LogicalResult planGemmEpilogue(GroupContext &ctx, CpuGemmPlan &p) {
+  epilogue::Body &body = p.body.emplace(ctx, p.space, (int64_t)p.space.size() - 1);
+  for (Operation *op : p.parts.after)
     for (Value operand : op->getOperands())
-      if (operand != result && failed(body.addLeaf(operand)))
+      if (operand != p.result && failed(body.addLeaf(operand)))
         return failure();
-  unsigned cAccess = body.accesses.size();
-  if (failed(body.addAccess({c, 0, contiguousStrides(space)}, "the GEMM result")))
+  p.cAccess = body.accesses.size();
+  if (failed(body.addAccess({p.c, 0, contiguousStrides(p.space)}, "the GEMM result")))
     return failure();
-  std::vector<unsigned> outAccess;
-  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-    outAccess.push_back(body.accesses.size());
-    if (failed(body.addAccess({ctx.output(i), 0, outViews[i].strides}, "a result")))
+  for (auto [i, view] : llvm::enumerate(p.outViews)) {
+    p.outAccess.push_back(body.accesses.size());
+    if (failed(body.addAccess({ctx.output(i), 0, view.strides}, "a result")))
       return failure();
   }
   // Leaves read through views of the matmul result are not elementwise.
   for (auto &[value, idx] : body.leafAccess)
-    if (resolveView(value)->base == result)
-      return kernel.emitOpError("cpu target: an epilogue reads the matmul result through a view");
-  body.bindLeaves();
-  std::string cType = computeType(et);
-  body.expr[result] = "acc_";
-  int locals = 0;
-  auto ops = body.emitOps(epilogueOps, "        ", locals);
-  if (failed(ops))
-    return failure();
+    if (resolveView(value)->base == p.result)
+      return ctx.kernel.emitOpError(
+          "cpu target: an epilogue reads the matmul result through a view");
+  return success();
+}
+
+/// The epilogue lambda run on each finished block of C; false when no
+/// output needs it (C is the only result, in its own slot).
+FailureOr<bool> writeGemmEpilogue(CodeWriter &w, GroupContext &ctx, CpuGemmPlan &p) {
+  epilogue::Body &body = *p.body;
+  auto yielded = KernelYieldOp(p.parts.yield).getValues();
   // Stores: skip the matmul result into C's own slot (the GEMM wrote it).
-  std::string stores;
-  bool anyStore = false;
-  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-    if (cSlot && i == *cSlot && roots[i] == result)
-      continue;
-    anyStore = true;
-    stores += "        " + ctx.output(i) + "[" + body.index(outAccess[i]) + "] = " +
-              storeExpr(elementOf(v), body.lookup(roots[i])) + ";\n";
+  std::vector<unsigned> stored;
+  for (unsigned i = 0; i < yielded.size(); ++i)
+    if (!(p.cSlot && i == *p.cSlot && p.roots[i] == p.result))
+      stored.push_back(i);
+  body.bindLeaves();
+  body.expr[p.result] = "acc_";
+  CodeWriter ops(4);
+  int locals = 0;
+  if (failed(body.emitOps(ops, p.parts.after, locals)))
+    return failure();
+  if (stored.empty())
+    return false;
+  auto lambda = w.blockClosedBy("};", "const auto epilogue = [&](int64_t batch, int64_t r0, "
+                                      "int64_t rows, int64_t c0, int64_t cols)");
+  auto rows = w.block("for (int64_t r = r0; r < r0 + rows; ++r)");
+  w.line("const int64_t row = batch * {0} + r;", p.gemmM);
+  body.rowBases(w, "row");
+  w.line("#pragma omp simd");
+  auto cols = w.block("for (int64_t j = c0; j < c0 + cols; ++j)");
+  w.line("const {0} acc_ = {1};", computeType(p.et),
+         loadExpr(p.cElement, p.c + "[" + body.index(p.cAccess) + "]"));
+  w.raw(ops.str());
+  for (unsigned i : stored)
+    w.line("{0}[{1}] = {2};", ctx.output(i), body.index(p.outAccess[i]),
+           storeExpr(elementOf(yielded[i]), body.lookup(p.roots[i])));
+  return true;
+}
+
+} // namespace
+
+LogicalResult emitGemmGroup(GroupContext &ctx) {
+  CpuGemmPlan plan;
+  if (failed(planGemmOperands(ctx, plan)) || failed(planGemmResults(ctx, plan)))
+    return failure();
+  CodeWriter w(1);
+  std::string T = storageType(plan.cElement);
+  if (!plan.cSlot) {
+    w.line("std::unique_ptr<{0}[]> gemm_c_buf(new {0}[{1}]);", T,
+           std::max<int64_t>(product(plan.space), 1));
+    w.line("{0} *gemm_c = gemm_c_buf.get();", T);
   }
+  if (failed(planGemmEpilogue(ctx, plan)))
+    return failure();
+  CodeWriter epilogue(1);
+  FailureOr<bool> anyStore = writeGemmEpilogue(epilogue, ctx, plan);
+  if (failed(anyStore))
+    return failure();
 
   ctx.include("sluice_gen/cpu_blas.h");
-  s += "  " + cStaticArray("a_off", aOff) + "  " + cStaticArray("b_off", bOff);
-  std::string epi = "[](int64_t, int64_t, int64_t, int64_t, int64_t) {}";
-  if (anyStore) {
-    s += "  const auto epilogue = [&](int64_t batch, int64_t r0, int64_t rows, int64_t c0, "
-         "int64_t cols) {\n";
-    s += "    for (int64_t r = r0; r < r0 + rows; ++r) {\n";
-    s += "      const int64_t row = batch * " + std::to_string(gemmM) + " + r;\n";
-    s += body.rowBases("row", "      ");
-    s += "      #pragma omp simd\n";
-    s += "      for (int64_t j = c0; j < c0 + cols; ++j) {\n";
-    s += "        const " + cType + " acc_ = " +
-         loadExpr(cElement, c + "[" + body.index(cAccess) + "]") + ";\n";
-    s += *ops + stores;
-    s += "      }\n    }\n  };\n";
-    epi = "epilogue";
-  }
-  s += "  sluice_gemm_batched_ep(args->num_threads, " + cInt(gemmBatches) + ", " + cInt(gemmM) +
-       ", " + cInt(n) + ", " + cInt(k) + ", " + *aPtr + ", a_off, " + cInt(lda) + ", " + *bPtr +
-       ", b_off, " + cInt(ldb) + ", " + c + ", " + epi + ");\n";
+  w.line("{0}", cInt64ArrayDecl("a_off", plan.aOff));
+  w.line("{0}", cInt64ArrayDecl("b_off", plan.bOff));
+  w.raw(epilogue.str());
+  w.line("sluice_gemm_batched_ep(args->num_threads, {0}, {1}, {2}, {3}, {4}, a_off, {5}, {6}, "
+         "b_off, {7}, {8}, {9});",
+         cInt64(plan.gemmBatches), cInt64(plan.gemmM), cInt64(plan.n), cInt64(plan.k), plan.aPtr,
+         cInt64(plan.lda), plan.bPtr, cInt64(plan.ldb), plan.c,
+         *anyStore ? "epilogue" : "[](int64_t, int64_t, int64_t, int64_t, int64_t) {}");
+  *ctx.body += w.str();
   return success();
 }
 

@@ -8,6 +8,8 @@
 
 #include "codegen/cpu/CpuEmitter.h"
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "dialects/sluice/SluiceOps.h"
 
@@ -83,34 +85,38 @@ LogicalResult emitMatMul(CpuOpContext &ctx) {
   if (failed(plan))
     return failure();
   Type et = elementOf(ctx.op->getOperand(0));
-  std::string &s = ctx.body;
-  s += "  " + cStaticArray("a_off", plan->aOffsets) + "  " + cStaticArray("b_off", plan->bOffsets);
-  std::string dims = std::to_string(plan->batches) + ", " + std::to_string(plan->m) + ", " +
-                     std::to_string(plan->n) + ", " + std::to_string(plan->k);
+  CodeWriter &w = ctx.code;
+  w.line("{0}", cInt64ArrayDecl("a_off", plan->aOffsets));
+  w.line("{0}", cInt64ArrayDecl("b_off", plan->bOffsets));
   // f16/bf16: widened into f32 GEMMs with fp32 accumulation (cpu_blas.h).
   if (et.isF32() || et.isF64() || et.isF16() || et.isBF16()) {
     ctx.include("sluice_gen/cpu_blas.h");
-    s += "  sluice_gemm_batched(" + std::string(CpuOpContext::threads) + ", " + dims +
-         ", " + ctx.in[0] + ", a_off, " + ctx.in[1] + ", b_off, " + ctx.out[0] + ");\n";
+    w.line("sluice_gemm_batched({0}, {1}, {2}, {3}, {4}, {5}, a_off, {6}, b_off, {7});",
+           CpuOpContext::threads, plan->batches, plan->m, plan->n, plan->k, ctx.in[0], ctx.in[1],
+           ctx.out[0]);
     return success();
   }
   // Other element types: a loop nest accumulating in the compute type.
   Type rt = elementOf(ctx.op->getResult(0));
   std::string acc = computeType(rt);
-  std::string m = std::to_string(plan->m), n = std::to_string(plan->n),
-              k = std::to_string(plan->k);
-  s += "  #pragma omp parallel for collapse(2) num_threads(args->num_threads) if(" +
-       std::to_string(plan->batches * plan->m * plan->n * plan->k) + "LL > 65536)\n";
-  s += "  for (int64_t bi = 0; bi < " + std::to_string(plan->batches) + "; ++bi)\n";
-  s += "    for (int64_t i = 0; i < " + m + "; ++i)\n";
-  s += "      for (int64_t j = 0; j < " + n + "; ++j) {\n";
-  s += "        " + acc + " sum = 0;\n";
-  s += "        for (int64_t p = 0; p < " + k + "; ++p)\n";
-  s += "          sum += (" + acc + ")" + loadExpr(et, ctx.in[0] + "[a_off[bi] + i * " + k + " + p]") +
-       " * (" + acc + ")" + loadExpr(et, ctx.in[1] + "[b_off[bi] + p * " + n + " + j]") + ";\n";
-  s += "        " + ctx.out[0] + "[(bi * " + m + " + i) * " + n + " + j] = " +
-       storeExpr(rt, "sum") + ";\n";
-  s += "      }\n";
+  w.line("#pragma omp parallel for collapse(2) num_threads(args->num_threads) if({0} > 65536)",
+         cInt64(plan->batches * plan->m * plan->n * plan->k));
+  w.line("for (int64_t bi = 0; bi < {0}; ++bi)", plan->batches);
+  auto batches = w.indented();
+  w.line("for (int64_t i = 0; i < {0}; ++i)", plan->m);
+  auto rows = w.indented();
+  auto cols = w.block("for (int64_t j = 0; j < {0}; ++j)", plan->n);
+  w.line("{0} sum = 0;", acc);
+  w.line("for (int64_t p = 0; p < {0}; ++p)", plan->k);
+  {
+    auto dot = w.indented();
+    std::string k = decimal(plan->k), n = decimal(plan->n);
+    w.line("sum += ({0}){1} * ({0}){2};", acc,
+           loadExpr(et, ctx.in[0] + "[a_off[bi] + i * " + k + " + p]"),
+           loadExpr(et, ctx.in[1] + "[b_off[bi] + p * " + n + " + j]"));
+  }
+  w.line("{0}[(bi * {1} + i) * {2} + j] = {3};", ctx.out[0], plan->m, plan->n,
+         storeExpr(rt, "sum"));
   return success();
 }
 

@@ -9,6 +9,8 @@
 
 #include "codegen/cpu/CpuEmitter.h"
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "dialects/sluice/SluiceOps.h"
 #include "dialects/sluice/SluiceTypes.h"
@@ -83,19 +85,16 @@ namespace {
 
 constexpr const char *kHeader = "sluice_gen/cpu_dynamic.h";
 
-
-std::string str(int64_t v) { return cInt(v); }
-
-
-/// Statements handing dim `dim` of result `index` to the runtime as `extent`
-/// when that dim is data-dependent; nothing when the result's type already
-/// fixes it (a constant condition, a static inverse_indices).
-std::string storeDim(const CpuOpContext &ctx, unsigned index, int64_t dim,
-                     const std::string &extent) {
+/// Hands dim `dim` of result `index` to the runtime as `extent` when that
+/// dim is data-dependent; writes nothing (and returns false) when the
+/// result's type already fixes it (a constant condition, a static
+/// inverse_indices).
+bool storeDim(CpuOpContext &ctx, unsigned index, int64_t dim, const std::string &extent) {
   auto type = cast<RankedTensorType>(ctx.op->getResult(index).getType());
   if (ctx.outDims[index].empty() || !type.isDynamicDim(dim))
-    return "";
-  return "  " + ctx.outDims[index] + "[" + std::to_string(dim) + "] = " + extent + ";\n";
+    return false;
+  ctx.code.line("{0}[{1}] = {2};", ctx.outDims[index], dim, extent);
+  return true;
 }
 
 /// The name of `operand`'s pointer: ctx.in follows op->getOperands(), in
@@ -121,12 +120,12 @@ LogicalResult emitNonZero(CpuOpContext &ctx) {
     return failure();
   ArrayRef<int64_t> shape = shapeOf(op.getInput());
   ctx.include(kHeader);
-  ctx.body += "  " + cStaticArray("nz_shape", shape);
-  ctx.body += "  int64_t count = sluice_nonzero<" + typeOf(op.getInput()) + ">(" +
-              str(shape.size()) + ", nz_shape, " + str(product(shape)) + ", " + ctx.in[0] +
-              ", " + ctx.out[0] + ");\n";
-  std::string store = storeDim(ctx, 0, 1, "count");
-  ctx.body += store.empty() ? "  (void)count;\n" : store;
+  ctx.code.line("{0}", cInt64ArrayDecl("nz_shape", shape));
+  ctx.code.line("int64_t count = {0};", cCall("sluice_nonzero<" + typeOf(op.getInput()) + ">",
+                                              {cInt64(shape.size()), "nz_shape",
+                                               cInt64(product(shape)), ctx.in[0], ctx.out[0]}));
+  if (!storeDim(ctx, 0, 1, "count"))
+    ctx.code.line("(void)count;");
   return success();
 }
 
@@ -161,11 +160,12 @@ LogicalResult emitCompress(CpuOpContext &ctx) {
     return op.emitOpError("cpu target: condition has ")
            << conditions << " entries for a dim of " << extent;
   ctx.include(kHeader);
-  ctx.body += "  int64_t kept = sluice_compress<" + typeOf(op.getInput()) + ">(" + str(outer) +
-              ", " + str(extent) + ", " + str(inner) + ", " + str(conditions) + ", " +
-              ctx.in[1] + ", " + ctx.in[0] + ", " + ctx.out[0] + ");\n";
-  std::string store = storeDim(ctx, 0, dim, "kept");
-  ctx.body += store.empty() ? "  (void)kept;\n" : store;
+  ctx.code.line("int64_t kept = {0};",
+                cCall("sluice_compress<" + typeOf(op.getInput()) + ">",
+                      {cInt64(outer), cInt64(extent), cInt64(inner), cInt64(conditions), ctx.in[1],
+                       ctx.in[0], ctx.out[0]}));
+  if (!storeDim(ctx, 0, dim, "kept"))
+    ctx.code.line("(void)kept;");
   return success();
 }
 
@@ -180,14 +180,20 @@ LogicalResult emitUnique(CpuOpContext &ctx) {
     return failure();
   int64_t outer = split->outer, n = split->extent, inner = split->inner;
   ctx.include(kHeader);
-  ctx.body += "  int64_t unique = 0;\n";
-  ctx.body += "  if (int32_t status = sluice_unique<" + typeOf(op.getInput()) + ">(args, " +
-              cString(ctx.kernelName) + ", " + str(outer) + ", " + str(n) + ", " + str(inner) +
-              ", " + (op.getSorted() ? "true" : "false") + ", " + ctx.in[0] + ", " +
-              ctx.out[0] + ", " + ctx.out[1] + ", " + ctx.out[2] + ", " + ctx.out[3] +
-              ", &unique))\n    return status;\n";
-  ctx.body += storeDim(ctx, 0, dim, "unique") + storeDim(ctx, 1, 0, "unique") +
-              storeDim(ctx, 2, 0, str(n)) + storeDim(ctx, 3, 0, "unique");
+  ctx.code.line("int64_t unique = 0;");
+  ctx.code.line("if (int32_t status = {0})",
+                cCall("sluice_unique<" + typeOf(op.getInput()) + ">",
+                      {"args", cStringLiteral(ctx.kernelName), cInt64(outer), cInt64(n),
+                       cInt64(inner), op.getSorted() ? "true" : "false", ctx.in[0], ctx.out[0],
+                       ctx.out[1], ctx.out[2], ctx.out[3], "&unique"}));
+  {
+    auto fail = ctx.code.indented();
+    ctx.code.line("return status;");
+  }
+  storeDim(ctx, 0, dim, "unique");
+  storeDim(ctx, 1, 0, "unique");
+  storeDim(ctx, 2, 0, cInt64(n));
+  storeDim(ctx, 3, 0, "unique");
   return success();
 }
 
@@ -212,18 +218,22 @@ LogicalResult emitNonMaxSuppression(CpuOpContext &ctx) {
   Value scoreThreshold = op.getScoreThreshold();
   bool hasScoreThreshold = scoreThreshold && product(shapeOf(scoreThreshold)) > 0;
   ctx.include(kHeader);
-  ctx.body += "  int64_t rows = 0;\n";
-  ctx.body += "  if (int32_t status = sluice_non_max_suppression<" + typeOf(op.getBoxes()) + ", " +
-              typeOf(op.getScores()) + ">(args, " + cString(ctx.kernelName) + ", " +
-              str(boxes[0]) + ", " + str(boxes[1]) + ", " + str(scores[1]) + ", " +
-              (op.getCenterPointBox() ? "true" : "false") + ", " + inputOf(ctx, op.getBoxes()) +
-              ", " + inputOf(ctx, op.getScores()) + ", " +
-              firstOf(op.getMaxOutputBoxesPerClass(), false, "0") + ", " +
-              firstOf(op.getIouThreshold(), true, "0.0") + ", " +
-              (hasScoreThreshold ? "true" : "false") + ", " +
-              firstOf(scoreThreshold, true, "0.0") + ", " + ctx.out[0] +
-              ", &rows))\n    return status;\n";
-  ctx.body += storeDim(ctx, 0, 0, "rows");
+  ctx.code.line("int64_t rows = 0;");
+  ctx.code.line(
+      "if (int32_t status = {0})",
+      cCall("sluice_non_max_suppression<" + typeOf(op.getBoxes()) + ", " + typeOf(op.getScores()) +
+                ">",
+            {"args", cStringLiteral(ctx.kernelName), cInt64(boxes[0]), cInt64(boxes[1]),
+             cInt64(scores[1]), op.getCenterPointBox() ? "true" : "false",
+             inputOf(ctx, op.getBoxes()), inputOf(ctx, op.getScores()),
+             firstOf(op.getMaxOutputBoxesPerClass(), false, "0"),
+             firstOf(op.getIouThreshold(), true, "0.0"), hasScoreThreshold ? "true" : "false",
+             firstOf(scoreThreshold, true, "0.0"), ctx.out[0], "&rows"}));
+  {
+    auto fail = ctx.code.indented();
+    ctx.code.line("return status;");
+  }
+  storeDim(ctx, 0, 0, "rows");
   return success();
 }
 

@@ -12,6 +12,8 @@
 
 #include "codegen/cpu/CpuEmitter.h"
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "dialects/sluice/SluiceOps.h"
 #include "dialects/sluice/SluiceTypes.h"
@@ -31,8 +33,10 @@ std::vector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
   return strides;
 }
 
-std::string str(int64_t v) { return cInt(v); }
-
+/// `if (int32_t status = call) return status;`: a call that fails the run.
+void checked(CpuOpContext &ctx, const std::string &call) {
+  ctx.code.line("if (int32_t status = {0}) return status;", call);
+}
 
 /// Constant integer operand `i`, or an error naming what it is.
 FailureOr<SmallVector<int64_t>> constantInts(Operation *op, unsigned i, StringRef what) {
@@ -47,8 +51,8 @@ void emitByteCopy(CpuOpContext &ctx) {
   int64_t bytes = product(shapeOf(ctx.op->getResult(0))) *
                   storageBytes(elementOf(ctx.op->getResult(0)));
   if (bytes)
-    ctx.body += "  if ((const void *)" + ctx.out[0] + " != (const void *)" + ctx.in[0] +
-                ") memcpy(" + ctx.out[0] + ", " + ctx.in[0] + ", " + str(bytes) + ");\n";
+    ctx.code.line("if ((const void *){0} != (const void *){1}) memcpy({0}, {1}, {2});", ctx.out[0],
+                  ctx.in[0], cInt64(bytes));
 }
 
 /// Copies the view (shape, strides, offset) of `src` into the contiguous
@@ -71,14 +75,14 @@ void emitStridedCopy(CpuOpContext &ctx, ArrayRef<int64_t> shape, ArrayRef<int64_
     dims.push_back(shape[d]);
     st.push_back(strides[d]);
   }
-  std::string &s = ctx.body;
+  CodeWriter &w = ctx.code;
   if (dims.empty()) {
-    s += "  " + dst + "[0] = " + src + "[" + str(offset) + "];\n";
+    w.line("{0}[0] = {1}[{2}];", dst, src, cInt64(offset));
     return;
   }
   if (dims.size() == 1 && st[0] == 1) {
-    s += "  memcpy(" + dst + ", " + src + " + " + str(offset) + ", " + str(dims[0]) +
-         " * sizeof(" + type + "));\n";
+    w.line("memcpy({0}, {1} + {2}, {3} * sizeof({4}));", dst, src, cInt64(offset), cInt64(dims[0]),
+           type);
     return;
   }
   ctx.include(kHeader);
@@ -89,16 +93,17 @@ void emitStridedCopy(CpuOpContext &ctx, ArrayRef<int64_t> shape, ArrayRef<int64_
   for (int64_t d = 0; d + 1 < rank; ++d)
     if (st[d] == 1)
       unitDim = d;
-  s += "  {\n    " + cStaticArray("view_shape", dims) + "    " +
-       cStaticArray("view_strides", st);
-  if (unitDim >= 0 && st.back() != 1 && dims.back() >= 2 && dims[unitDim] >= 4) {
-    s += "    sluice_tiled_copy<" + type + ">(" + CpuOpContext::threads + ", " +
-         str(rank) + ", view_shape, view_strides, " + str(offset) + ", " +
-         str(unitDim) + ", " + src + ", " + dst + ");\n  }\n";
-    return;
-  }
-  s += "    sluice_strided_copy<" + type + ">(" + CpuOpContext::threads + ", " + str(rank) +
-       ", view_shape, view_strides, " + str(offset) + ", " + src + ", " + dst + ");\n  }\n";
+  auto copy = w.block("");
+  w.line("{0}", cInt64ArrayDecl("view_shape", dims));
+  w.line("{0}", cInt64ArrayDecl("view_strides", st));
+  if (unitDim >= 0 && st.back() != 1 && dims.back() >= 2 && dims[unitDim] >= 4)
+    w.line("{0};", cCall("sluice_tiled_copy<" + type + ">",
+                         {CpuOpContext::threads, cInt64(rank), "view_shape", "view_strides",
+                          cInt64(offset), cInt64(unitDim), src, dst}));
+  else
+    w.line("{0};", cCall("sluice_strided_copy<" + type + ">",
+                         {CpuOpContext::threads, cInt64(rank), "view_shape", "view_strides",
+                          cInt64(offset), src, dst}));
 }
 
 //===----------------------------------------------------------------------===//
@@ -200,10 +205,10 @@ LogicalResult emitConcat(CpuOpContext &ctx) {
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
     int64_t length = shapeOf(input)[*axis];
     if (length * inner * outer > 0)
-      ctx.body += "  sluice_copy_rows<" + type + ">(" + CpuOpContext::threads + ", " +
-                  str(outer) + ", " + str(length * inner) + ", " + ctx.in[i] + ", " +
-                  str(length * inner) + ", " + ctx.out[0] + " + " + str(offset * inner) +
-                  ", " + str(outRow) + ");\n";
+      ctx.code.line("{0};", cCall("sluice_copy_rows<" + type + ">",
+                                  {CpuOpContext::threads, cInt64(outer), cInt64(length * inner),
+                                   ctx.in[i], cInt64(length * inner),
+                                   ctx.out[0] + " + " + cInt64(offset * inner), cInt64(outRow)}));
     offset += length;
   }
   return success();
@@ -222,10 +227,10 @@ LogicalResult emitSplit(CpuOpContext &ctx) {
   for (auto [i, result] : llvm::enumerate(op.getOutputs())) {
     int64_t length = shapeOf(result)[*axis];
     if (length * inner * outer > 0)
-      ctx.body += "  sluice_copy_rows<" + type + ">(" + CpuOpContext::threads + ", " +
-                  str(outer) + ", " + str(length * inner) + ", " + ctx.in[0] + " + " +
-                  str(offset * inner) + ", " + str(inRow) + ", " + ctx.out[i] + ", " +
-                  str(length * inner) + ");\n";
+      ctx.code.line("{0};", cCall("sluice_copy_rows<" + type + ">",
+                                  {CpuOpContext::threads, cInt64(outer), cInt64(length * inner),
+                                   ctx.in[0] + " + " + cInt64(offset * inner), cInt64(inRow),
+                                   ctx.out[i], cInt64(length * inner)}));
     offset += length;
   }
   if (offset != inShape[*axis])
@@ -250,7 +255,6 @@ LogicalResult emitPad(CpuOpContext &ctx) {
   if ((int64_t)pads->size() != 2 * rank)
     return op.emitOpError("cpu target: pads do not match the rank");
   std::string type = typeOf(op.getOutput());
-  std::string &s = ctx.body;
   std::string fill = storeExpr(elementOf(op.getOutput()), "0");
   if (op.getConstantValue()) {
     if (product(shapeOf(op.getConstantValue())) > 1)
@@ -264,7 +268,7 @@ LogicalResult emitPad(CpuOpContext &ctx) {
   if (product(outShape) == 0)
     return success();
   if (rank == 0) {
-    s += "  " + ctx.out[0] + "[0] = " + ctx.in[0] + "[0];\n";
+    ctx.code.line("{0}[0] = {1}[0];", ctx.out[0], ctx.in[0]);
     return success();
   }
   std::vector<int64_t> inStrides = rowMajorStrides(inShape), starts, table;
@@ -309,11 +313,13 @@ LogicalResult emitPad(CpuOpContext &ctx) {
     i = j;
   }
   ctx.include(kHeader);
-  s += "  " + cStaticArray("pad_shape", outShape) + "  " +
-       cStaticArray("pad_table_start", starts) + "  " + cStaticArray("pad_table", table);
-  s += "  sluice_table_gather<" + type + ">(" + CpuOpContext::threads + ", " + str(rank) +
-       ", pad_shape, pad_table_start, pad_table, " + str(runBegin) + ", " + str(runEnd) +
-       ", " + fill + ", " + ctx.in[0] + ", " + ctx.out[0] + ");\n";
+  ctx.code.line("{0}", cInt64ArrayDecl("pad_shape", outShape));
+  ctx.code.line("{0}", cInt64ArrayDecl("pad_table_start", starts));
+  ctx.code.line("{0}", cInt64ArrayDecl("pad_table", table));
+  ctx.code.line(
+      "{0};", cCall("sluice_table_gather<" + type + ">",
+                    {CpuOpContext::threads, cInt64(rank), "pad_shape", "pad_table_start",
+                     "pad_table", cInt64(runBegin), cInt64(runEnd), fill, ctx.in[0], ctx.out[0]}));
   return success();
 }
 
@@ -330,8 +336,9 @@ LogicalResult emitConstantOfShape(CpuOpContext &ctx) {
     return success();
   ctx.include(kHeader);
   std::string type = typeOf(op.getOutput());
-  ctx.body += "  sluice_fill<" + type + ">(" + CpuOpContext::threads + ", " + str(n) + ", " +
-              storeExpr(et, literal(value, 0)) + ", " + ctx.out[0] + ");\n";
+  ctx.code.line("{0};",
+                cCall("sluice_fill<" + type + ">", {CpuOpContext::threads, cInt64(n),
+                                                    storeExpr(et, literal(value, 0)), ctx.out[0]}));
   return success();
 }
 
@@ -341,15 +348,15 @@ LogicalResult emitRange(CpuOpContext &ctx) {
   std::string math = isa<FloatType>(et) ? "double" : "int64_t";
   std::string load0 = "(" + math + ")sluice_load(" + ctx.in[0] + "[0])",
               load2 = "(" + math + ")sluice_load(" + ctx.in[2] + "[0])";
-  ctx.body += "  {\n    const " + math + " start = " + load0 + ", delta = " + load2 + ";\n";
-  ctx.body += "    for (int64_t i = 0; i < " + str(n) + "; ++i)\n";
-  if (math == "double")
-    ctx.body += "      " + ctx.out[0] + "[i] = " + storeExpr(et, "start + (double)i * delta") +
-                ";\n  }\n";
-  else
-    ctx.body += "      " + ctx.out[0] + "[i] = " +
-                storeExpr(et, "(int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)delta)") +
-                ";\n  }\n";
+  CodeWriter &w = ctx.code;
+  auto range = w.block("");
+  w.line("const {0} start = {1}, delta = {2};", math, load0, load2);
+  w.line("for (int64_t i = 0; i < {0}; ++i)", cInt64(n));
+  auto loop = w.indented();
+  w.line("{0}[i] = {1};", ctx.out[0],
+         storeExpr(et, math == "double"
+                           ? "start + (double)i * delta"
+                           : "(int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)delta)"));
   return success();
 }
 
@@ -368,10 +375,10 @@ LogicalResult emitTrilu(CpuOpContext &ctx) {
     k = "(int64_t)" + ctx.in[1] + "[0]";
   }
   ctx.include(kHeader);
-  ctx.body += "  sluice_trilu<" + typeOf(op.getOutput()) + ">(" + CpuOpContext::threads +
-              ", " + str(product(shape, 0, rank - 2)) + ", " + str(shape[rank - 2]) + ", " +
-              str(shape[rank - 1]) + ", " + k + ", " + (op.getUpper() ? "true" : "false") +
-              ", " + ctx.in[0] + ", " + ctx.out[0] + ");\n";
+  ctx.code.line("{0};", cCall("sluice_trilu<" + typeOf(op.getOutput()) + ">",
+                              {CpuOpContext::threads, cInt64(product(shape, 0, rank - 2)),
+                               cInt64(shape[rank - 2]), cInt64(shape[rank - 1]), k,
+                               op.getUpper() ? "true" : "false", ctx.in[0], ctx.out[0]}));
   return success();
 }
 
@@ -387,11 +394,10 @@ LogicalResult emitReverseSequence(CpuOpContext &ctx) {
   if (product(shape) == 0)
     return success();
   ctx.include(kHeader);
-  ctx.body += "  " + cStaticArray("rs_shape", shape);
-  ctx.body += "  if (int32_t status = sluice_reverse_sequence<" + typeOf(op.getOutput()) +
-              ">(args, " + cString(ctx.kernelName) + ", " + str(rank) + ", rs_shape, " +
-              str(*batch) + ", " + str(*time) + ", " + ctx.in[1] + ", " + ctx.in[0] + ", " +
-              ctx.out[0] + ")) return status;\n";
+  ctx.code.line("{0}", cInt64ArrayDecl("rs_shape", shape));
+  checked(ctx, cCall("sluice_reverse_sequence<" + typeOf(op.getOutput()) + ">",
+                     {"args", cStringLiteral(ctx.kernelName), cInt64(rank), "rs_shape",
+                      cInt64(*batch), cInt64(*time), ctx.in[1], ctx.in[0], ctx.out[0]}));
   return success();
 }
 
@@ -402,19 +408,13 @@ LogicalResult emitShape(CpuOpContext &ctx) {
                                  op.getEnd() ? std::optional<int64_t>((int64_t)*op.getEnd())
                                              : std::nullopt);
   for (int64_t i = start; i < end; ++i)
-    ctx.body += "  " + ctx.out[0] + "[" + std::to_string(i - start) + "] = " + str(shape[i]) +
-                ";\n";
+    ctx.code.line("{0}[{1}] = {2};", ctx.out[0], i - start, cInt64(shape[i]));
   return success();
 }
 
 //===----------------------------------------------------------------------===//
 // Gathers, scatters, one-hot
 //===----------------------------------------------------------------------===//
-
-/// `if (int32_t status = call) return status;`
-std::string checked(const std::string &call) {
-  return "  if (int32_t status = " + call + ") return status;\n";
-}
 
 LogicalResult emitGather(CpuOpContext &ctx) {
   auto op = cast<GatherOp>(ctx.op);
@@ -427,10 +427,9 @@ LogicalResult emitGather(CpuOpContext &ctx) {
   if (product(shapeOf(op.getOutput())) == 0 && count == 0)
     return success();
   ctx.include(kHeader);
-  ctx.body += checked("sluice_gather<" + typeOf(op.getOutput()) + ">(args, " +
-                      cString(ctx.kernelName) + ", " + str(outer) + ", " +
-                      str(inShape[*axis]) + ", " + str(inner) + ", " + str(count) + ", " +
-                      ctx.in[1] + ", " + ctx.in[0] + ", " + ctx.out[0] + ")");
+  checked(ctx, cCall("sluice_gather<" + typeOf(op.getOutput()) + ">",
+                     {"args", cStringLiteral(ctx.kernelName), cInt64(outer), cInt64(inShape[*axis]),
+                      cInt64(inner), cInt64(count), ctx.in[1], ctx.in[0], ctx.out[0]}));
   return success();
 }
 
@@ -446,12 +445,12 @@ LogicalResult emitGatherElements(CpuOpContext &ctx) {
   if (product(shape) == 0)
     return success();
   ctx.include(kHeader);
-  ctx.body += "  " + cStaticArray("ge_shape", shape) + "  " +
-              cStaticArray("ge_strides", rowMajorStrides(inShape));
-  ctx.body += checked("sluice_gather_elements<" + typeOf(op.getOutput()) + ">(args, " +
-                      cString(ctx.kernelName) + ", " + str(rank) + ", ge_shape, ge_strides, " +
-                      str(*axis) + ", " + str(inShape[*axis]) + ", " + ctx.in[1] + ", " +
-                      ctx.in[0] + ", " + ctx.out[0] + ")");
+  ctx.code.line("{0}", cInt64ArrayDecl("ge_shape", shape));
+  ctx.code.line("{0}", cInt64ArrayDecl("ge_strides", rowMajorStrides(inShape)));
+  checked(ctx,
+          cCall("sluice_gather_elements<" + typeOf(op.getOutput()) + ">",
+                {"args", cStringLiteral(ctx.kernelName), cInt64(rank), "ge_shape", "ge_strides",
+                 cInt64(*axis), cInt64(inShape[*axis]), ctx.in[1], ctx.in[0], ctx.out[0]}));
   return success();
 }
 
@@ -467,12 +466,12 @@ LogicalResult emitGatherND(CpuOpContext &ctx) {
   if (product(shapeOf(op.getOutput())) == 0)
     return success();
   ctx.include(kHeader);
-  ctx.body += "  " + cStaticArray("nd_dims", x.slice(batch, k));
-  ctx.body += checked("sluice_gather_nd<" + typeOf(op.getOutput()) + ">(args, " +
-                      cString(ctx.kernelName) + ", " + str(product(x, 0, batch)) + ", " +
-                      str(product(ind, batch, q - 1)) + ", " + str(k) + ", nd_dims, " +
-                      str(product(x, batch + k)) + ", " + str(product(x, batch)) + ", " +
-                      ctx.in[1] + ", " + ctx.in[0] + ", " + ctx.out[0] + ")");
+  ctx.code.line("{0}", cInt64ArrayDecl("nd_dims", x.slice(batch, k)));
+  checked(ctx, cCall("sluice_gather_nd<" + typeOf(op.getOutput()) + ">",
+                     {"args", cStringLiteral(ctx.kernelName), cInt64(product(x, 0, batch)),
+                      cInt64(product(ind, batch, q - 1)), cInt64(k), "nd_dims",
+                      cInt64(product(x, batch + k)), cInt64(product(x, batch)), ctx.in[1],
+                      ctx.in[0], ctx.out[0]}));
   return success();
 }
 
@@ -501,13 +500,12 @@ LogicalResult emitScatterElements(CpuOpContext &ctx) {
   if ((int64_t)shape.size() != rank || shape != shapeOf(op.getUpdates()))
     return op.emitOpError("cpu target: indices and updates must share a shape of the input's rank");
   ctx.include(kHeader);
-  ctx.body += "  " + cStaticArray("se_shape", shape) + "  " +
-              cStaticArray("se_strides", rowMajorStrides(inShape));
-  ctx.body += checked("sluice_scatter_elements<" + typeOf(op.getOutput()) + ">(args, " +
-                      cString(ctx.kernelName) + ", " + str(product(inShape)) + ", " +
-                      str(rank) + ", se_shape, se_strides, " + str(*axis) + ", " +
-                      str(inShape[*axis]) + ", " + reduction + ", " + ctx.in[0] + ", " +
-                      ctx.in[1] + ", " + ctx.in[2] + ", " + ctx.out[0] + ")");
+  ctx.code.line("{0}", cInt64ArrayDecl("se_shape", shape));
+  ctx.code.line("{0}", cInt64ArrayDecl("se_strides", rowMajorStrides(inShape)));
+  checked(ctx, cCall("sluice_scatter_elements<" + typeOf(op.getOutput()) + ">",
+                     {"args", cStringLiteral(ctx.kernelName), cInt64(product(inShape)),
+                      cInt64(rank), "se_shape", "se_strides", cInt64(*axis), cInt64(inShape[*axis]),
+                      reduction, ctx.in[0], ctx.in[1], ctx.in[2], ctx.out[0]}));
   return success();
 }
 
@@ -522,12 +520,11 @@ LogicalResult emitScatterND(CpuOpContext &ctx) {
   if (reduction.empty())
     return op.emitOpError("cpu target: unsupported scatter reduction");
   ctx.include(kHeader);
-  ctx.body += "  " + cStaticArray("nd_dims", x.take_front(k));
-  ctx.body += checked("sluice_scatter_nd<" + typeOf(op.getOutput()) + ">(args, " +
-                      cString(ctx.kernelName) + ", " + str(product(x)) + ", " +
-                      str(product(ind, 0, q - 1)) + ", " + str(k) + ", nd_dims, " +
-                      str(product(x, k)) + ", " + reduction + ", " + ctx.in[0] + ", " +
-                      ctx.in[1] + ", " + ctx.in[2] + ", " + ctx.out[0] + ")");
+  ctx.code.line("{0}", cInt64ArrayDecl("nd_dims", x.take_front(k)));
+  checked(ctx, cCall("sluice_scatter_nd<" + typeOf(op.getOutput()) + ">",
+                     {"args", cStringLiteral(ctx.kernelName), cInt64(product(x)),
+                      cInt64(product(ind, 0, q - 1)), cInt64(k), "nd_dims", cInt64(product(x, k)),
+                      reduction, ctx.in[0], ctx.in[1], ctx.in[2], ctx.out[0]}));
   return success();
 }
 
@@ -543,10 +540,10 @@ LogicalResult emitOneHot(CpuOpContext &ctx) {
   if (product(outShape) == 0)
     return success();
   ctx.include(kHeader);
-  ctx.body += "  sluice_one_hot<" + typeOf(op.getOutput()) + ">(" + CpuOpContext::threads +
-              ", " + str(product(ind, 0, *axis)) + ", " + str(outShape[*axis]) + ", " +
-              str(product(ind, *axis)) + ", " + ctx.in[0] + ", " + ctx.in[2] + ", " +
-              ctx.out[0] + ");\n";
+  ctx.code.line(
+      "{0};", cCall("sluice_one_hot<" + typeOf(op.getOutput()) + ">",
+                    {CpuOpContext::threads, cInt64(product(ind, 0, *axis)), cInt64(outShape[*axis]),
+                     cInt64(product(ind, *axis)), ctx.in[0], ctx.in[2], ctx.out[0]}));
   return success();
 }
 

@@ -12,6 +12,8 @@
 
 #include "codegen/cpu/CpuEmitter.h"
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "dialects/sluice/SluiceOps.h"
 #include "dialects/sluice/SluiceTypes.h"
@@ -28,7 +30,7 @@ namespace sluice::codegen {
 namespace {
 
 /// `static const sluice_window win = {...};` for spatial sizes `in`/`out`,
-/// padded to three dims at the front.
+/// padded to three dims at the front (one statement, no newline).
 FailureOr<std::string> windowDecl(Operation *op, ArrayRef<int64_t> in, ArrayRef<int64_t> kernel,
                                   ArrayRef<int64_t> out, ArrayRef<int64_t> strides,
                                   ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
@@ -40,15 +42,21 @@ FailureOr<std::string> windowDecl(Operation *op, ArrayRef<int64_t> in, ArrayRef<
   auto padded = [&](ArrayRef<int64_t> v, int64_t fill) {
     std::vector<int64_t> r(3 - spatial, fill);
     r.insert(r.end(), v.begin(), v.end());
-    return cArray(r);
+    return cInt64List(r);
   };
-  return "  static const sluice_window win = {" + padded(in, 1) + ", " + padded(kernel, 1) +
-         ", " + padded(out, 1) + ", " + padded(strides, 1) + ", " + padded(dilations, 1) +
-         ", " + padded(pads.take_front(spatial), 0) + ", " + padded(pads.drop_front(spatial), 0) +
-         "};\n";
+  return "static const sluice_window win = {" + padded(in, 1) + ", " + padded(kernel, 1) + ", " +
+         padded(out, 1) + ", " + padded(strides, 1) + ", " + padded(dilations, 1) + ", " +
+         padded(pads.take_front(spatial), 0) + ", " + padded(pads.drop_front(spatial), 0) + "};";
 }
 
-std::string str(int64_t v) { return std::to_string(v); }
+/// `if (call)` failing the run with `message` (a C++ string expression):
+/// calls that return nonzero when they run out of memory or meet a bad
+/// input.
+void failOnNonzero(CpuOpContext &ctx, const std::string &call, const std::string &message) {
+  ctx.code.line("if ({0})", call);
+  auto fail = ctx.code.indented();
+  ctx.code.line("{0}", ctx.fail(message));
+}
 
 /// Float types whose convolutions run as GEMMs (f16/bf16 widened to f32,
 /// cpu_nn_blas.h).
@@ -68,7 +76,7 @@ FailureOr<ConvSetup> convSetup(CpuOpContext &ctx, ConvLike conv, StringRef what)
                         conv.getStrides(), conv.getDilations(), conv.getPads());
   if (failed(win))
     return failure();
-  ctx.body += *win;
+  ctx.code.line("{0}", *win);
   return c;
 }
 
@@ -88,22 +96,24 @@ LogicalResult emitConv(CpuOpContext &ctx) {
   int64_t group = conv.getGroup();
   Type et = elementOf(conv.getInput());
   std::string bias = biasPointer(ctx, conv);
-  std::string dims = str(x[0]) + ", " + str(x[1]) + ", " + str(w[0]) + ", " + str(group);
+  std::string dims =
+      decimal(x[0]) + ", " + decimal(x[1]) + ", " + decimal(w[0]) + ", " + decimal(group);
   bool depthwise = x[1] == group;
   if (isBlasFloat(et) && !depthwise) {
     ctx.include("sluice_gen/cpu_nn_blas.h");
-    ctx.body += "  if (sluice_conv_gemm(args->num_threads, win, " + dims + ", " + ctx.in[0] +
-                ", " + ctx.in[1] + ", " + bias + ", " + ctx.out[0] + "))\n    " +
-                ctx.fail("\"out of memory\"") + "\n";
+    failOnNonzero(ctx,
+                  cCall("sluice_conv_gemm",
+                        {"args->num_threads", "win", dims, ctx.in[0], ctx.in[1], bias, ctx.out[0]}),
+                  "\"out of memory\"");
     return success();
   }
   ctx.include("sluice_gen/cpu_nn.h");
   // f32 (depthwise) accumulates in f32: twice the SIMD width, and each
   // output sums only C/group * kSize products.
   std::string acc = et.isF32() ? "float" : "double";
-  ctx.body += "  sluice_conv_direct<" + acc + ">(args->num_threads, win, " + dims + ", " + ctx.in[0] +
-              ", " + ctx.in[1] + ", " + bias + ", " + acc + "(0), (const int64_t *)nullptr, 0, " +
-              ctx.out[0] + ");\n";
+  ctx.code.line("{0};", cCall("sluice_conv_direct<" + acc + ">",
+                              {"args->num_threads", "win", dims, ctx.in[0], ctx.in[1], bias,
+                               acc + "(0)", "(const int64_t *)nullptr", "0", ctx.out[0]}));
   return success();
 }
 
@@ -120,10 +130,11 @@ LogicalResult emitConvInteger(CpuOpContext &ctx) {
   if (wZeroCount != 1 && wZeroCount != w[0])
     return conv.emitOpError("cpu target: weight zero point must have 1 or M values");
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += "  sluice_conv_direct<int64_t>(args->num_threads, win, " + str(x[0]) + ", " +
-              str(x[1]) + ", " + str(w[0]) + ", " + str(conv.getGroup()) + ", " + ctx.in[0] +
-              ", " + ctx.in[1] + ", (const int64_t *)nullptr, (int64_t)" + ctx.in[2] + "[0], " +
-              ctx.in[3] + ", " + str(wZeroCount) + ", " + ctx.out[0] + ");\n";
+  ctx.code.line(
+      "{0};", cCall("sluice_conv_direct<int64_t>",
+                    {"args->num_threads", "win", decimal(x[0]), decimal(x[1]), decimal(w[0]),
+                     decimal(conv.getGroup()), ctx.in[0], ctx.in[1], "(const int64_t *)nullptr",
+                     "(int64_t)" + ctx.in[2] + "[0]", ctx.in[3], decimal(wZeroCount), ctx.out[0]}));
   return success();
 }
 
@@ -137,12 +148,13 @@ LogicalResult emitConvTranspose(CpuOpContext &ctx) {
   int64_t group = conv.getGroup();
   Type et = elementOf(conv.getInput());
   std::string bias = biasPointer(ctx, conv);
-  std::string dims = str(x[0]) + ", " + str(x[1]) + ", " + str(o[1]) + ", " + str(group);
+  std::string dims =
+      decimal(x[0]) + ", " + decimal(x[1]) + ", " + decimal(o[1]) + ", " + decimal(group);
   std::string fn = isBlasFloat(et) ? "sluice_conv_transpose_gemm" : "sluice_conv_transpose_direct";
   ctx.include(isBlasFloat(et) ? "sluice_gen/cpu_nn_blas.h" : "sluice_gen/cpu_nn.h");
-  ctx.body += "  if (" + fn + "(args->num_threads, win, " + dims + ", " + ctx.in[0] + ", " +
-              ctx.in[1] + ", " + bias + ", " + ctx.out[0] + "))\n    " +
-              ctx.fail("\"out of memory\"") + "\n";
+  failOnNonzero(
+      ctx, cCall(fn, {"args->num_threads", "win", dims, ctx.in[0], ctx.in[1], bias, ctx.out[0]}),
+      "\"out of memory\"");
   return success();
 }
 
@@ -158,12 +170,13 @@ LogicalResult emitPool(CpuOpContext &ctx) {
   int kind = pool.getKind() == PoolKind::max ? 0 : pool.getKind() == PoolKind::avg ? 1 : 2;
   bool withIndices = pool.getReturnIndices() && pool->getNumResults() > 1;
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += *win;
-  ctx.body += "  sluice_pool(args->num_threads, win, " + str(x[0] * x[1]) + ", " + str(kind) +
-              ", " + (pool.getCountIncludePad() ? "true" : "false") + ", " +
-              str(pool.getP()) + ".0, " + (pool.getStorageOrder() == 1 ? "true" : "false") +
-              ", " + str(x.size() - 2) + ", " + ctx.in[0] + ", " + ctx.out[0] + ", " +
-              (withIndices ? ctx.out[1] : "(int64_t *)nullptr") + ");\n";
+  ctx.code.line("{0}", *win);
+  ctx.code.line("{0};",
+                cCall("sluice_pool",
+                      {"args->num_threads", "win", decimal(x[0] * x[1]), decimal(kind),
+                       pool.getCountIncludePad() ? "true" : "false", decimal(pool.getP()) + ".0",
+                       pool.getStorageOrder() == 1 ? "true" : "false", decimal(x.size() - 2),
+                       ctx.in[0], ctx.out[0], withIndices ? ctx.out[1] : "(int64_t *)nullptr"}));
   return success();
 }
 
@@ -210,15 +223,14 @@ LogicalResult emitQuantizeLinear(CpuOpContext &ctx) {
     lo = -double(int64_t(1) << (width - 1));
     hi = double((int64_t(1) << (width - 1)) - 1);
   }
-  char range[96];
-  snprintf(range, sizeof(range), "%.17g, %.17g", lo, hi);
   bool single = !elementOf(q.getInput()).isF64();
   std::string zero = q.getZeroPoint() ? ctx.in[2] : "(const int64_t *)nullptr";
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += "  sluice_quantize(args->num_threads, " + str(numElements(shapeOf(q.getInput()))) +
-              ", " + str(layout->first) + ", " + str(layout->second) + ", " +
-              (single ? "true" : "false") + ", " + ctx.in[0] + ", " + ctx.in[1] + ", " + zero +
-              ", " + range + ", " + ctx.out[0] + ");\n";
+  ctx.code.line(
+      "{0};", cCall("sluice_quantize",
+                    {"args->num_threads", decimal(numElements(shapeOf(q.getInput()))),
+                     decimal(layout->first), decimal(layout->second), single ? "true" : "false",
+                     ctx.in[0], ctx.in[1], zero, doubleDigits(lo), doubleDigits(hi), ctx.out[0]}));
   return success();
 }
 
@@ -229,10 +241,10 @@ LogicalResult emitDequantizeLinear(CpuOpContext &ctx) {
     return failure();
   std::string zero = dq.getZeroPoint() ? ctx.in[2] : "(const int64_t *)nullptr";
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += "  sluice_dequantize(args->num_threads, " +
-              str(numElements(shapeOf(dq.getInput()))) + ", " + str(layout->first) + ", " +
-              str(layout->second) + ", " + ctx.in[0] + ", " + ctx.in[1] + ", " + zero + ", " +
-              ctx.out[0] + ");\n";
+  ctx.code.line("{0};", cCall("sluice_dequantize",
+                              {"args->num_threads", decimal(numElements(shapeOf(dq.getInput()))),
+                               decimal(layout->first), decimal(layout->second), ctx.in[0],
+                               ctx.in[1], zero, ctx.out[0]}));
   return success();
 }
 
@@ -280,11 +292,12 @@ LogicalResult emitMatMulInteger(CpuOpContext &ctx) {
   if ((az != 1 && az != m) || (bz != 1 && bz != n))
     return mm.emitOpError("cpu target: zero points must be scalars or per row / column");
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += "  " + cStaticArray("a_off", aOff) + "  " + cStaticArray("b_off", bOff);
-  ctx.body += "  sluice_matmul_integer(args->num_threads, " + str(batches) + ", " + str(m) +
-              ", " + str(n) + ", " + str(k) + ", " + ctx.in[0] + ", a_off, " + ctx.in[1] +
-              ", b_off, " + ctx.in[2] + ", " + str(az) + ", " + ctx.in[3] + ", " + str(bz) +
-              ", " + ctx.out[0] + ");\n";
+  ctx.code.line("{0}", cInt64ArrayDecl("a_off", aOff));
+  ctx.code.line("{0}", cInt64ArrayDecl("b_off", bOff));
+  ctx.code.line("{0};", cCall("sluice_matmul_integer",
+                              {"args->num_threads", decimal(batches), decimal(m), decimal(n),
+                               decimal(k), ctx.in[0], "a_off", ctx.in[1], "b_off", ctx.in[2],
+                               decimal(az), ctx.in[3], decimal(bz), ctx.out[0]}));
   return success();
 }
 
@@ -295,10 +308,16 @@ LogicalResult emitDet(CpuOpContext &ctx) {
   int64_t n = x.back();
   ctx.include("sluice_gen/cpu_nn.h");
   // A fresh workspace per run: concurrent runs must not share it.
-  ctx.body += "  double *work = (double *)malloc(" + str(std::max<int64_t>(n * n, 1)) +
-              " * sizeof(double));\n  if (!work)\n    " + ctx.fail("\"out of memory\"") + "\n";
-  ctx.body += "  sluice_det(" + str(numElements(x.drop_back(2))) + ", " + str(n) + ", " +
-              ctx.in[0] + ", " + ctx.out[0] + ", work);\n  free(work);\n";
+  CodeWriter &w = ctx.code;
+  w.line("double *work = (double *)malloc({0} * sizeof(double));", std::max<int64_t>(n * n, 1));
+  w.line("if (!work)");
+  {
+    auto fail = w.indented();
+    w.line("{0}", ctx.fail("\"out of memory\""));
+  }
+  w.line("{0};", cCall("sluice_det", {decimal(numElements(x.drop_back(2))), decimal(n), ctx.in[0],
+                                      ctx.out[0], "work"}));
+  w.line("free(work);");
   return success();
 }
 
@@ -347,13 +366,14 @@ LogicalResult emitEinsum(CpuOpContext &ctx) {
   for (size_t i = 0; i < einsum.getInputs().size(); ++i)
     ptrs += (i ? ", " : "") + ctx.in[i];
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += "  " + cStaticArray("extents", extents) + "  " + cStaticArray("strides", strides);
-  ctx.body += "  const " + t + " *const operands[] = {" + ptrs + "};\n";
-  ctx.body += "  sluice_einsum(args->num_threads, " + str(einsum.getInputs().size()) +
-              ", operands, " + str(all.size()) + ", " + str(outLabels.size()) +
-              ", extents, strides, " +
-              (isa<FloatType>(elementOf(einsum.getOutput())) ? "false" : "true") + ", " +
-              ctx.out[0] + ");\n";
+  ctx.code.line("{0}", cInt64ArrayDecl("extents", extents));
+  ctx.code.line("{0}", cInt64ArrayDecl("strides", strides));
+  ctx.code.line("const {0} *const operands[] = {{{1}};", t, ptrs);
+  ctx.code.line("{0};", cCall("sluice_einsum",
+                              {"args->num_threads", decimal(einsum.getInputs().size()), "operands",
+                               decimal(all.size()), decimal(outLabels.size()), "extents", "strides",
+                               isa<FloatType>(elementOf(einsum.getOutput())) ? "false" : "true",
+                               ctx.out[0]}));
   return success();
 }
 
@@ -371,10 +391,13 @@ LogicalResult emitMaxUnpool(CpuOpContext &ctx) {
     natural.push_back((x[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + spatial]);
   ArrayRef<int64_t> out = shapeOf(unpool.getOutput());
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += "  " + cStaticArray("natural", natural) + "  " + cStaticArray("out_shape", out);
-  ctx.body += "  if (sluice_max_unpool(" + str(numElements(x)) + ", " + str(natural.size()) +
-              ", natural, out_shape, " + ctx.in[0] + ", " + ctx.in[1] + ", " + ctx.out[0] +
-              "))\n    " + ctx.fail("\"index outside the output\"") + "\n";
+  ctx.code.line("{0}", cInt64ArrayDecl("natural", natural));
+  ctx.code.line("{0}", cInt64ArrayDecl("out_shape", out));
+  failOnNonzero(
+      ctx,
+      cCall("sluice_max_unpool", {decimal(numElements(x)), decimal(natural.size()), "natural",
+                                  "out_shape", ctx.in[0], ctx.in[1], ctx.out[0]}),
+      "\"index outside the output\"");
   return success();
 }
 
@@ -415,20 +438,33 @@ std::optional<SmallVector<double>> constantFloats(Value value) {
   return getConstantFloatValues(value);
 }
 
-std::string cDoubleArray(const std::string &name, ArrayRef<double> values) {
+/// `static const double name[] = {...};` (one statement, no newline).
+std::string cDoubleArrayDecl(const std::string &name, ArrayRef<double> values) {
   std::string s = "static const double " + name + "[] = {";
-  for (size_t i = 0; i < values.size(); ++i) {
-    char buf[40];
-    snprintf(buf, sizeof(buf), "%.17g", values[i]);
-    s += (i ? ", " : "") + std::string(buf);
-  }
+  for (size_t i = 0; i < values.size(); ++i)
+    s += (i ? ", " : "") + doubleDigits(values[i]);
   if (values.empty())
     s += "0";
-  return s + "};\n";
+  return s + "};";
 }
 
-LogicalResult emitResize(CpuOpContext &ctx) {
-  auto resize = cast<ResizeOp>(ctx.op);
+/// A resize as a chain of one-axis passes over a double buffer: each
+/// resized axis with its tables, the buffer size the largest pass needs,
+/// and the range the result is clamped to (integers).
+struct ResizePlan {
+  struct Pass {
+    int64_t outer = 1, in = 0, out = 0, inner = 1;
+    ResizeAxis tables;
+  };
+  std::vector<Pass> passes;
+  int64_t maxCount = 1;
+  bool integer = false;
+  double lo = 0, hi = 0;
+};
+
+/// The resize's scales and roi (constants), then one pass per axis that
+/// changes.
+FailureOr<ResizePlan> planResize(ResizeOp resize) {
   ArrayRef<int64_t> x = shapeOf(resize.getInput()), o = shapeOf(resize.getOutput());
   int64_t rank = x.size();
   std::vector<double> scales(rank, 1.0);
@@ -454,14 +490,9 @@ LogicalResult emitResize(CpuOpContext &ctx) {
   } else if (cropping) {
     return resize.emitOpError("cpu target: tf_crop_and_resize needs a roi");
   }
-  int64_t maxCount = 1, count = 1;
-  for (int64_t d : x)
-    count *= d;
-  maxCount = count;
+  ResizePlan plan;
+  plan.maxCount = numElements(x);
   std::vector<int64_t> shape(x.begin(), x.end());
-  std::string &s = ctx.body;
-  std::string calls;
-  int axes = 0;
   for (int64_t axis = 0; axis < rank; ++axis) {
     double roiStart = roi.empty() ? 0.0 : roi[axis];
     double roiEnd = roi.empty() ? 1.0 : roi[axis + rank];
@@ -471,59 +502,77 @@ LogicalResult emitResize(CpuOpContext &ctx) {
       continue;
     if (shape[axis] == 0 && o[axis] > 0)
       return resize.emitOpError("cpu target: cannot resize an empty dim");
-    ResizeAxis r = resizeTables(resize, shape[axis], o[axis], scales[axis], roiStart, roiEnd);
-    std::string id = std::to_string(axes++);
-    int64_t outer = 1, inner = 1;
+    ResizePlan::Pass pass;
+    pass.tables = resizeTables(resize, shape[axis], o[axis], scales[axis], roiStart, roiEnd);
+    pass.in = shape[axis];
+    pass.out = o[axis];
     for (int64_t d = 0; d < axis; ++d)
-      outer *= shape[d];
+      pass.outer *= shape[d];
     for (int64_t d = axis + 1; d < rank; ++d)
-      inner *= shape[d];
-    s += "  " + cStaticArray("taps" + id, r.taps) + "  " +
-         cDoubleArray("weights" + id, r.weights);
-    s += "  static const unsigned char extrapolate" + id + "[] = {";
-    for (size_t i = 0; i < r.extrapolate.size(); ++i)
-      s += (i ? ", " : "") + std::to_string(r.extrapolate[i]);
-    s += r.extrapolate.empty() ? "0};\n" : "};\n";
-    char extrapolation[40];
-    snprintf(extrapolation, sizeof(extrapolation), "%.17g",
-             (double)resize.getExtrapolationValue().convertToFloat());
-    calls += "  sluice_resize_axis(args->num_threads, " + str(outer) + ", " + str(shape[axis]) +
-             ", " + str(o[axis]) + ", " + str(inner) + ", " + str(r.ntaps) + ", taps" + id +
-             ", weights" + id + ", extrapolate" + id + ", " + extrapolation +
-             ", src, dst);\n  { double *t = src; src = dst; dst = t; }\n";
+      pass.inner *= shape[d];
     shape[axis] = o[axis];
-    count = outer * o[axis] * inner;
-    maxCount = std::max(maxCount, count);
+    plan.maxCount = std::max(plan.maxCount, pass.outer * pass.out * pass.inner);
+    plan.passes.push_back(std::move(pass));
   }
   Type et = elementOf(resize.getInput());
-  bool integer = !isa<FloatType>(et);
-  double lo = 0, hi = 0;
-  if (integer) {
+  plan.integer = !isa<FloatType>(et);
+  if (plan.integer) {
     unsigned width = et.getIntOrFloatBitWidth();
     if (width == 1) {
-      hi = 1;
+      plan.hi = 1;
     } else if (width >= 64) {
-      lo = -9.2e18;
-      hi = 9.2e18;
+      plan.lo = -9.2e18;
+      plan.hi = 9.2e18;
     } else if (et.isUnsignedInteger()) {
-      hi = double((uint64_t(1) << width) - 1);
+      plan.hi = double((uint64_t(1) << width) - 1);
     } else {
-      lo = -double(int64_t(1) << (width - 1));
-      hi = double((int64_t(1) << (width - 1)) - 1);
+      plan.lo = -double(int64_t(1) << (width - 1));
+      plan.hi = double((int64_t(1) << (width - 1)) - 1);
     }
   }
-  char range[96];
-  snprintf(range, sizeof(range), "%.17g, %.17g", lo, hi);
+  return plan;
+}
+
+LogicalResult emitResize(CpuOpContext &ctx) {
+  auto resize = cast<ResizeOp>(ctx.op);
+  auto plan = planResize(resize);
+  if (failed(plan))
+    return failure();
+  CodeWriter &w = ctx.code;
+  for (auto [i, pass] : llvm::enumerate(plan->passes)) {
+    const ResizeAxis &r = pass.tables;
+    std::string id = decimal(i);
+    w.line("{0}", cInt64ArrayDecl("taps" + id, r.taps));
+    w.line("{0}", cDoubleArrayDecl("weights" + id, r.weights));
+    std::string flags;
+    for (size_t e = 0; e < r.extrapolate.size(); ++e)
+      flags += (e ? ", " : "") + decimal(r.extrapolate[e]);
+    w.line("static const unsigned char extrapolate{0}[] = {{{1}};", id,
+           r.extrapolate.empty() ? "0" : flags);
+  }
   ctx.include("sluice_gen/cpu_nn.h");
-  s += "  double *src = (double *)malloc(" + str(std::max<int64_t>(maxCount, 1)) +
-       " * sizeof(double)), *dst = (double *)malloc(" + str(std::max<int64_t>(maxCount, 1)) +
-       " * sizeof(double));\n";
-  s += "  if (!src || !dst) { free(src); free(dst); " + ctx.fail("\"out of memory\"") + " }\n";
-  s += "  sluice_to_double(" + str(numElements(x)) + ", " + ctx.in[0] + ", src);\n";
-  s += calls;
-  s += "  sluice_from_double(" + str(numElements(o)) + ", src, " +
-       (integer ? "true" : "false") + ", " + range + ", " + ctx.out[0] + ");\n";
-  s += "  free(src);\n  free(dst);\n";
+  int64_t buffer = std::max<int64_t>(plan->maxCount, 1);
+  w.line("double *src = (double *)malloc({0} * sizeof(double)), *dst = (double *)malloc({0} * "
+         "sizeof(double));",
+         buffer);
+  w.line("if (!src || !dst) {{ free(src); free(dst); {0} }", ctx.fail("\"out of memory\""));
+  w.line("sluice_to_double({0}, {1}, src);", numElements(shapeOf(resize.getInput())), ctx.in[0]);
+  std::string extrapolation = doubleDigits(resize.getExtrapolationValue().convertToFloat());
+  for (auto [i, pass] : llvm::enumerate(plan->passes)) {
+    std::string id = decimal(i);
+    w.line("{0};",
+           cCall("sluice_resize_axis",
+                 {"args->num_threads", decimal(pass.outer), decimal(pass.in), decimal(pass.out),
+                  decimal(pass.inner), decimal(pass.tables.ntaps), "taps" + id, "weights" + id,
+                  "extrapolate" + id, extrapolation, "src", "dst"}));
+    w.line("{{ double *t = src; src = dst; dst = t; }");
+  }
+  w.line("{0};",
+         cCall("sluice_from_double", {decimal(numElements(shapeOf(resize.getOutput()))), "src",
+                                      plan->integer ? "true" : "false", doubleDigits(plan->lo),
+                                      doubleDigits(plan->hi), ctx.out[0]}));
+  w.line("free(src);");
+  w.line("free(dst);");
   return success();
 }
 
@@ -532,18 +581,19 @@ LogicalResult emitRoiAlign(CpuOpContext &ctx) {
   ArrayRef<int64_t> x = shapeOf(align.getInput()), rois = shapeOf(align.getRois());
   if (x.size() != 4 || rois.size() != 2 || rois[1] != 4)
     return align.emitOpError("cpu target: roi_align expects X [N, C, H, W], rois [R, 4]");
-  char scale[40];
-  snprintf(scale, sizeof(scale), "%.17g", (double)align.getSpatialScale().convertToFloat());
+  std::string scale = doubleDigits(align.getSpatialScale().convertToFloat());
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += "  if (int32_t status = sluice_roi_align(args->num_threads, " + str(x[0]) + ", " +
-              str(x[1]) + ", " + str(x[2]) + ", " + str(x[3]) + ", " + str(rois[0]) + ", " +
-              str(align.getOutputHeight()) + ", " + str(align.getOutputWidth()) + ", " +
-              str(align.getSamplingRatio()) + ", " + scale + ", " +
-              (align.getCoordinateTransformationMode() == "half_pixel" ? "true" : "false") +
-              ", " + (align.getMode() == "max" ? "true" : "false") + ", " + ctx.in[0] + ", " +
-              ctx.in[1] + ", " + ctx.in[2] + ", " + ctx.out[0] + "))\n    " +
-              ctx.fail("status == 2 ? \"out of memory\" : \"batch index out of range or roi not finite\"") +
-              "\n";
+  ctx.code.line("if (int32_t status = {0})",
+                cCall("sluice_roi_align",
+                      {"args->num_threads", decimal(x[0]), decimal(x[1]), decimal(x[2]),
+                       decimal(x[3]), decimal(rois[0]), decimal(align.getOutputHeight()),
+                       decimal(align.getOutputWidth()), decimal(align.getSamplingRatio()), scale,
+                       align.getCoordinateTransformationMode() == "half_pixel" ? "true" : "false",
+                       align.getMode() == "max" ? "true" : "false", ctx.in[0], ctx.in[1], ctx.in[2],
+                       ctx.out[0]}));
+  auto fail = ctx.code.indented();
+  ctx.code.line("{0}", ctx.fail("status == 2 ? \"out of memory\" : \"batch index out of range "
+                                "or roi not finite\""));
   return success();
 }
 
@@ -556,11 +606,11 @@ LogicalResult emitGridSample(CpuOpContext &ctx) {
   int modeCode = mode == "nearest" ? 1 : mode == "bilinear" ? 0 : 2;
   int paddingCode = padding == "border" ? 1 : padding == "reflection" ? 2 : 0;
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += "  sluice_grid_sample(args->num_threads, " + str(x[0]) + ", " + str(x[1]) + ", " +
-              str(x[2]) + ", " + str(x[3]) + ", " + str(grid[1]) + ", " + str(grid[2]) + ", " +
-              std::to_string(modeCode) + ", " + std::to_string(paddingCode) + ", " +
-              (sample.getAlignCorners() ? "true" : "false") + ", " + ctx.in[0] + ", " +
-              ctx.in[1] + ", " + ctx.out[0] + ");\n";
+  ctx.code.line("{0};", cCall("sluice_grid_sample",
+                              {"args->num_threads", decimal(x[0]), decimal(x[1]), decimal(x[2]),
+                               decimal(x[3]), decimal(grid[1]), decimal(grid[2]), decimal(modeCode),
+                               decimal(paddingCode), sample.getAlignCorners() ? "true" : "false",
+                               ctx.in[0], ctx.in[1], ctx.out[0]}));
   return success();
 }
 
@@ -599,31 +649,45 @@ LogicalResult emitRnn(CpuOpContext &ctx) {
       if (name == "Affine" || name == "ScaledTanh" || name == "HardSigmoid")
         beta = bi < betas.size() ? betas[bi++] : it->second.second;
     }
-    char buf[96];
-    snprintf(buf, sizeof(buf), "{%d, %.17g, %.17g}", kind, alpha, beta);
-    acts += (count++ ? ", " : "") + std::string(buf);
+    acts += std::string(count++ ? ", " : "") + "{" + decimal(kind) + ", " + doubleDigits(alpha) +
+            ", " + doubleDigits(beta) + "}";
   }
   size_t perDir = cellCode == 2 ? 3 : cellCode == 1 ? 2 : 1;
   if (count != perDir * dirs)
     return rnn.emitOpError("cpu target: rnn expects ") << perDir * dirs << " activations";
-  char clip[40];
-  snprintf(clip, sizeof(clip), "%.17g", rnn.getClip() ? rnn.getClip()->convertToDouble() : 0.0);
+  std::string clip = doubleDigits(rnn.getClip() ? rnn.getClip()->convertToDouble() : 0.0);
   std::string t = storageType(elementOf(rnn.getInput()));
   std::string none = "(const " + t + " *)nullptr";
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.body += "  static const sluice_act acts[] = {" + acts + "};\n";
-  ctx.body += "  if (int32_t status = sluice_rnn(args->num_threads, " + std::to_string(cellCode) +
-              ", " + str(dirs) + ", " + (direction == "reverse" ? "true" : "false") + ", " +
-              str(x[0]) + ", " + str(x[1]) + ", " + str(x[2]) + ", " +
-              str(rnn.getHiddenSize()) + ", acts, " + (rnn.getClip() ? "true" : "false") +
-              ", " + clip + ", " + (rnn.getLinearBeforeReset() ? "true" : "false") + ", " +
-              (rnn.getInputForget() ? "true" : "false") + ", " + ctx.in[0] + ", " + ctx.in[1] +
-              ", " + ctx.in[2] + ", " + ctx.in[3] + ", " + ctx.in[4] + ", " + ctx.in[5] + ", " +
-              (cellCode == 2 ? ctx.in[6] : none) + ", " + (cellCode == 2 ? ctx.in[7] : none) +
-              ", " + ctx.out[0] + ", " + ctx.out[1] + ", " +
-              (ctx.out.size() > 2 ? ctx.out[2] : "(" + t + " *)nullptr") + "))\n    " +
-              ctx.fail("status == 2 ? \"out of memory\" : \"sequence length out of range\"") +
-              "\n";
+  ctx.code.line("static const sluice_act acts[] = {{{0}};", acts);
+  ctx.code.line("if (int32_t status = {0})",
+                cCall("sluice_rnn", {"args->num_threads",
+                                     decimal(cellCode),
+                                     decimal(dirs),
+                                     direction == "reverse" ? "true" : "false",
+                                     decimal(x[0]),
+                                     decimal(x[1]),
+                                     decimal(x[2]),
+                                     decimal(rnn.getHiddenSize()),
+                                     "acts",
+                                     rnn.getClip() ? "true" : "false",
+                                     clip,
+                                     rnn.getLinearBeforeReset() ? "true" : "false",
+                                     rnn.getInputForget() ? "true" : "false",
+                                     ctx.in[0],
+                                     ctx.in[1],
+                                     ctx.in[2],
+                                     ctx.in[3],
+                                     ctx.in[4],
+                                     ctx.in[5],
+                                     cellCode == 2 ? ctx.in[6] : none,
+                                     cellCode == 2 ? ctx.in[7] : none,
+                                     ctx.out[0],
+                                     ctx.out[1],
+                                     ctx.out.size() > 2 ? ctx.out[2] : "(" + t + " *)nullptr"}));
+  auto fail = ctx.code.indented();
+  ctx.code.line("{0}", ctx.fail("status == 2 ? \"out of memory\" : \"sequence length out of "
+                                "range\""));
   return success();
 }
 

@@ -10,6 +10,8 @@
 
 #include "codegen/cpu/CpuEmitter.h"
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "dialects/sluice/SluiceOps.h"
 #include "dialects/sluice/SluiceTypes.h"
@@ -23,13 +25,9 @@ namespace {
 
 constexpr const char *kHeader = "sluice_gen/cpu_reduce.h";
 
-std::string str(int64_t v) { return std::to_string(v) + (v > INT32_MAX || v < INT32_MIN ? "LL" : ""); }
-
-
-
-
+/// `outer, extent, inner` as the templates take them (int64_t parameters).
 std::string dims3(const AxisSplit &s) {
-  return str(s.outer) + ", " + str(s.extent) + ", " + str(s.inner);
+  return cIntOrInt64(s.outer) + ", " + cIntOrInt64(s.extent) + ", " + cIntOrInt64(s.inner);
 }
 
 //===----------------------------------------------------------------------===//
@@ -73,7 +71,7 @@ LogicalResult emitReduce(CpuOpContext &ctx) {
   std::string types = kind + ", " + storageType(elementOf(input)) + ", " +
                       storageType(elementOf(reduce.getResult()));
   ctx.include(kHeader);
-  std::string &s = ctx.body;
+  CodeWriter &w = ctx.code;
   if (reducedRuns <= 1) {
     AxisSplit split;
     bool seen = false;
@@ -83,8 +81,8 @@ LogicalResult emitReduce(CpuOpContext &ctx) {
       else
         (seen ? split.inner : split.outer) *= sizes[i];
     }
-    s += "  sluice_reduce_3d<" + types + ">(" + CpuOpContext::threads + ", " + ctx.in[0] +
-         ", " + ctx.out[0] + ", " + dims3(split) + ");\n";
+    w.line("{0};", cCall("sluice_reduce_3d<" + types + ">",
+                         {CpuOpContext::threads, ctx.in[0], ctx.out[0], dims3(split)}));
     return success();
   }
   SmallVector<int64_t> strides(sizes.size(), 1);
@@ -95,12 +93,14 @@ LogicalResult emitReduce(CpuOpContext &ctx) {
     (kinds[i] ? redDims : keptDims).push_back(sizes[i]);
     (kinds[i] ? redStrides : keptStrides).push_back(strides[i]);
   }
-  s += "  " + cStaticArray("kept_dims", keptDims) + "  " + cStaticArray("kept_strides", keptStrides) +
-       "  " + cStaticArray("red_dims", redDims) + "  " + cStaticArray("red_strides", redStrides);
-  s += "  sluice_reduce_strided<" + types + ">(" + CpuOpContext::threads + ", " + ctx.in[0] +
-       ", " + ctx.out[0] + ", " + str(product(keptDims)) + ", " +
-       std::to_string(keptDims.size()) + ", kept_dims, kept_strides, " +
-       std::to_string(redDims.size()) + ", red_dims, red_strides);\n";
+  w.line("{0}", cInt64ArrayDecl("kept_dims", keptDims));
+  w.line("{0}", cInt64ArrayDecl("kept_strides", keptStrides));
+  w.line("{0}", cInt64ArrayDecl("red_dims", redDims));
+  w.line("{0}", cInt64ArrayDecl("red_strides", redStrides));
+  w.line("{0};", cCall("sluice_reduce_strided<" + types + ">",
+                       {CpuOpContext::threads, ctx.in[0], ctx.out[0],
+                        cIntOrInt64(product(keptDims)), decimal(keptDims.size()), "kept_dims",
+                        "kept_strides", decimal(redDims.size()), "red_dims", "red_strides"}));
   return success();
 }
 
@@ -115,10 +115,9 @@ LogicalResult emitSoftmax(CpuOpContext &ctx) {
   if (failed(axis))
     return failure();
   ctx.include(kHeader);
-  ctx.body += "  sluice_softmax<" + storageType(elementOf(softmax.getInput())) + ">(" +
-              CpuOpContext::threads + ", " + ctx.in[0] + ", " + ctx.out[0] + ", " +
-              dims3(splitAt(shape, *axis)) + ", " + (softmax.getLog() ? "true" : "false") +
-              ");\n";
+  ctx.code.line("{0};", cCall("sluice_softmax<" + storageType(elementOf(softmax.getInput())) + ">",
+                              {CpuOpContext::threads, ctx.in[0], ctx.out[0],
+                               dims3(splitAt(shape, *axis)), softmax.getLog() ? "true" : "false"}));
   return success();
 }
 
@@ -132,10 +131,10 @@ template <typename OpTy, bool isMax> LogicalResult emitArgReduce(CpuOpContext &c
   if (split.extent == 0)
     return op.emitOpError("cpu target: cannot reduce an empty dim to an index");
   ctx.include(kHeader);
-  ctx.body += "  sluice_arg_reduce<" + std::string(isMax ? "true" : "false") + ", " +
-              storageType(elementOf(op.getInput())) + ">(" + CpuOpContext::threads + ", " +
-              ctx.in[0] + ", " + ctx.out[0] + ", " + dims3(split) + ", " +
-              (op.getSelectLastIndex() ? "true" : "false") + ");\n";
+  ctx.code.line("{0};", cCall(std::string("sluice_arg_reduce<") + (isMax ? "true" : "false") +
+                                  ", " + storageType(elementOf(op.getInput())) + ">",
+                              {CpuOpContext::threads, ctx.in[0], ctx.out[0], dims3(split),
+                               op.getSelectLastIndex() ? "true" : "false"}));
   return success();
 }
 
@@ -150,10 +149,10 @@ LogicalResult emitTopK(CpuOpContext &ctx) {
   if (k < 0 || k > split.extent)
     return topk.emitOpError("cpu target: k out of range");
   ctx.include(kHeader);
-  ctx.body += "  sluice_topk<" + storageType(elementOf(topk.getInput())) + ">(" +
-              CpuOpContext::threads + ", " + ctx.in[0] + ", " + ctx.out[0] + ", " +
-              ctx.out[1] + ", " + dims3(split) + ", " + str(k) + ", " +
-              (topk.getLargest() ? "true" : "false") + ");\n";
+  ctx.code.line("{0};",
+                cCall("sluice_topk<" + storageType(elementOf(topk.getInput())) + ">",
+                      {CpuOpContext::threads, ctx.in[0], ctx.out[0], ctx.out[1], dims3(split),
+                       cIntOrInt64(k), topk.getLargest() ? "true" : "false"}));
   return success();
 }
 
@@ -162,8 +161,10 @@ LogicalResult emitCumSum(CpuOpContext &ctx) {
   ArrayRef<int64_t> shape = shapeOf(cumsum.getInput());
   std::string flags = std::string(cumsum.getExclusive() ? "true" : "false") + ", " +
                       (cumsum.getReverse() ? "true" : "false");
-  std::string call = "  sluice_cumsum<" + storageType(elementOf(cumsum.getInput())) + ">(" +
-                     CpuOpContext::threads + ", " + ctx.in[0] + ", " + ctx.out[0] + ", ";
+  auto call = [&](const std::string &dims) {
+    ctx.code.line("{0};", cCall("sluice_cumsum<" + storageType(elementOf(cumsum.getInput())) + ">",
+                                {CpuOpContext::threads, ctx.in[0], ctx.out[0], dims, flags}));
+  };
   ctx.include(kHeader);
   auto axisValues = getConstantIntValues(cumsum.getAxis());
   if (axisValues) {
@@ -172,23 +173,24 @@ LogicalResult emitCumSum(CpuOpContext &ctx) {
     auto axis = axisOf(cumsum, (*axisValues)[0], shape.size());
     if (failed(axis))
       return failure();
-    ctx.body += call + dims3(splitAt(shape, *axis)) + ", " + flags + ");\n";
+    call(dims3(splitAt(shape, *axis)));
     return success();
   }
   // An axis known only at run time (a graph input): split the shape then.
   if (product(shapeOf(cumsum.getAxis())) != 1)
     return cumsum.emitOpError("cpu target: cumsum axis must hold one value");
   int64_t rank = shape.size();
-  std::string &s = ctx.body;
-  s += "  " + cStaticArray("shape", shape);
-  s += "  int64_t axis = (int64_t)" + ctx.in[1] + "[0];\n";
-  s += "  if (axis < 0) axis += " + str(rank) + ";\n";
-  s += "  if (axis < 0 || axis >= " + str(rank) + ") " + ctx.fail("\"cumsum axis out of range\"") +
-       "\n";
-  s += "  int64_t outer = 1, extent = 1, inner = 1;\n";
-  s += "  for (int64_t d = 0; d < " + str(rank) +
-       "; ++d) (d < axis ? outer : d == axis ? extent : inner) *= shape[d];\n";
-  s += call + "outer, extent, inner, " + flags + ");\n";
+  CodeWriter &w = ctx.code;
+  w.line("{0}", cInt64ArrayDecl("shape", shape));
+  w.line("int64_t axis = (int64_t){0}[0];", ctx.in[1]);
+  w.line("if (axis < 0) axis += {0};", cIntOrInt64(rank));
+  w.line("if (axis < 0 || axis >= {0}) {1}", cIntOrInt64(rank),
+         ctx.fail("\"cumsum axis out of range\""));
+  w.line("int64_t outer = 1, extent = 1, inner = 1;");
+  w.line("for (int64_t d = 0; d < {0}; ++d) (d < axis ? outer : d == axis ? extent : inner) *= "
+         "shape[d];",
+         cIntOrInt64(rank));
+  call("outer, extent, inner");
   return success();
 }
 
@@ -239,7 +241,7 @@ std::string emitParamIndex(CpuOpContext &ctx, Value param,
     }
     table[i] = at;
   }
-  ctx.body += "  " + cStaticArray(name + "_index", table);
+  ctx.code.line("{0}", cInt64ArrayDecl(name + "_index", table));
   return name + "_index";
 }
 
@@ -252,7 +254,6 @@ LogicalResult emitLayerNorm(CpuOpContext &ctx) {
   ArrayRef<int64_t> normalized = shape.drop_front(*axis);
   int64_t rows = product(shape.take_front(*axis)), count = product(normalized);
   std::string scale = ctx.in[1], bias = ln.getBias() ? ctx.in[2] : "nullptr";
-  std::string &s = ctx.body;
   if (count > (1 << 22) && (!coversExactly(ln.getScale(), normalized) ||
                             (ln.getBias() && !coversExactly(ln.getBias(), normalized))))
     return ln.emitOpError("cpu target: broadcast layer_norm parameters over too many elements");
@@ -264,11 +265,11 @@ LogicalResult emitLayerNorm(CpuOpContext &ctx) {
   if (ln.getBias() && storageType(elementOf(ln.getBias())) != pT)
     return ln.emitOpError("cpu target: layer_norm scale and bias types differ");
   ctx.include(kHeader);
-  s += "  sluice_layer_norm<" + inT + ", " + pT + ">(" + CpuOpContext::threads + ", " +
-       ctx.in[0] + ", " + scale + ", " + (ln.getBias() ? bias : "(const " + pT + " *)nullptr") +
-       ", " + ctx.out[0] + ", " + ctx.out[1] + ", " + ctx.out[2] + ", " + str(rows) + ", " +
-       str(count) + ", " + floatLiteral(ln.getEpsilon()) + ", " + scaleIndex + ", " + biasIndex +
-       ");\n";
+  ctx.code.line("{0};", cCall("sluice_layer_norm<" + inT + ", " + pT + ">",
+                              {CpuOpContext::threads, ctx.in[0], scale,
+                               ln.getBias() ? bias : "(const " + pT + " *)nullptr", ctx.out[0],
+                               ctx.out[1], ctx.out[2], cIntOrInt64(rows), cIntOrInt64(count),
+                               cFloatLiteral(ln.getEpsilon()), scaleIndex, biasIndex}));
   return success();
 }
 
@@ -282,15 +283,15 @@ LogicalResult emitRmsNorm(CpuOpContext &ctx) {
     return failure();
   ArrayRef<int64_t> normalized = shape.drop_front(*axis);
   int64_t rows = product(shape.take_front(*axis)), count = product(normalized);
-  std::string &s = ctx.body;
   if (count > (1 << 22) && !coversExactly(rn.getScale(), normalized))
     return rn.emitOpError("cpu target: broadcast rms_norm scale over too many elements");
   std::string scaleIndex = emitParamIndex(ctx, rn.getScale(), normalized, "scale");
   ctx.include(kHeader);
-  s += "  sluice_rms_norm<" + storageType(elementOf(rn.getInput())) + ", " +
-       storageType(elementOf(rn.getScale())) + ">(" + CpuOpContext::threads + ", " + ctx.in[0] +
-       ", " + ctx.in[1] + ", " + ctx.out[0] + ", " + str(rows) + ", " + str(count) + ", " +
-       floatLiteral(rn.getEpsilon()) + ", " + scaleIndex + ");\n";
+  ctx.code.line("{0};",
+                cCall("sluice_rms_norm<" + storageType(elementOf(rn.getInput())) + ", " +
+                          storageType(elementOf(rn.getScale())) + ">",
+                      {CpuOpContext::threads, ctx.in[0], ctx.in[1], ctx.out[0], cIntOrInt64(rows),
+                       cIntOrInt64(count), cFloatLiteral(rn.getEpsilon()), scaleIndex}));
   return success();
 }
 
@@ -324,12 +325,12 @@ LogicalResult emitBatchNorm(CpuOpContext &ctx) {
                          split->channels)))
     return failure();
   ctx.include(kHeader);
-  ctx.body += "  sluice_batch_norm<" + storageType(elementOf(bn.getInput())) + ", " +
-              storageType(elementOf(bn.getScale())) + ">(" + CpuOpContext::threads + ", " +
-              ctx.in[0] + ", " + ctx.in[1] + ", " + ctx.in[2] + ", " + ctx.in[3] + ", " +
-              ctx.in[4] + ", " + ctx.out[0] + ", " + str(split->batch) + ", " +
-              str(split->channels) + ", " + str(split->plane) + ", " +
-              floatLiteral(bn.getEpsilon()) + ");\n";
+  ctx.code.line("{0};",
+                cCall("sluice_batch_norm<" + storageType(elementOf(bn.getInput())) + ", " +
+                          storageType(elementOf(bn.getScale())) + ">",
+                      {CpuOpContext::threads, ctx.in[0], ctx.in[1], ctx.in[2], ctx.in[3], ctx.in[4],
+                       ctx.out[0], cIntOrInt64(split->batch), cIntOrInt64(split->channels),
+                       cIntOrInt64(split->plane), cFloatLiteral(bn.getEpsilon())}));
   return success();
 }
 
@@ -348,11 +349,12 @@ LogicalResult emitGroupNormCall(CpuOpContext &ctx, Value input, Value scale, Val
   if (failed(checkParams(op, {scale, bias}, params)))
     return failure();
   ctx.include(kHeader);
-  ctx.body += "  sluice_group_norm<" + storageType(elementOf(input)) + ", " +
-              storageType(elementOf(scale)) + ">(" + CpuOpContext::threads + ", " + ctx.in[0] +
-              ", " + ctx.in[1] + ", " + ctx.in[2] + ", " + ctx.out[0] + ", " +
-              str(split->batch) + ", " + str(split->channels) + ", " + str(split->plane) +
-              ", " + str(groups) + ", " + str(paramDiv) + ", " + floatLiteral(eps) + ");\n";
+  ctx.code.line("{0};", cCall("sluice_group_norm<" + storageType(elementOf(input)) + ", " +
+                                  storageType(elementOf(scale)) + ">",
+                              {CpuOpContext::threads, ctx.in[0], ctx.in[1], ctx.in[2], ctx.out[0],
+                               cIntOrInt64(split->batch), cIntOrInt64(split->channels),
+                               cIntOrInt64(split->plane), cIntOrInt64(groups),
+                               cIntOrInt64(paramDiv), cFloatLiteral(eps)}));
   return success();
 }
 
@@ -377,11 +379,12 @@ LogicalResult emitLrn(CpuOpContext &ctx) {
   if (failed(split))
     return failure();
   ctx.include(kHeader);
-  ctx.body += "  sluice_lrn<" + storageType(elementOf(lrn.getInput())) + ">(" +
-              CpuOpContext::threads + ", " + ctx.in[0] + ", " + ctx.out[0] + ", " +
-              str(split->batch) + ", " + str(split->channels) + ", " + str(split->plane) +
-              ", " + str(lrn.getSize()) + ", " + floatLiteral(lrn.getAlpha()) + ", " +
-              floatLiteral(lrn.getBeta()) + ", " + floatLiteral(lrn.getBias()) + ");\n";
+  ctx.code.line("{0};",
+                cCall("sluice_lrn<" + storageType(elementOf(lrn.getInput())) + ">",
+                      {CpuOpContext::threads, ctx.in[0], ctx.out[0], cIntOrInt64(split->batch),
+                       cIntOrInt64(split->channels), cIntOrInt64(split->plane),
+                       cIntOrInt64(lrn.getSize()), cFloatLiteral(lrn.getAlpha()),
+                       cFloatLiteral(lrn.getBeta()), cFloatLiteral(lrn.getBias())}));
   return success();
 }
 

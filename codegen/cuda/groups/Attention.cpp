@@ -13,6 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "codegen/common/AttentionDescriptor.h"
 #include "codegen/cpu/CpuEmitter.h"
@@ -66,34 +68,35 @@ CudaEmit emitCudaAttentionGroup(CudaGroupContext &ctx) {
     // Keys per tile: three [rows x D+8] 16-bit tiles stay under 48 KB.
     int64_t bk = plan.d == 64 ? 64 : 32;
     rows = 64;
-    kernel = "sluice_attn_mma<" + t + ", " + mt + ", " + std::to_string(plan.d) + ", " +
-             std::to_string(bk) + ">";
+    kernel = "sluice_attn_mma<" + t + ", " + mt + ", " + decimal(plan.d) + ", " + decimal(bk) + ">";
   } else {
     int64_t dp = roundUp32(plan.d), dvp = roundUp32(plan.dv);
     // Wide heads: half the query rows and keys per tile (41 KB of floats).
     bool wide = std::max(dp, dvp) > 128;
     int64_t r = wide ? 2 : 4, bk = wide ? 16 : 32;
     rows = 4 * r;
-    kernel = "sluice_attn_fma<" + t + ", " + mt + ", " + rt + ", " + std::to_string(dp) + ", " +
-             std::to_string(dvp) + ", " + std::to_string(r) + ", " + std::to_string(bk) + ">";
+    kernel = "sluice_attn_fma<" + t + ", " + mt + ", " + rt + ", " + decimal(dp) + ", " +
+             decimal(dvp) + ", " + decimal(r) + ", " + decimal(bk) + ">";
   }
   if (batches * ((plan.sq + rows - 1) / rows) > (int64_t(1) << 31) - 1)
     return ctx.unsupported("attention needs more than 2^31 - 1 thread blocks");
 
-  std::string s;
-  s += "  static const sluice_cuda_attn_desc desc = [] {\n";
-  s += "    sluice_cuda_attn_desc d{};\n";
-  s += attentionDescriptorFields(plan);
-  s += "    return d;\n  }();\n";
-  s += "  " + kernel + "<<<sluice_attn_blocks(desc, " + std::to_string(rows) +
-       "), 128, 0, stream>>>(desc, " + plan.q.pointer + ", " + plan.k.pointer + ", " +
-       plan.v.pointer + ", " + typed(mt, plan.mask.pointer);
-  if (!tensorCores)
-    s += ", " + typed(rt, plan.cosQ.pointer) + ", " + typed(rt, plan.sinQ.pointer);
-  s += ", " + plan.out.pointer + ");\n";
-  s += "  SLUICE_LAUNCHED(" + ctx.kernelName() + ");\n";
+  CodeWriter h(1);
+  {
+    auto desc = h.blockClosedBy("}();", "static const sluice_cuda_attn_desc desc = []");
+    h.line("sluice_cuda_attn_desc d{{};");
+    writeAttentionDescriptorFields(h, plan);
+    h.line("return d;");
+  }
+  std::string rotary =
+      tensorCores ? "" : ", " + typed(rt, plan.cosQ.pointer) + ", " + typed(rt, plan.sinQ.pointer);
+  h.line("{0}<<<sluice_attn_blocks(desc, {1}), 128, 0, stream>>>(desc, {2}, {3}, {4}, {5}{6}, "
+         "{7});",
+         kernel, rows, plan.q.pointer, plan.k.pointer, plan.v.pointer, typed(mt, plan.mask.pointer),
+         rotary, plan.out.pointer);
+  h.line("SLUICE_LAUNCHED({0});", ctx.kernelName());
   ctx.include("sluice_gen/cuda_attention.h");
-  *ctx.host += s;
+  *ctx.host += h.str();
   return CudaEmit::Done;
 }
 

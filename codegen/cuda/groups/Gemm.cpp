@@ -31,9 +31,12 @@
 
 #include "codegen/cuda/CudaGroups.h"
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "codegen/cpu/CpuEmitter.h"
 #include "codegen/cpu/Groups.h"
+#include "lib/kernel/Access.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -58,8 +61,6 @@ constexpr bool kFuseRelu = true;
 /// Elements per thread in the vectorized epilogue kernel.
 constexpr int64_t kVector = 4;
 
-std::string str(int64_t v) { return std::to_string(v); }
-
 /// How cuBLASLt reads a row-major `rows` x `cols` matrix whose elements
 /// (i, j) sit at i * rowStride + j * colStride: as stored (rows contiguous,
 /// leading dimension = row stride) or transposed (columns contiguous).
@@ -76,21 +77,19 @@ std::optional<MatrixLayout> matrixLayout(int64_t rows, int64_t cols, int64_t row
   return std::nullopt;
 }
 
-/// A buffer the generated epilogue kernel reads or writes:
-/// `pointer[offset + sum(coord[d] * strides[d])]` over the result's space.
-struct Access {
-  std::string pointer;
-  int64_t offset = 0;
-  std::vector<int64_t> strides;
+/// A buffer the generated epilogue kernel reads or writes, with strides
+/// over the GEMM result's space.
+struct EpilogueAccess {
+  kernel::Access access;
   Type type;
   bool written = false;
 };
 
-/// The GEMM of the group in the row-major frame, before batch collapsing.
-struct Operand {
-  std::string pointer;
-  int64_t offset = 0;
-  std::vector<int64_t> batchStrides; // over the GEMM's batch dims
+/// An operand of the GEMM in the row-major frame: the access's strides are
+/// over the GEMM's batch dims (before they collapse), the layout says how
+/// cuBLASLt reads each matrix.
+struct GemmOperand {
+  kernel::Access access;
   MatrixLayout layout{false, 0};
 };
 
@@ -222,20 +221,25 @@ FusedChain fuseChain(CudaGroupContext &ctx, KernelYieldOp yield, Value result,
   return chain;
 }
 
-/// Generates the elementwise epilogue kernel(s) and their launch.
+/// The elementwise kernel(s) after cuBLASLt: the epilogue ops it did not
+/// fuse and every output it did not write, over the GEMM result's space.
+/// Planned (accesses, stores) by the caller, then printed.
 class EpilogueKernel {
 public:
   EpilogueKernel(CudaGroupContext &ctx, ArrayRef<int64_t> space) : ctx(ctx), space(space) {}
 
-  std::vector<Access> accesses;
+  std::vector<EpilogueAccess> accesses;
   llvm::MapVector<Value, unsigned> leafAccess;
-  llvm::DenseMap<Value, std::string> expr;
+  /// Accesses whose loads give a computed value (the GEMM's D).
+  std::vector<std::pair<unsigned, Value>> dLeaves;
+  /// (access, value): what each element stores where.
+  std::vector<std::pair<unsigned, Value>> stores;
 
   /// Registers `operand` of an epilogue op as a leaf unless it is computed
-  /// in the group or a literal; Unsupported (false) for views the kernel
-  /// cannot read.
+  /// in the group or a literal; false (with the reason) for views the
+  /// kernel cannot read.
   bool addLeaf(Value operand, std::string &why) {
-    if (leafAccess.count(operand) || expr.count(operand) || ctx.literals.count(operand))
+    if (leafAccess.count(operand) || ctx.literals.count(operand))
       return true;
     if (Operation *def = operand.getDefiningOp(); def && !isa<ConstantOp>(def) && !isViewOp(def))
       return true; // computed in the group
@@ -263,8 +267,90 @@ public:
     }
     leafAccess[operand] = accesses.size();
     accesses.push_back(
-        {ctx.pointers.lookup(view->base), view->offset, *strides, elementOf(operand), false});
+        {{ctx.pointers.lookup(view->base), view->offset, *strides}, elementOf(operand), false});
     return true;
+  }
+
+  /// Whether the four-wide kernel applies: the trailing dim splits into
+  /// groups of four and every access moves along it with stride 1 (from a
+  /// group-aligned start) or 0.
+  bool vectorizable() const {
+    if (space.empty() || space.back() % kVector != 0)
+      return false;
+    int64_t rank = space.size();
+    for (const EpilogueAccess &e : accesses) {
+      const kernel::Access &a = e.access;
+      int64_t last = a.strides[rank - 1];
+      if (last == 0 && !e.written)
+        continue;
+      if (last != 1 || a.offset % kVector != 0)
+        return false;
+      for (int64_t d = 0; d + 1 < rank; ++d)
+        if (space[d] != 1 && a.strides[d] % kVector != 0)
+          return false;
+    }
+    return true;
+  }
+
+  /// The kernels `epilogue` (and `epilogue_vec` when vectorizable) into
+  /// `device`, their launch into `host`; `ops` run per element.
+  LogicalResult print(ArrayRef<Operation *> ops, CodeWriter &device, CodeWriter &host) {
+    std::string params, argsList;
+    for (auto [i, e] : llvm::enumerate(accesses)) {
+      std::string T = storageType(e.type);
+      params += std::string(i ? ", " : "") + (e.written ? "" : "const ") + T + " *p" + decimal(i);
+      argsList += std::string(i ? ", " : "") + "(" + (e.written ? "" : "const ") + T + " *)(" +
+                  e.access.pointer + ")";
+    }
+    if (failed(writeScalarKernel(device, ops, params)))
+      return failure();
+    bool vec = vectorizable();
+    if (vec && failed(writeVectorKernel(device, ops, params)))
+      return failure();
+    writeLaunch(host, argsList, vec);
+    return success();
+  }
+
+private:
+  bool isContiguous(const kernel::Access &a) const {
+    std::vector<int64_t> contiguous = contiguousStrides(space);
+    for (size_t d = 0; d < space.size(); ++d)
+      if (space[d] != 1 && a.strides[d] != contiguous[d])
+        return false;
+    return true;
+  }
+
+  /// Coordinates of flat element `i` and each access's element index x<a>.
+  void writeIndices(CodeWriter &w) const {
+    int64_t rank = space.size();
+    bool needCoords =
+        llvm::any_of(accesses, [&](const EpilogueAccess &e) { return !isContiguous(e.access); });
+    if (needCoords) {
+      w.line("int64_t rest = i;");
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        bool used = llvm::any_of(accesses, [&](const EpilogueAccess &e) {
+          return !isContiguous(e.access) && e.access.strides[d] != 0;
+        });
+        if (space[d] == 1 || !used) {
+          if (d > 0 && space[d] != 1)
+            w.line("rest /= {0};", space[d]);
+          continue;
+        }
+        w.line("const int64_t q{0} = rest % {1}; rest /= {1};", d, space[d]);
+      }
+    }
+    for (auto [i, e] : llvm::enumerate(accesses)) {
+      const kernel::Access &a = e.access;
+      std::string index = decimal(a.offset);
+      if (isContiguous(a)) {
+        index += " + i";
+      } else {
+        for (int64_t d = 0; d < rank; ++d)
+          if (space[d] != 1 && a.strides[d] != 0)
+            index += " + q" + decimal(d) + " * " + decimal(a.strides[d]);
+      }
+      w.line("const int64_t x{0} = {1};", i, index);
+    }
   }
 
   std::string lookup(Value v) const {
@@ -280,187 +366,120 @@ public:
     return "";
   }
 
-  /// Whether the four-wide kernel applies: the trailing dim splits into
-  /// groups of four and every access moves along it with stride 1 (from a
-  /// group-aligned start) or 0.
-  bool vectorizable() const {
-    if (space.empty() || space.back() % kVector != 0)
-      return false;
-    int64_t rank = space.size();
-    for (const Access &a : accesses) {
-      int64_t last = a.strides[rank - 1];
-      if (last == 0 && !a.written)
-        continue;
-      if (last != 1 || a.offset % kVector != 0)
-        return false;
-      for (int64_t d = 0; d + 1 < rank; ++d)
-        if (space[d] != 1 && a.strides[d] % kVector != 0)
-          return false;
-    }
-    return true;
-  }
-
-  /// The kernel body for element (or first element of a group of four)
-  /// `i`, and the launch; `ops`/`stores` are filled by the caller through
-  /// emitOps with the leaves' expressions bound.
-  LogicalResult emit(ArrayRef<Operation *> ops, ArrayRef<std::pair<unsigned, Value>> stores,
-                     std::string &device, std::string &host) {
-    int64_t rank = space.size();
-    int64_t total = product(space);
-    std::vector<int64_t> contiguous = contiguousStrides(space);
-    auto isContig = [&](const Access &a) {
-      for (int64_t d = 0; d < rank; ++d)
-        if (space[d] != 1 && a.strides[d] != contiguous[d])
-          return false;
-      return true;
-    };
-    // Parameters: one pointer per access.
-    std::string params, argsList;
-    for (auto [i, a] : llvm::enumerate(accesses)) {
-      std::string T = storageType(a.type);
-      params += std::string(i ? ", " : "") + (a.written ? "" : "const ") + T + " *p" + str(i);
-      argsList += std::string(i ? ", " : "") + "(" + (a.written ? "" : "const ") + T + " *)(" +
-                  a.pointer + ")";
-    }
-    // Coordinates of flat element `i` and each access's element index.
-    auto indices = [&](const std::string &indent) {
-      std::string s;
-      bool needCoords = llvm::any_of(accesses, [&](const Access &a) { return !isContig(a); });
-      if (needCoords) {
-        s += indent + "int64_t rest = i;\n";
-        for (int64_t d = rank - 1; d >= 0; --d) {
-          bool used = llvm::any_of(
-              accesses, [&](const Access &a) { return !isContig(a) && a.strides[d] != 0; });
-          if (space[d] == 1 || !used) {
-            if (d > 0 && space[d] != 1)
-              s += indent + "rest /= " + str(space[d]) + ";\n";
-            continue;
-          }
-          s += indent + "const int64_t q" + str(d) + " = rest % " + str(space[d]) +
-               "; rest /= " + str(space[d]) + ";\n";
-        }
+  /// The ops over leaves read as `leafExpr(access)`, then the stores into
+  /// `storeTarget(access)`.
+  LogicalResult writeBody(CodeWriter &w, ArrayRef<Operation *> ops,
+                          llvm::function_ref<std::string(unsigned)> leafExpr,
+                          llvm::function_ref<std::string(unsigned)> storeTarget) {
+    expr.clear();
+    for (auto &[value, a] : leafAccess)
+      expr[value] = loadExpr(elementOf(value), leafExpr(a));
+    for (auto &[a, value] : dLeaves)
+      expr[value] = loadExpr(elementOf(value), leafExpr(a));
+    int locals = 0;
+    for (Operation *op : ops) {
+      std::vector<std::string> operands;
+      for (Value operand : op->getOperands()) {
+        operands.push_back(lookup(operand));
+        if (operands.back().empty())
+          return op->emitOpError("cuda target: an operand of this epilogue op has no value");
       }
-      for (auto [i, a] : llvm::enumerate(accesses)) {
-        std::string e = str(a.offset);
-        if (isContig(a)) {
-          e += " + i";
-        } else {
-          for (int64_t d = 0; d < rank; ++d)
-            if (space[d] != 1 && a.strides[d] != 0)
-              e += " + q" + str(d) + " * " + str(a.strides[d]);
-        }
-        s += indent + "const int64_t x" + str(i) + " = " + e + ";\n";
-      }
-      return s;
-    };
-    // The ops over leaves bound to `leafExpr(access)`.
-    auto body =
-        [&](const std::string &indent, const std::function<std::string(unsigned)> &leafExpr,
-            const std::function<std::string(unsigned)> &storeTarget) -> FailureOr<std::string> {
-      std::string s;
-      expr.clear();
-      for (auto &[value, a] : leafAccess)
-        expr[value] = loadExpr(elementOf(value), leafExpr(a));
-      for (auto &[a, value] : dLeaves)
-        expr[value] = loadExpr(elementOf(value), leafExpr(a));
-      int locals = 0;
-      for (Operation *op : ops) {
-        std::vector<std::string> operands;
-        for (Value operand : op->getOperands()) {
-          operands.push_back(lookup(operand));
-          if (operands.back().empty())
-            return op->emitOpError("cuda target: an operand of this epilogue op has no value");
-        }
-        auto e = emitScalar(op, operands);
-        if (failed(e))
-          return failure();
-        std::string local = "v" + str(locals++);
-        s += indent + "const " + computeType(elementOf(op->getResult(0))) + " " + local + " = " +
-             *e + ";\n";
-        expr[op->getResult(0)] = local;
-      }
-      for (auto &[a, value] : stores) {
-        std::string v = lookup(value);
-        if (v.empty())
-          return ctx.kernel.emitOpError("cuda target: a result of the GEMM group has no value");
-        s += indent + storeTarget(a) + " = " + storeExpr(accesses[a].type, v) + ";\n";
-      }
-      return s;
-    };
-
-    // The scalar kernel: one element per thread and step.
-    std::string &d = device;
-    d += "__global__ void __launch_bounds__(256) epilogue(" + params + ") {\n";
-    d += "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < " + str(total) +
-         "; i += (int64_t)gridDim.x * blockDim.x) {\n";
-    d += indices("    ");
-    auto scalar = body(
-        "    ", [](unsigned a) { return "p" + str(a) + "[x" + str(a) + "]"; },
-        [](unsigned a) { return "p" + str(a) + "[x" + str(a) + "]"; });
-    if (failed(scalar))
-      return failure();
-    d += *scalar + "  }\n}\n";
-
-    bool vec = vectorizable();
-    if (vec) {
-      // Four elements per thread and step: vector loads of the contiguous
-      // accesses, one scalar load of the broadcast ones.
-      d += "__global__ void __launch_bounds__(256) epilogue_vec(" + params + ") {\n";
-      d += "  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < " +
-           str(total / kVector) + "; g += (int64_t)gridDim.x * blockDim.x) {\n";
-      d += "    const int64_t i = g * " + str(kVector) + ";\n";
-      d += indices("    ");
-      for (auto [i, a] : llvm::enumerate(accesses)) {
-        std::string T = storageType(a.type);
-        std::string vt = "sluice_vec<" + T + ", " + str(kVector) + ">";
-        if (a.written)
-          d += "    " + vt + " w" + str(i) + ";\n";
-        else if (a.strides[rank - 1] == 1)
-          d += "    const " + vt + " r" + str(i) + " = *reinterpret_cast<const " + vt + " *>(p" +
-               str(i) + " + x" + str(i) + ");\n";
-        else
-          d += "    const " + T + " r" + str(i) + " = p" + str(i) + "[x" + str(i) + "];\n";
-      }
-      d += "    #pragma unroll\n    for (int u = 0; u < " + str(kVector) + "; ++u) {\n";
-      auto lanes = body(
-          "      ",
-          [&](unsigned a) {
-            return accesses[a].strides[rank - 1] == 1 ? "r" + str(a) + ".v[u]" : "r" + str(a);
-          },
-          [](unsigned a) { return "w" + str(a) + ".v[u]"; });
-      if (failed(lanes))
+      auto e = emitScalar(op, operands);
+      if (failed(e))
         return failure();
-      d += *lanes + "    }\n";
-      for (auto [i, a] : llvm::enumerate(accesses))
-        if (a.written)
-          d += "    *reinterpret_cast<sluice_vec<" + storageType(a.type) + ", " + str(kVector) +
-               "> *>(p" + str(i) + " + x" + str(i) + ") = w" + str(i) + ";\n";
-      d += "  }\n}\n";
+      std::string local = "v" + decimal(locals++);
+      w.line("const {0} {1} = {2};", computeType(elementOf(op->getResult(0))), local, *e);
+      expr[op->getResult(0)] = local;
     }
-
-    // The launch: the vector kernel when every contiguous pointer is
-    // aligned to its group of four.
-    std::string &h = host;
-    h += "  {\n";
-    if (vec) {
-      h += "    bool vec = true;\n";
-      for (const Access &a : accesses)
-        if (a.strides[rank - 1] == 1 || a.written)
-          h += "    vec = vec && ((uintptr_t)((" + a.pointer + ") + " + str(a.offset) + ") % (" +
-               str(kVector) + " * sizeof(" + storageType(a.type) + "))) == 0;\n";
-      h += "    if (vec)\n      epilogue_vec<<<sluice_grid(" + str(total) + ", 256, " +
-           str(kVector) + "), 256, 0, stream>>>(" + argsList + ");\n    else\n  ";
+    for (auto &[a, value] : stores) {
+      std::string v = lookup(value);
+      if (v.empty())
+        return ctx.kernel.emitOpError("cuda target: a result of the GEMM group has no value");
+      w.line("{0} = {1};", storeTarget(a), storeExpr(accesses[a].type, v));
     }
-    h += "    epilogue<<<sluice_grid(" + str(total) + ", 256), 256, 0, stream>>>(" + argsList +
-         ");\n";
-    h += "    SLUICE_LAUNCHED(" + ctx.kernelName() + ");\n  }\n";
     return success();
   }
 
-  /// Accesses whose loads give a computed value (the GEMM's D).
-  std::vector<std::pair<unsigned, Value>> dLeaves;
+  /// One element per thread and step.
+  LogicalResult writeScalarKernel(CodeWriter &w, ArrayRef<Operation *> ops,
+                                  const std::string &params) {
+    auto kernel = w.block("__global__ void __launch_bounds__(256) epilogue({0})", params);
+    auto loop = w.block("for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; "
+                        "i < {0}; i += (int64_t)gridDim.x * blockDim.x)",
+                        product(space));
+    writeIndices(w);
+    auto element = [](unsigned a) { return "p" + decimal(a) + "[x" + decimal(a) + "]"; };
+    return writeBody(w, ops, element, element);
+  }
 
-private:
+  /// Four elements per thread and step: vector loads of the contiguous
+  /// accesses, one scalar load of the broadcast ones.
+  LogicalResult writeVectorKernel(CodeWriter &w, ArrayRef<Operation *> ops,
+                                  const std::string &params) {
+    int64_t rank = space.size();
+    auto kernel = w.block("__global__ void __launch_bounds__(256) epilogue_vec({0})", params);
+    auto loop = w.block("for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; "
+                        "g < {0}; g += (int64_t)gridDim.x * blockDim.x)",
+                        product(space) / kVector);
+    w.line("const int64_t i = g * {0};", kVector);
+    writeIndices(w);
+    for (auto [i, e] : llvm::enumerate(accesses)) {
+      std::string T = storageType(e.type);
+      std::string vt = "sluice_vec<" + T + ", " + decimal(kVector) + ">";
+      if (e.written)
+        w.line("{0} w{1};", vt, i);
+      else if (e.access.strides[rank - 1] == 1)
+        w.line("const {0} r{1} = *reinterpret_cast<const {0} *>(p{1} + x{1});", vt, i);
+      else
+        w.line("const {0} r{1} = p{1}[x{1}];", T, i);
+    }
+    w.line("#pragma unroll");
+    {
+      auto lanes = w.block("for (int u = 0; u < {0}; ++u)", kVector);
+      auto load = [&](unsigned a) {
+        return accesses[a].access.strides[rank - 1] == 1 ? "r" + decimal(a) + ".v[u]"
+                                                         : "r" + decimal(a);
+      };
+      auto store = [](unsigned a) { return "w" + decimal(a) + ".v[u]"; };
+      if (failed(writeBody(w, ops, load, store)))
+        return failure();
+    }
+    for (auto [i, e] : llvm::enumerate(accesses))
+      if (e.written)
+        w.line("*reinterpret_cast<sluice_vec<{0}, {1}> *>(p{2} + x{2}) = w{2};",
+               storageType(e.type), kVector, i);
+    return success();
+  }
+
+  /// The launch: the vector kernel when every contiguous pointer is aligned
+  /// to its group of four (checked at run time).
+  void writeLaunch(CodeWriter &h, const std::string &argsList, bool vec) const {
+    int64_t rank = space.size(), total = product(space);
+    auto launch = h.block("");
+    std::string scalar =
+        "epilogue<<<sluice_grid(" + decimal(total) + ", 256), 256, 0, stream>>>(" + argsList + ");";
+    if (vec) {
+      h.line("bool vec = true;");
+      for (const EpilogueAccess &e : accesses)
+        if (e.access.strides[rank - 1] == 1 || e.written)
+          h.line("vec = vec && ((uintptr_t)(({0}) + {1}) % ({2} * sizeof({3}))) == 0;",
+                 e.access.pointer, e.access.offset, kVector, storageType(e.type));
+      h.line("if (vec)");
+      {
+        auto then = h.indented();
+        h.line("epilogue_vec<<<sluice_grid({0}, 256, {1}), 256, 0, stream>>>({2});", total, kVector,
+               argsList);
+      }
+      h.line("else");
+      auto otherwise = h.indented();
+      h.line("{0}", scalar);
+    } else {
+      h.line("{0}", scalar);
+    }
+    h.line("SLUICE_LAUNCHED({0});", ctx.kernelName());
+  }
+
+  llvm::DenseMap<Value, std::string> expr;
   CudaGroupContext &ctx;
   ArrayRef<int64_t> space;
 };
@@ -475,50 +494,42 @@ std::string gemmType(Type et) {
   return "SLUICE_GEMM_F32";
 }
 
-} // namespace
+/// Form F2 on the device, decided before any source is written: the GEMM in
+/// cuBLASLt's terms (operands and their layouts, the batch loop and
+/// strides), the prefix of the epilogue cuBLASLt fuses, where D lives, and
+/// the generated kernel for the rest.
+struct GemmPlan {
+  GroupOps parts;
+  MatMulOp matmul;
+  Value result;
+  Type et;
+  ArrayRef<int64_t> space; ///< the matmul result's shape
+  /// NumPy promotion: a 1-D A is [1, K], a 1-D B is [K, 1]; the result
+  /// drops those unit dims, which changes no element's position.
+  bool aVector = false, bVector = false;
+  int64_t m = 0, n = 0, k = 0, batchRank = 0;
+  std::vector<int64_t> batch;
+  GemmOperand a, b, c, d;
+  FusedChain chain;
+  /// Epilogue ops after the fused prefix (the generated kernel's).
+  SmallVector<Operation *> rest;
+  /// Each yield's value before its output views, and those views.
+  SmallVector<Value> roots;
+  std::vector<StridedView> outViews;
+  /// The output cuBLASLt writes D into; none: scratch after cuBLASLt's
+  /// part of the workspace.
+  std::optional<unsigned> dSlot;
+  std::vector<int64_t> dStrides; ///< D over the result's space
+  int64_t workspace = kLtWorkspace;
+  /// `outer` GEMMs (element offsets per GEMM), each a strided batch of
+  /// `innerBatch` GEMMs of `gemmM` rows.
+  int64_t outer = 1, innerBatch = 1, gemmM = 0;
+  int64_t strideA = 0, strideB = 0, strideC = 0, strideD = 0;
+  std::vector<int64_t> aOff, bOff, cOff, dOff;
+  int epilogue = 0; ///< SLUICE_EPI_*
 
-CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx) {
-  KernelOp kernel = ctx.kernel;
-  GroupOps parts = splitGroupOps(kernel, [](Operation *op) { return isa<MatMulOp>(op); });
-  KernelYieldOp yield = parts.yield;
-  auto matmul = dyn_cast_or_null<MatMulOp>(parts.anchor);
-  if (!matmul)
-    return ctx.unsupported("no matmul in the GEMM group");
-  if (!parts.before.empty())
-    return ctx.unsupported("ops before the matmul of a GEMM group");
-  for (Operation *op : parts.after)
-    if (!isElementwise(op))
-      return ctx.unsupported("a GEMM group's epilogue holds " + op->getName().getStringRef().str() +
-                             ", not elementwise");
-  Value aValue = matmul->getOperand(0), bValue = matmul->getOperand(1);
-  Value result = matmul->getResult(0);
-  Type et = elementOf(result);
-  if (!et.isF32() && !et.isF64() && !et.isF16() && !et.isBF16())
-    return ctx.unsupported("cuBLASLt GEMMs are f32, f64, f16 or bf16");
-  ArrayRef<int64_t> aShape = shapeOf(aValue), bShape = shapeOf(bValue), space = shapeOf(result);
-  if (aShape.empty() || bShape.empty())
-    return ctx.unsupported("matmul of scalars");
-  // NumPy promotion: a 1-D A is [1, K], a 1-D B is [K, 1]; the result drops
-  // those unit dims, which changes no element's position.
-  bool aVector = aShape.size() == 1, bVector = bShape.size() == 1;
-  int64_t m = aVector ? 1 : aShape[aShape.size() - 2];
-  int64_t k = aShape.back();
-  int64_t n = bVector ? 1 : bShape.back();
-  int64_t resultRank = space.size();
-  int64_t batchRank = resultRank - (aVector ? 0 : 1) - (bVector ? 0 : 1);
-  if (batchRank < 0)
-    return ctx.unsupported("unexpected matmul result rank");
-  std::vector<int64_t> batch(space.begin(), space.begin() + batchRank);
-  int64_t batches = product(batch);
-  if (k == 0)
-    return ctx.unsupported("matmul with an empty contraction");
-  if (product(space) == 0)
-    return CudaEmit::Done; // nothing to compute
-  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batches > INT32_MAX)
-    return ctx.unsupported("GEMM dims beyond cuBLASLt's 32-bit limits");
-
-  // A result-space stride vector as strides over [batch.., M, N].
-  auto toGemmSpace = [&](ArrayRef<int64_t> s) {
+  /// A result-space stride vector as strides over [batch.., M, N].
+  std::vector<int64_t> toGemmSpace(ArrayRef<int64_t> s) const {
     std::vector<int64_t> g(s.begin(), s.end());
     if (aVector && bVector)
       return std::vector<int64_t>{0, 0};
@@ -527,238 +538,332 @@ CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx) {
     if (bVector)
       g.push_back(0);
     return g;
-  };
-
-  // Operands as strided views of leaves.
-  auto operand = [&](Value v, bool vector, bool isA, Operand &out) -> std::optional<std::string> {
-    auto view = resolveView(v, /*emitErrors=*/false);
-    if (failed(view))
-      return std::string("a matmul operand is a view without strides");
-    if (!ctx.pointers.count(view->base))
-      return std::string("a matmul operand is not a leaf of the group");
-    ArrayRef<int64_t> shape = shapeOf(v);
-    std::vector<int64_t> strides = view->strides;
-    std::vector<int64_t> mshape(shape.begin(), shape.end());
-    if (vector) {
-      // [K] as [1, K] (A) or [K, 1] (B).
-      mshape.insert(isA ? mshape.begin() : mshape.end(), 1);
-      strides.insert(isA ? strides.begin() : strides.end(), 0);
-    }
-    int64_t r = mshape.size();
-    auto layout = matrixLayout(mshape[r - 2], mshape[r - 1], strides[r - 2], strides[r - 1]);
-    if (!layout)
-      return std::string("a matmul operand view is neither row- nor column-contiguous");
-    auto bs = broadcastStridesTo(ArrayRef<int64_t>(mshape).drop_back(2),
-                                 ArrayRef<int64_t>(strides).drop_back(2), batch);
-    if (failed(bs))
-      return std::string("a matmul operand's batch dims do not broadcast");
-    out.pointer = ctx.pointers.lookup(view->base);
-    out.offset = view->offset;
-    out.batchStrides = *bs;
-    out.layout = *layout;
-    return std::nullopt;
-  };
-  Operand a, b;
-  if (auto why = operand(aValue, aVector, true, a))
-    return ctx.unsupported(*why);
-  if (auto why = operand(bValue, bVector, false, b))
-    return ctx.unsupported(*why);
-
-  // The fused prefix (epilogues: f32/f16/bf16 matrices; f64 keeps alpha and
-  // the residual).
-  bool allowEpilogues = !et.isF64() && !aVector && !bVector;
-  FusedChain chain;
-  chain.end = result;
-  if (!aVector && !bVector)
-    chain = fuseChain(ctx, yield, result, parts.after, space, et, allowEpilogues);
-  SmallVector<Operation *> rest;
-  for (Operation *op : parts.after)
-    if (!chain.ops.contains(op))
-      rest.push_back(op);
-
-  // Yields: each is D or a later epilogue value, through output views.
-  SmallVector<Value> roots;
-  std::vector<StridedView> outViews;
-  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-    Value root = stripOutputViews(v);
-    if (shapeOf(root) != space ||
-        (root != chain.end && !llvm::is_contained(rest, root.getDefiningOp())))
-      return ctx.unsupported("a GEMM group yields a value not computed from the GEMM result");
-    auto view = resolveOutputView(root, v);
-    if (failed(view))
-      return ctx.unsupported("a GEMM group's result is not a view of its value");
-    roots.push_back(root);
-    outViews.push_back(*view);
   }
-
-  // Where cuBLASLt writes D: an output holding D through a view it can
-  // write (rows contiguous), else an output holding a later value of D's
-  // type contiguously (the epilogue kernel updates it in place), else
-  // scratch in the workspace after cuBLASLt's part.
-  auto dLayoutOf = [&](const std::vector<int64_t> &resultStrides) -> std::optional<MatrixLayout> {
+  /// How cuBLASLt writes D through `resultStrides`: rows contiguous, or
+  /// none.
+  std::optional<MatrixLayout> dLayoutOf(ArrayRef<int64_t> resultStrides) const {
     std::vector<int64_t> g = toGemmSpace(resultStrides);
     int64_t r = g.size();
     auto l = matrixLayout(m, n, g[r - 2], g[r - 1]);
     if (!l || l->transposed)
       return std::nullopt;
     return l;
-  };
-  std::optional<unsigned> dSlot;
-  for (auto [i, v] : llvm::enumerate(yield.getValues()))
-    if (!dSlot && roots[i] == chain.end && elementOf(v) == et && dLayoutOf(outViews[i].strides))
-      dSlot = i;
-  for (auto [i, v] : llvm::enumerate(yield.getValues()))
-    if (!dSlot && !rest.empty() && elementOf(v) == et && outViews[i].isContiguous(space))
-      dSlot = i;
-  std::string T = storageType(et);
-  int64_t elementBytes = storageBytes(et);
+  }
+  /// Whether yield `i` is D as cuBLASLt wrote it.
+  bool writtenByGemm(unsigned i) const { return dSlot && i == *dSlot && roots[i] == chain.end; }
+};
+
+//===----------------------------------------------------------------------===//
+// Plan
+//===----------------------------------------------------------------------===//
+
+/// The matmul, its element type and its sizes (Done with an empty space
+/// when there is nothing to compute).
+CudaEmit planGemmShape(CudaGroupContext &ctx, GemmPlan &p) {
+  p.parts = splitGroupOps(ctx.kernel, [](Operation *op) { return isa<MatMulOp>(op); });
+  p.matmul = dyn_cast_or_null<MatMulOp>(p.parts.anchor);
+  if (!p.matmul)
+    return ctx.unsupported("no matmul in the GEMM group");
+  if (!p.parts.before.empty())
+    return ctx.unsupported("ops before the matmul of a GEMM group");
+  for (Operation *op : p.parts.after)
+    if (!isElementwise(op))
+      return ctx.unsupported("a GEMM group's epilogue holds " + op->getName().getStringRef().str() +
+                             ", not elementwise");
+  Value aValue = p.matmul->getOperand(0), bValue = p.matmul->getOperand(1);
+  p.result = p.matmul->getResult(0);
+  p.et = elementOf(p.result);
+  if (!p.et.isF32() && !p.et.isF64() && !p.et.isF16() && !p.et.isBF16())
+    return ctx.unsupported("cuBLASLt GEMMs are f32, f64, f16 or bf16");
+  ArrayRef<int64_t> aShape = shapeOf(aValue), bShape = shapeOf(bValue);
+  p.space = shapeOf(p.result);
+  if (aShape.empty() || bShape.empty())
+    return ctx.unsupported("matmul of scalars");
+  p.aVector = aShape.size() == 1;
+  p.bVector = bShape.size() == 1;
+  p.m = p.aVector ? 1 : aShape[aShape.size() - 2];
+  p.k = aShape.back();
+  p.n = p.bVector ? 1 : bShape.back();
+  int64_t resultRank = p.space.size();
+  p.batchRank = resultRank - (p.aVector ? 0 : 1) - (p.bVector ? 0 : 1);
+  if (p.batchRank < 0)
+    return ctx.unsupported("unexpected matmul result rank");
+  p.batch.assign(p.space.begin(), p.space.begin() + p.batchRank);
+  int64_t batches = product(p.batch);
+  if (p.k == 0)
+    return ctx.unsupported("matmul with an empty contraction");
+  if (product(p.space) == 0)
+    return CudaEmit::Done; // nothing to compute
+  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || batches > INT32_MAX)
+    return ctx.unsupported("GEMM dims beyond cuBLASLt's 32-bit limits");
+  return CudaEmit::Done;
+}
+
+/// Operand `v` (A or B) as a strided view of a leaf, or why cuBLASLt
+/// cannot read it.
+std::optional<std::string> planOperand(CudaGroupContext &ctx, const GemmPlan &p, Value v,
+                                       bool vector, bool isA, GemmOperand &out) {
+  auto view = resolveView(v, /*emitErrors=*/false);
+  if (failed(view))
+    return std::string("a matmul operand is a view without strides");
+  if (!ctx.pointers.count(view->base))
+    return std::string("a matmul operand is not a leaf of the group");
+  ArrayRef<int64_t> shape = shapeOf(v);
+  std::vector<int64_t> strides = view->strides;
+  std::vector<int64_t> mshape(shape.begin(), shape.end());
+  if (vector) {
+    // [K] as [1, K] (A) or [K, 1] (B).
+    mshape.insert(isA ? mshape.begin() : mshape.end(), 1);
+    strides.insert(isA ? strides.begin() : strides.end(), 0);
+  }
+  int64_t r = mshape.size();
+  auto layout = matrixLayout(mshape[r - 2], mshape[r - 1], strides[r - 2], strides[r - 1]);
+  if (!layout)
+    return std::string("a matmul operand view is neither row- nor column-contiguous");
+  auto bs = broadcastStridesTo(ArrayRef<int64_t>(mshape).drop_back(2),
+                               ArrayRef<int64_t>(strides).drop_back(2), p.batch);
+  if (failed(bs))
+    return std::string("a matmul operand's batch dims do not broadcast");
+  out.access = {ctx.pointers.lookup(view->base), view->offset, *bs};
+  out.layout = *layout;
+  return std::nullopt;
+}
+
+/// A and B, the fused prefix, the yields and where cuBLASLt writes D: an
+/// output holding D through a view it can write (rows contiguous), else an
+/// output holding a later value of D's type contiguously (the epilogue
+/// kernel updates it in place), else scratch in the workspace after
+/// cuBLASLt's part.
+CudaEmit planGemmOutputs(CudaGroupContext &ctx, GemmPlan &p) {
+  if (auto why = planOperand(ctx, p, p.matmul->getOperand(0), p.aVector, true, p.a))
+    return ctx.unsupported(*why);
+  if (auto why = planOperand(ctx, p, p.matmul->getOperand(1), p.bVector, false, p.b))
+    return ctx.unsupported(*why);
+
+  // The fused prefix (epilogues: f32/f16/bf16 matrices; f64 keeps alpha and
+  // the residual).
+  bool allowEpilogues = !p.et.isF64() && !p.aVector && !p.bVector;
+  p.chain.end = p.result;
+  if (!p.aVector && !p.bVector)
+    p.chain = fuseChain(ctx, p.parts.yield, p.result, p.parts.after, p.space, p.et, allowEpilogues);
+  for (Operation *op : p.parts.after)
+    if (!p.chain.ops.contains(op))
+      p.rest.push_back(op);
+
+  // Yields: each is D or a later epilogue value, through output views.
+  auto yielded = KernelYieldOp(p.parts.yield).getValues();
+  for (auto [i, v] : llvm::enumerate(yielded)) {
+    Value root = stripOutputViews(v);
+    if (shapeOf(root) != p.space ||
+        (root != p.chain.end && !llvm::is_contained(p.rest, root.getDefiningOp())))
+      return ctx.unsupported("a GEMM group yields a value not computed from the GEMM result");
+    auto view = resolveOutputView(root, v);
+    if (failed(view))
+      return ctx.unsupported("a GEMM group's result is not a view of its value");
+    p.roots.push_back(root);
+    p.outViews.push_back(*view);
+  }
+
+  for (auto [i, v] : llvm::enumerate(yielded))
+    if (!p.dSlot && p.roots[i] == p.chain.end && elementOf(v) == p.et &&
+        p.dLayoutOf(p.outViews[i].strides))
+      p.dSlot = i;
+  for (auto [i, v] : llvm::enumerate(yielded))
+    if (!p.dSlot && !p.rest.empty() && elementOf(v) == p.et && p.outViews[i].isContiguous(p.space))
+      p.dSlot = i;
   std::string dPointer;
   int64_t dOffset = 0;
-  std::vector<int64_t> dStrides;
-  int64_t workspace = kLtWorkspace;
-  if (dSlot) {
-    dPointer = ctx.output(*dSlot);
-    dOffset = outViews[*dSlot].offset;
-    dStrides = outViews[*dSlot].strides;
+  if (p.dSlot) {
+    dPointer = ctx.output(*p.dSlot);
+    dOffset = p.outViews[*p.dSlot].offset;
+    p.dStrides = p.outViews[*p.dSlot].strides;
   } else {
-    dPointer = "((" + T + " *)((unsigned char *)state->workspace + " + str(kLtWorkspace) + "))";
-    dStrides = contiguousStrides(space);
-    workspace += (product(space) * elementBytes + 255) / 256 * 256;
+    dPointer = "((" + storageType(p.et) + " *)((unsigned char *)state->workspace + " +
+               decimal(kLtWorkspace) + "))";
+    p.dStrides = contiguousStrides(p.space);
+    p.workspace += (product(p.space) * storageBytes(p.et) + 255) / 256 * 256;
   }
-  auto dLayout = dLayoutOf(dStrides);
+  auto dLayout = p.dLayoutOf(p.dStrides);
   if (!dLayout)
     return ctx.unsupported("the GEMM result's layout is not writable by cuBLASLt");
+  std::vector<int64_t> dGemm = p.toGemmSpace(p.dStrides);
+  p.d.access = {dPointer, dOffset,
+                std::vector<int64_t>(dGemm.begin(), dGemm.begin() + p.batchRank)};
+  p.d.layout = *dLayout;
+  return CudaEmit::Done;
+}
 
-  // Batch strides of C (the residual) and D over the GEMM's batch dims.
-  std::vector<int64_t> dGemm = toGemmSpace(dStrides);
-  Operand d{dPointer, dOffset, std::vector<int64_t>(dGemm.begin(), dGemm.begin() + batchRank),
-            *dLayout};
-  Operand c;
-  if (chain.residual) {
-    c.pointer = ctx.pointers.lookup(chain.residual->base);
-    c.offset = chain.residual->offset;
-    const std::vector<int64_t> &s = chain.residual->strides;
-    c.batchStrides.assign(s.begin(), s.begin() + batchRank);
-    c.layout = *matrixLayout(m, n, s[resultRank - 2], s[resultRank - 1]);
+/// C (the residual), the batch dims collapsed into one strided batch and a
+/// loop of at most kMaxGemmLoop GEMMs, and the loop's per-GEMM offsets.
+CudaEmit planGemmBatches(CudaGroupContext &ctx, GemmPlan &p) {
+  int64_t resultRank = p.space.size();
+  if (p.chain.residual) {
+    const std::vector<int64_t> &s = p.chain.residual->strides;
+    p.c.access = {ctx.pointers.lookup(p.chain.residual->base), p.chain.residual->offset,
+                  std::vector<int64_t>(s.begin(), s.begin() + p.batchRank)};
+    p.c.layout = *matrixLayout(p.m, p.n, s[resultRank - 2], s[resultRank - 1]);
   }
-  std::vector<std::vector<int64_t> *> strideSets = {&a.batchStrides, &b.batchStrides,
-                                                    &d.batchStrides};
-  if (chain.residual)
-    strideSets.push_back(&c.batchStrides);
+  std::vector<std::vector<int64_t> *> strideSets = {&p.a.access.strides, &p.b.access.strides,
+                                                    &p.d.access.strides};
+  if (p.chain.residual)
+    strideSets.push_back(&p.c.access.strides);
   std::vector<int64_t> inner;
-  int64_t split = collapseBatch(batch, strideSets, inner);
-  int64_t innerBatch = product(ArrayRef<int64_t>(batch).drop_front(split));
-  int64_t outer = product(ArrayRef<int64_t>(batch).take_front(split));
-  if (outer > kMaxGemmLoop)
-    return ctx.unsupported("the GEMM's batch dims need more than " + str(kMaxGemmLoop) +
+  int64_t split = collapseBatch(p.batch, strideSets, inner);
+  p.innerBatch = product(ArrayRef<int64_t>(p.batch).drop_front(split));
+  p.outer = product(ArrayRef<int64_t>(p.batch).take_front(split));
+  if (p.outer > kMaxGemmLoop)
+    return ctx.unsupported("the GEMM's batch dims need more than " + decimal(kMaxGemmLoop) +
                            " separate GEMMs");
-  int64_t strideA = inner[0], strideB = inner[1], strideD = inner[2];
-  int64_t strideC = chain.residual ? inner[3] : 0;
+  p.strideA = inner[0];
+  p.strideB = inner[1];
+  p.strideD = inner[2];
+  p.strideC = p.chain.residual ? inner[3] : 0;
   // A shared B and A, C, D batches one after the other: one GEMM with the
   // batches stacked along M.
-  int64_t gemmM = m;
-  if (innerBatch > 1 && strideB == 0 && !a.layout.transposed && strideA == m * a.layout.ld &&
-      strideD == m * d.layout.ld && (!chain.residual || strideC == m * c.layout.ld)) {
-    gemmM = m * innerBatch;
-    innerBatch = 1;
-    strideA = strideB = strideC = strideD = 0;
+  p.gemmM = p.m;
+  if (p.innerBatch > 1 && p.strideB == 0 && !p.a.layout.transposed &&
+      p.strideA == p.m * p.a.layout.ld && p.strideD == p.m * p.d.layout.ld &&
+      (!p.chain.residual || p.strideC == p.m * p.c.layout.ld)) {
+    p.gemmM = p.m * p.innerBatch;
+    p.innerBatch = 1;
+    p.strideA = p.strideB = p.strideC = p.strideD = 0;
   }
   // Per-GEMM element offsets of the outer loop.
-  std::vector<int64_t> aOff, bOff, cOff, dOff;
-  for (int64_t o = 0; o < outer; ++o) {
+  for (int64_t o = 0; o < p.outer; ++o) {
     int64_t restIndex = o;
-    int64_t ao = a.offset, bo = b.offset, co = c.offset, dd = d.offset;
+    int64_t ao = p.a.access.offset, bo = p.b.access.offset, co = p.c.access.offset,
+            dd = p.d.access.offset;
     for (int64_t dim = split - 1; dim >= 0; --dim) {
-      int64_t coord = restIndex % batch[dim];
-      restIndex /= batch[dim];
-      ao += coord * a.batchStrides[dim];
-      bo += coord * b.batchStrides[dim];
-      dd += coord * d.batchStrides[dim];
-      if (chain.residual)
-        co += coord * c.batchStrides[dim];
+      int64_t coord = restIndex % p.batch[dim];
+      restIndex /= p.batch[dim];
+      ao += coord * p.a.access.strides[dim];
+      bo += coord * p.b.access.strides[dim];
+      dd += coord * p.d.access.strides[dim];
+      if (p.chain.residual)
+        co += coord * p.c.access.strides[dim];
     }
-    aOff.push_back(ao);
-    bOff.push_back(bo);
-    cOff.push_back(co);
-    dOff.push_back(dd);
+    p.aOff.push_back(ao);
+    p.bOff.push_back(bo);
+    p.cOff.push_back(co);
+    p.dOff.push_back(dd);
   }
-  int epilogue = chain.epilogue + (chain.bias ? 1 : 0);
+  p.epilogue = p.chain.epilogue + (p.chain.bias ? 1 : 0);
+  return CudaEmit::Done;
+}
 
+/// The generated epilogue's accesses: the leaves of the ops after the fused
+/// prefix, D, and every output cuBLASLt does not write. False (nothing
+/// needed) when cuBLASLt writes the only output.
+FailureOr<bool> planGemmEpilogue(CudaGroupContext &ctx, const GemmPlan &p, EpilogueKernel &epi,
+                                 std::string &why) {
+  auto yielded = KernelYieldOp(p.parts.yield).getValues();
+  bool needKernel = !p.rest.empty();
+  for (unsigned i = 0; i < yielded.size(); ++i)
+    if (!p.writtenByGemm(i))
+      needKernel = true;
+  if (!needKernel)
+    return false;
+  for (Operation *op : p.rest)
+    for (Value operand : op->getOperands()) {
+      if (operand == p.chain.end)
+        continue;
+      if (!epi.addLeaf(operand, why))
+        return failure();
+    }
+  // Leaves read through views of D or of the chain are not elementwise.
+  for (auto &[value, idx] : epi.leafAccess) {
+    (void)idx;
+    auto view = resolveView(value, /*emitErrors=*/false);
+    if (succeeded(view) && (view->base == p.chain.end || view->base == p.result)) {
+      why = "an epilogue reads the GEMM result through a view";
+      return failure();
+    }
+  }
+  // The in-place case: D lives in an output the kernel also writes; the
+  // kernel reads D through the same (non-const) pointer before it stores.
+  unsigned dAccess = epi.accesses.size();
+  epi.accesses.push_back({{p.d.access.pointer, p.d.access.offset, p.dStrides}, p.et, false});
+  epi.dLeaves.push_back({dAccess, p.chain.end});
+  for (auto [i, v] : llvm::enumerate(yielded)) {
+    if (p.writtenByGemm(i))
+      continue;
+    epi.stores.push_back({(unsigned)epi.accesses.size(), p.roots[i]});
+    epi.accesses.push_back(
+        {{ctx.output(i), p.outViews[i].offset, p.outViews[i].strides}, elementOf(v), true});
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Print
+//===----------------------------------------------------------------------===//
+
+/// The cuBLASLt call(s): the shape, the per-GEMM offsets, the loop.
+void printGemmCall(CodeWriter &h, CudaGroupContext &ctx, const GemmPlan &p) {
+  const GemmOperand &a = p.a, &b = p.b, &c = p.c, &d = p.d;
+  auto call = h.block("");
+  h.line("static const SluiceGemmShape gemm = {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, "
+         "{10}, {11}, {12}, {13}, {14}, {15}, {16}};",
+         gemmType(p.et), decimal(a.layout.transposed), decimal(b.layout.transposed),
+         cInt64(p.gemmM), cInt64(p.n), cInt64(p.k), cInt64(a.layout.ld), cInt64(b.layout.ld),
+         cInt64(p.chain.residual ? c.layout.ld : d.layout.ld), cInt64(d.layout.ld),
+         cInt64(p.innerBatch), cInt64(p.strideA), cInt64(p.strideB), cInt64(p.strideC),
+         cInt64(p.strideD), p.epilogue, p.chain.residual ? 1 : 0);
+  h.line("{0}", cInt64ArrayDecl("a_off", p.aOff));
+  h.line("{0}", cInt64ArrayDecl("b_off", p.bOff));
+  h.line("{0}", cInt64ArrayDecl("d_off", p.dOff));
+  if (p.chain.residual)
+    h.line("{0}", cInt64ArrayDecl("c_off", p.cOff));
+  if (!p.dSlot) {
+    h.line("if (state->workspaceBytes < (size_t){0})", cInt64(p.workspace));
+    auto then = h.indented();
+    h.line("return sluice_fail(args, {0}, \"the device workspace is smaller than the bundle "
+           "declared\");",
+           ctx.kernelName());
+  }
+  std::string biasPtr = "nullptr";
+  if (p.chain.bias)
+    biasPtr = "(const void *)(" + ctx.pointers.lookup(p.chain.bias->base) + " + " +
+              cInt64(p.chain.bias->offset) + ")";
+  std::string cPtr =
+      p.chain.residual ? "(const void *)(" + c.access.pointer + " + c_off[o])" : "nullptr";
+  h.line("for (int64_t o = 0; o < {0}; ++o)", cInt64(p.outer));
+  auto loop = h.indented();
+  h.line("if (int32_t status = sluice_gemm(args, state, {0}, gemm, (const void *)({1} + a_off[o]), "
+         "(const void *)({2} + b_off[o]), {3}, (void *)({4} + d_off[o]), {5}, {6}, (size_t){7}, "
+         "stream))",
+         ctx.kernelName(), a.access.pointer, b.access.pointer, cPtr, d.access.pointer, biasPtr,
+         p.chain.alpha, cInt64(kLtWorkspace));
+  auto then = h.indented();
+  h.line("return status;");
+}
+
+} // namespace
+
+CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx) {
+  GemmPlan plan;
+  if (CudaEmit r = planGemmShape(ctx, plan); r != CudaEmit::Done || product(plan.space) == 0)
+    return r;
+  if (CudaEmit r = planGemmOutputs(ctx, plan); r != CudaEmit::Done)
+    return r;
+  if (CudaEmit r = planGemmBatches(ctx, plan); r != CudaEmit::Done)
+    return r;
+  EpilogueKernel epi(ctx, plan.space);
+  std::string why;
+  FailureOr<bool> needKernel = planGemmEpilogue(ctx, plan, epi, why);
+  if (failed(needKernel))
+    return ctx.unsupported(why);
+
+  CodeWriter host(1), device;
+  printGemmCall(host, ctx, plan);
+  if (*needKernel && failed(epi.print(plan.rest, device, host)))
+    return CudaEmit::Error;
   ctx.include("sluice_gen/cuda_blas.h");
   ctx.kind = "library";
-  std::string &h = *ctx.host;
-  h += "  {\n";
-  h += "    static const SluiceGemmShape gemm = {" + gemmType(et) + ", " +
-       str(a.layout.transposed) + ", " + str(b.layout.transposed) + ", " + cInt(gemmM) + ", " +
-       cInt(n) + ", " + cInt(k) + ", " + cInt(a.layout.ld) + ", " + cInt(b.layout.ld) + ", " +
-       cInt(chain.residual ? c.layout.ld : d.layout.ld) + ", " + cInt(d.layout.ld) + ", " +
-       cInt(innerBatch) + ", " + cInt(strideA) + ", " + cInt(strideB) + ", " + cInt(strideC) +
-       ", " + cInt(strideD) + ", " + str(epilogue) + ", " + str(chain.residual ? 1 : 0) + "};\n";
-  h += "    " + cStaticArray("a_off", aOff) + "    " + cStaticArray("b_off", bOff) + "    " +
-       cStaticArray("d_off", dOff);
-  if (chain.residual)
-    h += "    " + cStaticArray("c_off", cOff);
-  if (!dSlot)
-    h += "    if (state->workspaceBytes < (size_t)" + cInt(workspace) +
-         ")\n      return "
-         "sluice_fail(args, " +
-         ctx.kernelName() +
-         ", \"the device workspace is smaller than "
-         "the bundle declared\");\n";
-  std::string biasPtr = "nullptr";
-  if (chain.bias)
-    biasPtr = "(const void *)(" + ctx.pointers.lookup(chain.bias->base) + " + " +
-              cInt(chain.bias->offset) + ")";
-  std::string cPtr = chain.residual ? "(const void *)(" + c.pointer + " + c_off[o])" : "nullptr";
-  h += "    for (int64_t o = 0; o < " + cInt(outer) + "; ++o)\n";
-  h += "      if (int32_t status = sluice_gemm(args, state, " + ctx.kernelName() +
-       ", gemm, (const void *)(" + a.pointer + " + a_off[o]), (const void *)(" + b.pointer +
-       " + b_off[o]), " + cPtr + ", (void *)(" + dPointer + " + d_off[o]), " + biasPtr + ", " +
-       chain.alpha + ", (size_t)" + cInt(kLtWorkspace) + ", stream))\n";
-  h += "        return status;\n";
-  h += "  }\n";
-
-  // The generated epilogue: the ops after the fused prefix and every
-  // output not written by cuBLASLt.
-  std::vector<std::pair<unsigned, Value>> stores;
-  EpilogueKernel epi(ctx, space);
-  bool needKernel = !rest.empty();
-  for (auto [i, v] : llvm::enumerate(yield.getValues()))
-    if (!(dSlot && i == *dSlot && roots[i] == chain.end))
-      needKernel = true;
-  if (needKernel) {
-    std::string why;
-    for (Operation *op : rest)
-      for (Value operand : op->getOperands()) {
-        if (operand == chain.end)
-          continue;
-        if (!epi.addLeaf(operand, why))
-          return ctx.unsupported(why);
-      }
-    // Leaves read through views of D or of the chain are not elementwise.
-    for (auto &[value, idx] : epi.leafAccess) {
-      (void)idx;
-      auto view = resolveView(value, /*emitErrors=*/false);
-      if (succeeded(view) && (view->base == chain.end || view->base == result))
-        return ctx.unsupported("an epilogue reads the GEMM result through a view");
-    }
-    unsigned dAccess = epi.accesses.size();
-    epi.accesses.push_back({dPointer, dOffset, dStrides, et, false});
-    epi.dLeaves.push_back({dAccess, chain.end});
-    for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-      if (dSlot && i == *dSlot && roots[i] == chain.end)
-        continue;
-      stores.push_back({(unsigned)epi.accesses.size(), roots[i]});
-      Access out{ctx.output(i), outViews[i].offset, outViews[i].strides, elementOf(v), true};
-      epi.accesses.push_back(out);
-    }
-    // The in-place case: D lives in an output the kernel also writes; the
-    // kernel reads D through the same (non-const) pointer before it stores.
-    if (failed(epi.emit(rest, stores, *ctx.device, *ctx.host)))
-      return CudaEmit::Error;
-  }
+  *ctx.device += device.str();
+  *ctx.host += host.str();
   if (ctx.workspaceBytes)
-    *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, workspace);
+    *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, plan.workspace);
   return CudaEmit::Done;
 }
 

@@ -1,5 +1,13 @@
 //===- NN.cpp - cuda form F5: pooling and batch norm ----------------------===//
+//
+// Pooling (max, average, Lp; 1 to 3 spatial dims) and inference batch norm
+// as one launch each of the kernels of sluice_gen/cuda_nn.h, with the
+// window geometry fixed at compile time.
+//
+//===----------------------------------------------------------------------===//
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "codegen/cpu/CpuEmitter.h"
 #include "codegen/cuda/CudaGroups.h"
@@ -20,7 +28,7 @@ FailureOr<std::string> windowOf(Operation *op, ArrayRef<int64_t> in, ArrayRef<in
   auto padded = [&](ArrayRef<int64_t> v, int64_t fill) {
     std::vector<int64_t> r(3 - spatial, fill);
     r.insert(r.end(), v.begin(), v.end());
-    return cArray(r);
+    return cInt64List(r);
   };
   return "sluice_cuda_window{" + padded(in, 1) + ", " + padded(kernel, 1) + ", " +
          padded(out, 1) + ", " + padded(strides, 1) + ", " + padded(dilations, 1) + ", " +
@@ -51,13 +59,14 @@ CudaEmit emitPool(CudaGroupContext &ctx, PoolOp pool) {
   }
   int kind = pool.getKind() == PoolKind::max ? 0 : pool.getKind() == PoolKind::avg ? 1 : 2;
   ctx.include("sluice_gen/cuda_nn.h");
-  *ctx.host += "  sluice_pool_kernel<" + storageType(elementOf(pool.getInput())) + ", " +
-               std::to_string(kind) + "><<<sluice_grid(" + std::to_string(total) +
-               ", 256), 256, 0, stream>>>(" + *win + ", " + cInt(x[0] * x[1]) + ", " +
-               (pool.getCountIncludePad() ? "true" : "false") + ", " +
-               std::to_string(pool.getP()) + ".0, " +
-               (pool.getStorageOrder() == 1 ? "true" : "false") + ", " + *in + ", " + *out +
-               ", " + indices + ");\n  SLUICE_LAUNCHED(" + ctx.kernelName() + ");\n";
+  CodeWriter h(1);
+  h.line("sluice_pool_kernel<{0}, {1}><<<sluice_grid({2}, 256), 256, 0, stream>>>({3}, {4}, {5}, "
+         "{6}.0, {7}, {8}, {9}, {10});",
+         storageType(elementOf(pool.getInput())), kind, total, *win, cInt64(x[0] * x[1]),
+         pool.getCountIncludePad() ? "true" : "false", pool.getP(),
+         pool.getStorageOrder() == 1 ? "true" : "false", *in, *out, indices);
+  h.line("SLUICE_LAUNCHED({0});", ctx.kernelName());
+  *ctx.host += h.str();
   return CudaEmit::Done;
 }
 
@@ -83,13 +92,14 @@ CudaEmit emitBatchNorm(CudaGroupContext &ctx, BatchNormOp bn) {
   if (failed(out))
     return CudaEmit::Error;
   ctx.include("sluice_gen/cuda_nn.h");
-  *ctx.host += "  sluice_batch_norm_kernel<" + storageType(elementOf(bn.getInput())) + ", " +
-               storageType(elementOf(bn.getScale())) + "><<<sluice_grid(" +
-               std::to_string(total) + ", 256), 256, 0, stream>>>(" + ins[0] + ", " + ins[1] +
-               ", " + ins[2] + ", " + ins[3] + ", " + ins[4] + ", " + *out + ", " +
-               cInt(shape[0]) + ", " + cInt(channels) + ", " + cInt(product(shape.drop_front(2))) +
-               ", " + floatLiteral(bn.getEpsilon()) + ");\n  SLUICE_LAUNCHED(" +
-               ctx.kernelName() + ");\n";
+  CodeWriter h(1);
+  h.line("sluice_batch_norm_kernel<{0}, {1}><<<sluice_grid({2}, 256), 256, 0, stream>>>({3}, {4}, "
+         "{5}, {6}, {7}, {8}, {9}, {10}, {11}, {12});",
+         storageType(elementOf(bn.getInput())), storageType(elementOf(bn.getScale())), total,
+         ins[0], ins[1], ins[2], ins[3], ins[4], *out, cInt64(shape[0]), cInt64(channels),
+         cInt64(product(shape.drop_front(2))), cFloatLiteral(bn.getEpsilon()));
+  h.line("SLUICE_LAUNCHED({0});", ctx.kernelName());
+  *ctx.host += h.str();
   return CudaEmit::Done;
 }
 

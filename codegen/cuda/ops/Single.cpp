@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/common/CodeWriter.h"
+#include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "codegen/cpu/CpuEmitter.h"
 #include "codegen/cuda/CudaGroups.h"
@@ -80,12 +82,13 @@ CudaEmit emitGather(CudaGroupContext &ctx, GatherOp op) {
   std::string c = chunkType(chunk);
   int64_t chunks = inner * elem / chunk;
   ctx.include("sluice_gen/cuda_movement.h");
-  *ctx.host += "  sluice_gather_kernel<" + c + "><<<sluice_grid(" +
-               std::to_string(outer * count * chunks) + ", 256), 256, 0, stream>>>((const " + c +
-               " *)" + *in + ", " + *idx + ", (" + c + " *)" + *out + ", " + cInt(outer) + ", " +
-               cInt(extent) + ", " + cInt(chunks) + ", " + cInt(count) +
-               ", state->deviceError, " + std::to_string(ctx.step) + ");\n  SLUICE_LAUNCHED(" +
-               ctx.kernelName() + ");\n";
+  CodeWriter h(1);
+  h.line("sluice_gather_kernel<{0}><<<sluice_grid({1}, 256), 256, 0, stream>>>((const {0} *){2}, "
+         "{3}, ({0} *){4}, {5}, {6}, {7}, {8}, state->deviceError, {9});",
+         c, outer * count * chunks, *in, *idx, *out, cInt64(outer), cInt64(extent), cInt64(chunks),
+         cInt64(count), ctx.step);
+  h.line("SLUICE_LAUNCHED({0});", ctx.kernelName());
+  *ctx.host += h.str();
   return CudaEmit::Done;
 }
 
@@ -100,6 +103,7 @@ CudaEmit emitConcat(CudaGroupContext &ctx, ConcatOp op) {
   int64_t elem = storageBytes(elementOf(op.getOutput()));
   int64_t outer = product(outShape, 0, *axis), inner = product(outShape, *axis + 1);
   int64_t outRow = outShape[*axis] * inner, offset = 0;
+  CodeWriter h(1);
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
     int64_t length = shapeOf(input)[*axis];
     if (length * inner * outer > 0) {
@@ -110,15 +114,15 @@ CudaEmit emitConcat(CudaGroupContext &ctx, ConcatOp op) {
       std::string c = chunkType(chunk);
       int64_t len = length * inner * elem / chunk;
       ctx.include("sluice_gen/cuda_movement.h");
-      *ctx.host += "  sluice_copy_rows_kernel<" + c + "><<<sluice_grid(" +
-                   std::to_string(outer * len) + ", 256), 256, 0, stream>>>((const " + c +
-                   " *)" + *in + ", " + cInt(len) + ", (" + c + " *)((unsigned char *)" + *out +
-                   " + " + cInt(offset * inner * elem) + "), " + cInt(outRow * elem / chunk) +
-                   ", " + cInt(outer) + ", " + cInt(len) + ");\n  SLUICE_LAUNCHED(" +
-                   ctx.kernelName() + ");\n";
+      h.line("sluice_copy_rows_kernel<{0}><<<sluice_grid({1}, 256), 256, 0, stream>>>((const {0} "
+             "*){2}, {3}, ({0} *)((unsigned char *){4} + {5}), {6}, {7}, {3});",
+             c, outer * len, *in, cInt64(len), *out, cInt64(offset * inner * elem),
+             cInt64(outRow * elem / chunk), cInt64(outer));
+      h.line("SLUICE_LAUNCHED({0});", ctx.kernelName());
     }
     offset += length;
   }
+  *ctx.host += h.str();
   return CudaEmit::Done;
 }
 
