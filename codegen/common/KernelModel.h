@@ -2,7 +2,7 @@
 //
 // Both targets' emitters live in namespace sluice::codegen and read the kernel
 // model (dialects/sluice/KernelForms.h: op categories and forms; lib/kernel:
-// strided views) a great deal; these declarations let them name it unqualified.
+// strided views, group anatomy) a great deal; these declarations let them name it unqualified.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +10,7 @@
 #define SLUICE_CODEGEN_COMMON_KERNELMODEL_H
 
 #include "dialects/sluice/KernelForms.h"
+#include "lib/kernel/Groups.h"
 #include "lib/kernel/Views.h"
 
 namespace sluice::codegen {
@@ -18,6 +19,11 @@ using kernel::isElementwise;
 using kernel::isLayoutPreserving;
 using kernel::isRowOp;
 using kernel::isViewOp;
+
+using kernel::GroupOps;
+using kernel::RowAxisProblem;
+using kernel::rowAxisOf;
+using kernel::splitGroupOps;
 
 using kernel::broadcastStridesTo;
 using kernel::contiguousStrides;

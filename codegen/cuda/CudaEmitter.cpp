@@ -15,8 +15,9 @@
 #include "codegen/common/CodeWriter.h"
 #include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
-#include "codegen/cpu/Groups.h"
+#include "codegen/common/GroupContext.h"
 #include "codegen/common/KernelModel.h"
+#include "codegen/cpu/CpuKernel.h"
 #include "codegen/cuda/CudaGroups.h"
 #include "lib/support/Locations.h"
 #include "lib/reference/Evaluator.h"
@@ -446,7 +447,7 @@ std::string deviceSource(const CudaModel &model, const CudaSources &sources, int
 
 FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
   CudaModel model;
-  if (failed(collectModelFacts(module, model, "cuda")))
+  if (failed(collectModelFacts(module, model, "cuda", cpuImplements)))
     return failure();
   Block &block = model.func.getBody().front();
   auto ret = cast<func::ReturnOp>(block.getTerminator());

@@ -12,7 +12,7 @@
 #ifndef SLUICE_CODEGEN_CUDA_CUDAEMITTER_H
 #define SLUICE_CODEGEN_CUDA_CUDAEMITTER_H
 
-#include "codegen/cpu/CpuEmitter.h"
+#include "codegen/common/ModelFacts.h"
 
 #include <string>
 #include <vector>

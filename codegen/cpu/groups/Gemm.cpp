@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/cpu/groups/Epilogue.h"
+#include "codegen/common/Epilogue.h"
 
 #include "codegen/common/CodeWriter.h"
 #include "codegen/common/Format.h"

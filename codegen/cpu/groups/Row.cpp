@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/cpu/groups/Epilogue.h"
+#include "codegen/common/Epilogue.h"
 
 #include "codegen/common/CodeWriter.h"
 #include "codegen/common/Format.h"

@@ -17,7 +17,7 @@
 #include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "codegen/common/AttentionDescriptor.h"
-#include "codegen/cpu/CpuEmitter.h"
+#include "codegen/common/ModelFacts.h"
 #include "codegen/cuda/CudaGroups.h"
 
 using namespace mlir;

@@ -13,8 +13,8 @@
 #include "codegen/common/CodeWriter.h"
 #include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
-#include "codegen/cpu/CpuEmitter.h"
-#include "codegen/cpu/Groups.h"
+#include "codegen/common/ModelFacts.h"
+#include "codegen/common/GroupContext.h"
 #include "codegen/cuda/CudaGroups.h"
 
 #include "llvm/ADT/StringExtras.h"

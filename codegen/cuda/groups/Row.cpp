@@ -27,7 +27,7 @@
 
 #include "codegen/common/CodeWriter.h"
 #include "codegen/common/Format.h"
-#include "codegen/cpu/groups/Epilogue.h"
+#include "codegen/common/Epilogue.h"
 #include "codegen/cuda/CudaGroups.h"
 
 #include "mlir/IR/Diagnostics.h"

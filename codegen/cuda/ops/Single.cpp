@@ -10,7 +10,7 @@
 #include "codegen/common/CodeWriter.h"
 #include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
-#include "codegen/cpu/CpuEmitter.h"
+#include "codegen/common/ModelFacts.h"
 #include "codegen/cuda/CudaGroups.h"
 
 using namespace mlir;

@@ -10,13 +10,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SLUICE_CODEGEN_CPU_GROUPS_EPILOGUE_H
-#define SLUICE_CODEGEN_CPU_GROUPS_EPILOGUE_H
+#ifndef SLUICE_CODEGEN_COMMON_EPILOGUE_H
+#define SLUICE_CODEGEN_COMMON_EPILOGUE_H
 
 #include "codegen/common/CodeWriter.h"
 #include "codegen/common/ScalarEmitter.h"
-#include "codegen/cpu/CpuEmitter.h"
-#include "codegen/cpu/Groups.h"
+#include "codegen/common/GroupContext.h"
+#include "codegen/common/ModelFacts.h"
 #include "lib/kernel/Access.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -208,4 +208,4 @@ struct Body {
 
 } // namespace sluice::codegen::epilogue
 
-#endif // SLUICE_CODEGEN_CPU_GROUPS_EPILOGUE_H
+#endif // SLUICE_CODEGEN_COMMON_EPILOGUE_H

@@ -1,0 +1,313 @@
+//===- ModelFacts.cpp - what every target reads off a planned module ------===//
+
+#include "codegen/common/ModelFacts.h"
+
+#include "codegen/common/Format.h"
+#include "codegen/common/KernelModel.h"
+#include "codegen/common/ScalarEmitter.h"
+#include "lib/reference/Evaluator.h"
+#include "lib/support/Locations.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace sluice::codegen {
+
+std::optional<std::vector<int64_t>> upperBoundShape(Operation *op, unsigned index) {
+  auto staticShape = [](Value v) -> std::optional<std::vector<int64_t>> {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type || !type.hasStaticShape())
+      return std::nullopt;
+    return std::vector<int64_t>(type.getShape().begin(), type.getShape().end());
+  };
+  auto count = [](const std::vector<int64_t> &shape) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  };
+  if (auto nonZero = dyn_cast<NonZeroOp>(op)) {
+    auto in = staticShape(nonZero.getInput());
+    if (!in)
+      return std::nullopt;
+    return std::vector<int64_t>{(int64_t)in->size(), count(*in)};
+  }
+  if (auto compress = dyn_cast<CompressOp>(op)) {
+    auto in = staticShape(compress.getInput());
+    if (!in)
+      return std::nullopt;
+    if (!compress.getAxis())
+      return std::vector<int64_t>{count(*in)};
+    int64_t axis = (int64_t)*compress.getAxis();
+    if (axis < 0)
+      axis += (int64_t)in->size();
+    return *in; // the selected dim is at most the input's
+  }
+  if (auto unique = dyn_cast<UniqueOp>(op)) {
+    auto in = staticShape(unique.getInput());
+    if (!in)
+      return std::nullopt;
+    int64_t slices = count(*in);
+    std::vector<int64_t> values = {slices};
+    if (unique.getAxis()) {
+      int64_t axis = *unique.getAxis();
+      if (axis < 0)
+        axis += (int64_t)in->size();
+      slices = (*in)[axis];
+      values = *in;
+    }
+    switch (index) {
+    case 0: return values;
+    case 2: return std::vector<int64_t>{unique.getAxis() ? slices : count(*in)};
+    default: return std::vector<int64_t>{slices};
+    }
+  }
+  if (auto nms = dyn_cast<NonMaxSuppressionOp>(op)) {
+    auto scores = staticShape(nms.getScores());
+    if (!scores || scores->size() != 3)
+      return std::nullopt;
+    int64_t boxes = (*scores)[2];
+    if (Value max = nms.getMaxOutputBoxesPerClass())
+      if (auto values = getConstantIntValues(max); values && values->size() == 1)
+        boxes = std::min(boxes, std::max<int64_t>((*values)[0], 0));
+    return std::vector<int64_t>{(*scores)[0] * (*scores)[1] * boxes, 3};
+  }
+  return std::nullopt;
+}
+
+int64_t product(ArrayRef<int64_t> dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < dims.size(); ++i)
+    p *= dims[i];
+  return p;
+}
+
+FailureOr<int64_t> axisOf(Operation *op, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return op->emitOpError("cpu target: axis ") << axis << " out of range for rank " << rank;
+  return axis < 0 ? axis + rank : axis;
+}
+
+AxisSplit splitAt(ArrayRef<int64_t> shape, int64_t axis) {
+  AxisSplit s;
+  for (int64_t i = 0; i < (int64_t)shape.size(); ++i)
+    (i < axis ? s.outer : i == axis ? s.extent : s.inner) *= shape[i];
+  return s;
+}
+
+std::string typeOf(Value value) { return storageType(elementOf(value)); }
+
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+Type elementOf(Value value) {
+  return cast<ShapedType>(value.getType()).getElementType();
+}
+
+std::string numpyDtype(Type t) {
+  if (t.isF32()) return "float32";
+  if (t.isF64()) return "float64";
+  if (t.isF16()) return "float16";
+  if (t.isBF16()) return "bfloat16";
+  if (t.isInteger(1)) return "bool";
+  if (auto i = dyn_cast<IntegerType>(t))
+    return std::string(i.isUnsigned() ? "uint" : "int") + std::to_string(i.getWidth());
+  return "";
+}
+
+namespace {
+
+/// The (first) ONNX node an op came from, or "".
+std::string nodeName(Location loc) {
+  auto names = onnxNodeNames(loc);
+  return names.empty() ? "" : names.front();
+}
+
+} // namespace
+
+void describeKernel(Operation *kernel, std::vector<std::string> &ops,
+                    std::vector<std::string> &nodes) {
+  for (Operation &inner : cast<KernelOp>(kernel).getBody().front().without_terminator()) {
+    if (isa<ConstantOp>(inner))
+      continue;
+    ops.push_back(inner.getName().getStringRef().str());
+    for (std::string &node : onnxNodeNames(inner.getLoc()))
+      if (llvm::find(nodes, node) == nodes.end())
+        nodes.push_back(std::move(node));
+  }
+}
+
+Operation *stepOp(KernelOp kernel) {
+  Operation *firstCompute = nullptr, *firstView = nullptr;
+  for (Operation &inner : kernel.getBody().front().without_terminator()) {
+    if (isa<ConstantOp>(inner))
+      continue;
+    if (isViewOp(&inner)) {
+      firstView = firstView ? firstView : &inner;
+      continue;
+    }
+    if (!isElementwise(&inner))
+      return &inner;
+    firstCompute = firstCompute ? firstCompute : &inner;
+  }
+  return firstCompute ? firstCompute : firstView;
+}
+
+StepInfo describeStep(KernelOp kernel, llvm::StringRef kind) {
+  Operation *named = stepOp(kernel);
+  StepInfo info{kernel.getSymName().str(), kind.str(),
+                named ? named->getName().getStringRef().str() : "",
+                named ? nodeName(named->getLoc()) : "", {}, {}};
+  describeKernel(kernel, info.ops, info.nodes);
+  return info;
+}
+
+LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::StringRef target,
+                                function_ref<bool(Operation *)> implemented) {
+  auto func = module.lookupSymbol<func::FuncOp>("main");
+  if (!func)
+    return module.emitError("no function 'main' to emit");
+  auto arenaAttr = func->getAttrOfType<IntegerAttr>("sluice.arena_bytes");
+  if (!arenaAttr)
+    return func.emitError("emit needs a planned function (run the plan phase)");
+  model.arenaBytes = arenaAttr.getInt();
+
+  auto names = [&](const char *attr, size_t count, const char *prefix) {
+    std::vector<std::string> result;
+    auto array = func->getAttrOfType<ArrayAttr>(attr);
+    for (size_t i = 0; i < count; ++i) {
+      auto s = array && i < array.size() ? dyn_cast<StringAttr>(array[i]) : StringAttr();
+      result.push_back(s ? s.str() : prefix + std::to_string(i));
+    }
+    return result;
+  };
+  model.func = func;
+  Block &block = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  auto inputNames = names("sluice.input_names", block.getNumArguments(), "input");
+  auto outputNames = names("sluice.output_names", ret.getNumOperands(), "output");
+
+  bool bad = false;
+  auto boundary = [&](Value v, const std::string &name, std::vector<TensorInfo> &into) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    // An output with data-dependent dims, straight from the op that bounds them.
+    if (type && !type.hasStaticShape() && &into == &model.outputs && !numpyDtype(type.getElementType()).empty())
+      if (auto kernel = v.getDefiningOp<KernelOp>()) {
+        auto result = cast<OpResult>(v);
+        Value inner = kernel.getBody().front().getTerminator()->getOperand(result.getResultNumber());
+        auto bound = inner.getDefiningOp()
+                         ? upperBoundShape(inner.getDefiningOp(), cast<OpResult>(inner).getResultNumber())
+                         : std::nullopt;
+        if (bound) {
+          into.push_back({name, numpyDtype(type.getElementType()),
+                          std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+                          *bound});
+          for (int64_t &d : into.back().shape)
+            if (ShapedType::isDynamic(d))
+              d = -1;
+          return;
+        }
+      }
+    if (!type || !type.hasStaticShape() || numpyDtype(type.getElementType()).empty()) {
+      emitError(v.getLoc()) << "cpu target: '" << name << "' has type " << v.getType()
+                            << "; bundles need static shapes of numeric types "
+                               "(give input shapes with --shape; freeze shape-tensor inputs "
+                               "with --bind)";
+      bad = true;
+      return;
+    }
+    into.push_back({name, numpyDtype(type.getElementType()),
+                    std::vector<int64_t>(type.getShape().begin(), type.getShape().end()), {}});
+  };
+  for (auto [i, arg] : llvm::enumerate(block.getArguments()))
+    boundary(arg, inputNames[i], model.inputs);
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    boundary(v, outputNames[i], model.outputs);
+  if (bad)
+    return failure();
+
+  // Weights: every top-level constant, 64-byte aligned in weights.bin.
+  for (Operation &op : block) {
+    auto constant = dyn_cast<ConstantOp>(op);
+    if (!constant)
+      continue;
+    auto tensor = tensorFromAttr(constant.getValue());
+    if (failed(tensor))
+      return constant.emitOpError("cpu target: cannot read this constant's value");
+    size_t offset = (model.weights.size() + 63) / 64 * 64;
+    size_t bytes = tensor->numElements() * dtypeSize(tensor->dtype());
+    model.weights.resize(offset + bytes);
+    if (bytes)
+      std::memcpy(model.weights.data() + offset, tensor->rawData(), bytes);
+    model.weightOffset[constant] = offset;
+  }
+
+  // Unsupported ops, all of them, before emitting anything.
+  llvm::MapVector<StringRef, std::string> unsupported;
+  for (Operation &op : block) {
+    auto kernel = dyn_cast<KernelOp>(op);
+    if (!kernel)
+      continue;
+    for (Operation &inner : kernel.getBody().front().without_terminator()) {
+      // Attention has no single-op emitter: its groups are form F4.
+      if (isa<ConstantOp, AttentionOp>(inner) || isElementwise(&inner) ||
+          implemented(&inner))
+        continue;
+      if (!unsupported.count(inner.getName().getStringRef()))
+      {
+        std::string where = describeLocation(inner.getLoc());
+        size_t node = where.find("node '");
+        unsupported[inner.getName().getStringRef()] =
+            node == std::string::npos ? where : where.substr(node);
+      }
+    }
+  }
+  if (!unsupported.empty()) {
+    std::string list;
+    for (auto &[name, where] : unsupported)
+      list += (list.empty() ? "" : ", ") + name.str() + " (" + where + ")";
+    return module.emitError() << "unsupported ops on target " << target << " ("
+                              << unsupported.size() << "): " << list;
+  }
+
+  return success();
+}
+
+RunBuffers::RunBuffers(const ModelFacts &facts) {
+  func::FuncOp func = facts.func;
+  Block &block = func.getBody().front();
+  for (auto [i, arg] : llvm::enumerate(block.getArguments()))
+    where[arg] = "(void *)args->inputs[" + decimal(i) + "]";
+  for (auto &[value, offset] : facts.weightOffset)
+    where[value] = "(void *)(args->weights + " + decimal(offset) + ")";
+}
+
+void RunBuffers::addResults(KernelOp kernel, ArrayRef<int64_t> offsets) {
+  for (auto [i, result] : llvm::enumerate(kernel.getResults())) {
+    int64_t offset = offsets[i];
+    where[result] = offset >= 0 ? "(void *)(args->arena + " + decimal(offset) + ")"
+                                : "args->outputs[" + decimal(-offset - 1) + "]";
+  }
+}
+
+LogicalResult RunBuffers::writeStep(CodeWriter &run, KernelOp kernel, int64_t step,
+                                    StringRef target) const {
+  std::vector<std::string> buffers;
+  for (Value input : kernel.getInputs()) {
+    if (!where.count(input))
+      return kernel.emitOpError() << target << " target: an input has no buffer";
+    buffers.push_back(where.lookup(input));
+  }
+  for (Value result : kernel.getResults())
+    buffers.push_back(where.lookup(result));
+  auto block = run.block("");
+  run.line("void *const b[] = {{{0}};", buffers.empty() ? "nullptr" : llvm::join(buffers, ", "));
+  run.line("SLUICE_STEP({0}, {1}(b, args));", step, kernel.getSymName());
+  return success();
+}
+
+} // namespace sluice::codegen

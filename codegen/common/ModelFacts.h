@@ -1,0 +1,124 @@
+//===- ModelFacts.h - what every target reads off a planned module -*- C++ -*-===//
+//
+// The target-neutral part of the emit phase: the bundle's boundary tensors,
+// weights and arena (ModelFacts), the manifest's step entries, where each
+// value lives while the run function runs (RunBuffers), and small queries on
+// values and shapes that both targets' emitters use.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SLUICE_CODEGEN_COMMON_MODELFACTS_H
+#define SLUICE_CODEGEN_COMMON_MODELFACTS_H
+
+#include "codegen/common/CodeWriter.h"
+#include "dialects/sluice/SluiceOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sluice::codegen {
+
+/// The product of dims [begin, end).
+int64_t product(llvm::ArrayRef<int64_t> dims, size_t begin = 0,
+                size_t end = SIZE_MAX);
+/// `axis` normalized against `rank`, or failure with an error on `op`.
+mlir::FailureOr<int64_t> axisOf(mlir::Operation *op, int64_t axis, int64_t rank);
+/// outer x extent x inner sizes of `shape` around `axis`.
+struct AxisSplit {
+  int64_t outer = 1, extent = 1, inner = 1;
+};
+AxisSplit splitAt(llvm::ArrayRef<int64_t> shape, int64_t axis);
+/// storageType of a value's element type.
+std::string typeOf(mlir::Value value);
+/// Static shape of a value's ranked tensor type.
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value value);
+mlir::Type elementOf(mlir::Value value);
+
+/// One tensor at the bundle boundary.
+struct TensorInfo {
+  std::string name, dtype; ///< dtype: NumPy's name (float32, bool ...)
+  std::vector<int64_t> shape;    ///< -1: a data-dependent dim
+  std::vector<int64_t> maxShape; ///< bounds; empty when the shape is static
+};
+
+/// The largest shape result `index` of `op` can take when its type has
+/// data-dependent (dynamic) dims: NonZero, Compress, Unique and
+/// NonMaxSuppression results are bounded by their inputs' sizes. None for
+/// other ops.
+std::optional<std::vector<int64_t>> upperBoundShape(mlir::Operation *op,
+                                                    unsigned index);
+
+/// One step of a run (a kernel or a library call), for the manifest.
+struct StepInfo {
+  std::string name, kind, op, node;
+  /// Every op of the group (op names) and the ONNX nodes they came from.
+  std::vector<std::string> ops, nodes;
+};
+
+/// The ops of a `sluice.kernel` body (full names, constants left out) and
+/// the ONNX nodes they came from, in order, without repeats.
+void describeKernel(mlir::Operation *kernel, std::vector<std::string> &ops,
+                    std::vector<std::string> &nodes);
+
+/// The op a step is named after: the group's anchor (its first op that is
+/// not elementwise), else its first compute op, else its first view.
+mlir::Operation *stepOp(KernelOp kernel);
+/// The manifest entry of a kernel step of `kind` ("kernel", "library" ...).
+StepInfo describeStep(KernelOp kernel, llvm::StringRef kind);
+
+/// What every target's emitter reads off a planned module first.
+struct ModelFacts {
+  mlir::func::FuncOp func;
+  std::vector<unsigned char> weights;  ///< weights.bin
+  /// Top-level constants -> their byte offset in weights.bin (64-aligned).
+  llvm::DenseMap<mlir::Value, int64_t> weightOffset;
+  int64_t arenaBytes = 0;
+  std::vector<TensorInfo> inputs, outputs;
+};
+
+/// Fills `facts` from the planned `main` of `module`: the boundary tensors
+/// (static shapes or bounded data-dependent outputs), the weights, the
+/// arena. Fails with errors on the ops, listing at once every op of a kernel
+/// body that is neither elementwise, attention nor `implemented` by the
+/// target ("unsupported ops on target <target> (N): ...").
+mlir::LogicalResult collectModelFacts(mlir::ModuleOp module, ModelFacts &facts,
+                                      llvm::StringRef target,
+                                      llvm::function_ref<bool(mlir::Operation *)> implemented);
+
+/// Where the values of a planned `main` live while it runs, as pointer
+/// expressions of the run function (`args->inputs[i]`, the weights, the
+/// arena, `args->outputs[i]`), and the step calls that hand them to the
+/// kernels. Both targets write their run function through it.
+class RunBuffers {
+public:
+  /// The graph inputs and the weights of `facts`.
+  explicit RunBuffers(const ModelFacts &facts);
+  /// The results of `kernel`, at `offsets` (arena bytes; -1 - i: graph
+  /// output i, written in place).
+  void addResults(KernelOp kernel, llvm::ArrayRef<int64_t> offsets);
+  /// The pointer expression of `value`; "" when it has no buffer.
+  std::string lookup(mlir::Value value) const { return where.lookup(value); }
+  /// Step `step` of the run function: the kernel's buffer table (inputs,
+  /// then results) and `SLUICE_STEP(step, <kernel>(b, args))` in a block.
+  /// Fails with an error on the kernel ("<target> target: ...") when an
+  /// input has no buffer.
+  mlir::LogicalResult writeStep(CodeWriter &run, KernelOp kernel, int64_t step,
+                                llvm::StringRef target) const;
+
+private:
+  llvm::DenseMap<mlir::Value, std::string> where;
+};
+
+/// NumPy's name of an element type.
+std::string numpyDtype(mlir::Type elementType);
+
+} // namespace sluice::codegen
+
+#endif // SLUICE_CODEGEN_COMMON_MODELFACTS_H
