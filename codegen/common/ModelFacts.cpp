@@ -286,12 +286,16 @@ RunBuffers::RunBuffers(const ModelFacts &facts) {
     where[value] = "(void *)(args->weights + " + decimal(offset) + ")";
 }
 
-void RunBuffers::addResults(KernelOp kernel, ArrayRef<int64_t> offsets) {
+FailureOr<ArrayRef<int64_t>> RunBuffers::addResults(KernelOp kernel) {
+  DenseI64ArrayAttr offsets = kernel.getArenaOffsetsAttr();
+  if (!offsets || offsets.size() != (int64_t)kernel.getNumResults())
+    return kernel.emitOpError("emit needs arena offsets (run the plan phase)");
   for (auto [i, result] : llvm::enumerate(kernel.getResults())) {
     int64_t offset = offsets[i];
     where[result] = offset >= 0 ? "(void *)(args->arena + " + decimal(offset) + ")"
                                 : "args->outputs[" + decimal(-offset - 1) + "]";
   }
+  return offsets.asArrayRef();
 }
 
 LogicalResult RunBuffers::writeStep(CodeWriter &run, KernelOp kernel, int64_t step,

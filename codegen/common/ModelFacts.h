@@ -100,9 +100,10 @@ class RunBuffers {
 public:
   /// The graph inputs and the weights of `facts`.
   explicit RunBuffers(const ModelFacts &facts);
-  /// The results of `kernel`, at `offsets` (arena bytes; -1 - i: graph
-  /// output i, written in place).
-  void addResults(KernelOp kernel, llvm::ArrayRef<int64_t> offsets);
+  /// The results of `kernel`, at its `arena_offsets` (arena bytes; -1 - i:
+  /// graph output i, written in place), which it returns; fails with an
+  /// error on the kernel when the plan phase has not set them.
+  mlir::FailureOr<llvm::ArrayRef<int64_t>> addResults(KernelOp kernel);
   /// The pointer expression of `value`; "" when it has no buffer.
   std::string lookup(mlir::Value value) const { return where.lookup(value); }
   /// Step `step` of the run function: the kernel's buffer table (inputs,

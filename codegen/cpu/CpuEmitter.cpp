@@ -58,9 +58,7 @@ LogicalResult emitSingleOp(GroupContext &gctx, Operation *inner, std::string &fn
     auto view = resolveView(operand);
     if (failed(view))
       return failure();
-    StridedView dense = *view;
-    dense.offset = 0;
-    if (view->base != operand && !dense.isContiguous(shapeOf(operand)))
+    if (!kernel::readsContiguously(*view, operand))
       return inner->emitOpError("cpu target: operand is a strided view; this op reads contiguous buffers");
     auto ptr = gctx.leafPointer(*view);
     if (failed(ptr))
@@ -69,15 +67,7 @@ LogicalResult emitSingleOp(GroupContext &gctx, Operation *inner, std::string &fn
   }
   for (auto [i, result] : llvm::enumerate(inner->getResults())) {
     // The yield that carries this result (directly or through reshapes).
-    std::optional<unsigned> slot;
-    for (auto [y, v] : llvm::enumerate(yield.getValues())) {
-      Value root = v;
-      while (root != result && root.getDefiningOp() &&
-             isLayoutPreserving(root.getDefiningOp()))
-        root = root.getDefiningOp()->getOperand(0);
-      if (!slot && root == result)
-        slot = y;
-    }
+    std::optional<unsigned> slot = kernel::yieldSlotOf(kernel, result);
     std::string dims;
     auto type = cast<RankedTensorType>(result.getType());
     if (!type.hasStaticShape()) {
@@ -217,10 +207,9 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
     auto kernel = dyn_cast<KernelOp>(op);
     if (!kernel)
       continue;
-    auto offsets = kernel.getArenaOffsetsAttr();
-    if (!offsets || offsets.size() != (int64_t)kernel.getNumResults())
-      return kernel.emitOpError("emit needs arena offsets (run the plan phase)");
-    buffers.addResults(kernel, offsets.asArrayRef());
+    FailureOr<ArrayRef<int64_t>> offsets = buffers.addResults(kernel);
+    if (failed(offsets))
+      return failure();
     auto code = emitCpuKernel(kernel, headers);
     if (failed(code))
       return failure();

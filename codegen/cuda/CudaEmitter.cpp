@@ -459,11 +459,10 @@ FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
     auto kernel = dyn_cast<KernelOp>(op);
     if (!kernel)
       continue;
-    auto offsets = kernel.getArenaOffsetsAttr();
-    if (!offsets || offsets.size() != (int64_t)kernel.getNumResults())
-      return kernel.emitOpError("emit needs arena offsets (run the plan phase)");
-    buffers.addResults(kernel, offsets.asArrayRef());
-    if (failed(emitCudaStep(sources, model, kernel, offsets.asArrayRef(), step)))
+    FailureOr<ArrayRef<int64_t>> offsets = buffers.addResults(kernel);
+    if (failed(offsets))
+      return failure();
+    if (failed(emitCudaStep(sources, model, kernel, *offsets, step)))
       return failure();
     sources.stepNames.push_back(cStringLiteral(kernel.getSymName()));
     if (failed(buffers.writeStep(sources.run, kernel, step, "cuda")))

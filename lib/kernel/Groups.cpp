@@ -31,6 +31,18 @@ GroupOps splitGroupOps(KernelOp kernel, llvm::function_ref<bool(Operation *)> is
   return ops;
 }
 
+std::optional<unsigned> yieldSlotOf(KernelOp kernel, Value result) {
+  auto yield = cast<KernelYieldOp>(kernel.getBody().front().getTerminator());
+  for (auto [slot, value] : llvm::enumerate(yield.getValues())) {
+    Value root = value;
+    while (root != result && root.getDefiningOp() && isLayoutPreserving(root.getDefiningOp()))
+      root = root.getDefiningOp()->getOperand(0);
+    if (root == result)
+      return slot;
+  }
+  return std::nullopt;
+}
+
 std::variant<int64_t, RowAxisProblem> rowAxisOf(Operation *op) {
   ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
   int64_t rank = shape.size();

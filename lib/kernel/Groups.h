@@ -15,6 +15,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
 #include <variant>
 
 namespace sluice::kernel {
@@ -29,6 +30,10 @@ struct GroupOps {
   llvm::SmallVector<mlir::Operation *> before, after;
 };
 GroupOps splitGroupOps(KernelOp kernel, llvm::function_ref<bool(mlir::Operation *)> isAnchor);
+
+/// The first yield operand of `kernel` that carries `result` (a value of the
+/// body): `result` itself or a chain of layout-preserving views of it.
+std::optional<unsigned> yieldSlotOf(KernelOp kernel, mlir::Value result);
 
 /// Why a row op has no row axis (see rowAxisOf): the check that failed and
 /// the axis it names (as written for AxisOutOfRange, normalized otherwise).

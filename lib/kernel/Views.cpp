@@ -16,6 +16,14 @@ static bool staticShaped(Value v) {
 
 static ArrayRef<int64_t> dimsOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
+bool readsContiguously(const StridedView &view, Value value) {
+  if (view.base == value)
+    return true;
+  StridedView fromOffset = view;
+  fromOffset.offset = 0;
+  return fromOffset.isContiguous(dimsOf(value));
+}
+
 std::vector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int64_t d = (int64_t)shape.size() - 2; d >= 0; --d)

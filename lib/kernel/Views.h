@@ -34,6 +34,12 @@ struct StridedView {
   bool isContiguous(llvm::ArrayRef<int64_t> shape) const;
 };
 
+/// Whether `view`, resolved from `value`, reads its base as one row-major
+/// block of `value`'s shape (from its offset on): `value` itself, or an alias
+/// of its base through layout-preserving views. What an op emitter that
+/// takes plain buffers, not strides, needs of each operand.
+bool readsContiguously(const StridedView &view, mlir::Value value);
+
 /// Row-major strides of `shape`.
 std::vector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);
 

@@ -57,6 +57,21 @@ inline void applyRecognizePatterns(mlir::Operation *op,
   (void)mlir::applyPatternsGreedily(op, std::move(patterns), config);
 }
 
+/// A recognize pass: applies the patterns `Populate` adds, nothing else.
+/// `Base` is the pass's generated base (`impl::RecognizeNormsPassBase`).
+/// Each pass is then one line:
+///   struct RecognizeNormsPass : RecognizePass<RecognizeNormsPass,
+///       impl::RecognizeNormsPassBase, populateRecognizeNormsPatterns> {};
+template <typename Derived, template <typename> class Base,
+          void (*Populate)(mlir::RewritePatternSet &)>
+struct RecognizePass : public Base<Derived> {
+  void runOnOperation() override {
+    mlir::RewritePatternSet patterns(&this->getContext());
+    Populate(patterns);
+    applyRecognizePatterns(this->getOperation(), std::move(patterns));
+  }
+};
+
 } // namespace sluice
 
 #endif // SLUICE_PASSES_RECOGNIZE_PATTERNS_H

@@ -218,16 +218,10 @@ struct SiluPattern : OpRewritePattern<MulOp> {
   }
 };
 
+/// sluice-recognize-activations: the patterns above (populateRecognizeActivationsPatterns).
 struct RecognizeActivationsPass
-    : public ::sluice::impl::RecognizeActivationsPassBase<RecognizeActivationsPass> {
-  using RecognizeActivationsPassBase::RecognizeActivationsPassBase;
-
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateRecognizeActivationsPatterns(patterns);
-    applyRecognizePatterns(getOperation(), std::move(patterns));
-  }
-};
+    : RecognizePass<RecognizeActivationsPass, ::sluice::impl::RecognizeActivationsPassBase,
+                    populateRecognizeActivationsPatterns> {};
 
 } // namespace
 

@@ -589,16 +589,10 @@ struct AttentionPattern : OpRewritePattern<MatMulOp> {
   }
 };
 
+/// sluice-recognize-attention: the patterns above (populateRecognizeAttentionPatterns).
 struct RecognizeAttentionPass
-    : public ::sluice::impl::RecognizeAttentionPassBase<RecognizeAttentionPass> {
-  using RecognizeAttentionPassBase::RecognizeAttentionPassBase;
-
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateRecognizeAttentionPatterns(patterns);
-    applyRecognizePatterns(getOperation(), std::move(patterns));
-  }
-};
+    : RecognizePass<RecognizeAttentionPass, ::sluice::impl::RecognizeAttentionPassBase,
+                    populateRecognizeAttentionPatterns> {};
 
 } // namespace
 

@@ -109,15 +109,10 @@ struct LinearPattern : OpRewritePattern<ReshapeOp> {
   }
 };
 
-struct RecognizeLinearPass : public ::sluice::impl::RecognizeLinearPassBase<RecognizeLinearPass> {
-  using RecognizeLinearPassBase::RecognizeLinearPassBase;
-
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateRecognizeLinearPatterns(patterns);
-    applyRecognizePatterns(getOperation(), std::move(patterns));
-  }
-};
+/// sluice-recognize-linear: the patterns above (populateRecognizeLinearPatterns).
+struct RecognizeLinearPass
+    : RecognizePass<RecognizeLinearPass, ::sluice::impl::RecognizeLinearPassBase,
+                    populateRecognizeLinearPatterns> {};
 
 } // namespace
 

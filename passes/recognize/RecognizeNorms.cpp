@@ -211,24 +211,25 @@ void matchCastPair(NormMatch &m, Operation *square, Operation *normOp) {
 /// type and varying along the normalized dims only.
 void matchScaleAndBias(NormMatch &m) {
   auto type = rankedType(m.input);
-  if (m.normalized.hasOneUse())
-    if (auto mul = dyn_cast<MulOp>(*m.normalized.getUsers().begin())) {
-      Value side = otherOperand(mul, m.normalized);
-      if (side && mul.getType() == type && isNormParameter(side, type, m.axis)) {
-        m.scale = side;
-        m.chain.push_back(mul);
-        m.normalized = mul.getResult();
-      }
-    }
-  if (m.layerNorm && m.normalized.hasOneUse())
-    if (auto add = dyn_cast<AddOp>(*m.normalized.getUsers().begin())) {
-      Value side = otherOperand(add, m.normalized);
-      if (side && add.getType() == type && isNormParameter(side, type, m.axis)) {
-        m.bias = side;
-        m.chain.push_back(add);
-        m.normalized = add.getResult();
-      }
-    }
+  // The single user of the chain's end, when it is an `OpTy` with a
+  // normalization parameter on its other side: that parameter.
+  auto parameterOf = [&](auto opTag) -> Value {
+    using OpTy = decltype(opTag);
+    if (!m.normalized.hasOneUse())
+      return Value();
+    auto op = dyn_cast<OpTy>(*m.normalized.getUsers().begin());
+    if (!op || op.getType() != type)
+      return Value();
+    Value side = otherOperand(op, m.normalized);
+    if (!side || !isNormParameter(side, type, m.axis))
+      return Value();
+    m.chain.push_back(op);
+    m.normalized = op.getResult();
+    return side;
+  };
+  m.scale = parameterOf(MulOp());
+  if (m.layerNorm)
+    m.bias = parameterOf(AddOp());
 }
 
 /// Matches the chain through the variance mean `variance`.
@@ -317,16 +318,10 @@ struct NormPattern : OpRewritePattern<ReduceOp> {
   }
 };
 
+/// sluice-recognize-norms: the patterns above (populateRecognizeNormsPatterns).
 struct RecognizeNormsPass
-    : public ::sluice::impl::RecognizeNormsPassBase<RecognizeNormsPass> {
-  using RecognizeNormsPassBase::RecognizeNormsPassBase;
-
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateRecognizeNormsPatterns(patterns);
-    applyRecognizePatterns(getOperation(), std::move(patterns));
-  }
-};
+    : RecognizePass<RecognizeNormsPass, ::sluice::impl::RecognizeNormsPassBase,
+                    populateRecognizeNormsPatterns> {};
 
 } // namespace
 

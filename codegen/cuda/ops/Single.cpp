@@ -22,24 +22,15 @@ FailureOr<std::string> singleOperand(CudaGroupContext &ctx, Operation *op, unsig
   auto view = resolveView(operand);
   if (failed(view))
     return failure();
-  StridedView dense = *view;
-  dense.offset = 0;
-  if (view->base != operand && !dense.isContiguous(shapeOf(operand)))
+  if (!kernel::readsContiguously(*view, operand))
     return op->emitOpError("cuda target: operand ")
            << index << " is a strided view; this op reads contiguous buffers";
   return ctx.leafPointer(*view);
 }
 
 FailureOr<std::string> singleResult(CudaGroupContext &ctx, Operation *op, unsigned index) {
-  Value result = op->getResult(index);
-  auto yield = cast<KernelYieldOp>(ctx.kernel.getBody().front().getTerminator());
-  for (auto [y, v] : llvm::enumerate(yield.getValues())) {
-    Value root = v;
-    while (root != result && root.getDefiningOp() && isLayoutPreserving(root.getDefiningOp()))
-      root = root.getDefiningOp()->getOperand(0);
-    if (root == result)
-      return ctx.output(y);
-  }
+  if (std::optional<unsigned> slot = kernel::yieldSlotOf(ctx.kernel, op->getResult(index)))
+    return ctx.output(*slot);
   return op->emitOpError("cuda target: result ") << index << " is not an output of its group";
 }
 
