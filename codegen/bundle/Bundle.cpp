@@ -203,6 +203,25 @@ std::vector<std::string> hostCxxFlags() {
           "-fno-math-errno", "-fno-trapping-math", "-w"};
 }
 
+/// The host C++ compiler's command for generated code: the program, the
+/// host flags and the include folders; false (with `error`) when there is no
+/// such compiler.
+bool hostCompileCommand(std::vector<std::string> &args, std::string &error) {
+  std::string cxx = cxxCompiler();
+  auto program = llvm::sys::findProgramByName(cxx);
+  if (!program) {
+    error = "cannot find the C++ compiler '" + cxx +
+            "' (set SLUICE_CXX or CXX, or install g++)";
+    return false;
+  }
+  args = {*program};
+  for (const std::string &f : hostCxxFlags())
+    args.push_back(f);
+  for (const std::string &d : includeDirs())
+    args.push_back("-I" + d);
+  return true;
+}
+
 } // namespace
 
 bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
@@ -217,19 +236,10 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
   std::string source = inDir(dir, "model.cpp"), library = inDir(dir, "model.so");
 
   // Build the library.
-  std::string cxx = cxxCompiler();
-  auto program = llvm::sys::findProgramByName(cxx);
-  if (!program) {
-    error = "cannot find the C++ compiler '" + cxx +
-            "' (set SLUICE_CXX or CXX, or install g++)";
+  std::vector<std::string> args;
+  if (!hostCompileCommand(args, error))
     return false;
-  }
-  std::vector<std::string> args = {*program};
-  for (const std::string &f : hostCxxFlags())
-    args.push_back(f);
   args.push_back("-shared");
-  for (const std::string &d : includeDirs())
-    args.push_back("-I" + d);
   for (const std::string &f : options.extraFlags)
     args.push_back(f);
   size_t flagsEnd = args.size();
@@ -241,9 +251,9 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
   if (options.progress)
     std::fprintf(stderr, "sluice-compile: building %s (%lld kernels, %lld library calls) with %s\n",
                  library.c_str(), (long long)model.kernels, (long long)model.libraryCalls,
-                 cxx.c_str());
+                 cxxCompiler().c_str());
   double seconds = 0;
-  bool built = runCompiler(*program, args, source, inDir(dir, "compile.log"),
+  bool built = runCompiler(args.front(), args, source, inDir(dir, "compile.log"),
                            "the C++ compiler", error, seconds);
   if (compileSeconds)
     *compileSeconds = seconds;
@@ -290,23 +300,14 @@ bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,
     hostObject = inDir(dir, "host.o");
     if (!writeFile(hostSource, model.hostSource, error))
       return false;
-    std::string cxx = cxxCompiler();
-    auto program = llvm::sys::findProgramByName(cxx);
-    if (!program) {
-      error = "cannot find the C++ compiler '" + cxx +
-              "' (set SLUICE_CXX or CXX, or install g++)";
+    std::vector<std::string> args;
+    if (!hostCompileCommand(args, error))
       return false;
-    }
-    std::vector<std::string> args = {*program};
-    for (const std::string &f : hostCxxFlags())
-      args.push_back(f);
-    for (const std::string &d : includeDirs())
-      args.push_back("-I" + d);
     args.insert(args.end(), {"-c", hostSource, "-o", hostObject});
     if (options.progress)
       std::fprintf(stderr, "sluice-compile: building %s (%lld host steps) with %s\n",
-                   hostSource.c_str(), (long long)model.hostSteps, cxx.c_str());
-    if (!runCompiler(*program, args, hostSource, inDir(dir, "host-compile.log"),
+                   hostSource.c_str(), (long long)model.hostSteps, cxxCompiler().c_str());
+    if (!runCompiler(args.front(), args, hostSource, inDir(dir, "host-compile.log"),
                      "the C++ compiler", error, seconds))
       return false;
   }

@@ -22,6 +22,7 @@ using kernel::isViewOp;
 
 using kernel::GroupOps;
 using kernel::RowAxisProblem;
+using kernel::RowYield;
 using kernel::rowAxisOf;
 using kernel::splitGroupOps;
 

@@ -314,4 +314,37 @@ LogicalResult RunBuffers::writeStep(CodeWriter &run, KernelOp kernel, int64_t st
   return success();
 }
 
+FailureOr<int64_t>
+RunBuffers::writeSteps(Block &block, CodeWriter &run, StringRef target,
+                       function_ref<LogicalResult(KernelOp, ArrayRef<int64_t>, int64_t)> emit) {
+  int64_t step = 0;
+  for (KernelOp kernel : block.getOps<KernelOp>()) {
+    FailureOr<ArrayRef<int64_t>> offsets = addResults(kernel);
+    if (failed(offsets) || failed(emit(kernel, *offsets, step)) ||
+        failed(writeStep(run, kernel, step, target)))
+      return failure();
+    ++step;
+  }
+  return step;
+}
+
+FailureOr<std::vector<RunBuffers::OutputCopy>>
+RunBuffers::outputCopies(func::ReturnOp ret, StringRef target) const {
+  std::vector<OutputCopy> copies;
+  auto func = ret->getParentOfType<func::FuncOp>();
+  for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+    std::string out = "args->outputs[" + decimal(index) + "]";
+    std::string from = lookup(value);
+    if (from.empty())
+      return func.emitError() << target << " target: an output has no buffer";
+    if (from == out)
+      continue;
+    if (!cast<RankedTensorType>(value.getType()).hasStaticShape())
+      return func.emitError() << target << " target: output " << index
+                             << " has data-dependent dims and is returned twice";
+    copies.push_back({out, from, value});
+  }
+  return copies;
+}
+
 } // namespace sluice::codegen

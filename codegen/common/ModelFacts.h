@@ -112,6 +112,24 @@ public:
   /// input has no buffer.
   mlir::LogicalResult writeStep(CodeWriter &run, KernelOp kernel, int64_t step,
                                 llvm::StringRef target) const;
+  /// Every kernel of `block` in program order as a step of the run
+  /// function: its results placed (addResults), `emit` called with the
+  /// kernel, its offsets and its step number (the target's code for it),
+  /// then the step written to `run`. Returns the number of steps.
+  mlir::FailureOr<int64_t>
+  writeSteps(mlir::Block &block, CodeWriter &run, llvm::StringRef target,
+             llvm::function_ref<mlir::LogicalResult(KernelOp, llvm::ArrayRef<int64_t>, int64_t)>
+                 emit);
+  /// The graph outputs of `ret` that no kernel wrote in place, as (output
+  /// pointer, the value's buffer, the value): the run function copies them at
+  /// its end. Fails with an error ("<target> target: ...") on an output
+  /// without a buffer or with data-dependent dims returned twice.
+  struct OutputCopy {
+    std::string out, from;
+    mlir::Value value;
+  };
+  mlir::FailureOr<std::vector<OutputCopy>> outputCopies(mlir::func::ReturnOp ret,
+                                                        llvm::StringRef target) const;
 
 private:
   llvm::DenseMap<mlir::Value, std::string> where;

@@ -43,6 +43,17 @@ std::optional<unsigned> yieldSlotOf(KernelOp kernel, Value result) {
   return std::nullopt;
 }
 
+RowYield rowYieldOf(const GroupOps &parts, Value x, Value y, Value root) {
+  Operation *def = root.getDefiningOp();
+  bool inPrologue = def && llvm::is_contained(parts.before, def);
+  bool inEpilogue = root == y || (def && llvm::is_contained(parts.after, def));
+  if (!inPrologue && !inEpilogue)
+    return RowYield::Neither;
+  if (shapeOf(root) != shapeOf(inPrologue ? x : y))
+    return RowYield::WrongShape;
+  return inPrologue ? RowYield::Prologue : RowYield::Epilogue;
+}
+
 std::variant<int64_t, RowAxisProblem> rowAxisOf(Operation *op) {
   ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
   int64_t rank = shape.size();

@@ -35,6 +35,14 @@ GroupOps splitGroupOps(KernelOp kernel, llvm::function_ref<bool(mlir::Operation 
 /// body): `result` itself or a chain of layout-preserving views of it.
 std::optional<unsigned> yieldSlotOf(KernelOp kernel, mlir::Value result);
 
+/// Where a value a row group (form F3) yields is computed: in the prologue
+/// (before the row op, in its input's shape) or the epilogue (the row op's
+/// result or after it, in the result's shape); or why it is neither.
+enum class RowYield { Prologue, Epilogue, Neither, WrongShape };
+/// The RowYield of `root` (a yielded value with its output views stripped)
+/// in the row group `parts`, whose row op reads `x` and yields `y`.
+RowYield rowYieldOf(const GroupOps &parts, mlir::Value x, mlir::Value y, mlir::Value root);
+
 /// Why a row op has no row axis (see rowAxisOf): the check that failed and
 /// the axis it names (as written for AxisOutOfRange, normalized otherwise).
 struct RowAxisProblem {

@@ -15,11 +15,6 @@
 #include "passes/recognize/Match.h"
 #include "passes/recognize/Patterns.h"
 
-namespace sluice {
-#define GEN_PASS_DEF_RECOGNIZEACTIVATIONSPASS
-#include "passes/Passes.h.inc"
-} // namespace sluice
-
 using namespace mlir;
 using namespace sluice;
 using namespace sluice::recognize;
@@ -217,11 +212,6 @@ struct SiluPattern : OpRewritePattern<MulOp> {
         root, "not x * sigmoid(x) with a single-use sigmoid and x's type");
   }
 };
-
-/// sluice-recognize-activations: the patterns above (populateRecognizeActivationsPatterns).
-struct RecognizeActivationsPass
-    : RecognizePass<RecognizeActivationsPass, ::sluice::impl::RecognizeActivationsPassBase,
-                    populateRecognizeActivationsPatterns> {};
 
 } // namespace
 

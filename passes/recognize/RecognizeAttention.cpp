@@ -22,11 +22,6 @@
 #include "passes/recognize/Match.h"
 #include "passes/recognize/Patterns.h"
 
-namespace sluice {
-#define GEN_PASS_DEF_RECOGNIZEATTENTIONPASS
-#include "passes/Passes.h.inc"
-} // namespace sluice
-
 using namespace mlir;
 using namespace sluice;
 using namespace sluice::recognize;
@@ -588,11 +583,6 @@ struct AttentionPattern : OpRewritePattern<MatMulOp> {
     eraseDeadOps(rewriter, matched);
   }
 };
-
-/// sluice-recognize-attention: the patterns above (populateRecognizeAttentionPatterns).
-struct RecognizeAttentionPass
-    : RecognizePass<RecognizeAttentionPass, ::sluice::impl::RecognizeAttentionPassBase,
-                    populateRecognizeAttentionPatterns> {};
 
 } // namespace
 

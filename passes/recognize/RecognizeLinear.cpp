@@ -16,11 +16,6 @@
 #include "passes/recognize/Match.h"
 #include "passes/recognize/Patterns.h"
 
-namespace sluice {
-#define GEN_PASS_DEF_RECOGNIZELINEARPASS
-#include "passes/Passes.h.inc"
-} // namespace sluice
-
 using namespace mlir;
 using namespace sluice;
 using namespace sluice::recognize;
@@ -108,11 +103,6 @@ struct LinearPattern : OpRewritePattern<ReshapeOp> {
     return success();
   }
 };
-
-/// sluice-recognize-linear: the patterns above (populateRecognizeLinearPatterns).
-struct RecognizeLinearPass
-    : RecognizePass<RecognizeLinearPass, ::sluice::impl::RecognizeLinearPassBase,
-                    populateRecognizeLinearPatterns> {};
 
 } // namespace
 

@@ -18,11 +18,6 @@
 #include "passes/recognize/Match.h"
 #include "passes/recognize/Patterns.h"
 
-namespace sluice {
-#define GEN_PASS_DEF_RECOGNIZENORMSPASS
-#include "passes/Passes.h.inc"
-} // namespace sluice
-
 using namespace mlir;
 using namespace sluice;
 using namespace sluice::recognize;
@@ -317,11 +312,6 @@ struct NormPattern : OpRewritePattern<ReduceOp> {
     return success();
   }
 };
-
-/// sluice-recognize-norms: the patterns above (populateRecognizeNormsPatterns).
-struct RecognizeNormsPass
-    : RecognizePass<RecognizeNormsPass, ::sluice::impl::RecognizeNormsPassBase,
-                    populateRecognizeNormsPatterns> {};
 
 } // namespace
 

@@ -147,15 +147,14 @@ LogicalResult planRowAccesses(GroupContext &ctx, CpuRowPlan &p) {
         return failure();
   for (auto [i, v] : llvm::enumerate(KernelYieldOp(p.parts.yield).getValues())) {
     Value root = stripOutputViews(v);
-    Operation *def = root.getDefiningOp();
-    bool inPro = def && llvm::is_contained(p.parts.before, def);
-    bool inEpi = root == p.y || (def && llvm::is_contained(p.parts.after, def));
-    if (!inPro && !inEpi)
+    RowYield side = kernel::rowYieldOf(p.parts, p.x, p.y, root);
+    if (side == RowYield::Neither)
       return kernel.emitOpError("cpu target: a row group yields a value that is neither a "
                                 "prologue value, the row op's result nor an epilogue value");
-    if (shapeOf(root) != (inPro ? inShape : outShape))
+    if (side == RowYield::WrongShape)
       return kernel.emitOpError("cpu target: a row group yields a value of another shape than "
                                 "the row op's input or result");
+    bool inPro = side == RowYield::Prologue;
     auto view = resolveOutputView(root, v);
     if (failed(view))
       return kernel.emitOpError("cpu target: result ") << i << " is not a view of its value";

@@ -293,14 +293,14 @@ CudaEmit planRowAccesses(CudaGroupContext &ctx, RowPlan &plan, HostReason failed
         return failedWith("statistics result");
       continue;
     }
-    bool inPro = def && llvm::is_contained(plan.parts.before, def);
-    bool inEpi = root == plan.y || (def && llvm::is_contained(plan.parts.after, def));
-    if (!inPro && !inEpi)
+    RowYield where = kernel::rowYieldOf(plan.parts, plan.x, plan.y, root);
+    if (where == RowYield::Neither)
       return ctx.unsupported("a yielded value that is neither a prologue value, the row op's "
                              "result nor an epilogue value");
-    if (shapeOf(root) != (inPro ? inShape : outShape))
+    if (where == RowYield::WrongShape)
       return ctx.unsupported("a yielded value of another shape than the row op's input or "
                              "result");
+    bool inPro = where == RowYield::Prologue;
     RowSide &side = inPro ? plan.pro : plan.epi;
     side.stores.push_back({(unsigned)i, (unsigned)side.body->accesses.size()});
     if (failed(side.body->addAccess({ctx.output(i), 0, view->strides}, "a result")))
@@ -420,6 +420,19 @@ void writeVectorLoads(CodeWriter &w, const RowPlan &plan, const RowSide &side) {
   }
 }
 
+/// The start of a side's per-vector code: the row bases, the vectorized
+/// loads, and the unrolled loop over the V elements at j0 (`j` in scope),
+/// which stays open while the returned scope lives.
+CodeWriter::Scope openElementLoop(CodeWriter &w, const RowPlan &plan, const RowSide &side) {
+  side.body->rowBases(w, "row");
+  writeVectorLoads(w, plan, side);
+  w.line("#pragma unroll");
+  CodeWriter::Scope loop = w.block("for (int k_ = 0; k_ < {0}; ++k_)", plan.vector);
+  w.line("const int64_t j = j0 + k_;");
+  w.line("(void)j;");
+  return loop;
+}
+
 /// The stores of element k_: into the register vector of a vectorized
 /// access, else straight to memory.
 void writeElementStores(CodeWriter &w, const RowPlan &plan, const RowSide &side,
@@ -452,13 +465,8 @@ void writeRowLoad(CodeWriter &w, const RowPlan &plan, const RowExprs &e, CudaGro
                               "bool first_)",
                               plan.compute, plan.vector);
   w.line("(void)first_;");
-  pro.body->rowBases(w, "row");
-  writeVectorLoads(w, plan, pro);
-  w.line("#pragma unroll");
   {
-    auto loop = w.block("for (int k_ = 0; k_ < {0}; ++k_)", plan.vector);
-    w.line("const int64_t j = j0 + k_;");
-    w.line("(void)j;");
+    auto loop = openElementLoop(w, plan, pro);
     w.raw(e.prologue);
     w.line("x_[k_] = ({0}){1};", plan.compute, e.x);
     if (!pro.stores.empty()) {
@@ -499,13 +507,8 @@ void writeRowStore(CodeWriter &w, const RowPlan &plan, const RowExprs &e, CudaGr
   {
     auto store = w.blockClosedBy(
         "};", "auto store_ = [&](int64_t row, int64_t j0, const {0} (&y0_)[{1}])", C, plan.vector);
-    epi.body->rowBases(w, "row");
-    writeVectorLoads(w, plan, epi);
-    w.line("#pragma unroll");
     {
-      auto loop = w.block("for (int k_ = 0; k_ < {0}; ++k_)", plan.vector);
-      w.line("const int64_t j = j0 + k_;");
-      w.line("(void)j;");
+      auto loop = openElementLoop(w, plan, epi);
       w.line("const {0} y_ = {1};", outC, e.y);
       w.raw(e.epilogue);
       writeElementStores(w, plan, epi, ctx);
