@@ -70,10 +70,30 @@ std::string describeOp(Operation *op) {
   return s;
 }
 
+/// Whether the kernel's body is one op (constants aside) whose results all
+/// have one shape: a view that one elementwise iteration space covers (a
+/// split into unequal parts is not).
+bool isOneSpaceView(KernelOp kernel) {
+  Operation *only = nullptr;
+  for (Operation &op : kernel.getBody().front().without_terminator()) {
+    if (isa<ConstantOp>(op))
+      continue;
+    if (only)
+      return false;
+    only = &op;
+  }
+  return only && llvm::all_equal(llvm::map_range(only->getResultTypes(), [](Type t) {
+           return cast<RankedTensorType>(t).getShape();
+         }));
+}
+
 /// Dispatches a group to its cuda emitter by the form the fuse phase
 /// recorded (dialects/sluice/KernelForms.h). A lone GEMM or row op is a
-/// group of its form; a `view` group (one data-moving view with
-/// layout-preserving aliases) is that view's single-op kernel, as on cpu.
+/// group of its form. A `view` group that is one view alone (a transpose,
+/// slice, split into equal parts) is a strided copy, which the elementwise kernel does on the
+/// device; with layout-preserving views around it (DepthToSpace's reshape ->
+/// transpose -> reshape, whose result is no view of one iteration space) it
+/// is that view's single-op kernel, as on cpu.
 CudaEmit emitGroup(CudaGroupContext &ctx) {
   KernelOp kernel = ctx.kernel;
   switch (kernel.getForm()) {
@@ -85,9 +105,12 @@ CudaEmit emitGroup(CudaGroupContext &ctx) {
     return emitCudaGemmGroup(ctx);
   case KernelForm::row:
     return emitCudaRowGroup(ctx);
+  case KernelForm::view:
+    if (isOneSpaceView(kernel))
+      return emitCudaElementwiseGroup(ctx);
+    return emitCudaSingleOp(ctx, kernel::anchorOf(kernel));
   case KernelForm::library:
   case KernelForm::single:
-  case KernelForm::view:
     return emitCudaSingleOp(ctx, kernel::anchorOf(kernel));
   }
   llvm_unreachable("unknown kernel form");
