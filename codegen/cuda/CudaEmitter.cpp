@@ -70,30 +70,23 @@ std::string describeOp(Operation *op) {
   return s;
 }
 
-/// Whether the kernel's body is one op (constants aside) whose results all
-/// have one shape: a view that one elementwise iteration space covers (a
-/// split into unequal parts is not).
-bool isOneSpaceView(KernelOp kernel) {
-  Operation *only = nullptr;
-  for (Operation &op : kernel.getBody().front().without_terminator()) {
-    if (isa<ConstantOp>(op))
-      continue;
-    if (only)
-      return false;
-    only = &op;
-  }
-  return only && llvm::all_equal(llvm::map_range(only->getResultTypes(), [](Type t) {
-           return cast<RankedTensorType>(t).getShape();
-         }));
+/// Whether form F1's plan covers a `view` group: one iteration space whose
+/// every result is a view. The planner reports why not as errors; here that
+/// only chooses the single-op path instead, so they are dropped.
+bool isElementwisePlannable(CudaGroupContext &ctx) {
+  mlir::ScopedDiagnosticHandler quiet(ctx.kernel.getContext(),
+                                      [](Diagnostic &) { return success(); });
+  return succeeded(planElementwiseGroup(ctx.kernel, ctx.pointers, ctx.literals,
+                                        [&](unsigned i) { return ctx.output(i); }));
 }
 
 /// Dispatches a group to its cuda emitter by the form the fuse phase
 /// recorded (dialects/sluice/KernelForms.h). A lone GEMM or row op is a
-/// group of its form. A `view` group that is one view alone (a transpose,
-/// slice, split into equal parts) is a strided copy, which the elementwise kernel does on the
-/// device; with layout-preserving views around it (DepthToSpace's reshape ->
-/// transpose -> reshape, whose result is no view of one iteration space) it
-/// is that view's single-op kernel, as on cpu.
+/// group of its form. A `view` group is a strided copy, which the
+/// elementwise kernel does on the device when one iteration space covers it
+/// (a transpose, a slice with a squeeze, ...); otherwise (DepthToSpace's
+/// reshape -> transpose -> reshape, a split into unequal parts) it is the
+/// view's single-op kernel, as on cpu.
 CudaEmit emitGroup(CudaGroupContext &ctx) {
   KernelOp kernel = ctx.kernel;
   switch (kernel.getForm()) {
@@ -106,7 +99,7 @@ CudaEmit emitGroup(CudaGroupContext &ctx) {
   case KernelForm::row:
     return emitCudaRowGroup(ctx);
   case KernelForm::view:
-    if (isOneSpaceView(kernel))
+    if (isElementwisePlannable(ctx))
       return emitCudaElementwiseGroup(ctx);
     return emitCudaSingleOp(ctx, kernel::anchorOf(kernel));
   case KernelForm::library:
