@@ -18,10 +18,74 @@
 extern "C" {
 #endif
 
-/* Bumped whenever SluiceRunArgs or the exported functions change.
+/* Bumped whenever SluiceRunArgs, SluiceComm or the exported functions
+ * change.
  * 3: the cuda target's fields (stream, device_state, host_arena,
- *    host_weights) and sluice_model_init/sluice_model_release. */
-#define SLUICE_BUNDLE_ABI_VERSION 3
+ *    host_weights) and sluice_model_init/sluice_model_release.
+ * 4: SluiceRunArgs.comm (multi-rank bundles, manifest "world_size" > 1). */
+#define SLUICE_BUNDLE_ABI_VERSION 4
+
+/* Element types of collective buffers. */
+typedef enum SluiceCommDType {
+  SLUICE_COMM_F32 = 0,
+  SLUICE_COMM_F16 = 1,
+  SLUICE_COMM_BF16 = 2,
+  SLUICE_COMM_F64 = 3,
+  SLUICE_COMM_I32 = 4,
+  SLUICE_COMM_I64 = 5,
+  SLUICE_COMM_I8 = 6,
+  SLUICE_COMM_U8 = 7
+} SluiceCommDType;
+
+/* The collectives a multi-rank bundle's run calls: one rank's handle on its
+ * group of `world_size` ranks (ranks 0 .. world_size-1, this one `rank`).
+ * The runtime's communication library (runtime/comm: MPI on cpu; NCCL, or
+ * host-staged MPI when ranks share a GPU, on cuda) fills it; model libraries
+ * only call through it, so they link neither MPI nor NCCL.
+ *
+ * Buffers: host pointers on cpu; device pointers on cuda, where every call
+ * only enqueues on `stream` (a cudaStream_t; null on cpu) and must not
+ * synchronize it or allocate while a CUDA graph may be capturing it. `send`
+ * and `recv` never overlap. Every function returns 0, or nonzero with a
+ * one-line message in `error` that names the peer rank at fault when one is
+ * known (a rank that died or did not answer within the timeout). Every rank
+ * calls the same collectives in the same order with the same sizes.
+ *
+ * Layouts (elements of `dtype`; W = world_size):
+ *   all_reduce      send [count] -> recv [count], the sum over ranks
+ *   all_gather      send [outer, inner] -> recv [outer, W, inner]: rank r's
+ *                   block lands at recv[o][r][:] (a gather along any axis:
+ *                   outer = the product of the dims before it)
+ *   reduce_scatter  send [outer, W, inner] -> recv [outer, inner]: the sum
+ *                   over ranks of send[o][rank][:]
+ *   all_to_all      send [W, count] -> recv [W, count]: send[p] goes to rank
+ *                   p, recv[p] came from rank p
+ *   send / recv     [count] to / from rank `peer`
+ *   broadcast       buf [count] from rank `root` to every rank */
+typedef struct SluiceComm {
+  void *state;
+  int32_t rank;
+  int32_t world_size;
+  int32_t (*all_reduce)(void *state, const void *send, void *recv,
+                        size_t count, int32_t dtype, void *stream, char *error,
+                        size_t error_size);
+  int32_t (*all_gather)(void *state, const void *send, void *recv,
+                        size_t outer, size_t inner, int32_t dtype,
+                        void *stream, char *error, size_t error_size);
+  int32_t (*reduce_scatter)(void *state, const void *send, void *recv,
+                            size_t outer, size_t inner, int32_t dtype,
+                            void *stream, char *error, size_t error_size);
+  int32_t (*all_to_all)(void *state, const void *send, void *recv,
+                        size_t count, int32_t dtype, void *stream, char *error,
+                        size_t error_size);
+  int32_t (*send)(void *state, const void *buf, size_t count, int32_t dtype,
+                  int32_t peer, void *stream, char *error, size_t error_size);
+  int32_t (*recv)(void *state, void *buf, size_t count, int32_t dtype,
+                  int32_t peer, void *stream, char *error, size_t error_size);
+  int32_t (*broadcast)(void *state, void *buf, size_t count, int32_t dtype,
+                       int32_t root, void *stream, char *error,
+                       size_t error_size);
+} SluiceComm;
 
 /* Called around every kernel and library call when tracing is on; `step` is
  * the index into the manifest's "kernels" array. */
@@ -62,6 +126,10 @@ typedef struct SluiceRunArgs {
                                     "host_arena_bytes": the staging buffers
                                     of steps that run on the host */
   const unsigned char *host_weights; /* weights.bin mapped on the host */
+  /* Multi-rank bundles (manifest "world_size" > 1): this rank's
+   * communicator; `weights` is then this rank's weights file. Null for a
+   * single-rank bundle, whose run calls no collective. */
+  const SluiceComm *comm;
 } SluiceRunArgs;
 
 /* Exported by every bundle library. */
