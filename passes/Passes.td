@@ -175,6 +175,56 @@ def ConvertPrecisionPass : Pass<"sluice-convert-precision", "mlir::func::FuncOp"
 }
 
 //===----------------------------------------------------------------------===//
+// parallelize
+//===----------------------------------------------------------------------===//
+
+def PartitionPass : Pass<"sluice-partition", "mlir::func::FuncOp"> {
+  let summary = "Rewrites a planned function into one rank's program with collectives";
+  let description = [{
+    Reads the plan of sluice-plan-tensor-parallel (the split weights, the
+    vocab-parallel lookup, `sluice.tp` / `sluice.sp` on the function) and
+    walks the function in order, giving every value a sharding (replicated,
+    split along an axis, or partial sums) by a rule per op: elementwise ops
+    and row ops keep a split that is not on their reduced axes, transposes
+    and reshapes carry it to its new axis, a matmul with a column-split
+    weight splits its result and one with a row-split weight gives partial
+    sums, attention splits by heads. Each op is rewritten to its per-rank
+    shapes; split weights become `sluice.shard_constant`; where an op has
+    no rule for its operands' layouts they are made whole first
+    (`all_gather` a split, `all_reduce` partial sums, with a remark), and
+    with sequence parallelism partial sums become `reduce_scatter` along
+    the sequence so that norms and residual adds run on a slice of the
+    tokens. The graph's outputs are made whole. A function without
+    `sluice.tp` is left unchanged.
+  }];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+def PlanTensorParallelPass : Pass<"sluice-plan-tensor-parallel", "mlir::func::FuncOp"> {
+  let summary = "Chooses the Megatron-style split of each weight for --tp=N [--sp]";
+  let description = [{
+    Starts from the recognized composites: each `sluice.attention` is split
+    by heads (the Q/K/V projections behind it column-parallel, traced back
+    through the exporter's reshapes, transposes and the split of a fused
+    QKV weight; the output projection row-parallel), each MLP (matmuls into
+    an elementwise chain into a matmul: gelu, silu, gated) column- then
+    row-parallel, the largest embedding table vocab-parallel with the LM
+    head that projects onto the same vocabulary. Marks the weights
+    (`sluice.split = array<i64: axis, groups>`) and the lookup
+    (`sluice.vocab_parallel`); sluice-partition does the rewriting. Heads or
+    an MLP width that `tp` does not divide are an error naming the op and
+    the sizes; an attention whose projections it cannot trace stays
+    replicated, with a remark saying why.
+  }];
+  let options = [
+    Option<"tp", "tp", "int64_t", "1", "Ranks of the tensor-parallel grid">,
+    Option<"sp", "sp", "bool", "false",
+           "Sequence parallelism: norms and residual adds split along the sequence">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // fuse
 //===----------------------------------------------------------------------===//
 

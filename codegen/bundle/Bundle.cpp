@@ -73,6 +73,24 @@ struct ManifestFacts {
   int64_t hostArenaBytes = 0;
 };
 
+} // namespace
+
+std::string weightsFileName(const ModelFacts &model, size_t rank) {
+  return model.worldSize == 1 ? "weights.bin" : "weights.rank" + std::to_string(rank) + ".bin";
+}
+
+void writeParallel(llvm::json::OStream &json, const ModelFacts &model) {
+  json.attributeObject("parallel", [&] {
+    json.attribute("tp", model.worldSize);
+    json.attribute("sp", model.sequenceParallel);
+    json.attributeArray("grid", [&] { json.value(model.worldSize); });
+    json.attributeArray("axes", [&] { json.value("tp"); });
+    json.attribute("layers", model.layers);
+  });
+}
+
+namespace {
+
 bool writeManifest(const std::string &dir, const BundleOptions &options,
                    const ModelFacts &model, const std::vector<StepInfo> &steps,
                    const ManifestFacts &facts, std::string &error) {
@@ -91,14 +109,28 @@ bool writeManifest(const std::string &dir, const BundleOptions &options,
     json.attribute("source", jsonText(facts.source));
     json.attribute("compile_flags", jsonText(facts.flags));
     json.attributeObject("weights", [&] {
-      json.attribute("file", "weights.bin");
-      json.attribute("bytes", (int64_t)model.weights.size());
+      if (model.worldSize == 1) {
+        json.attribute("file", "weights.bin");
+        json.attribute("bytes", (int64_t)model.weights.size());
+      }
       json.attribute("alignment", 64);
+      if (model.worldSize > 1)
+        json.attributeArray("ranks", [&] {
+          for (auto [rank, bytes] : llvm::enumerate(model.weightsBytesPerRank()))
+            json.object([&] {
+              json.attribute("file", weightsFileName(model, rank));
+              json.attribute("bytes", bytes);
+            });
+        });
     });
     json.attribute("arena_bytes", model.arenaBytes);
     if (facts.target != "cpu")
       json.attribute("host_arena_bytes", facts.hostArenaBytes);
-    json.attribute("world_size", 1);
+    json.attribute("world_size", model.worldSize);
+    if (model.worldSize > 1) {
+      writeParallel(json, model);
+      json.attribute("collective_max_bytes", model.collectiveMaxBytes);
+    }
     writeJsonStrings(json, "gpu_architectures", facts.architectures);
     writeTensors(json, "inputs", model.inputs);
     writeTensors(json, "outputs", model.outputs);
@@ -181,6 +213,32 @@ bool startBundle(const std::string &dir,
   return true;
 }
 
+std::string inDir(const std::string &dir, llvm::StringRef name) {
+  llvm::SmallString<256> p(dir);
+  llvm::sys::path::append(p, name);
+  return std::string(p);
+}
+
+/// weights.bin, or one weights.rank<R>.bin per rank (each rank maps only
+/// its own); stale files of another world size are removed.
+bool writeWeights(const std::string &dir, const ModelFacts &model, std::string &error) {
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (name == "weights.bin" || (name.starts_with("weights.rank") && name.ends_with(".bin")))
+      llvm::sys::fs::remove(it->path());
+  }
+  if (model.worldSize == 1)
+    return writeFile(inDir(dir, "weights.bin"),
+                     llvm::StringRef((const char *)model.weights.data(), model.weights.size()),
+                     error);
+  for (auto [rank, bytes] : llvm::enumerate(model.rankWeights))
+    if (!writeFile(inDir(dir, weightsFileName(model, rank)),
+                   llvm::StringRef((const char *)bytes.data(), bytes.size()), error))
+      return false;
+  return true;
+}
+
 /// The flags of a compiler command line, for the manifest (no include
 /// paths, no file names).
 std::string flagsOf(const std::vector<std::string> &args, size_t end) {
@@ -191,11 +249,6 @@ std::string flagsOf(const std::vector<std::string> &args, size_t end) {
   return flags;
 }
 
-std::string inDir(const std::string &dir, llvm::StringRef name) {
-  llvm::SmallString<256> p(dir);
-  llvm::sys::path::append(p, name);
-  return std::string(p);
-}
 
 /// The host C++ flags of generated code (cpu bundles and cuda host steps).
 std::vector<std::string> hostCxxFlags() {
@@ -227,11 +280,8 @@ bool hostCompileCommand(std::vector<std::string> &args, std::string &error) {
 bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
                     std::string &error, double *compileSeconds) {
   const std::string &dir = options.directory;
-  if (!startBundle(dir,
-                   {{"model.cpp", model.source},
-                    {"weights.bin", llvm::StringRef((const char *)model.weights.data(),
-                                                    model.weights.size())}},
-                   error))
+  if (!startBundle(dir, {{"model.cpp", model.source}}, error) ||
+      !writeWeights(dir, model, error))
     return false;
   std::string source = inDir(dir, "model.cpp"), library = inDir(dir, "model.so");
 
@@ -279,11 +329,8 @@ std::string nvccCompiler() {
 bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,
                      std::string &error, double *compileSeconds) {
   const std::string &dir = options.directory;
-  if (!startBundle(dir,
-                   {{"model.cu", model.deviceSource},
-                    {"weights.bin", llvm::StringRef((const char *)model.weights.data(),
-                                                    model.weights.size())}},
-                   error))
+  if (!startBundle(dir, {{"model.cu", model.deviceSource}}, error) ||
+      !writeWeights(dir, model, error))
     return false;
   std::vector<std::string> archs =
       options.cudaArchitectures.empty() ? cudaArchitectures() : options.cudaArchitectures;

@@ -12,6 +12,8 @@
 #include "codegen/cpu/CpuEmitter.h"
 #include "codegen/cuda/CudaEmitter.h"
 
+#include "llvm/Support/JSON.h"
+
 #include <string>
 
 namespace sluice::codegen {
@@ -39,6 +41,14 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
 /// nvcc into model.so for the architectures of `options`.
 bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,
                      std::string &error, double *compileSeconds = nullptr);
+
+/// The weights file of `rank`: weights.bin for a single-rank bundle,
+/// weights.rank<R>.bin otherwise.
+std::string weightsFileName(const ModelFacts &model, size_t rank);
+
+/// The manifest's and the report's "parallel" object (tp, sp, grid, axes,
+/// layers) of a multi-rank bundle.
+void writeParallel(llvm::json::OStream &json, const ModelFacts &model);
 
 /// nvcc: $SLUICE_NVCC, else $CUDA_HOME/bin/nvcc, else nvcc on the PATH, else
 /// /usr/local/cuda/bin/nvcc.

@@ -166,6 +166,110 @@ StepInfo describeStep(KernelOp kernel, llvm::StringRef kind) {
   return info;
 }
 
+namespace {
+
+/// Block `rank` of a shard constant's whole `tensor`: its blocks along the
+/// axis (one per group), for every index of the dims before the axis.
+std::vector<unsigned char> shardBlock(ShardConstantOp shard, const Tensor &tensor, int64_t rank) {
+  int64_t axis = shard.getAxis();
+  int64_t outer = 1, inner = (int64_t)dtypeSize(tensor.dtype());
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= tensor.dim(d);
+  for (int64_t d = axis + 1; d < tensor.rank(); ++d)
+    inner *= tensor.dim(d);
+  int64_t extent = tensor.dim(axis);
+  std::vector<unsigned char> bytes;
+  bytes.reserve(tensor.byteSize() / shard.getParts());
+  const auto *data = static_cast<const unsigned char *>(tensor.rawData());
+  for (int64_t o = 0; o < outer; ++o)
+    for (auto [lo, hi] : shard.blocksOf(rank)) {
+      const unsigned char *from = data + (o * extent + lo) * inner;
+      bytes.insert(bytes.end(), from, from + (hi - lo) * inner);
+    }
+  return bytes;
+}
+
+/// Weights: every top-level constant and shard constant, 64-byte aligned,
+/// at the same offset in every rank's file.
+LogicalResult collectWeights(func::FuncOp func, ModelFacts &model) {
+  if (auto tp = func->getAttrOfType<IntegerAttr>("sluice.tp"))
+    model.worldSize = std::max<int64_t>(tp.getInt(), 1);
+  model.sequenceParallel = func->hasAttr("sluice.sp");
+  if (auto layers = func->getAttrOfType<IntegerAttr>("sluice.layers"))
+    model.layers = layers.getInt();
+  int64_t ranks = model.worldSize;
+  std::vector<std::vector<unsigned char>> files(ranks);
+  for (Operation &op : func.getBody().front()) {
+    auto constant = dyn_cast<ConstantOp>(op);
+    auto shard = dyn_cast<ShardConstantOp>(op);
+    if (!constant && !shard)
+      continue;
+    if (shard && (int64_t)shard.getParts() != ranks)
+      return shard.emitOpError() << "is split into " << shard.getParts()
+                                 << " parts in a program for " << ranks << " ranks";
+    auto tensor = tensorFromAttr(constant ? constant.getValue() : shard.getValue());
+    if (failed(tensor))
+      return op.emitOpError("cannot read this constant's value");
+    size_t offset = (files[0].size() + 63) / 64 * 64;
+    for (int64_t r = 0; r < ranks; ++r) {
+      std::vector<unsigned char> &file = files[r];
+      file.resize(offset);
+      if (constant) {
+        const auto *from = static_cast<const unsigned char *>(tensor->rawData());
+        file.insert(file.end(), from, from + tensor->byteSize());
+      } else {
+        std::vector<unsigned char> block = shardBlock(shard, *tensor, r);
+        file.insert(file.end(), block.begin(), block.end());
+      }
+    }
+    model.weightOffset[op.getResult(0)] = offset;
+  }
+  if (ranks == 1)
+    model.weights = std::move(files[0]);
+  else
+    model.rankWeights = std::move(files);
+  return success();
+}
+
+/// The collectives one run of one rank calls, by op, with the ring
+/// algorithm's bytes sent per rank.
+void collectCollectives(func::FuncOp func, ModelFacts &model) {
+  llvm::MapVector<StringRef, CollectiveInfo> byOp;
+  func.walk([&](Operation *op) {
+    if (!kernel::isCollective(op) || !op->getParentOfType<KernelOp>())
+      return;
+    auto groupSize = op->getAttrOfType<IntegerAttr>("group_size");
+    int64_t w = groupSize ? groupSize.getInt() : 1;
+    auto bytesOf = [](Value v) {
+      auto type = cast<RankedTensorType>(v.getType());
+      return product(type.getShape()) * storageBytes(type.getElementType());
+    };
+    int64_t in = bytesOf(op->getOperand(0)), out = bytesOf(op->getResult(0));
+    // S: the whole tensor, which an all_reduce's buffers hold, a
+    // reduce_scatter's input, an all_gather's output.
+    int64_t whole = std::max(in, out);
+    int64_t sent = isa<AllReduceOp>(op) ? 2 * (w - 1) * whole / w : (w - 1) * whole / w;
+    CollectiveInfo &info = byOp[op->getName().stripDialect()];
+    info.op = op->getName().stripDialect().str();
+    ++info.count;
+    info.bytes += sent;
+    model.collectiveMaxBytes = std::max(model.collectiveMaxBytes, whole);
+  });
+  for (auto &[name, info] : byOp)
+    model.collectives.push_back(info);
+}
+
+} // namespace
+
+std::vector<int64_t> ModelFacts::weightsBytesPerRank() const {
+  if (worldSize == 1)
+    return {(int64_t)weights.size()};
+  std::vector<int64_t> bytes;
+  for (const auto &file : rankWeights)
+    bytes.push_back((int64_t)file.size());
+  return bytes;
+}
+
 LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::StringRef target,
                                 function_ref<bool(Operation *)> implemented) {
   auto func = module.lookupSymbol<func::FuncOp>("main");
@@ -230,21 +334,9 @@ LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::String
   if (bad)
     return failure();
 
-  // Weights: every top-level constant, 64-byte aligned in weights.bin.
-  for (Operation &op : block) {
-    auto constant = dyn_cast<ConstantOp>(op);
-    if (!constant)
-      continue;
-    auto tensor = tensorFromAttr(constant.getValue());
-    if (failed(tensor))
-      return constant.emitOpError("cpu target: cannot read this constant's value");
-    size_t offset = (model.weights.size() + 63) / 64 * 64;
-    size_t bytes = tensor->numElements() * dtypeSize(tensor->dtype());
-    model.weights.resize(offset + bytes);
-    if (bytes)
-      std::memcpy(model.weights.data() + offset, tensor->rawData(), bytes);
-    model.weightOffset[constant] = offset;
-  }
+  if (failed(collectWeights(func, model)))
+    return failure();
+  collectCollectives(func, model);
 
   // Unsupported ops, all of them, before emitting anything.
   llvm::MapVector<StringRef, std::string> unsupported;

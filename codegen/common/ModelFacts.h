@@ -73,12 +73,36 @@ mlir::Operation *stepOp(KernelOp kernel);
 /// The manifest entry of a kernel step of `kind` ("kernel", "library" ...).
 StepInfo describeStep(KernelOp kernel, llvm::StringRef kind);
 
+/// The collectives of one run of one rank, by op.
+struct CollectiveInfo {
+  std::string op; ///< "all_reduce", "all_gather", "reduce_scatter", "all_to_all"
+  int64_t count = 0;
+  /// Bytes one rank sends in a ring algorithm: all_reduce 2(W-1)/W x S,
+  /// reduce_scatter and all_gather (W-1)/W x S, all_to_all (W-1)/W x S,
+  /// S the whole tensor's bytes (docs/parallel.md).
+  int64_t bytes = 0;
+};
+
 /// What every target's emitter reads off a planned module first.
 struct ModelFacts {
   mlir::func::FuncOp func;
-  std::vector<unsigned char> weights;  ///< weights.bin
+  /// weights.bin of a single-rank bundle (empty when worldSize > 1).
+  std::vector<unsigned char> weights;
+  /// A multi-rank bundle's weights, weights.rank<R>.bin for rank R: the
+  /// replicated constants in every one, each shard constant's block of
+  /// that rank; the offsets are the same in all.
+  std::vector<std::vector<unsigned char>> rankWeights;
   /// Top-level constants -> their byte offset in weights.bin (64-aligned).
   llvm::DenseMap<mlir::Value, int64_t> weightOffset;
+  /// The grid (`main`'s sluice.tp, 1 without): ranks that run the bundle.
+  int64_t worldSize = 1;
+  bool sequenceParallel = false;
+  int64_t layers = 0; ///< transformer layers the parallel plan split
+  std::vector<CollectiveInfo> collectives;
+  /// The largest buffer a collective sends or receives (bytes).
+  int64_t collectiveMaxBytes = 0;
+  /// Bytes of each rank's weights file.
+  std::vector<int64_t> weightsBytesPerRank() const;
   int64_t arenaBytes = 0;
   std::vector<TensorInfo> inputs, outputs;
 };

@@ -2,6 +2,7 @@
 
 #include "codegen/cpu/CpuEmitter.h"
 
+#include "codegen/common/Collective.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "codegen/cpu/Groups.h"
 #include "codegen/common/KernelModel.h"
@@ -29,6 +30,17 @@ const CpuOpRegistry &CpuOpRegistry::get() {
     registerCpuReductionEmitters(r);
     registerCpuNNEmitters(r);
     registerCpuMiscEmitters(r);
+    // Collectives: one call through the run's communicator.
+    for (StringRef name : {AllReduceOp::getOperationName(), AllGatherOp::getOperationName(),
+                           ReduceScatterOp::getOperationName(), AllToAllOp::getOperationName()})
+      r.add(name, [](CpuOpContext &ctx) -> LogicalResult {
+        auto call = collectiveCall(ctx.op, ctx.kernelName, ctx.in[0], ctx.out[0], "0");
+        if (failed(call))
+          return failure();
+        ctx.include("sluice_gen/comm.h");
+        ctx.code.line("{0}", *call);
+        return success();
+      });
     return r;
   }();
   return registry;
@@ -173,6 +185,7 @@ FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &hea
   case KernelForm::library:
   case KernelForm::single:
   case KernelForm::view:
+  case KernelForm::collective:
     emitted = emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody);
     break;
   }

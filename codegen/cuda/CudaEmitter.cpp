@@ -104,6 +104,7 @@ CudaEmit emitGroup(CudaGroupContext &ctx) {
     return emitCudaSingleOp(ctx, kernel::anchorOf(kernel));
   case KernelForm::library:
   case KernelForm::single:
+  case KernelForm::collective:
     return emitCudaSingleOp(ctx, kernel::anchorOf(kernel));
   }
   llvm_unreachable("unknown kernel form");

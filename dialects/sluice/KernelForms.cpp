@@ -93,7 +93,11 @@ bool isLibraryFloat(Type element) {
   return element.isF32() || element.isF64() || element.isF16() || element.isBF16();
 }
 
+bool isCollective(Operation *op) { return op->hasTrait<OpCategory::Collective>(); }
+
 std::optional<StringRef> libraryFor(Operation *op) {
+  if (isCollective(op))
+    return StringRef("collective");
   auto isFloat = [](Value v) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
     return type && isLibraryFloat(type.getElementType());
@@ -143,6 +147,13 @@ FailureOr<KernelForm> judgeForm(ArrayRef<Operation *> ops, std::string &why) {
   if (isa<AttentionOp>(anchor))
     return KernelForm::attention;
   std::optional<StringRef> library = libraryFor(anchor);
+  // A collective is one library call on whole buffers: nothing fuses into it.
+  if (library == "collective") {
+    if (compute.size() == 1 && views.empty())
+      return KernelForm::collective;
+    why = describeOp(anchor) + " is a collective, which takes no other op into its group";
+    return failure();
+  }
   if (library == "gemm")
     return KernelForm::gemm;
   if (isRowOp(anchor))

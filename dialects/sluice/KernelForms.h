@@ -53,8 +53,12 @@ bool runsInHalf(mlir::Operation *op);
 /// f16/bf16 (cuBLASLt/cuDNN accumulate them in fp32, the cpu target widens
 /// them into f32 GEMMs).
 bool isLibraryFloat(mlir::Type element);
+/// Exchanges data between ranks (Collective trait: all_reduce, all_gather,
+/// reduce_scatter, all_to_all).
+bool isCollective(mlir::Operation *op);
 /// The library routine that computes `op`, if one does: "gemm" for a float
-/// matmul, "conv" for a float conv / conv_transpose.
+/// matmul, "conv" for a float conv / conv_transpose, "collective" for a
+/// collective (NCCL or MPI through the runtime's communicator).
 std::optional<llvm::StringRef> libraryFor(mlir::Operation *op);
 
 //===-- Kernel forms --------------------------------------------------------===//
@@ -68,8 +72,8 @@ std::optional<llvm::StringRef> libraryFor(mlir::Operation *op);
 ///     `elementwise` (a strided copy);
 ///   - no op that is neither elementwise nor a view: `elementwise`;
 ///   - one anchor: `attention`, `gemm` (float matmul), `library`
-///     (convolution, alone), `row` (row op), else `single` when it is alone
-///     with layout-preserving views.
+///     (convolution, alone), `collective` (alone), `row` (row op), else
+///     `single` when it is alone with layout-preserving views.
 mlir::FailureOr<KernelForm> judgeForm(llvm::ArrayRef<mlir::Operation *> ops, std::string &why);
 /// judgeForm over a kernel body.
 mlir::FailureOr<KernelForm> judgeForm(mlir::Block &body, std::string &why);

@@ -42,7 +42,7 @@ def Sluice_KernelForm : I32EnumAttr<"KernelForm", "kernel group form", [
     I32EnumAttrCase<"elementwise", 0>, I32EnumAttrCase<"gemm", 1>,
     I32EnumAttrCase<"row", 2>, I32EnumAttrCase<"attention", 3>,
     I32EnumAttrCase<"library", 4>, I32EnumAttrCase<"single", 5>,
-    I32EnumAttrCase<"view", 6>]> {
+    I32EnumAttrCase<"view", 6>, I32EnumAttrCase<"collective", 7>]> {
   let cppNamespace = "::sluice";
   let genSpecializedAttr = 0;
 }

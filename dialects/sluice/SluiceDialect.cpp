@@ -62,6 +62,10 @@ void SluiceDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/sluice/SluiceCompositeOps.cpp.inc"
       >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/sluice/SluiceParallelOps.cpp.inc"
+      >();
 }
 
 LogicalResult

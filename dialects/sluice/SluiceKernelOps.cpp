@@ -126,7 +126,8 @@ LogicalResult KernelOp::verify() {
   if (anchor)
     if (std::optional<StringRef> call = kernel::libraryFor(anchor))
       library = *call;
-  bool takesLibrary = getForm() == KernelForm::gemm || getForm() == KernelForm::library;
+  bool takesLibrary = getForm() == KernelForm::gemm || getForm() == KernelForm::library ||
+                      getForm() == KernelForm::collective;
   StringAttr declared = getLibraryAttr();
   if (takesLibrary && (!declared || declared.getValue() != library))
     return emitOpError() << "a " << stringifyKernelForm(getForm()) << " group calls library \""

@@ -52,6 +52,8 @@ class SequenceMapOp;
 #include "dialects/sluice/SluiceKernelOps.h.inc"
 #define GET_OP_CLASSES
 #include "dialects/sluice/SluiceCompositeOps.h.inc"
+#define GET_OP_CLASSES
+#include "dialects/sluice/SluiceParallelOps.h.inc"
 
 namespace sluice {
 

@@ -35,5 +35,8 @@ def Sluice_RowOp : Sluice_Category<"RowOp">;
 /// Correct in f16/bf16 storage (the kernels compute in fp32 where it
 /// matters): --precision=fp16|bf16 converts these ops.
 def Sluice_RunsInHalf : Sluice_Category<"RunsInHalf">;
+/// Exchanges data between the ranks of a device grid (all_reduce,
+/// all_gather, ...): a library call of its own (the `collective` form).
+def Sluice_Collective : Sluice_Category<"Collective">;
 
 #endif // SLUICE_TRAITS_TD

@@ -28,6 +28,7 @@ const EvalRegistry &EvalRegistry::get() {
     registerReductionEvaluators(r);
     registerSequenceEvaluators(r);
     registerCompositeEvaluators(r);
+    registerParallelEvaluators(r);
     return r;
   }();
   return registry;

@@ -64,6 +64,7 @@ void registerIndexingEvaluators(EvalRegistry &registry);
 void registerReductionEvaluators(EvalRegistry &registry);
 void registerSequenceEvaluators(EvalRegistry &registry);
 void registerCompositeEvaluators(EvalRegistry &registry);
+void registerParallelEvaluators(EvalRegistry &registry);
 
 /// The tensor a `sluice.constant` holds (aliases a dense_resource blob).
 mlir::FailureOr<Tensor> tensorFromAttr(mlir::Attribute attr);

@@ -55,7 +55,7 @@ struct FormKernelsPass
     SmallVector<SmallVector<Operation *>> groups;
     llvm::DenseMap<int64_t, size_t> groupIndex;
     for (Operation &op : block) {
-      if (isa<ConstantOp, KernelOp, func::ReturnOp>(op))
+      if (isa<ConstantOp, ShardConstantOp, KernelOp, func::ReturnOp>(op))
         continue;
       auto id = op.getAttrOfType<IntegerAttr>(fusion::kGroupAttr);
       if (!id) {
@@ -133,7 +133,8 @@ struct FormKernelsPass
 
     OpBuilder builder(ops.back());
     std::optional<StringRef> library;
-    if (*form == KernelForm::gemm || *form == KernelForm::library)
+    if (*form == KernelForm::gemm || *form == KernelForm::library ||
+        *form == KernelForm::collective)
       for (Operation *op : ops)
         if (!library)
           library = kernel::libraryFor(op);

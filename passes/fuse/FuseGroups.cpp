@@ -46,7 +46,7 @@ public:
   Grouper(func::FuncOp func, bool allowViews)
       : func(func), allowViews(allowViews) {
     for (Operation &op : func.getBody().front())
-      if (!isa<ConstantOp, KernelOp, func::ReturnOp>(op) &&
+      if (!isa<ConstantOp, ShardConstantOp, KernelOp, func::ReturnOp>(op) &&
           !op.hasAttr(kGroupAttr))
         singleton(&op);
   }

@@ -82,6 +82,21 @@ void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
   pm.addNestedPass<func::FuncOp>(sluice::createConvertPrecisionPass(precision));
 }
 
+void buildParallelizePipeline(OpPassManager &pm, const CompilerOptions &options) {
+  // After compress: the split weights are the converted ones. Before fuse:
+  // collectives become library calls like GEMMs, and groups form on the
+  // per-rank shapes.
+  if (options.tp <= 1)
+    return;
+  PlanTensorParallelPassOptions plan;
+  plan.tp = options.tp;
+  plan.sp = options.sp;
+  pm.addNestedPass<func::FuncOp>(sluice::createPlanTensorParallelPass(plan));
+  pm.addNestedPass<func::FuncOp>(sluice::createPartitionPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 std::vector<std::string> compositesToDecompose(const std::string &target) {
   // The composites each target's code generator has kernels for; the rest
   // are decomposed back to primitive ops at the start of the fuse phase.
@@ -128,6 +143,10 @@ struct CompressPipelineOptions : public PassPipelineOptions<CompressPipelineOpti
                                 llvm::cl::desc("fp32 (no change), fp16 or bf16"),
                                 llvm::cl::init("fp32")};
 };
+struct ParallelizePipelineOptions : public PassPipelineOptions<ParallelizePipelineOptions> {
+  Option<int64_t> tp{*this, "tp", llvm::cl::desc("tensor-parallel ranks"), llvm::cl::init(1)};
+  Option<bool> sp{*this, "sp", llvm::cl::desc("sequence parallelism"), llvm::cl::init(false)};
+};
 } // namespace
 
 void registerPipelines() {
@@ -143,6 +162,15 @@ void registerPipelines() {
   PassPipelineRegistration<>(
       "sluice-fuse-pipeline", "The fuse phase: kernel groups and library calls",
       [](OpPassManager &pm) { buildFusePipeline(pm, CompilerOptions()); });
+  PassPipelineRegistration<ParallelizePipelineOptions>(
+      "sluice-parallelize-pipeline",
+      "The parallelize phase: tensor (and sequence) parallel split with collectives",
+      [](OpPassManager &pm, const ParallelizePipelineOptions &pipelineOptions) {
+        CompilerOptions options;
+        options.tp = pipelineOptions.tp;
+        options.sp = pipelineOptions.sp;
+        buildParallelizePipeline(pm, options);
+      });
   PassPipelineRegistration<>(
       "sluice-plan-pipeline", "The plan phase: arena offsets by liveness",
       [](OpPassManager &pm) { buildPlanPipeline(pm, CompilerOptions()); });
@@ -186,11 +214,11 @@ LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
     Phase phase;
     void (*build)(OpPassManager &, const CompilerOptions &);
   };
-  // parallelize has no passes yet: models pass through it unchanged. emit is
-  // the caller's (it writes files).
+  // emit is the caller's (it writes files).
   const Step steps[] = {{Phase::Simplify, buildSimplifyPipeline},
                         {Phase::Recognize, buildRecognizePipeline},
                         {Phase::Compress, buildCompressPipeline},
+                        {Phase::Parallelize, buildParallelizePipeline},
                         {Phase::Fuse, buildFusePipeline},
                         {Phase::Plan, buildPlanPipeline}};
   for (const Step &step : steps) {

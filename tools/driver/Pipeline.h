@@ -51,6 +51,10 @@ struct CompilerOptions {
   /// `--precision`: "fp32" (the model's types), "fp16" or "bf16" (the
   /// compress phase converts the graph; parsePrecision gives these names).
   std::string precision = "fp32";
+  /// `--tp=N`: ranks of the tensor-parallel grid (1: one device).
+  int64_t tp = 1;
+  /// `--sp`: Megatron sequence parallelism on top of `tp`.
+  bool sp = false;
 };
 
 /// simplify: shape propagation with constant folding of shape subgraphs,
@@ -69,6 +73,11 @@ void buildCompressPipeline(mlir::OpPassManager &pm, const CompilerOptions &optio
 /// `sluice.precision` attribute, set by sluice-convert-precision): "fp16",
 /// "bf16", or "fp32" when it has none.
 std::string modulePrecision(mlir::ModuleOp module);
+
+/// parallelize: with `tp` > 1, the Megatron-style plan of every weight's
+/// split (sluice-plan-tensor-parallel), then one rank's program with its
+/// collectives (sluice-partition), then cleanup; nothing otherwise.
+void buildParallelizePipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
 
 /// The composite op names (`sluice.attention`, ...) that `target` has no
 /// kernels for: the fuse phase decomposes them first.

@@ -65,6 +65,15 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         activations in half precision with fp32
                         accumulation, norms and softmax statistics in fp32;
                         inputs and outputs keep their dtypes
+  --tp=N                split every transformer layer over N ranks
+                        (Megatron tensor parallelism: attention by heads,
+                        MLPs column- then row-parallel, the embedding and
+                        LM head vocab-parallel); the bundle runs as N
+                        ranks (sluice-run --ranks=N, or mpirun -np N);
+                        needs static shapes (docs/parallel.md)
+  --sp                  with --tp: sequence parallelism (norms and residual
+                        adds split along the sequence; reduce_scatter and
+                        all_gather instead of all_reduce)
   --no-recognize        skip the recognize phase (no layer_norm/rms_norm/
                         gelu/silu/attention composites from op chains);
                         with --fusion=none, one kernel per ONNX-level op
@@ -158,6 +167,15 @@ int main(int argc, char **argv) {
       llvm::StringRef(args.flagValue("--gpu-arch")).split(parts, ',', -1, false);
       for (llvm::StringRef part : parts)
         gpuArchs.push_back(part.trim().str());
+    } else if (args.is("--tp")) {
+      std::string value = args.flagValue("--tp");
+      char *end = nullptr;
+      long long n = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end || n < 1 || n > 4096)
+        die("bad --tp '" + value + "' (expected a rank count, 1 to 4096)");
+      options.tp = n;
+    } else if (arg == "--sp") {
+      options.sp = true;
     } else if (args.is("--fusion")) {
       options.fusion = args.flagValue("--fusion");
       if (options.fusion != "none" && options.fusion != "elementwise" &&
@@ -199,6 +217,8 @@ int main(int argc, char **argv) {
   if (target != "cpu" && target != "cuda")
     die("unknown target '" + target + "' (targets: cpu, cuda)");
   options.target = target;
+  if (options.sp && options.tp < 2)
+    die("--sp splits the sequence over the tensor-parallel ranks: give --tp=N (N >= 2) too");
   if (!emit.empty() && emit != "mlir" && emit != "kernels" && emit != "source")
     die("unknown --emit '" + emit + "' (supported: mlir, kernels, source)");
   sluice::Phase stopPhase = emit == "kernels" ? sluice::Phase::Plan : sluice::Phase::Emit;
@@ -346,7 +366,31 @@ int main(int argc, char **argv) {
         json.attribute("kernels", kernels);
         json.attribute("library_calls", libraryCalls);
         json.attribute("arena_bytes", facts->arenaBytes);
-        json.attribute("weights_bytes", (int64_t)facts->weights.size());
+        std::vector<int64_t> perRank = facts->weightsBytesPerRank();
+        int64_t totalWeights = 0;
+        for (int64_t b : perRank)
+          totalWeights += b;
+        json.attribute("weights_bytes", totalWeights);
+        json.attribute("world_size", facts->worldSize);
+        json.attributeArray("weights_bytes_per_rank", [&] {
+          for (int64_t b : perRank)
+            json.value(b);
+        });
+        if (facts->worldSize > 1)
+          sluice::codegen::writeParallel(json, *facts);
+        else
+          json.attributeObject("parallel", [&] {
+            json.attribute("tp", 1);
+            json.attribute("sp", false);
+          });
+        json.attributeArray("collectives", [&] {
+          for (const auto &c : facts->collectives)
+            json.object([&] {
+              json.attribute("op", sluice::jsonText(c.op));
+              json.attribute("count", c.count);
+              json.attribute("bytes", c.bytes);
+            });
+        });
         json.attribute("launches", kernels + libraryCalls);
         if (target == "cuda") {
           json.attribute("host_steps", hostSteps);

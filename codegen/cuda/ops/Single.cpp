@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/common/CodeWriter.h"
+#include "codegen/common/Collective.h"
 #include "codegen/common/Format.h"
 #include "codegen/common/ScalarEmitter.h"
 #include "codegen/common/ModelFacts.h"
@@ -128,6 +129,23 @@ CudaEmit emitCudaSingleOp(CudaGroupContext &ctx, Operation *op) {
     return emitConcat(ctx, concat);
   if (isa<PoolOp, BatchNormOp>(op))
     return emitCudaNNOp(ctx, op);
+  if (kernel::isCollective(op)) {
+    // NCCL (or host-staged MPI) through the run's communicator, enqueued on
+    // the step's stream like a library call.
+    auto in = singleOperand(ctx, op, 0);
+    auto out = singleResult(ctx, op, 0);
+    if (failed(in) || failed(out))
+      return CudaEmit::Error;
+    auto call = collectiveCall(op, ctx.name, *in, *out, "stream");
+    if (failed(call))
+      return CudaEmit::Error;
+    ctx.include("sluice_gen/comm.h");
+    ctx.kind = "library";
+    CodeWriter h(1);
+    h.line("{0}", *call);
+    *ctx.host += h.str();
+    return CudaEmit::Done;
+  }
   return ctx.unsupported("no cuda kernel for " + op->getName().getStringRef().str());
 }
 

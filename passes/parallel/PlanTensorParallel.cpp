@@ -1,0 +1,418 @@
+//===- PlanTensorParallel.cpp - Megatron-style split of each weight -------===//
+//
+// The plan half of tensor parallelism: which weights are split and along
+// which axis, found from the recognized composites rather than from the
+// exporter's raw graph. From each attention, the trace walks back from its
+// query/key/value operands (split by heads) through the reshapes,
+// transposes, bias adds and the split of a fused QKV projection to the
+// weights, and forward from its result to the output projection. From each
+// matmul whose left operand is an elementwise chain of other matmuls (an
+// MLP: gelu, silu, gated), the chain's matmuls are column-parallel and the
+// last one row-parallel. The largest embedding table is vocab-parallel, and
+// so is an LM head projecting onto its vocabulary. sluice-partition
+// (Partition.cpp) then rewrites the function from these marks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/parallel/Sharding.h"
+
+#include "dialects/sluice/KernelForms.h"
+#include "lib/support/Locations.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace sluice {
+#define GEN_PASS_DEF_PLANTENSORPARALLELPASS
+#include "passes/Passes.h.inc"
+} // namespace sluice
+
+using namespace mlir;
+using namespace sluice;
+using namespace sluice::parallel;
+
+namespace {
+
+using Split = std::pair<int64_t, int64_t>; ///< (axis, groups)
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
+/// A possibly negative axis attribute (read as unsigned) against `rank`.
+int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+/// Elementwise for the split: the Elementwise category plus the activation
+/// composites, which compute one element from one element.
+bool actsElementwise(Operation *op) {
+  return kernel::isElementwise(op) || isa<GeluOp, SiluOp>(op);
+}
+
+/// The weight uses a trace wants split, checked for agreement.
+struct Marks {
+  llvm::MapVector<OpOperand *, Split> uses;
+  bool add(OpOperand &use, Split split, std::string &why) {
+    auto [it, inserted] = uses.try_emplace(&use, split);
+    if (!inserted && it->second != split) {
+      why = "a weight would be split two ways (" + describeOp(use.getOwner()) + ")";
+      return false;
+    }
+    return true;
+  }
+  void merge(const Marks &other) {
+    for (auto &[use, split] : other.uses)
+      uses[use] = split;
+  }
+};
+
+struct Planner {
+  int64_t parts;
+  Marks committed;
+
+  /// Marks the weights behind `use` so that its value is split along
+  /// `axis` in `groups` groups: the column-parallel half of a layer.
+  bool traceBack(OpOperand &use, int64_t axis, int64_t groups, Marks &marks, std::string &why,
+                 int depth = 0) {
+    Value v = use.get();
+    Operation *def = v.getDefiningOp();
+    if (depth > 64 || !def) {
+      why = depth > 64 ? "the chain is too long" : "it reaches a graph input";
+      return false;
+    }
+    if (isa<ConstantOp>(def)) {
+      int64_t extent = shapeOf(v)[axis];
+      if (extent % (parts * groups) != 0) {
+        why = "a weight's dim " + std::to_string(axis) + " (" + std::to_string(extent) +
+              ") does not divide into " + std::to_string(parts) + " ranks";
+        return false;
+      }
+      return marks.add(use, {axis, groups}, why);
+    }
+    if (auto transpose = dyn_cast<TransposeOp>(def))
+      return traceBack(transpose->getOpOperand(0), transpose.getPerm()[axis], groups, marks, why,
+                       depth + 1);
+    if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp>(def)) {
+      auto mapped = mapSplitThroughReshape(shapeOf(v), shapeOf(def->getOperand(0)), axis, groups,
+                                           parts);
+      if (!mapped) {
+        why = describeOp(def) + " merges the split dim with others";
+        return false;
+      }
+      return traceBack(def->getOpOperand(0), mapped->first, mapped->second, marks, why, depth + 1);
+    }
+    if (auto split = dyn_cast<SplitOp>(def)) {
+      int64_t splitAxis = normalized(split.getAxis(), rankOf(v));
+      if (axis != splitAxis)
+        return traceBack(split->getOpOperand(0), axis, groups, marks, why, depth + 1);
+      bool equal = llvm::all_of(split.getResults(),
+                                [&](Value r) { return shapeOf(r)[axis] == shapeOf(v)[axis]; });
+      if (groups != 1 || !equal) {
+        why = describeOp(def) + " splits into unequal parts along the split dim";
+        return false;
+      }
+      return traceBack(split->getOpOperand(0), axis, split.getNumOutputs(), marks, why, depth + 1);
+    }
+    if (auto matmul = dyn_cast<MatMulOp>(def)) {
+      int64_t rank = rankOf(v);
+      if (axis != rank - 1 || rankOf(matmul.getRhs()) < 2 ||
+          !matmul.getRhs().getDefiningOp<ConstantOp>()) {
+        why = describeOp(def) + " is not a projection by a weight along its output features";
+        return false;
+      }
+      return traceBack(matmul->getOpOperand(1), rankOf(matmul.getRhs()) - 1, groups, marks, why,
+                       depth + 1);
+    }
+    if (auto gather = dyn_cast<GatherOp>(def)) {
+      int64_t gatherAxis = normalized(gather.getAxis(), rankOf(gather.getInput()));
+      int64_t indexRank = rankOf(gather.getIndices());
+      int64_t dataAxis = axis < gatherAxis                ? axis
+                         : axis >= gatherAxis + indexRank ? axis - indexRank + 1
+                                                          : -1;
+      if (dataAxis < 0) {
+        why = describeOp(def) + " would be split along its indices";
+        return false;
+      }
+      return traceBack(gather->getOpOperand(0), dataAxis, groups, marks, why, depth + 1);
+    }
+    if (actsElementwise(def)) {
+      int64_t rank = rankOf(v);
+      for (OpOperand &operand : def->getOpOperands()) {
+        int64_t aligned = axis - (rank - rankOf(operand.get()));
+        if (aligned < 0 || shapeOf(operand.get())[aligned] == 1)
+          continue; // broadcast along the split dim: whole on every rank
+        if (!traceBack(operand, aligned, groups, marks, why, depth + 1))
+          return false;
+      }
+      return true;
+    }
+    why = "it reaches " + describeOp(def) + ", which has no split rule";
+    return false;
+  }
+
+  /// Follows the attention result (split along `axis`) through transposes
+  /// and reshapes to the projection it feeds, whose weight becomes
+  /// row-parallel.
+  bool traceForward(Value v, int64_t axis, int64_t groups, Marks &marks, std::string &why) {
+    for (int depth = 0; depth < 16; ++depth) {
+      if (!v.hasOneUse()) {
+        why = "the attention result has more than one use";
+        return false;
+      }
+      OpOperand &use = *v.use_begin();
+      Operation *user = use.getOwner();
+      if (auto transpose = dyn_cast<TransposeOp>(user)) {
+        ArrayRef<int64_t> perm = transpose.getPerm();
+        axis = std::find(perm.begin(), perm.end(), axis) - perm.begin();
+        v = transpose.getResult();
+        continue;
+      }
+      if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp>(user)) {
+        auto mapped = mapSplitThroughReshape(shapeOf(v), shapeOf(user->getResult(0)), axis,
+                                             groups, parts);
+        if (!mapped) {
+          why = describeOp(user) + " merges the head dim with others";
+          return false;
+        }
+        std::tie(axis, groups) = *mapped;
+        v = user->getResult(0);
+        continue;
+      }
+      auto matmul = dyn_cast<MatMulOp>(user);
+      if (matmul && use.getOperandNumber() == 0 && axis == rankOf(v) - 1 && groups == 1 &&
+          rankOf(matmul.getRhs()) == 2 && matmul.getRhs().getDefiningOp<ConstantOp>())
+        return marks.add(matmul->getOpOperand(1), {0, 1}, why);
+      why = "the attention result reaches " + describeOp(user) + ", not an output projection";
+      return false;
+    }
+    why = "the attention result reaches no output projection";
+    return false;
+  }
+
+  /// The column-parallel matmuls of an MLP: `use`'s value is an
+  /// elementwise chain (activation, gate product, bias) of matmuls by
+  /// weights with `width` output features.
+  bool traceColumns(OpOperand &use, int64_t width, Marks &marks, int &matmuls, std::string &why,
+                    int depth = 0) {
+    Operation *def = use.get().getDefiningOp();
+    if (!def || depth > 32) {
+      why = "not an MLP";
+      return false;
+    }
+    if (auto matmul = dyn_cast<MatMulOp>(def)) {
+      Value rhs = matmul.getRhs();
+      if (rankOf(rhs) != 2 || !rhs.getDefiningOp<ConstantOp>() || shapeOf(rhs)[1] != width ||
+          committed.uses.count(&matmul->getOpOperand(1))) {
+        why = "not an MLP";
+        return false;
+      }
+      ++matmuls;
+      return marks.add(matmul->getOpOperand(1), {1, 1}, why);
+    }
+    if (!actsElementwise(def)) {
+      why = "not an MLP";
+      return false;
+    }
+    int64_t rank = rankOf(use.get());
+    for (OpOperand &operand : def->getOpOperands()) {
+      Value x = operand.get();
+      int64_t aligned = rank - 1 - (rank - rankOf(x));
+      if (aligned < 0 || shapeOf(x)[aligned] == 1)
+        continue;
+      if (shapeOf(x)[aligned] != width) {
+        why = "not an MLP";
+        return false;
+      }
+      if (x.getDefiningOp<ConstantOp>()) {
+        if (!marks.add(operand, {aligned, 1}, why))
+          return false;
+        continue;
+      }
+      if (!traceColumns(operand, width, marks, matmuls, why, depth + 1))
+        return false;
+    }
+    return true;
+  }
+};
+
+struct PlanTensorParallelPass
+    : public ::sluice::impl::PlanTensorParallelPassBase<PlanTensorParallelPass> {
+  using PlanTensorParallelPassBase::PlanTensorParallelPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (tp < 1) {
+      func.emitError() << "--tp must be at least 1, got " << tp;
+      return signalPassFailure();
+    }
+    if (tp == 1)
+      return;
+    bool dynamic = false;
+    func.walk([&](Operation *op) {
+      for (Type t : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+        if (auto ranked = dyn_cast<RankedTensorType>(t); !ranked || !ranked.hasStaticShape())
+          if (isa<TensorType>(t))
+            dynamic = true;
+    });
+    if (dynamic) {
+      func.emitError() << "--tp=" << tp
+                       << " needs static shapes: bind every input's shape with --shape=NAME=DIMS";
+      return signalPassFailure();
+    }
+    int64_t tp = this->tp; // the option, as a number (streams print it so)
+    Planner planner{tp, {}};
+    int64_t layers = 0, mlps = 0;
+    bool failedSizes = false;
+
+    // Attention: split by heads.
+    func.walk([&](AttentionOp attention) {
+      Value q = attention.getQuery();
+      int64_t rank = rankOf(q);
+      if (rank < 3) {
+        attention.emitRemark() << "attention has no head dim; replicated";
+        return;
+      }
+      int64_t headAxis = rank - 3;
+      int64_t heads = shapeOf(q)[headAxis];
+      int64_t kvHeads = shapeOf(attention.getKey())[rankOf(attention.getKey()) - 3];
+      if (heads % tp != 0 || kvHeads % tp != 0) {
+        attention.emitError() << "--tp=" << tp << " does not divide the heads of "
+                              << describeOp(attention) << ": " << heads << " query heads, "
+                              << kvHeads << " key/value heads";
+        failedSizes = true;
+        return;
+      }
+      Marks marks;
+      std::string why;
+      bool ok = true;
+      for (OpOperand *operand : {&attention->getOpOperand(0), &attention->getOpOperand(1),
+                                 &attention->getOpOperand(2)}) {
+        int64_t axis = headAxis - (rank - rankOf(operand->get()));
+        ok = ok && planner.traceBack(*operand, axis, 1, marks, why);
+      }
+      ok = ok && planner.traceForward(attention.getResult(), headAxis, 1, marks, why);
+      if (!ok) {
+        attention.emitRemark() << describeOp(attention) << " stays replicated: " << why;
+        return;
+      }
+      // A per-head bias or mask is split with the heads where its weights
+      // can be found (T5's relative-position table); otherwise each rank
+      // takes its heads' slice when the partitioner gets there.
+      if (Value mask = attention.getMask()) {
+        int64_t aligned = headAxis - (rank - rankOf(mask));
+        Marks maskMarks;
+        std::string maskWhy;
+        if (aligned >= 0 && shapeOf(mask)[aligned] == heads &&
+            planner.traceBack(attention.getMaskMutable()[0], aligned, 1, maskMarks, maskWhy))
+          marks.merge(maskMarks);
+      }
+      planner.committed.merge(marks);
+      ++layers;
+    });
+
+    // MLPs: matmul <- elementwise chain <- matmuls.
+    func.walk([&](MatMulOp down) {
+      Value rhs = down.getRhs();
+      if (rankOf(rhs) != 2 || !rhs.getDefiningOp<ConstantOp>() ||
+          planner.committed.uses.count(&down->getOpOperand(1)))
+        return;
+      int64_t width = shapeOf(rhs)[0];
+      Marks marks;
+      std::string why;
+      int matmuls = 0;
+      if (!planner.traceColumns(down->getOpOperand(0), width, marks, matmuls, why) ||
+          matmuls == 0)
+        return;
+      if (width % tp != 0) {
+        down.emitError() << "--tp=" << tp << " does not divide the width of the MLP ending in "
+                         << describeOp(down) << ": " << width << " hidden units";
+        failedSizes = true;
+        return;
+      }
+      if (!marks.add(down->getOpOperand(1), {0, 1}, why))
+        return;
+      planner.committed.merge(marks);
+      ++mlps;
+    });
+    if (failedSizes)
+      return signalPassFailure();
+
+    // The embedding: the largest table looked up by token ids.
+    GatherOp embedding;
+    int64_t vocab = 0;
+    func.walk([&](GatherOp gather) {
+      Value table = gather.getInput();
+      if (rankOf(table) == 2 && gather.getAxis() == 0 && table.getDefiningOp<ConstantOp>() &&
+          !gather.getIndices().getDefiningOp<ConstantOp>() && shapeOf(table)[0] > vocab) {
+        embedding = gather;
+        vocab = shapeOf(table)[0];
+      }
+    });
+    if (embedding && vocab % tp != 0) {
+      embedding.emitRemark() << "the embedding table's " << vocab << " rows do not divide into "
+                             << tp << " ranks; replicated";
+      embedding = nullptr;
+    }
+    int64_t heads = 0;
+    if (embedding) {
+      std::string why;
+      planner.committed.add(embedding->getOpOperand(0), {0, 1}, why);
+      embedding->setAttr(kVocabParallelAttr, UnitAttr::get(&getContext()));
+      // The LM head onto the same vocabulary: column-parallel.
+      func.walk([&](MatMulOp head) {
+        Value rhs = head.getRhs();
+        if (rankOf(rhs) == 2 && shapeOf(rhs)[1] == vocab && rhs.getDefiningOp<ConstantOp>() &&
+            !planner.committed.uses.count(&head->getOpOperand(1)) &&
+            planner.committed.add(head->getOpOperand(1), {1, 1}, why))
+          ++heads;
+      });
+    }
+    if (planner.committed.uses.empty()) {
+      func.emitError() << "--tp=" << tp
+                       << " found nothing to split: no attention, MLP or embedding whose "
+                          "sizes divide into "
+                       << tp << " ranks";
+      return signalPassFailure();
+    }
+    applyMarks(planner.committed);
+    MLIRContext *ctx = &getContext();
+    Builder b(ctx);
+    func->setAttr(kTensorParallelAttr, b.getI64IntegerAttr(tp));
+    func->setAttr(kLayersAttr, b.getI64IntegerAttr(layers));
+    if (sp)
+      func->setAttr(kSequenceParallelAttr, UnitAttr::get(ctx));
+    func.emitRemark() << "tensor parallel over " << tp << " ranks" << (sp ? " with sequence "
+                                                                            "parallelism"
+                                                                          : "")
+                      << ": " << layers << " attention layers split by heads, " << mlps
+                      << " MLPs, " << (embedding ? "vocab-parallel embedding" : "no split embedding")
+                      << (heads ? " and LM head" : "");
+  }
+
+  /// Records the splits on the weights: a weight whose uses all want one
+  /// split carries it; a use that wants another gets a copy of its own.
+  void applyMarks(const Marks &marks) {
+    llvm::MapVector<Operation *, SmallVector<std::pair<OpOperand *, Split>>> byConstant;
+    for (auto &[use, split] : marks.uses)
+      byConstant[use->get().getDefiningOp()].push_back({use, split});
+    for (auto &[op, uses] : byConstant) {
+      auto constant = cast<ConstantOp>(op);
+      bool uniform = (size_t)std::distance(constant->use_begin(), constant->use_end()) ==
+                         uses.size() &&
+                     llvm::all_of(uses, [&](auto &u) { return u.second == uses[0].second; });
+      Builder b(constant.getContext());
+      auto attr = [&](Split s) { return b.getDenseI64ArrayAttr({s.first, s.second}); };
+      if (uniform) {
+        constant->setAttr(kSplitAttr, attr(uses[0].second));
+        continue;
+      }
+      OpBuilder builder(constant);
+      builder.setInsertionPointAfter(constant);
+      for (auto &[use, split] : uses) {
+        Operation *copy = builder.clone(*constant);
+        copy->setAttr(kSplitAttr, attr(split));
+        use->set(copy->getResult(0));
+      }
+    }
+  }
+};
+
+} // namespace
