@@ -82,9 +82,13 @@ MAY_USE = {
 # (including layer, header). The cuda target runs a group it has no kernel
 # for as the cpu target's kernel on the host (host steps); CpuKernel.h is the
 # whole of that interface, everything else the targets share is
-# codegen/common.
+# codegen/common; codegen/common's collective calls use the bundle ABI's
+# element-type codes.
 INCLUDE_EXCEPTIONS = {
     ("codegen/cuda", "codegen/cpu/CpuKernel.h"),
+    # The element-type codes generated collective calls pass to the runtime's
+    # communicator (SluiceCommDType) are the bundle ABI's own constants.
+    ("codegen/common", "include/sluice/bundle_abi.h"),
 }
 
 # The runtime as a library that tools link (sluice-run runs bundles through

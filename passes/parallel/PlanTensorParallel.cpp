@@ -239,6 +239,7 @@ struct PlanTensorParallelPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    int64_t tp = this->tp; // the option as a number: streams print it so
     if (tp < 1) {
       func.emitError() << "--tp must be at least 1, got " << tp;
       return signalPassFailure();
@@ -257,7 +258,6 @@ struct PlanTensorParallelPass
                        << " needs static shapes: bind every input's shape with --shape=NAME=DIMS";
       return signalPassFailure();
     }
-    int64_t tp = this->tp; // the option, as a number (streams print it so)
     Planner planner{tp, {}};
     int64_t layers = 0, mlps = 0;
     bool failedSizes = false;
