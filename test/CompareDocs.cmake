@@ -1,7 +1,7 @@
 # Compares the TableGen-generated references with their copies in docs/.
 # Usage: cmake -DBUILD=<build dir> -DSOURCE=<source dir> -P CompareDocs.cmake
 set(pairs "passes/Passes.md=docs/passes.md")
-foreach(family Elementwise Linalg Shape Indexing Reduction Control)
+foreach(family Elementwise Linalg Shape Indexing Reduction Control Sequence Kernel Composite Parallel)
   list(APPEND pairs "dialects/sluice/Sluice${family}Ops.md=docs/dialect/Sluice${family}Ops.md")
 endforeach()
 set(stale "")
