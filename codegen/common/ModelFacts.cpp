@@ -168,27 +168,6 @@ StepInfo describeStep(KernelOp kernel, llvm::StringRef kind) {
 
 namespace {
 
-/// Block `rank` of a shard constant's whole `tensor`: its blocks along the
-/// axis (one per group), for every index of the dims before the axis.
-std::vector<unsigned char> shardBlock(ShardConstantOp shard, const Tensor &tensor, int64_t rank) {
-  int64_t axis = shard.getAxis();
-  int64_t outer = 1, inner = (int64_t)dtypeSize(tensor.dtype());
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= tensor.dim(d);
-  for (int64_t d = axis + 1; d < tensor.rank(); ++d)
-    inner *= tensor.dim(d);
-  int64_t extent = tensor.dim(axis);
-  std::vector<unsigned char> bytes;
-  bytes.reserve(tensor.byteSize() / shard.getParts());
-  const auto *data = static_cast<const unsigned char *>(tensor.rawData());
-  for (int64_t o = 0; o < outer; ++o)
-    for (auto [lo, hi] : shard.blocksOf(rank)) {
-      const unsigned char *from = data + (o * extent + lo) * inner;
-      bytes.insert(bytes.end(), from, from + (hi - lo) * inner);
-    }
-  return bytes;
-}
-
 /// Weights: every top-level constant and shard constant, 64-byte aligned,
 /// at the same offset in every rank's file.
 LogicalResult collectWeights(func::FuncOp func, ModelFacts &model) {
@@ -218,8 +197,10 @@ LogicalResult collectWeights(func::FuncOp func, ModelFacts &model) {
         const auto *from = static_cast<const unsigned char *>(tensor->rawData());
         file.insert(file.end(), from, from + tensor->byteSize());
       } else {
-        std::vector<unsigned char> block = shardBlock(shard, *tensor, r);
-        file.insert(file.end(), block.begin(), block.end());
+        SmallVector<std::pair<int64_t, int64_t>> blocks = shard.blocksOf(r);
+        Tensor block = tensor->takeAlong(shard.getAxis(), {blocks.begin(), blocks.end()});
+        const auto *from = static_cast<const unsigned char *>(block.rawData());
+        file.insert(file.end(), from, from + block.byteSize());
       }
     }
     model.weightOffset[op.getResult(0)] = offset;

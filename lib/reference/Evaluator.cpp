@@ -682,6 +682,17 @@ LogicalResult Interpreter::runSequenceMap(SequenceMapOp op) {
 
 } // namespace
 
+namespace {
+FailureOr<std::vector<RuntimeValue>> evaluateOneRank(func::FuncOp func,
+                                                     const std::vector<RuntimeValue> &inputs) {
+  Interpreter interpreter;
+  std::vector<RuntimeValue> outputs;
+  if (failed(interpreter.runBlock(func.getBody().front(), inputs, outputs)))
+    return failure();
+  return outputs;
+}
+} // namespace
+
 FailureOr<std::vector<RuntimeValue>>
 evaluate(func::FuncOp func, const std::vector<RuntimeValue> &inputs) {
   if (inputs.size() != func.getNumArguments())
@@ -694,11 +705,10 @@ evaluate(func::FuncOp func, const std::vector<RuntimeValue> &inputs) {
              << i << " is " << kindName(input.kind()) << ", the model expects "
              << kindName(kindOf(type)) << " (" << type << ")";
   }
-  Interpreter interpreter;
-  std::vector<RuntimeValue> outputs;
-  if (failed(interpreter.runBlock(func.getBody().front(), inputs, outputs)))
-    return failure();
-  return outputs;
+  // A partitioned program: its ranks in lockstep (lib/reference/Parallel.cpp).
+  if (auto tp = func->getAttrOfType<IntegerAttr>("sluice.tp"); tp && tp.getInt() > 1)
+    return evaluateRanks(func, inputs, tp.getInt(), evaluateOneRank);
+  return evaluateOneRank(func, inputs);
 }
 
 } // namespace sluice

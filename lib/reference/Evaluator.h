@@ -93,6 +93,15 @@ mlir::LogicalResult evaluateOp(mlir::Operation *op,
 mlir::FailureOr<std::vector<RuntimeValue>>
 evaluate(mlir::func::FuncOp func, const std::vector<RuntimeValue> &inputs);
 
+/// Runs `evaluateOne` as `world` ranks of a partitioned program, one thread
+/// each, in lockstep at the collectives; rank 0's outputs (every rank's
+/// are the same once the program makes its outputs whole). `evaluate` calls
+/// it for a function with `sluice.tp` > 1.
+mlir::FailureOr<std::vector<RuntimeValue>> evaluateRanks(
+    mlir::func::FuncOp func, const std::vector<RuntimeValue> &inputs, int64_t world,
+    mlir::FailureOr<std::vector<RuntimeValue>> (*evaluateOne)(
+        mlir::func::FuncOp, const std::vector<RuntimeValue> &));
+
 } // namespace sluice
 
 #endif // SLUICE_LIB_REFERENCE_EVALUATOR_H

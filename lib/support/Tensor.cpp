@@ -403,6 +403,31 @@ std::string formatNumber(DType type, double value) {
   return sign + out;
 }
 
+Tensor Tensor::takeAlong(int64_t axis,
+                         const std::vector<std::pair<int64_t, int64_t>> &ranges) const {
+  int64_t outer = 1, inner = (int64_t)dtypeSize(dtype_), taken = 0;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape_[d];
+  for (int64_t d = axis + 1; d < rank(); ++d)
+    inner *= shape_[d];
+  for (auto [lo, hi] : ranges)
+    taken += hi - lo;
+  std::vector<int64_t> shape = shape_;
+  shape[axis] = taken;
+  Tensor result(dtype_, shape);
+  auto *to = static_cast<unsigned char *>(result.mutableData());
+  const auto *from = static_cast<const unsigned char *>(data_);
+  int64_t extent = shape_[axis];
+  for (int64_t o = 0; o < outer; ++o)
+    for (auto [lo, hi] : ranges) {
+      size_t bytes = (size_t)((hi - lo) * inner);
+      if (bytes)
+        std::memcpy(to, from + (o * extent + lo) * inner, bytes);
+      to += bytes;
+    }
+  return result;
+}
+
 Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
   if (product(shape) != numElements())
     throw std::logic_error("reshape of " + describe() + " to " +

@@ -87,6 +87,10 @@ public:
 
   /// Same storage, new shape (element count must match).
   Tensor reshaped(std::vector<int64_t> shape) const;
+  /// The element ranges [lo, hi) along `axis`, concatenated in order along
+  /// it (one rank's blocks of a split weight; a slice when there is one
+  /// range). Ranges must lie within the dim; not for string tensors.
+  Tensor takeAlong(int64_t axis, const std::vector<std::pair<int64_t, int64_t>> &ranges) const;
   /// Element-type conversion with ONNX Cast semantics.
   Tensor castTo(DType type) const;
   /// All values as int64 (for shape-like tensors).

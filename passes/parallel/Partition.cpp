@@ -156,6 +156,13 @@ private:
       return v;
     RankedTensorType global = globalType(v);
     int64_t seq = global.getRank() - 2;
+    if (sp && (global.getRank() < 3 || !divides(global, seq, 1)) && !spRemarked) {
+      spRemarked = true;
+      if (Operation *def = v.getDefiningOp())
+        def->emitRemark() << "--sp: the sequence dim of " << global
+                          << " does not divide into " << parts
+                          << " ranks; partial sums are all-reduced (tensor parallelism only)";
+    }
     if (!sp || global.getRank() < 3 || !divides(global, seq, 1))
       return toReplicated(v);
     if (Value cached = scattered.lookup(v))
@@ -538,6 +545,7 @@ private:
   func::FuncOp func;
   int64_t parts;
   bool sp;
+  bool spRemarked = false;
   MLIRContext *ctx;
   llvm::DenseMap<Value, Info> info;
   llvm::DenseMap<Value, Value> whole, scattered;
