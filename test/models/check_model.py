@@ -43,6 +43,12 @@ LAYERS = {
     # holds one RMSNorm per layer, as the layer itself does.
     "llama_block": {"layers": 2, "start": r"^/q(_\d+)?/MatMul$", "end": r"^/lm_head/",
                     "max_launches": 10},
+    # From the q projection to the next one, as LLaMA; the last layer runs
+    # to the end, so it holds the final RMS norm as the others hold the next
+    # layer's first.
+    "t5_block": {"layers": 2, "start": r"^/q(_\d+)?/MatMul$", "end": None, "to_end": True,
+                 "max_launches": 8},
+    "vit": {"layers": 2, "start": r"^/ln1(_\d+)?/", "end": r"^/ln/", "max_launches": 8},
 }
 
 

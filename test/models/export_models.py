@@ -195,6 +195,140 @@ class LlamaBlock(nn.Module):
         return self.lm_head(self.rms_norm(x, self.norms[-1]))
 
 
+class T5Block(nn.Module):
+    """T5-style encoder (HF T5Stack as written for T5 v1.0): RMS layer norms
+    without bias or mean, bias-free projections, attention without the
+    1/sqrt(d) scaling whose scores get a relative-position bias, computed
+    once (in layer 0, from bucketed relative positions, as HF's
+    `compute_bias`) and shared by every layer; ReLU feed-forward, a final
+    RMS norm. The bias is per head: [1, H, S, S]."""
+
+    def __init__(self, vocab=96, hidden=64, heads=4, layers=2, ffn=256, num_buckets=32,
+                 max_distance=128, eps=1e-6):
+        super().__init__()
+        self.heads = heads
+        self.eps = eps
+        self.num_buckets = num_buckets
+        self.max_distance = max_distance
+        self.embed = nn.Embedding(vocab, hidden)
+        self.relative_attention_bias = nn.Embedding(num_buckets, heads)
+        self.layers = nn.ModuleList()
+        for _ in range(layers):
+            self.layers.append(nn.ModuleDict({
+                "q": nn.Linear(hidden, hidden, bias=False),
+                "k": nn.Linear(hidden, hidden, bias=False),
+                "v": nn.Linear(hidden, hidden, bias=False),
+                "o": nn.Linear(hidden, hidden, bias=False),
+                "wi": nn.Linear(hidden, ffn, bias=False),
+                "wo": nn.Linear(ffn, hidden, bias=False)}))
+        # T5LayerNorm weights: attention norm, ffn norm per layer, the final one.
+        self.norms = nn.ParameterList(
+            [nn.Parameter(1.0 + 0.1 * torch.randn(hidden)) for _ in range(2 * layers + 1)])
+
+    def layer_norm(self, x, weight):
+        # HF T5LayerNorm: root mean square only (no mean, no bias), in fp32.
+        variance = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        return weight * (x * torch.rsqrt(variance + self.eps))
+
+    def relative_position_bucket(self, relative_position):
+        # HF T5Attention._relative_position_bucket, bidirectional: half the
+        # buckets per direction, exact for small distances, log-spaced up to
+        # max_distance beyond. log(0) is -inf at distance 0, but Where
+        # takes the exact branch there, as in HF.
+        num_buckets = self.num_buckets // 2
+        buckets = (relative_position > 0).to(torch.long) * num_buckets
+        relative_position = torch.abs(relative_position)
+        max_exact = num_buckets // 2
+        is_small = relative_position < max_exact
+        if_large = max_exact + (
+            torch.log(relative_position.float() / max_exact)
+            / math.log(self.max_distance / max_exact) * (num_buckets - max_exact)).to(torch.long)
+        if_large = torch.min(if_large, torch.full_like(if_large, num_buckets - 1))
+        return buckets + torch.where(is_small, relative_position, if_large)
+
+    def compute_bias(self, query_length, key_length, device):
+        context = torch.arange(query_length, dtype=torch.long, device=device)[:, None]
+        memory = torch.arange(key_length, dtype=torch.long, device=device)[None, :]
+        bucket = self.relative_position_bucket(memory - context)
+        values = self.relative_attention_bias(bucket)  # [Sq, Sk, H]
+        return values.permute([2, 0, 1]).unsqueeze(0)  # [1, H, Sq, Sk]
+
+    def forward(self, input_ids):
+        b, s = input_ids.shape
+        x = self.embed(input_ids)
+        h = x.shape[-1]
+        d = h // self.heads
+        position_bias = None
+        for i, layer in enumerate(self.layers):
+            y = self.layer_norm(x, self.norms[2 * i])
+            q = layer["q"](y).view(b, s, self.heads, d).transpose(1, 2)
+            k = layer["k"](y).view(b, s, self.heads, d).transpose(1, 2)
+            v = layer["v"](y).view(b, s, self.heads, d).transpose(1, 2)
+            scores = torch.matmul(q, k.transpose(3, 2))  # T5: no 1/sqrt(d)
+            if position_bias is None:  # layer 0 computes it, the others share it
+                position_bias = self.compute_bias(s, s, x.device)
+            scores = scores + position_bias
+            probs = nn.functional.softmax(scores.float(), dim=-1).type_as(scores)
+            ctx = torch.matmul(probs, v).transpose(1, 2).reshape(b, s, h)
+            x = x + layer["o"](ctx)
+            y = self.layer_norm(x, self.norms[2 * i + 1])
+            x = x + layer["wo"](nn.functional.relu(layer["wi"](y)))
+        return self.layer_norm(x, self.norms[-1])
+
+
+class Vit(nn.Module):
+    """ViT (HF ViTModel + ViTForImageClassification): a Conv2d patch
+    embedding (stride = patch), a cls token, learned position embeddings,
+    pre-LN encoder layers with separate biased Q/K/V projections and an erf
+    GELU MLP (4x), a final LayerNorm and a classifier on the cls token.
+    The image is 24x40 in 8x8 patches: 3x5 patches plus the cls token make
+    16 tokens, a sequence that --sp can split 2 or 4 ways (a square image
+    never can: n*n + 1 is never a multiple of 4)."""
+
+    def __init__(self, channels=3, image=(24, 40), patch=8, hidden=64, heads=4, layers=2,
+                 classes=10, eps=1e-6):
+        super().__init__()
+        self.heads = heads
+        tokens = (image[0] // patch) * (image[1] // patch) + 1
+        self.patch = nn.Conv2d(channels, hidden, patch, stride=patch)
+        self.cls = nn.Parameter(0.02 * torch.randn(1, 1, hidden))
+        self.pos = nn.Parameter(0.02 * torch.randn(1, tokens, hidden))
+        self.layers = nn.ModuleList()
+        for _ in range(layers):
+            self.layers.append(nn.ModuleDict({
+                "ln1": nn.LayerNorm(hidden, eps=eps), "q": nn.Linear(hidden, hidden),
+                "k": nn.Linear(hidden, hidden), "v": nn.Linear(hidden, hidden),
+                "o": nn.Linear(hidden, hidden), "ln2": nn.LayerNorm(hidden, eps=eps),
+                "fc1": nn.Linear(hidden, 4 * hidden), "fc2": nn.Linear(4 * hidden, hidden)}))
+        self.ln = nn.LayerNorm(hidden, eps=eps)
+        self.head = nn.Linear(hidden, classes)
+        # Fresh LayerNorms are all ones and zeros, one constant the compiler
+        # shares between them: give each its own values, so that a norm
+        # that reads another's (or a wrongly sliced) weight shows.
+        with torch.no_grad():
+            for m in self.modules():
+                if isinstance(m, nn.LayerNorm):
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.uniform_(-0.2, 0.2)
+
+    def forward(self, pixel_values):
+        b = pixel_values.shape[0]
+        x = self.patch(pixel_values).flatten(2).transpose(1, 2)  # [B, patches, hidden]
+        x = torch.cat((self.cls.expand(b, -1, -1), x), dim=1) + self.pos
+        s, h = x.shape[1], x.shape[2]
+        d = h // self.heads
+        for layer in self.layers:
+            y = layer["ln1"](x)
+            q = layer["q"](y).view(b, s, self.heads, d).permute(0, 2, 1, 3)
+            k = layer["k"](y).view(b, s, self.heads, d).permute(0, 2, 1, 3)
+            v = layer["v"](y).view(b, s, self.heads, d).permute(0, 2, 1, 3)
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d)
+            ctx = torch.matmul(nn.functional.softmax(scores, dim=-1), v)
+            x = x + layer["o"](ctx.permute(0, 2, 1, 3).reshape(b, s, h))
+            x = x + layer["fc2"](nn.functional.gelu(layer["fc1"](layer["ln2"](x))))
+        return self.head(self.ln(x)[:, 0])
+
+
 def randomize_batchnorm(model):
     # Fresh BatchNorm statistics are 0/1: give them real values.
     for m in model.modules():
@@ -284,19 +418,43 @@ def export_llama(out_dir):
             "logits": {0: "batch", 1: "sequence"}}, opset=17)
 
 
+def export_t5(out_dir):
+    torch.manual_seed(5)
+    t5 = T5Block()
+    export(out_dir, "t5_block", t5, (torch.randint(0, 96, (2, 8)),),
+           (torch.randint(0, 96, (3, 12)),), ["input_ids"], ["last_hidden_state"],
+           {"input_ids": {0: "batch", 1: "sequence"},
+            "last_hidden_state": {0: "batch", 1: "sequence"}}, opset=17)
+
+
+def export_vit(out_dir):
+    torch.manual_seed(6)
+    vit = Vit()
+    # The token count is fixed by the position embeddings: only the batch
+    # is dynamic.
+    export(out_dir, "vit", vit, (torch.randn(2, 3, 24, 40),), (torch.randn(3, 3, 24, 40),),
+           ["pixel_values"], ["logits"],
+           {"pixel_values": {0: "batch"}, "logits": {0: "batch"}}, opset=17)
+
+
 def main():
     args = sys.argv[1:]
     out_dir = args.pop(0) if args else os.path.dirname(os.path.abspath(__file__))
     # bert, gpt and cnn share one generator stream from the seed at the top
     # (their files were exported that way): they are exported together, in
     # this order. Later models seed themselves.
-    models = args or ["bert_encoder", "gpt_decoder", "small_cnn", "llama_block"]
+    models = args or ["bert_encoder", "gpt_decoder", "small_cnn", "llama_block", "t5_block",
+                      "vit"]
     if any(m in models for m in ("bert_encoder", "gpt_decoder", "small_cnn")):
         export_bert(out_dir)
         export_gpt(out_dir)
         export_cnn(out_dir)
     if "llama_block" in models:
         export_llama(out_dir)
+    if "t5_block" in models:
+        export_t5(out_dir)
+    if "vit" in models:
+        export_vit(out_dir)
 
 if __name__ == "__main__":
     main()

@@ -422,8 +422,12 @@ static inline int32_t sluice_attention_f32(int threads, const sluice_attn_desc &
         const int64_t body = lim / 16 * 16;
         sluice_v16f mv = sluice_v16_splat(-INFINITY);
         int64_t maxDone = 0;
+        // Whether the max pass below already added the mask: with fewer
+        // than 16 visible keys it does so in its tail alone, maxDone 0.
+        bool maskAdded = false;
         if constexpr (std::is_same<MT, float>::value) {
           if (d.mask == 1 && d.m.col == 1) {
+            maskAdded = true;
             // f32 additive mask: added in the max pass.
             const float *mr = mask + mo + i * d.m.row;
             for (; maxDone < body; maxDone += 16) {
@@ -435,7 +439,7 @@ static inline int32_t sluice_attention_f32(int threads, const sluice_attn_desc &
               sr[j] += mr[j];
           }
         }
-        if (maxDone) {
+        if (maskAdded) {
           // Done above.
         } else if (d.mask == 1) {
           const MT *mr = mask + mo + i * d.m.row;
