@@ -376,7 +376,9 @@ def mode_run(args, tools, work):
         failures.append(f"the {n} ranks' outputs differ from the single device's "
                         f"(rtol {RTOL}, atol {ATOL})")
     elif rc != 0:
-        failures.append(f"sluice-run --ranks={n} failed (exit {rc})")
+        unknown = re.search(r"unknown option '(--ranks[^']*)'", out)
+        failures.append(f"sluice-run --ranks={n} failed (exit {rc})" + (
+            f": it does not take {unknown.group(1)} (issue 14's runtime)" if unknown else ""))
     else:
         missing = [o for o in manifest["outputs"] if not re.search(
             rf"output '{re.escape(o)}' .*: ok", out)]
