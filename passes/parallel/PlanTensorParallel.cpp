@@ -246,6 +246,11 @@ struct PlanTensorParallelPass
     }
     if (tp == 1)
       return;
+    if (auto done = func->getAttrOfType<IntegerAttr>(kTensorParallelAttr)) {
+      func.emitError() << "--tp=" << tp << ": this function is already partitioned over "
+                       << done.getInt() << " ranks";
+      return signalPassFailure();
+    }
     bool dynamic = false;
     func.walk([&](Operation *op) {
       for (Type t : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))

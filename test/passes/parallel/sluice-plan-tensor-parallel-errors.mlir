@@ -36,3 +36,11 @@ func.func @nothing(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %y = sluice.relu %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
   return %y : tensor<2x8xf32>
 }
+
+// -----
+
+// A function partitioned already.
+// expected-error @below {{--tp=4: this function is already partitioned over 2 ranks}}
+func.func @again(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {sluice.tp = 2 : i64} {
+  return %x : tensor<2x8xf32>
+}
