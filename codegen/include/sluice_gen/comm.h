@@ -33,53 +33,41 @@ static inline const SluiceComm *sluice_comm_of(const SluiceRunArgs *args) {
                      "this bundle runs as several ranks: run it with sluice-run --ranks=N, "      \
                      "or under mpirun -np N")
 
+/* Calls communicator function `what` with the arguments after it (then the
+ * message buffer); returns from the caller: 0, or 1 with the run's error. */
+#define SLUICE_COMM_CALL(args, kernel, what, ...)                                                 \
+  do {                                                                                            \
+    const SluiceComm *comm_ = sluice_comm_of(args);                                               \
+    char message_[512] = {0};                                                                     \
+    if (!comm_)                                                                                   \
+      return SLUICE_COMM_NEEDED(args, kernel, #what);                                             \
+    if (comm_->what(comm_->state, __VA_ARGS__, message_, sizeof message_))                        \
+      return sluice_comm_failed(args, kernel, #what, message_);                                   \
+    return 0;                                                                                     \
+  } while (0)
+
 static inline int32_t sluice_all_reduce(const SluiceRunArgs *args, const char *kernel,
                                         const void *send, void *recv, size_t count,
                                         int32_t dtype, void *stream) {
-  const SluiceComm *c = sluice_comm_of(args);
-  char message[512] = {0};
-  if (!c)
-    return SLUICE_COMM_NEEDED(args, kernel, "all_reduce");
-  if (c->all_reduce(c->state, send, recv, count, dtype, stream, message, sizeof message))
-    return sluice_comm_failed(args, kernel, "all_reduce", message);
-  return 0;
+  SLUICE_COMM_CALL(args, kernel, all_reduce, send, recv, count, dtype, stream);
 }
 
 static inline int32_t sluice_all_gather(const SluiceRunArgs *args, const char *kernel,
                                         const void *send, void *recv, size_t outer,
                                         size_t inner, int32_t dtype, void *stream) {
-  const SluiceComm *c = sluice_comm_of(args);
-  char message[512] = {0};
-  if (!c)
-    return SLUICE_COMM_NEEDED(args, kernel, "all_gather");
-  if (c->all_gather(c->state, send, recv, outer, inner, dtype, stream, message, sizeof message))
-    return sluice_comm_failed(args, kernel, "all_gather", message);
-  return 0;
+  SLUICE_COMM_CALL(args, kernel, all_gather, send, recv, outer, inner, dtype, stream);
 }
 
 static inline int32_t sluice_reduce_scatter(const SluiceRunArgs *args, const char *kernel,
                                             const void *send, void *recv, size_t outer,
                                             size_t inner, int32_t dtype, void *stream) {
-  const SluiceComm *c = sluice_comm_of(args);
-  char message[512] = {0};
-  if (!c)
-    return SLUICE_COMM_NEEDED(args, kernel, "reduce_scatter");
-  if (c->reduce_scatter(c->state, send, recv, outer, inner, dtype, stream, message,
-                        sizeof message))
-    return sluice_comm_failed(args, kernel, "reduce_scatter", message);
-  return 0;
+  SLUICE_COMM_CALL(args, kernel, reduce_scatter, send, recv, outer, inner, dtype, stream);
 }
 
 static inline int32_t sluice_all_to_all(const SluiceRunArgs *args, const char *kernel,
                                         const void *send, void *recv, size_t count,
                                         int32_t dtype, void *stream) {
-  const SluiceComm *c = sluice_comm_of(args);
-  char message[512] = {0};
-  if (!c)
-    return SLUICE_COMM_NEEDED(args, kernel, "all_to_all");
-  if (c->all_to_all(c->state, send, recv, count, dtype, stream, message, sizeof message))
-    return sluice_comm_failed(args, kernel, "all_to_all", message);
-  return 0;
+  SLUICE_COMM_CALL(args, kernel, all_to_all, send, recv, count, dtype, stream);
 }
 
 #endif // SLUICE_GEN_COMM_H
