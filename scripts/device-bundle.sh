@@ -106,6 +106,8 @@ for tool in sluice-compile sluice-run sluice-opt ${extra[@]+"${extra[@]}"}; do
   cp "$build/bin/$tool" "$root/bin/"
 done
 cp "$build/lib/libsluice_runtime.so" "$build/lib/libsluice_runtime_cuda.so" "$root/lib/"
+# The communication libraries of multi-rank bundles (MPI; NCCL for cuda).
+for f in "$build"/lib/libsluice_comm*.so; do [ -f "$f" ] && cp "$f" "$root/lib/"; done
 strip --strip-unneeded "$root"/bin/* "$root"/lib/*.so
 
 # Shared libraries a plain system lacks: everything the tools and runtime
@@ -149,7 +151,7 @@ copy_src() {
   done
 }
 copy_src codegen/include include bench/gpu scripts/device-env.sh scripts/device-tests.sh \
-  test/models test/conformance/run_conformance.py test/gpu test/common
+  test/models test/parallel test/conformance/run_conformance.py test/gpu test/common
 [ -f "$repo/docs/device.md" ] && copy_src docs/device.md
 find "$root" -name __pycache__ -prune -exec rm -rf {} +
 

@@ -14,6 +14,10 @@
 #   conformance[:K/N] shard K of N (1-based) of the ONNX backend cases on cuda
 #                     (needs a bundle made with --testdata)
 #   bench[:CFG]       bench/gpu/run.sh CFG (default: all configurations)
+#   parallel          test/parallel/check_parallel.py --target cuda: the five
+#                     transformer models at --tp=2 and --tp=2 --sp as two
+#                     ranks sharing the GPU (host-staged MPI transport; needs
+#                     mpirun on the machine)
 #   all               env runtime kernels models
 #
 # Options:
@@ -58,8 +62,8 @@ while [ $# -gt 0 ]; do
     -h|--help) usage; exit 0 ;;
     -*) die "unknown option '$1' (see --help)" ;;
     all) stages+=(env runtime kernels models); shift ;;
-    env|runtime|kernels|models|conformance|conformance:*|bench|bench:*) stages+=("$1"); shift ;;
-    *) die "unknown stage '$1' (env runtime kernels models conformance[:K/N] bench[:CFG] all)" ;;
+    env|runtime|kernels|models|parallel|conformance|conformance:*|bench|bench:*) stages+=("$1"); shift ;;
+    *) die "unknown stage '$1' (env runtime kernels models parallel conformance[:K/N] bench[:CFG] all)" ;;
   esac
 done
 [ ${#stages[@]} -gt 0 ] || die "no stage given (see --help)"
@@ -267,6 +271,22 @@ stage_models() {
   run_parallel_end
 }
 
+stage_parallel() {
+  local m sp
+  if [ $dry -eq 0 ] && ! command -v mpirun >/dev/null 2>&1; then
+    results+=("parallel: FAILED (no mpirun on this machine: the ranks need Open MPI)")
+    failed=1
+    return
+  fi
+  for m in bert_encoder gpt_decoder llama_block t5_block vit; do
+    for sp in "" --sp; do
+      run_step "parallel/$m-tp2${sp:+-sp}" "$work/parallel-$m${sp}.log" "$py" \
+        "$root/test/parallel/check_parallel.py" --bin "$root/bin" --target cuda \
+        --gpu-arch="$arch" --tp 2 $sp "$root/test/models/$m"
+    done
+  done
+}
+
 stage_conformance() {
   local shard=${1:-1/1}
   local k=${shard%/*} n=${shard#*/}
@@ -293,6 +313,7 @@ for s in "${stages[@]}"; do
     runtime) stage_ctest runtime ;;
     kernels) stage_ctest kernels ;;
     models) stage_models ;;
+    parallel) stage_parallel ;;
     conformance) stage_conformance 1/1 ;;
     conformance:*) stage_conformance "${s#conformance:}" ;;
     bench) stage_bench all ;;

@@ -232,8 +232,10 @@ def format_table(model, n, sp, measured, run_seconds=None):
 
 
 class Tools:
-    def __init__(self, bin_dir, timeout):
+    def __init__(self, bin_dir, timeout, target_flags=()):
         self.compile = os.path.join(bin_dir, "sluice-compile")
+        # --target=cuda (and --gpu-arch): every bundle of the check for it.
+        self.target_flags = list(target_flags)
         self.run_tool = os.path.join(bin_dir, "sluice-run")
         self.timeout = timeout
 
@@ -305,7 +307,7 @@ def write_inputs(model_dir, manifest, shapes, folder):
 def compile_bundle(tools, model, shapes, bundle, report, extra=()):
     """(report dict, None) or (None, failure message)."""
     rc, out, _ = tools.call([tools.compile, model, "-o", bundle, *shape_flags(shapes),
-                             f"--report={report}", "--quiet", *extra])
+                             f"--report={report}", "--quiet", *tools.target_flags, *extra])
     if rc != 0:
         sys.stdout.write(out)
         what = "timed out" if rc is None else f"exit {rc}"
@@ -677,6 +679,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", help="the build's bin folder (sluice-compile, sluice-run)")
     ap.add_argument("--tp", type=int, default=2, help="tensor-parallel world size")
+    ap.add_argument("--target", choices=["cpu", "cuda"], default="cpu",
+                    help="the bundles' target (cuda: the ranks share the machine's GPUs; "
+                         "two ranks on one GPU use the host-staged transport)")
+    ap.add_argument("--gpu-arch", help="cuda: sluice-compile --gpu-arch")
     ap.add_argument("--sp", action="store_true", help="with sequence parallelism")
     ap.add_argument("--mode", choices=["run", "errors"], default="run")
     ap.add_argument("--timeout", type=int, default=300,
@@ -697,7 +703,10 @@ def main():
     if name not in PARALLEL_SHAPES:
         ap.error(f"{name}: no parallel shapes for it (PARALLEL_SHAPES: "
                  f"{', '.join(sorted(PARALLEL_SHAPES))})")
-    tools = Tools(args.bin, args.timeout)
+    target_flags = [f"--target={args.target}"]
+    if args.gpu_arch:
+        target_flags.append(f"--gpu-arch={args.gpu_arch}")
+    tools = Tools(args.bin, args.timeout, target_flags)
     if args.keep:
         shutil.rmtree(args.keep, ignore_errors=True)
         os.makedirs(args.keep)
