@@ -1,6 +1,6 @@
 //===- MakeCollectiveBundle.cpp - lay out the multi-rank test bundle ------===//
 //
-//   sluice-make-collective-bundle DIR WORLD
+//   sluice-make-collective-bundle DIR WORLD [cuda]
 //
 // Writes what sluice-compile --tp=WORLD would next to model.so (built from
 // CollectiveModel.cpp, copied in by CMake): manifest.json with world_size,
@@ -9,7 +9,9 @@
 // directly from the weights and not through collectives, the outputs every
 // rank must hold, DIR/expected/<output>.npy (CollectiveModel.cpp lists
 // them). Also DIR/expected/ones-all_reduce.txt: the first all_reduce values
-// for x = 1 (what the C API example prints).
+// for x = 1 (what the C API example prints). With "cuda", the manifest is a
+// cuda bundle's (for CollectiveModel.cpp built for the simulated CUDA
+// runtime).
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,10 +70,11 @@ void writeNpy(const std::string &path, const std::vector<T> &values,
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 3)
-    fail("usage: sluice-make-collective-bundle DIR WORLD");
+  if (argc != 3 && !(argc == 4 && std::string(argv[3]) == "cuda"))
+    fail("usage: sluice-make-collective-bundle DIR WORLD [cuda]");
   std::string dir = argv[1];
   int W = std::atoi(argv[2]);
+  bool cuda = argc == 4;
   if (W < 2 || 2 * W * kK > kN)
     fail("WORLD must be 2 .. 4");
   for (const std::string &folder : {dir, dir + "/inputs", dir + "/expected"})
@@ -163,14 +166,16 @@ int main(int argc, char **argv) {
       std::string("{\n  \"format\": \"sluice-bundle\",\n  \"version\": \"") +
       SLUICE_VERSION_STRING + "\",\n  \"abi\": " +
       std::to_string(SLUICE_BUNDLE_ABI_VERSION) +
-      ",\n  \"target\": \"cpu\",\n  \"model\": \"collectives\",\n"
+      ",\n  \"target\": \"" + (cuda ? "cuda" : "cpu") +
+      "\",\n  \"model\": \"collectives\",\n"
       "  \"library\": \"model.so\",\n"
       "  \"world_size\": " + grid + ",\n"
       "  \"parallel\": {\"tp\": " + grid + ", \"sp\": false, \"grid\": [" +
       grid + "], \"axes\": [\"tp\"], \"layers\": 1},\n"
       "  \"weights\": {\"alignment\": 64, \"ranks\": [" + ranks + "]},\n"
       "  \"collective_max_bytes\": " + std::to_string(maxBytes) + ",\n"
-      "  \"arena_bytes\": 4096,\n  \"gpu_architectures\": [],\n"
+      "  \"arena_bytes\": 4096,\n  \"gpu_architectures\": [" +
+      (cuda ? "\"sm_80\", \"compute_80\"" : "") + "],\n"
       "  \"inputs\": [\n" + output("x", "float32", {kN}) + "\n  ],\n"
       "  \"outputs\": [\n" +
       output("all_reduce", "float32", {kN}) + ",\n" +

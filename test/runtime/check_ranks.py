@@ -173,6 +173,9 @@ def main():
     for flag in ("--sluice-run", "--mpirun", "--bundle2", "--bundle3",
                  "--example", "--work"):
         parser.add_argument(flag, required=True)
+    parser.add_argument("--api-test", required=True)
+    parser.add_argument("--cuda-bundle")
+    parser.add_argument("--sim-cudart")
     parser.add_argument("case")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
@@ -210,6 +213,15 @@ def main():
                patterns=[r"run_rank: rank 1: .*weights\.rank1\.bin: cannot "
                          r"open rank 1's weights: No such file or directory"],
                within=8)
+    elif case == "api-checks":
+        for world, bundle in ((2, b2), (3, b3)):
+            expect([args.mpirun, "-np", str(world), "--oversubscribe",
+                    args.api_test, bundle, "--transport=mpi"], env=mpi_env(),
+                   patterns=["^rank %d of %d: every check holds" % (r, world)
+                             for r in range(world)],
+                   absent=["FAILED"], within=30)
+    elif case == "cuda-staged":
+        cuda_staged(args)
     elif case == "iters-random":
         saved = os.path.join(args.work, "saved")
         shutil.rmtree(saved, ignore_errors=True)
@@ -244,11 +256,11 @@ def main():
                r"did not all finish: mpirun exited with status"], within=30)
     elif case == "stopped-rank":
         # A rank that hangs (stopped): the others name it after the timeout.
-        # The stopped rank, resumed by the teardown, must not blame rank 0 for
-    # its own pause.
-    fault(args, "stopped", signal.SIGSTOP, {"SLUICE_COMM_TIMEOUT": "3"},
-          [r"sluice-run: error: rank 0: .*no answer from rank 1 within 3 s"],
-          within=30, absent=[r"no answer from rank 0"])
+        # The stopped rank, resumed by the teardown, must not blame rank 0
+        # for its own pause.
+        fault(args, "stopped", signal.SIGSTOP, {"SLUICE_COMM_TIMEOUT": "3"},
+              [r"sluice-run: error: rank 0: .*no answer from rank 1 within 3 s"],
+              within=30, absent=[r"no answer from rank 0"])
     elif case == "bad-launch":
         bad_launch(args, b2, x2)
     else:
@@ -257,6 +269,34 @@ def main():
     if failures:
         print("%d check(s) failed" % len(failures))
         sys.exit(1)
+
+
+def cuda_staged(args):
+    """Two ranks on the simulated runtime's one GPU: the multi-rank cuda
+    context, the staged transport (chosen because the ranks share the GPU),
+    its collectives captured into a graph and replayed."""
+    bundle = args.cuda_bundle
+    sim = mpi_env({"LD_PRELOAD": args.sim_cudart})
+    staged = "mpi, staged through pinned host memory (ranks share a GPU)"
+    expect([args.mpirun, "-np", "2", "--oversubscribe", args.api_test, bundle,
+            "--transport=" + staged, "--graph"], env=sim,
+           patterns=["^rank %d of 2: every check holds" % r for r in range(2)],
+           absent=["FAILED"], within=30)
+    x = os.path.join(bundle, "inputs", "x.npy")
+    expect([args.sluice_run, bundle, x, "--ranks=2", "--iters=3", "--expect"] +
+           expected_args(bundle), env=sim,
+           patterns=matches_all() +
+           [r"latency over 3 runs \(cuda target, 2 ranks \(%s\), rank 0 on "
+            r"Simulated GPU 0 \(sm_90, device 0\)\): .*cuda graph: replayed"
+            % re.escape(staged)], within=30)
+    # A rank that does not answer: the staged collective fails in its stream
+    # host function, and the run reports it, naming the rank.
+    slow = input_with_first(args, -777)
+    expect([args.sluice_run, bundle, slow, "--ranks=2"], rc=2,
+           env=dict(sim, SLUICE_COMM_TIMEOUT="0.5"),
+           patterns=[r"sluice-run: error: rank 0: bundle '.*': run failed: "
+                     r"all_reduce: no answer from rank 1 within 0\.5 s$"],
+           within=15)
 
 
 def bad_launch(args, b2, x2):
