@@ -211,6 +211,13 @@ public:
   }
 
   bool init(ProcessGroup &group, uint64_t maxBytes, std::string &error) {
+    if (!group.threadMultiple()) {
+      error = "ranks that share a GPU stage their collectives through MPI "
+              "calls on CUDA's callback thread, which needs MPI initialized "
+              "with MPI_THREAD_MULTIPLE (the program initialized it with "
+              "less)";
+      return false;
+    }
     if (!group.createHostComm(maxBytes, host, error))
       return false;
     capacity = (size_t)maxBytes;

@@ -339,6 +339,9 @@ std::unique_ptr<MpiGroup> MpiGroup::create(const MPI_Comm *base,
     }
     group->ownsMpi = true;
   }
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  group->multiple = level == MPI_THREAD_MULTIPLE;
   // A communicator of our own: nothing the program sends can match ours,
   // and errors come back as codes instead of aborting the job.
   int status = MPI_Comm_dup(base ? *base : MPI_COMM_WORLD, &group->comm);

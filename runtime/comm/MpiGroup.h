@@ -101,6 +101,7 @@ public:
   int32_t localRank() const override { return localRank_; }
   int32_t localSize() const override { return localSize_; }
   double timeoutSeconds() const override { return timeout; }
+  bool threadMultiple() const override { return multiple; }
   bool broadcast(void *data, size_t bytes, int32_t root,
                  std::string &error) override;
   bool allGather(const void *data, size_t bytes, void *out,
@@ -118,6 +119,7 @@ private:
   int32_t rank_ = 0, world_ = 1, localRank_ = 0, localSize_ = 1;
   double timeout = 0;
   bool ownsMpi = false; ///< this group initialized MPI and finalizes it
+  bool multiple = false; ///< MPI_THREAD_MULTIPLE provided
   bool shutDown = false;
   uint32_t operations = 0;
   std::shared_ptr<JobState> job = std::make_shared<JobState>();

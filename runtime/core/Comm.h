@@ -71,6 +71,9 @@ public:
   virtual int32_t localSize() const = 0;
   /// SLUICE_COMM_TIMEOUT, or the default.
   virtual double timeoutSeconds() const = 0;
+  /// Whether MPI may be called from any thread (MPI_THREAD_MULTIPLE), as
+  /// the host-staged cuda transport does from CUDA's callback thread.
+  virtual bool threadMultiple() const = 0;
 
   /// Host bytes from rank `root` to every rank.
   virtual bool broadcast(void *data, size_t bytes, int32_t root,

@@ -211,10 +211,15 @@ extern "C" int32_t sluice_model_run(const SluiceRunArgs *args) {
   if (run.x[0] == -777.0f && r != 0)
     usleep(1500 * 1000);
 
+  // Step 0 of the manifest's kernels, traced as generated code does.
+  if (args->trace)
+    args->trace->begin(args->trace->user, 0);
   if (!then(Product) ||
       comm->all_reduce(state, run.product, args->outputs[0], kN,
                        SLUICE_COMM_F32, stream, error, errorSize))
     return failed(args, "k1_all_reduce");
+  if (args->trace)
+    args->trace->end(args->trace->user, 0);
   if (!then(Block) ||
       comm->all_gather(state, run.block, args->outputs[1], 2, kK,
                        SLUICE_COMM_F32, stream, error, errorSize))

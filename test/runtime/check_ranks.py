@@ -186,6 +186,12 @@ def main():
     if case == "ranks-2":
         expect([run_, b2, x2, "--ranks=2", "--expect"] + expected_args(b2),
                patterns=matches_all(), absent=["MISMATCH"], within=30)
+        # A mismatch at rank 0 is sluice-run's 1, through mpirun.
+        expect([run_, b2, x2, "--ranks=2", "--expect",
+                "broadcast=" + os.path.join(b2, "expected", "send_recv.npy")],
+               rc=1, patterns=[r"^output 'broadcast': got f32\[4\], expected "
+                               r"f32\[2x4\]: MISMATCH$"],
+               absent=["did not all finish"], within=30)
     elif case == "ranks-3":  # more ranks than this machine may have cores
         expect([run_, b3, os.path.join(b3, "inputs", "x.npy"), "--ranks=3",
                 "--expect"] + expected_args(b3),
@@ -224,15 +230,20 @@ def main():
         cuda_staged(args)
     elif case == "iters-random":
         saved = os.path.join(args.work, "saved")
+        trace = os.path.join(args.work, "trace.json")
         shutil.rmtree(saved, ignore_errors=True)
+        if os.path.exists(trace):
+            os.remove(trace)
         expect([run_, b2, "--ranks=2", "--random-inputs", "--iters=50",
-                "--warmup=2", "--save-outputs=" + saved],
+                "--warmup=2", "--save-outputs=" + saved, "--trace=" + trace],
                patterns=[r"latency over 50 runs \(cpu target, 2 ranks \(mpi\), "
                          r"\d+ threads per rank\)"] +
                ["output '%s' " % name for name in OUTPUTS], within=30)
         for name in OUTPUTS:
             check(os.path.exists(os.path.join(saved, name + ".npy")),
                   "rank 0 saved %s.npy" % name)
+        with open(trace) as f:
+            check('"k1_all_reduce"' in f.read(), "rank 0 wrote the trace")
     elif case == "slow-rank":
         slow = input_with_first(args, -777)
         # A rank 1.5 s late is slow, not dead: the default timeout waits.
