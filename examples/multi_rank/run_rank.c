@@ -50,8 +50,7 @@ int main(int argc, char **argv) {
   SluiceModel *model = NULL;
   SluiceStatus loaded = sluice_model_load_rank(bundle, rank, &model);
   if (loaded != SLUICE_OK)
-    fprintf(stderr, "run_rank: rank %d: %s\n", (int)rank,
-            sluice_last_error());
+    fprintf(stderr, "run_rank: rank %d: %s\n", (int)rank, sluice_last_error());
   int32_t failed = 0, first_failed = -1;
   check(sluice_comm_agree(comm, loaded == SLUICE_OK, &failed, &first_failed),
         rank, "sluice_comm_agree");

@@ -62,8 +62,15 @@ struct Sizes {
   size_t send = 0, recv = 0;
 };
 
-enum class Op { AllReduce, AllGather, ReduceScatter, AllToAll, Send, Recv,
-                Broadcast };
+enum class Op {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  Send,
+  Recv,
+  Broadcast
+};
 
 const char *opName(Op op) {
   switch (op) {
@@ -165,8 +172,7 @@ protected:
       return call(state, args, nullptr, buf, stream, error, size);
     };
     table.broadcast = [](void *state, void *buf, size_t count, int32_t dtype,
-                         int32_t root, void *stream, char *error,
-                         size_t size) {
+                         int32_t root, void *stream, char *error, size_t size) {
       Args args{Op::Broadcast, count, 0, 0, dtype, root};
       return call(state, args, buf, buf, stream, error, size);
     };
@@ -229,8 +235,8 @@ public:
                              cudaHostAllocDefault);
     if (status != cudaSuccess) {
       error = "cudaHostAlloc of the collective staging buffers (2 x " +
-              std::to_string(capacity) + " bytes) failed: " +
-              cudaMessage(status);
+              std::to_string(capacity) +
+              " bytes) failed: " + cudaMessage(status);
       return false;
     }
     fillTable(group.rank(), group.worldSize());
@@ -321,8 +327,8 @@ private:
       break;
     case Op::ReduceScatter:
       status = host.reduce_scatter(host.state, self.stageSend, self.stageRecv,
-                                   args.outer, args.inner, args.dtype,
-                                   nullptr, message, sizeof message);
+                                   args.outer, args.inner, args.dtype, nullptr,
+                                   message, sizeof message);
       break;
     case Op::AllToAll:
       status = host.all_to_all(host.state, self.stageSend, self.stageRecv,
@@ -338,9 +344,9 @@ private:
                          args.peer, nullptr, message, sizeof message);
       break;
     case Op::Broadcast:
-      status = host.broadcast(host.state, self.stageRecv, args.count,
-                              args.dtype, args.peer, nullptr, message,
-                              sizeof message);
+      status =
+          host.broadcast(host.state, self.stageRecv, args.count, args.dtype,
+                         args.peer, nullptr, message, sizeof message);
       break;
     }
     if (status != 0) {
@@ -402,8 +408,8 @@ public:
     if (comm) {
       // A communicator that failed or timed out cannot finalize (it would
       // wait for the missing rank): abort it.
-      if (aborted || !settle(ncclCommFinalize(comm), "ncclCommFinalize",
-                             ignored))
+      if (aborted ||
+          !settle(ncclCommFinalize(comm), "ncclCommFinalize", ignored))
         (void)ncclCommAbort(comm);
       else
         (void)ncclCommDestroy(comm);
@@ -437,11 +443,12 @@ public:
     if (!settle(result, "ncclCommInitRankConfig", error))
       return false;
     // all_gather and reduce_scatter with outer > 1 permute through it.
-    cudaError_t status = cudaMalloc(&scratch, std::max<uint64_t>(maxBytes, 256));
+    cudaError_t status =
+        cudaMalloc(&scratch, std::max<uint64_t>(maxBytes, 256));
     if (status != cudaSuccess) {
       error = "cudaMalloc of the collective scratch (" +
-              std::to_string(maxBytes) + " bytes) failed: " +
-              cudaMessage(status);
+              std::to_string(maxBytes) +
+              " bytes) failed: " + cudaMessage(status);
       return false;
     }
     capacity = (size_t)maxBytes;
@@ -479,9 +486,9 @@ public:
     auto *scratchBytes = static_cast<unsigned char *>(scratch);
     switch (args.op) {
     case Op::AllReduce:
-      return settle(ncclAllReduce(send, recv, args.count, type, ncclSum, comm,
-                                  stream),
-                    what, error);
+      return settle(
+          ncclAllReduce(send, recv, args.count, type, ncclSum, comm, stream),
+          what, error);
     case Op::AllGather: {
       if (args.outer <= 1)
         return settle(ncclAllGather(send, recv, args.outer * args.inner, type,
@@ -511,11 +518,11 @@ public:
       if (!fits(args, error))
         return false;
       for (size_t r = 0; r < world; ++r)
-        if (!copied(cudaMemcpy2DAsync(
-                        scratchBytes + r * args.outer * row, row,
-                        static_cast<const unsigned char *>(send) + r * row,
-                        world * row, row, args.outer, cudaMemcpyDeviceToDevice,
-                        stream),
+        if (!copied(cudaMemcpy2DAsync(scratchBytes + r * args.outer * row, row,
+                                      static_cast<const unsigned char *>(send) +
+                                          r * row,
+                                      world * row, row, args.outer,
+                                      cudaMemcpyDeviceToDevice, stream),
                     what, error))
           return false;
       return settle(ncclReduceScatter(scratch, recv, args.outer * args.inner,
@@ -523,9 +530,8 @@ public:
                     what, error);
     }
     case Op::AllToAll:
-      return settle(
-          ncclAlltoAll(send, recv, args.count, type, comm, stream), what,
-          error);
+      return settle(ncclAlltoAll(send, recv, args.count, type, comm, stream),
+                    what, error);
     case Op::Send:
       return settle(ncclSend(send, args.count, type, args.peer, comm, stream),
                     what, error);
@@ -533,9 +539,9 @@ public:
       return settle(ncclRecv(recv, args.count, type, args.peer, comm, stream),
                     what, error);
     case Op::Broadcast:
-      return settle(ncclBroadcast(send, recv, args.count, type, args.peer,
-                                  comm, stream),
-                    what, error);
+      return settle(
+          ncclBroadcast(send, recv, args.count, type, args.peer, comm, stream),
+          what, error);
     }
     return false;
   }
@@ -556,8 +562,8 @@ private:
   bool copied(cudaError_t status, const char *what, std::string &error) {
     if (status == cudaSuccess)
       return true;
-    error = std::string(what) + ": cudaMemcpy2DAsync failed: " +
-            cudaMessage(status);
+    error = std::string(what) +
+            ": cudaMemcpy2DAsync failed: " + cudaMessage(status);
     return false;
   }
 
@@ -566,9 +572,8 @@ private:
   /// not arrive).
   bool settle(ncclResult_t result, const char *what, std::string &error) {
     using Clock = std::chrono::steady_clock;
-    auto deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(timeout));
+    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(timeout));
     while (result == ncclInProgress && comm) {
       if (ncclCommGetAsyncError(comm, &result) != ncclSuccess)
         break;

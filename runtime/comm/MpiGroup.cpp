@@ -45,20 +45,18 @@ MpiComm::MpiComm(MPI_Comm comm, double timeoutSeconds,
   table.rank = rank;
   table.world_size = world;
   // The ABI's entry points: check the element type, run, copy the message.
-  table.all_reduce = [](void *state, const void *send, void *recv,
-                        size_t count, int32_t dtype, void *, char *error,
-                        size_t size) {
+  table.all_reduce = [](void *state, const void *send, void *recv, size_t count,
+                        int32_t dtype, void *, char *error, size_t size) {
     std::string why;
     return report(self(state)->allReduce(send, recv, count, dtype, why), why,
                   error, size);
   };
-  table.all_gather = [](void *state, const void *send, void *recv,
-                        size_t outer, size_t inner, int32_t dtype, void *,
-                        char *error, size_t size) {
+  table.all_gather = [](void *state, const void *send, void *recv, size_t outer,
+                        size_t inner, int32_t dtype, void *, char *error,
+                        size_t size) {
     std::string why;
-    return report(
-        self(state)->allGather(send, recv, outer, inner, dtype, why), why,
-        error, size);
+    return report(self(state)->allGather(send, recv, outer, inner, dtype, why),
+                  why, error, size);
   };
   table.reduce_scatter = [](void *state, const void *send, void *recv,
                             size_t outer, size_t inner, int32_t dtype, void *,
@@ -68,9 +66,8 @@ MpiComm::MpiComm(MPI_Comm comm, double timeoutSeconds,
         self(state)->reduceScatter(send, recv, outer, inner, dtype, why), why,
         error, size);
   };
-  table.all_to_all = [](void *state, const void *send, void *recv,
-                        size_t count, int32_t dtype, void *, char *error,
-                        size_t size) {
+  table.all_to_all = [](void *state, const void *send, void *recv, size_t count,
+                        int32_t dtype, void *, char *error, size_t size) {
     std::string why;
     return report(self(state)->allToAll(send, recv, count, dtype, why), why,
                   error, size);
@@ -78,8 +75,8 @@ MpiComm::MpiComm(MPI_Comm comm, double timeoutSeconds,
   table.send = [](void *state, const void *buf, size_t count, int32_t dtype,
                   int32_t peer, void *, char *error, size_t size) {
     std::string why;
-    return report(self(state)->sendTo(buf, count, dtype, peer, why), why,
-                  error, size);
+    return report(self(state)->sendTo(buf, count, dtype, peer, why), why, error,
+                  size);
   };
   table.recv = [](void *state, void *buf, size_t count, int32_t dtype,
                   int32_t peer, void *, char *error, size_t size) {
@@ -140,8 +137,8 @@ bool MpiComm::allReduce(const void *send, void *recv, size_t count,
                         int32_t dtype, std::string &error) {
   size_t es = dtypeBytes(dtype);
   if (!es)
-    return failed("all_reduce", error = "unknown element type " +
-                                        std::to_string(dtype));
+    return failed("all_reduce",
+                  error = "unknown element type " + std::to_string(dtype));
   if (world == 1 || count == 0) {
     if (send != recv && count)
       std::memmove(recv, send, count * es);
@@ -159,8 +156,7 @@ bool MpiComm::allReduce(const void *send, void *recv, size_t count,
   for (int peer = 0; peer < world; ++peer) {
     if (peer == rank)
       continue;
-    if (!reduce.recv(contributions + peer * slot, ownCount * es, peer,
-                     error) ||
+    if (!reduce.recv(contributions + peer * slot, ownCount * es, peer, error) ||
         !reduce.send(in + blockBegin(count, world, peer) * es,
                      blockSize(count, world, peer) * es, peer, error))
       return failed("all_reduce", error);
@@ -189,8 +185,8 @@ bool MpiComm::allGather(const void *send, void *recv, size_t outer,
                         size_t inner, int32_t dtype, std::string &error) {
   size_t es = dtypeBytes(dtype);
   if (!es)
-    return failed("all_gather", error = "unknown element type " +
-                                        std::to_string(dtype));
+    return failed("all_gather",
+                  error = "unknown element type " + std::to_string(dtype));
   auto *in = static_cast<const unsigned char *>(send);
   auto *out = static_cast<unsigned char *>(recv);
   size_t row = inner * es, stride = (size_t)world * row;
@@ -213,8 +209,8 @@ bool MpiComm::reduceScatter(const void *send, void *recv, size_t outer,
                             size_t inner, int32_t dtype, std::string &error) {
   size_t es = dtypeBytes(dtype);
   if (!es)
-    return failed("reduce_scatter", error = "unknown element type " +
-                                            std::to_string(dtype));
+    return failed("reduce_scatter",
+                  error = "unknown element type " + std::to_string(dtype));
   auto *in = static_cast<const unsigned char *>(send);
   auto *out = static_cast<unsigned char *>(recv);
   size_t row = inner * es, stride = (size_t)world * row, block = outer * row;
@@ -226,8 +222,7 @@ bool MpiComm::reduceScatter(const void *send, void *recv, size_t outer,
     if (peer == rank)
       continue;
     if (!exchange.recv(contributions + peer * block, block, peer, error) ||
-        !exchange.sendStrided(in + peer * row, row, outer, stride, peer,
-                              error))
+        !exchange.sendStrided(in + peer * row, row, outer, stride, peer, error))
       return failed("reduce_scatter", error);
   }
   if (!exchange.wait("reduce_scatter", error))
@@ -246,8 +241,8 @@ bool MpiComm::allToAll(const void *send, void *recv, size_t count,
                        int32_t dtype, std::string &error) {
   size_t es = dtypeBytes(dtype);
   if (!es)
-    return failed("all_to_all", error = "unknown element type " +
-                                        std::to_string(dtype));
+    return failed("all_to_all",
+                  error = "unknown element type " + std::to_string(dtype));
   auto *in = static_cast<const unsigned char *>(send);
   auto *out = static_cast<unsigned char *>(recv);
   size_t block = count * es;
@@ -264,14 +259,14 @@ bool MpiComm::allToAll(const void *send, void *recv, size_t count,
   return exchange.wait("all_to_all", error) || failed("all_to_all", error);
 }
 
-bool MpiComm::sendTo(const void *buf, size_t count, int32_t dtype,
-                     int32_t peer, std::string &error) {
+bool MpiComm::sendTo(const void *buf, size_t count, int32_t dtype, int32_t peer,
+                     std::string &error) {
   size_t es = dtypeBytes(dtype);
   if (!es || peer < 0 || peer >= world || peer == rank)
-    return failed("send", error = !es ? "unknown element type " +
-                                            std::to_string(dtype)
-                                      : "no peer rank " + std::to_string(peer) +
-                                            " for rank " + std::to_string(rank));
+    return failed("send",
+                  error = !es ? "unknown element type " + std::to_string(dtype)
+                              : "no peer rank " + std::to_string(peer) +
+                                    " for rank " + std::to_string(rank));
   Exchange exchange(mpiComm, pointTag(sent, peer), timeout);
   return (exchange.send(buf, count * es, peer, error) &&
           exchange.wait("send", error)) ||
@@ -282,10 +277,10 @@ bool MpiComm::recvFrom(void *buf, size_t count, int32_t dtype, int32_t peer,
                        std::string &error) {
   size_t es = dtypeBytes(dtype);
   if (!es || peer < 0 || peer >= world || peer == rank)
-    return failed("recv", error = !es ? "unknown element type " +
-                                            std::to_string(dtype)
-                                      : "no peer rank " + std::to_string(peer) +
-                                            " for rank " + std::to_string(rank));
+    return failed("recv",
+                  error = !es ? "unknown element type " + std::to_string(dtype)
+                              : "no peer rank " + std::to_string(peer) +
+                                    " for rank " + std::to_string(rank));
   Exchange exchange(mpiComm, pointTag(received, peer), timeout);
   return (exchange.recv(buf, count * es, peer, error) &&
           exchange.wait("recv", error)) ||
@@ -296,10 +291,9 @@ bool MpiComm::broadcast(void *buf, size_t count, int32_t dtype, int32_t root,
                         std::string &error) {
   size_t es = dtypeBytes(dtype);
   if (!es || root < 0 || root >= world)
-    return failed("broadcast", error = !es ? "unknown element type " +
-                                                 std::to_string(dtype)
-                                           : "no root rank " +
-                                                 std::to_string(root));
+    return failed("broadcast",
+                  error = !es ? "unknown element type " + std::to_string(dtype)
+                              : "no root rank " + std::to_string(root));
   Exchange exchange(mpiComm, collectiveTag(), timeout);
   if (rank == root) {
     for (int peer = 0; peer < world; ++peer)
@@ -433,8 +427,7 @@ bool MpiGroup::allGather(const void *data, size_t bytes, void *out,
   return false;
 }
 
-bool MpiGroup::createHostComm(uint64_t maxBytes,
-                              std::unique_ptr<RankComm> &out,
+bool MpiGroup::createHostComm(uint64_t maxBytes, std::unique_ptr<RankComm> &out,
                               std::string &error) {
   // Meet first, with the deadline: MPI_Comm_dup waits for every rank and
   // has none, so a rank that never creates its context would hang it.

@@ -1,4 +1,4 @@
-//===- MpiGroup.h - the process group and host collectives over MPI -*- C++ -*-===//
+//===- MpiGroup.h - the process group and host collectives ---- -*- C++ -*-===//
 //
 // libsluice_comm.so: MpiGroup is the ProcessGroup of runtime/core/Comm.h
 // (MPI initialized if the program did not, its own duplicate of the job's
@@ -118,7 +118,7 @@ private:
   MPI_Comm comm = MPI_COMM_NULL;
   int32_t rank_ = 0, world_ = 1, localRank_ = 0, localSize_ = 1;
   double timeout = 0;
-  bool ownsMpi = false; ///< this group initialized MPI and finalizes it
+  bool ownsMpi = false;  ///< this group initialized MPI and finalizes it
   bool multiple = false; ///< MPI_THREAD_MULTIPLE provided
   bool shutDown = false;
   uint32_t operations = 0;

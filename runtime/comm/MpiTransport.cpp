@@ -91,8 +91,8 @@ bool Exchange::postStrided(bool isSend, void *data, size_t blockBytes,
   // short of 2 GiB blocks); else one message per block.
   if (blocks <= INT_MAX && blockBytes <= INT_MAX && strideBytes <= INT_MAX) {
     MPI_Datatype vector;
-    int status = MPI_Type_vector((int)blocks, (int)blockBytes,
-                                 (int)strideBytes, MPI_BYTE, &vector);
+    int status = MPI_Type_vector((int)blocks, (int)blockBytes, (int)strideBytes,
+                                 MPI_BYTE, &vector);
     if (status == MPI_SUCCESS)
       status = MPI_Type_commit(&vector);
     if (status != MPI_SUCCESS) {
@@ -128,8 +128,7 @@ bool Exchange::sendStrided(const void *data, size_t blockBytes, size_t blocks,
 
 bool Exchange::recvStrided(void *data, size_t blockBytes, size_t blocks,
                            size_t strideBytes, int peer, std::string &error) {
-  return postStrided(false, data, blockBytes, blocks, strideBytes, peer,
-                     error);
+  return postStrided(false, data, blockBytes, blocks, strideBytes, peer, error);
 }
 
 namespace {

@@ -1,4 +1,4 @@
-//===- MpiTransport.h - point-to-point exchanges with a deadline -*- C++ -*-===//
+//===- MpiTransport.h - messages with a deadline -------------- -*- C++ -*-===//
 //
 // Every host collective of libsluice_comm.so is built from nonblocking
 // MPI_Isend / MPI_Irecv posted all at once and then polled: no blocking MPI
@@ -59,8 +59,8 @@ public:
   bool wait(const char *what, std::string &error);
 
 private:
-  bool post(bool isSend, void *data, size_t bytes, MPI_Datatype type,
-            int count, int peer, std::string &error);
+  bool post(bool isSend, void *data, size_t bytes, MPI_Datatype type, int count,
+            int peer, std::string &error);
   bool postBytes(bool isSend, void *data, size_t bytes, int peer,
                  std::string &error);
   bool postStrided(bool isSend, void *data, size_t blockBytes, size_t blocks,

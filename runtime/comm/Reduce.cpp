@@ -129,10 +129,12 @@ void sumChunks(void *dst, const void *const *sources, size_t numSources,
   }
 }
 
-template <typename T> void sumPlain(void *dst, const void *const *sources,
-                                    size_t numSources, size_t count) {
-  sumChunks<T, T>(dst, sources, numSources, count, [](T v) { return v; },
-                  [](T v) { return v; });
+template <typename T>
+void sumPlain(void *dst, const void *const *sources, size_t numSources,
+              size_t count) {
+  sumChunks<T, T>(
+      dst, sources, numSources, count, [](T v) { return v; },
+      [](T v) { return v; });
 }
 
 /// Signed integers add as their unsigned counterparts: wrap-around without
@@ -140,8 +142,9 @@ template <typename T> void sumPlain(void *dst, const void *const *sources,
 template <typename T, typename U>
 void sumWrapping(void *dst, const void *const *sources, size_t numSources,
                  size_t count) {
-  sumChunks<T, U>(dst, sources, numSources, count,
-                  [](T v) { return (U)v; }, [](U v) { return (T)v; });
+  sumChunks<T, U>(
+      dst, sources, numSources, count, [](T v) { return (U)v; },
+      [](U v) { return (T)v; });
 }
 
 } // namespace

@@ -1,4 +1,4 @@
-//===- Reduce.h - element types and sums of the host collectives -*- C++ -*-===//
+//===- Reduce.h - element types and sums of collectives ------- -*- C++ -*-===//
 //
 // The arithmetic of the MPI transport, apart from MPI so that it is tested on
 // its own: the ABI's element types (SluiceCommDType), how a collective's

@@ -1,4 +1,4 @@
-//===- Comm.h - what the core and the communication libraries share -*- C++ -*-===//
+//===- Comm.h - what the core and the comm libraries share ---- -*- C++ -*-===//
 //
 // A multi-rank bundle's run calls collectives through the ABI's SluiceComm
 // (include/sluice/bundle_abi.h). The runtime fills it from a communication

@@ -51,8 +51,7 @@ LaunchInfo readLaunchEnvironment() {
                  set("MPI_LOCALRANKID") ? number("MPI_LOCALRANKID")
                                         : number("SLURM_LOCALID"));
   if (set("PMIX_RANK")) // a PMIx launcher: the size comes with MPI_Init
-    return found("PMIX_RANK", number("PMIX_RANK"), -1,
-                 number("SLURM_LOCALID"));
+    return found("PMIX_RANK", number("PMIX_RANK"), -1, number("SLURM_LOCALID"));
   // Slurm sets SLURM_PROCID in batch scripts too, where one process runs:
   // only a step that srun started (SLURM_STEP_ID) is a job of ranks.
   if (set("SLURM_PROCID") && set("SLURM_NTASKS") &&

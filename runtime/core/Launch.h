@@ -16,7 +16,8 @@ namespace sluice::runtime {
 
 struct LaunchInfo {
   bool inJob = false;
-  int32_t rank = 0, worldSize = 1, localRank = 0; ///< -1: unknown
+  /// -1: unknown.
+  int32_t rank = 0, worldSize = 1, localRank = 0;
   const char *source = ""; ///< the variables read
 };
 

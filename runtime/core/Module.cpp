@@ -13,8 +13,7 @@ namespace {
 /// The folder of the library this code is in ("" if unknown).
 std::string ownFolder() {
   Dl_info info;
-  if (!::dladdr(reinterpret_cast<void *>(&ownFolder), &info) ||
-      !info.dli_fname)
+  if (!::dladdr(reinterpret_cast<void *>(&ownFolder), &info) || !info.dli_fname)
     return "";
   std::string path = info.dli_fname;
   size_t slash = path.rfind('/');

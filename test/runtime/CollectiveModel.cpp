@@ -57,8 +57,16 @@ struct Run {
 };
 
 /// The computation between collectives.
-enum Step { Product, Block, Scatter, Outgoing, Sending, Shared, Counts,
-            NumSteps };
+enum Step {
+  Product,
+  Block,
+  Scatter,
+  Outgoing,
+  Sending,
+  Shared,
+  Counts,
+  NumSteps
+};
 
 void compute(const Run &run, Step step) {
   const int W = run.W, r = run.r;
@@ -90,8 +98,7 @@ void compute(const Run &run, Step step) {
     break;
   case Shared:
     for (int c = 0; c < kC; ++c)
-      static_cast<float *>(run.outputs[5])[c] =
-          r == W - 1 ? w[kC + c] : -1.0f;
+      static_cast<float *>(run.outputs[5])[c] = r == W - 1 ? w[kC + c] : -1.0f;
     break;
   case Counts:
     for (int i = 0; i < 4; ++i)
@@ -176,8 +183,8 @@ extern "C" int32_t sluice_model_run(const SluiceRunArgs *args) {
   Run &run = static_cast<State *>(args->device_state)->run;
   auto then = [&](Step step) {
     auto *state = static_cast<State *>(args->device_state);
-    return cudaLaunchHostFunc(static_cast<cudaStream_t>(args->stream),
-                              hostStep, &state->calls[step]) == cudaSuccess;
+    return cudaLaunchHostFunc(static_cast<cudaStream_t>(args->stream), hostStep,
+                              &state->calls[step]) == cudaSuccess;
   };
 #else
   Run run;
@@ -246,16 +253,16 @@ extern "C" int32_t sluice_model_run(const SluiceRunArgs *args) {
   int next = (r + 1) % W, previous = (r + W - 1) % W;
   for (int phase = 0; phase < 2; ++phase) {
     bool sendNow = (phase == 0) == (r % 2 == 0);
-    int32_t status =
-        sendNow ? comm->send(state, run.sending, kC, SLUICE_COMM_F32, next,
-                             stream, error, errorSize)
-                : comm->recv(state, run.got, kC, SLUICE_COMM_F32, previous,
-                             stream, error, errorSize);
+    int32_t status = sendNow
+                         ? comm->send(state, run.sending, kC, SLUICE_COMM_F32,
+                                      next, stream, error, errorSize)
+                         : comm->recv(state, run.got, kC, SLUICE_COMM_F32,
+                                      previous, stream, error, errorSize);
     if (status)
       return failed(args, sendNow ? "k7_send" : "k7_recv");
   }
-  if (comm->all_gather(state, run.got, args->outputs[4], 1, kC,
-                       SLUICE_COMM_F32, stream, error, errorSize))
+  if (comm->all_gather(state, run.got, args->outputs[4], 1, kC, SLUICE_COMM_F32,
+                       stream, error, errorSize))
     return failed(args, "k8_all_gather");
 
   if (!then(Shared) ||

@@ -18,7 +18,8 @@ TEST(CommReduce, BlocksCoverEveryElementOnce) {
     for (int parts : {1, 2, 3, 7}) {
       size_t covered = 0;
       for (int b = 0; b < parts; ++b) {
-        EXPECT_EQ(blockBegin(count, parts, b), covered) << count << "/" << parts;
+        EXPECT_EQ(blockBegin(count, parts, b), covered)
+            << count << "/" << parts;
         covered += blockSize(count, parts, b);
         // Sizes differ by at most one.
         EXPECT_LE(blockSize(count, parts, b), count / parts + 1);
@@ -79,8 +80,8 @@ TEST(CommReduce, HalfPrecisionRoundsOnce) {
 }
 
 TEST(CommReduce, HalfConversions) {
-  EXPECT_EQ(floatToHalf(65504.0f), 0x7bff);         // the largest half
-  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);         // rounds to inf
+  EXPECT_EQ(floatToHalf(65504.0f), 0x7bff); // the largest half
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00); // rounds to inf
   EXPECT_EQ(floatToHalf(-0.0f), 0x8000);
   EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 1); // the smallest subnormal
   EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -26)), 0); // below half of it

@@ -85,8 +85,8 @@ int main(int argc, char **argv) {
   for (int r = 0; r < W; ++r) {
     for (int i = 0; i < kN; ++i)
       w[r][i] = (float)(r + 1) + 0.5f * i;
-    writeFile(dir + "/weights.rank" + std::to_string(r) + ".bin",
-              w[r].data(), kN * sizeof(float));
+    writeFile(dir + "/weights.rank" + std::to_string(r) + ".bin", w[r].data(),
+              kN * sizeof(float));
   }
   std::vector<float> x(kN);
   for (int i = 0; i < kN; ++i)
@@ -159,24 +159,34 @@ int main(int argc, char **argv) {
   std::string ranks;
   for (int r = 0; r < W; ++r)
     ranks += std::string(r ? ", " : "") + "{\"file\": \"weights.rank" +
-             std::to_string(r) + ".bin\", \"bytes\": " +
-             std::to_string(kN * sizeof(float)) + "}";
+             std::to_string(r) +
+             ".bin\", \"bytes\": " + std::to_string(kN * sizeof(float)) + "}";
   std::string grid = std::to_string(W);
   std::string manifest =
       std::string("{\n  \"format\": \"sluice-bundle\",\n  \"version\": \"") +
-      SLUICE_VERSION_STRING + "\",\n  \"abi\": " +
-      std::to_string(SLUICE_BUNDLE_ABI_VERSION) +
+      SLUICE_VERSION_STRING +
+      "\",\n  \"abi\": " + std::to_string(SLUICE_BUNDLE_ABI_VERSION) +
       ",\n  \"target\": \"" + (cuda ? "cuda" : "cpu") +
       "\",\n  \"model\": \"collectives\",\n"
       "  \"library\": \"model.so\",\n"
-      "  \"world_size\": " + grid + ",\n"
-      "  \"parallel\": {\"tp\": " + grid + ", \"sp\": false, \"grid\": [" +
-      grid + "], \"axes\": [\"tp\"], \"layers\": 1},\n"
-      "  \"weights\": {\"alignment\": 64, \"ranks\": [" + ranks + "]},\n"
-      "  \"collective_max_bytes\": " + std::to_string(maxBytes) + ",\n"
+      "  \"world_size\": " +
+      grid +
+      ",\n"
+      "  \"parallel\": {\"tp\": " +
+      grid + ", \"sp\": false, \"grid\": [" + grid +
+      "], \"axes\": [\"tp\"], \"layers\": 1},\n"
+      "  \"weights\": {\"alignment\": 64, \"ranks\": [" +
+      ranks +
+      "]},\n"
+      "  \"collective_max_bytes\": " +
+      std::to_string(maxBytes) +
+      ",\n"
       "  \"arena_bytes\": 4096,\n  \"gpu_architectures\": [" +
-      (cuda ? "\"sm_80\", \"compute_80\"" : "") + "],\n"
-      "  \"inputs\": [\n" + output("x", "float32", {kN}) + "\n  ],\n"
+      (cuda ? "\"sm_80\", \"compute_80\"" : "") +
+      "],\n"
+      "  \"inputs\": [\n" +
+      output("x", "float32", {kN}) +
+      "\n  ],\n"
       "  \"outputs\": [\n" +
       output("all_reduce", "float32", {kN}) + ",\n" +
       output("all_gather", "float32", {2, W, kK}) + ",\n" +
@@ -184,7 +194,8 @@ int main(int argc, char **argv) {
       output("all_to_all", "float32", {W, W, kC}) + ",\n" +
       output("send_recv", "float32", {W, kC}) + ",\n" +
       output("broadcast", "float32", {kC}) + ",\n" +
-      output("all_reduce_i32", "int32", {4}) + "\n  ],\n"
+      output("all_reduce_i32", "int32", {4}) +
+      "\n  ],\n"
       "  \"kernels\": [\n"
       "    {\"name\": \"k1_all_reduce\", \"kind\": \"library\", \"op\": "
       "\"sluice.all_reduce\"}\n  ]\n}\n";

@@ -104,9 +104,9 @@ int launchRanks(int ranks, const std::string &bundle,
             (override && *override ? std::string("does not exist")
                                    : std::string("is not on PATH")) +
             ": install Open MPI (scripts/setup.sh) or set SLUICE_MPIRUN, or "
-            "start the ranks yourself (mpirun -np " + std::to_string(ranks) +
-            " sluice-run ..., srun -n " + std::to_string(ranks) +
-            " sluice-run ...)");
+            "start the ranks yourself (mpirun -np " +
+            std::to_string(ranks) + " sluice-run ..., srun -n " +
+            std::to_string(ranks) + " sluice-run ...)");
 
   std::vector<std::string> command = {mpirun, "-np", std::to_string(ranks)};
   std::string version = versionOf(mpirun);
@@ -137,8 +137,8 @@ int launchRanks(int ranks, const std::string &bundle,
   std::fflush(stderr);
   pid_t child = ::fork();
   if (child < 0)
-    die("sluice-run", std::string("cannot start mpirun: fork: ") +
-                          std::strerror(errno));
+    die("sluice-run",
+        std::string("cannot start mpirun: fork: ") + std::strerror(errno));
   if (child == 0) {
     std::vector<char *> argv;
     for (std::string &word : command)
@@ -173,8 +173,9 @@ int launchRanks(int ranks, const std::string &bundle,
                              "mpirun's message is above)");
     return 2;
   }
-  std::fprintf(stderr, "sluice-run: error: %s did not all finish: mpirun "
-                       "was killed by signal %d\n",
+  std::fprintf(stderr,
+               "sluice-run: error: %s did not all finish: mpirun "
+               "was killed by signal %d\n",
                how.c_str(), WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   return 2;
 }

@@ -1,4 +1,4 @@
-//===- Launch.h - sluice-run --ranks=N: start the ranks through mpirun -*- C++ -*-===//
+//===- Launch.h - --ranks: start the ranks via mpirun --------- -*- C++ -*-===//
 //
 // `sluice-run OUT.sluice --ranks=N ...` outside an MPI job runs
 // `mpirun -np N <this sluice-run> OUT.sluice --ranks=N ...`, with what a

@@ -726,8 +726,12 @@ int runBundle(const Options &options, bool rankMode) {
     rankJob = std::make_unique<RankJob>();
     SluiceLaunchInfo launch = sluice::rt::launchInfo();
     if (!rankJob->comm.init(&error))
-      sluice::tools::die("sluice-run",
-                         "rank " + std::to_string(launch.rank) + ": " + error);
+      sluice::tools::die("sluice-run", (launch.rank >= 0
+                                            ? "rank " +
+                                                  std::to_string(launch.rank) +
+                                                  ": "
+                                            : std::string()) +
+                                           error);
     job = rankJob.get();
     job->rank = job->comm.rank();
     int32_t world = 0;
