@@ -21,7 +21,7 @@
 //                               place
 //
 // It refuses x[0] == -12345 on rank 1 only (a failure of one rank), and
-// x[0] == -777 makes every rank but 0 sleep 1.5 s before its first
+// x[0] == -777 makes every rank but 0 sleep 3 s before its first
 // collective (a rank that is slow, not dead).
 //
 // Built with SLUICE_COLLECTIVE_SIM_CUDA it is a cuda bundle's library for
@@ -216,7 +216,7 @@ extern "C" int32_t sluice_model_run(const SluiceRunArgs *args) {
   if (run.x[0] == -12345.0f && r == 1)
     return refuse(args, "k1_all_reduce", "refused the magic input -12345");
   if (run.x[0] == -777.0f && r != 0)
-    usleep(1500 * 1000);
+    usleep(3000 * 1000);
 
   // Step 0 of the manifest's kernels, traced as generated code does.
   if (args->trace)
