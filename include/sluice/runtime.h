@@ -29,6 +29,39 @@
  * CUDA driver or a GPU, sluice_context_create fails with
  * SLUICE_ERROR_DEVICE and one line saying which.
  *
+ * Multi-rank bundles (sluice-compile --tp=N; manifest "world_size" N > 1)
+ * run as N cooperating processes, one per rank, started by an MPI launcher
+ * (mpirun, srun). Each process runs its rank through the functions of
+ * "Multi-rank bundles" below, in this order:
+ *
+ *   SluiceCommunicator *comm;             // MPI_Init unless done already
+ *   sluice_comm_init(NULL, &comm);        // (or pass &your_mpi_comm)
+ *   sluice_comm_rank(comm, &rank, &world);
+ *   SluiceModel *model;                   // maps weights.rank<rank>.bin only
+ *   sluice_model_load_rank(dir, rank, &model);
+ *   SluiceContext *context;               // collective: every rank calls it
+ *   sluice_context_create_rank(model, comm, -1, &context);
+ *   sluice_context_set_input(...);        // the same inputs on every rank
+ *   sluice_context_run(context);          // collective: every rank runs
+ *   sluice_context_output(...);           // every rank holds the outputs
+ *   sluice_context_free(context);
+ *   sluice_model_free(model);
+ *   sluice_comm_free(comm);               // MPI_Finalize if init started it
+ *
+ * Every rank must create its contexts and run them in the same order (a
+ * run's collectives pair up across ranks). The communication library
+ * (libsluice_comm.so, which links MPI; libsluice_comm_cuda.so, NCCL, for
+ * cuda bundles) is loaded from the folder of libsluice_runtime.so when
+ * sluice_comm_init is first called, so that single-rank programs link
+ * neither MPI nor NCCL. Everything that waits on other ranks has a
+ * deadline, SLUICE_COMM_TIMEOUT seconds (default 10): a rank that died or
+ * hangs makes the others fail with SLUICE_ERROR_COMM (or SLUICE_ERROR_RUN
+ * for a run) and a message naming it, instead of hanging. After such a
+ * failure the job cannot shut down cleanly: exit the process with an error
+ * (the launcher ends the other ranks); sluice_comm_free then skips
+ * MPI_Finalize. A multi-rank context belongs to one thread at a time, as
+ * any context; MPI is initialized with MPI_THREAD_MULTIPLE asked for.
+ *
  *===----------------------------------------------------------------------===*/
 #ifndef SLUICE_RUNTIME_H
 #define SLUICE_RUNTIME_H
@@ -53,13 +86,18 @@ typedef enum SluiceStatus {
   SLUICE_ERROR_BUNDLE = 2,           /* the bundle cannot be loaded */
   SLUICE_ERROR_RUN = 3,              /* the model's run reported a failure */
   SLUICE_ERROR_OUT_OF_MEMORY = 4,
-  SLUICE_ERROR_DEVICE = 5 /* no device can run the bundle: no CUDA support,
+  SLUICE_ERROR_DEVICE = 5, /* no device can run the bundle: no CUDA support,
                              driver or GPU; a GPU too old for its code; a
                              device-side allocation or setup failure */
+  SLUICE_ERROR_COMM = 6    /* multi-rank: no MPI or communication library, a
+                             rank that did not answer within the timeout
+                             (named in the message), an MPI failure */
 } SluiceStatus;
 
 typedef struct SluiceModel SluiceModel;
 typedef struct SluiceContext SluiceContext;
+/* A process's place in a multi-rank job (an MPI communicator). */
+typedef struct SluiceCommunicator SluiceCommunicator;
 
 /* One graph input or output. Pointers stay valid while the model lives. */
 typedef struct SluiceTensorInfo {
@@ -199,6 +237,91 @@ SLUICE_RT_API SluiceStatus sluice_context_run_time(const SluiceContext *context,
 SLUICE_RT_API SluiceStatus sluice_context_trace(const SluiceContext *context,
                                   const SluiceTraceEvent **events,
                                   size_t *count);
+
+/*---- Multi-rank bundles ---------------------------------------------------*/
+
+/* Where a launcher put this process, read from its environment before MPI
+ * starts: Open MPI's OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK, PMIx's
+ * PMIX_RANK, PMI's PMI_RANK / PMI_SIZE (MPICH, srun --mpi=pmi2), Slurm's
+ * SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID (within an srun step). */
+typedef struct SluiceLaunchInfo {
+  int32_t in_job;     /* 1: started by an MPI launcher or srun */
+  int32_t rank;       /* -1 when unknown (0 outside a job) */
+  int32_t world_size; /* -1 when unknown (1 outside a job) */
+  int32_t local_rank; /* among the ranks on this host; -1 when unknown */
+  const char *source; /* the variables read, e.g. "OMPI_COMM_WORLD_*"; ""
+                         outside a job; static storage */
+} SluiceLaunchInfo;
+SLUICE_RT_API SluiceStatus sluice_launch_info(SluiceLaunchInfo *info);
+
+/* The "world_size" of the bundle in `bundle_dir`, reading its manifest only
+ * (no library, no weights): how many ranks it runs as. */
+SLUICE_RT_API SluiceStatus sluice_bundle_world_size(const char *bundle_dir,
+                                                    int32_t *world_size);
+
+/* Joins the job: loads libsluice_comm.so, initializes MPI unless the
+ * program did (MPI_THREAD_MULTIPLE asked for) and takes a duplicate of
+ * `*mpi_comm` (a pointer to the program's MPI_Comm; null: MPI_COMM_WORLD)
+ * for the runtime's own messages. */
+SLUICE_RT_API SluiceStatus sluice_comm_init(const void *mpi_comm,
+                                            SluiceCommunicator **out);
+/* Leaves the job: waits (with the deadline) for every rank to arrive, then
+ * finalizes MPI if sluice_comm_init initialized it. Free the contexts made
+ * with it first. After a rank failed, or when a rank does not arrive, it
+ * returns SLUICE_ERROR_COMM and leaves MPI as it is: exit the process (null
+ * is fine). */
+SLUICE_RT_API SluiceStatus sluice_comm_free(SluiceCommunicator *comm);
+SLUICE_RT_API SluiceStatus sluice_comm_rank(const SluiceCommunicator *comm,
+                                            int32_t *rank,
+                                            int32_t *world_size);
+/* The rank among the ranks on this host, and how many there are: a cuda
+ * rank's GPU is its local rank (modulo the host's GPUs). */
+SLUICE_RT_API SluiceStatus sluice_comm_local_rank(
+    const SluiceCommunicator *comm, int32_t *local_rank, int32_t *local_size);
+/* `bytes` of host memory at `data` from rank `root` to every rank (e.g. the
+ * inputs one rank read). Collective. */
+SLUICE_RT_API SluiceStatus sluice_comm_broadcast(SluiceCommunicator *comm,
+                                                 void *data, size_t bytes,
+                                                 int32_t root);
+/* Every rank says whether it is ready (`ok` nonzero); every rank learns how
+ * many are not (`*num_failed`) and the lowest of them (`*first_failed`, -1
+ * if none): so that a rank that failed to load stops the others cleanly
+ * instead of leaving them waiting in a collective. Collective. */
+SLUICE_RT_API SluiceStatus sluice_comm_agree(SluiceCommunicator *comm,
+                                             int32_t ok, int32_t *num_failed,
+                                             int32_t *first_failed);
+
+/* Loads rank `rank` of the bundle in `bundle_dir`: as sluice_model_load,
+ * but maps only that rank's weights file (weights.rank<rank>.bin). A
+ * single-rank bundle has rank 0 only. sluice_model_load refuses a
+ * multi-rank bundle. */
+SLUICE_RT_API SluiceStatus sluice_model_load_rank(const char *bundle_dir,
+                                                  int32_t rank,
+                                                  SluiceModel **out);
+/* The bundle's world size (1 for a single-rank bundle) and the rank it was
+ * loaded as. */
+SLUICE_RT_API SluiceStatus sluice_model_world_size(const SluiceModel *model,
+                                                   int32_t *world_size);
+SLUICE_RT_API SluiceStatus sluice_model_rank(const SluiceModel *model,
+                                             int32_t *rank);
+
+/* A context for a rank of a multi-rank bundle: `model` loaded as the rank
+ * `comm` has, the world sizes equal. It gets a communicator of its own (on
+ * cpu, MPI on host buffers; on cuda, NCCL, or MPI staged through pinned
+ * host memory when ranks share a GPU). cuda: on GPU `device`, or with -1
+ * on the rank's local rank modulo the host's GPUs (SLUICE_DEVICE does not
+ * apply). cpu: OpenMP threads default to the hardware's divided by the
+ * ranks on this host. Collective: every rank creates its contexts in the
+ * same order. sluice_context_create refuses a multi-rank model. */
+SLUICE_RT_API SluiceStatus sluice_context_create_rank(const SluiceModel *model,
+                                                      SluiceCommunicator *comm,
+                                                      int32_t device,
+                                                      SluiceContext **out);
+/* A multi-rank context's collective transport: "mpi", "nccl", or "mpi,
+ * staged through pinned host memory (ranks share a GPU)"; "" for a
+ * single-rank context. Owned by the context. */
+SLUICE_RT_API SluiceStatus sluice_context_comm_transport(
+    const SluiceContext *context, const char **transport);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,9 @@
 // Header-only RAII over include/sluice/runtime.h. Errors come back as a bool
 // plus a message (no exceptions), so the wrapper works in code built with
 // -fno-exceptions too. The C API's thread-safety rules hold unchanged: share
-// a Model freely, give each thread its own Context.
+// a Model freely, give each thread its own Context. A multi-rank bundle's
+// rank runs through Communicator, Model::loadRank and Context::createRank
+// (the call sequence is in runtime.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,7 +72,31 @@ public:
     return true;
   }
 
+  /// Loads rank `rank` of the bundle in `dir` (maps only its weights).
+  bool loadRank(const std::string &dir, int32_t rank,
+                std::string *error = nullptr) {
+    SluiceModel *loaded = nullptr;
+    if (!detail::check(sluice_model_load_rank(dir.c_str(), rank, &loaded),
+                       error))
+      return false;
+    sluice_model_free(model);
+    model = loaded;
+    return true;
+  }
+
   bool loaded() const { return model != nullptr; }
+  /// Ranks the bundle runs as (1: a single-rank bundle).
+  int32_t worldSize() const {
+    int32_t n = 1;
+    sluice_model_world_size(model, &n);
+    return n;
+  }
+  /// The rank it was loaded as.
+  int32_t rank() const {
+    int32_t r = 0;
+    sluice_model_rank(model, &r);
+    return r;
+  }
   const SluiceModel *get() const { return model; }
 
   size_t numInputs() const {
@@ -130,6 +156,91 @@ private:
   SluiceModel *model = nullptr;
 };
 
+/// This process's place in a multi-rank job; contexts made with it must be
+/// freed before it.
+class Communicator {
+public:
+  Communicator() = default;
+  ~Communicator() { sluice_comm_free(comm); }
+  Communicator(Communicator &&other) noexcept : comm(other.comm) {
+    other.comm = nullptr;
+  }
+  Communicator &operator=(Communicator &&other) noexcept {
+    std::swap(comm, other.comm);
+    return *this;
+  }
+  Communicator(const Communicator &) = delete;
+  Communicator &operator=(const Communicator &) = delete;
+
+  /// Joins the job (MPI initialized unless it is); `mpiComm` points to the
+  /// program's MPI_Comm, null for MPI_COMM_WORLD.
+  bool init(std::string *error = nullptr, const void *mpiComm = nullptr) {
+    SluiceCommunicator *created = nullptr;
+    if (!detail::check(sluice_comm_init(mpiComm, &created), error))
+      return false;
+    sluice_comm_free(comm);
+    comm = created;
+    return true;
+  }
+  /// Leaves the job (MPI finalized if init started it); false when a rank
+  /// did not arrive or one failed earlier: then exit the process.
+  bool free(std::string *error = nullptr) {
+    SluiceCommunicator *leaving = comm;
+    comm = nullptr;
+    return detail::check(sluice_comm_free(leaving), error);
+  }
+  SluiceCommunicator *get() const { return comm; }
+  int32_t rank() const {
+    int32_t r = 0, w = 1;
+    sluice_comm_rank(comm, &r, &w);
+    return r;
+  }
+  int32_t worldSize() const {
+    int32_t r = 0, w = 1;
+    sluice_comm_rank(comm, &r, &w);
+    return w;
+  }
+  int32_t localRank() const {
+    int32_t r = 0, n = 1;
+    sluice_comm_local_rank(comm, &r, &n);
+    return r;
+  }
+  int32_t localSize() const {
+    int32_t r = 0, n = 1;
+    sluice_comm_local_rank(comm, &r, &n);
+    return n;
+  }
+  /// `bytes` at `data` from rank `root` to every rank.
+  bool broadcast(void *data, size_t bytes, int32_t root,
+                 std::string *error = nullptr) {
+    return detail::check(sluice_comm_broadcast(comm, data, bytes, root),
+                         error);
+  }
+  /// Whether every rank is `ok`; `firstFailed` gets the lowest rank that is
+  /// not (-1 if all are). False (with `error`) if a rank did not answer.
+  bool agree(bool ok, bool &allOk, int32_t *firstFailed = nullptr,
+             std::string *error = nullptr) {
+    int32_t failed = 0, first = -1;
+    if (!detail::check(sluice_comm_agree(comm, ok ? 1 : 0, &failed, &first),
+                       error))
+      return false;
+    allOk = failed == 0;
+    if (firstFailed)
+      *firstFailed = first;
+    return true;
+  }
+
+private:
+  SluiceCommunicator *comm = nullptr;
+};
+
+/// Where a launcher put this process (runtime.h, sluice_launch_info).
+inline SluiceLaunchInfo launchInfo() {
+  SluiceLaunchInfo info = {};
+  sluice_launch_info(&info);
+  return info;
+}
+
 /// One thread's run state for a Model; the Model must outlive it.
 class Context {
 public:
@@ -157,6 +268,27 @@ public:
     sluice_context_free(context);
     context = created;
     return true;
+  }
+
+  /// Creates the context of a multi-rank bundle's rank (collective); cuda
+  /// bundles on GPU `device`, -1 for the rank's local rank.
+  bool createRank(const Model &model, Communicator &comm,
+                  std::string *error = nullptr, int32_t device = -1) {
+    SluiceContext *created = nullptr;
+    if (!detail::check(sluice_context_create_rank(model.get(), comm.get(),
+                                                  device, &created),
+                       error))
+      return false;
+    sluice_context_free(context);
+    context = created;
+    return true;
+  }
+  /// "mpi", "nccl" ... for a multi-rank context; "" otherwise.
+  std::string commTransport() const {
+    const char *name = nullptr;
+    return sluice_context_comm_transport(context, &name) == SLUICE_OK && name
+               ? name
+               : "";
   }
 
   /// Copies input `index`; `bytes` must match the manifest.

@@ -79,7 +79,7 @@ namespace {
 alignas(64) const unsigned char kNoWeights[64] = {};
 } // namespace
 
-std::unique_ptr<Bundle> Bundle::load(const std::string &dir,
+std::unique_ptr<Bundle> Bundle::load(const std::string &dir, int32_t rank,
                                      std::string &error) {
   std::unique_ptr<Bundle> bundle(new Bundle());
   bundle->dir_ = dir;
@@ -94,15 +94,33 @@ std::unique_ptr<Bundle> Bundle::load(const std::string &dir,
             "sluice-compile writes)";
     return nullptr;
   }
-  if (!readManifest(dir, bundle->manifest_, error) ||
-      !bundle->mapWeights(error) || !bundle->openLibrary(error))
+  if (!readManifest(dir, bundle->manifest_, error))
+    return nullptr;
+  int64_t world = bundle->manifest_.worldSize;
+  if (rank == kSingleRank && world > 1) {
+    error = "bundle '" + dir + "' is planned for " + std::to_string(world) +
+            " ranks: run it with sluice-run --ranks=" + std::to_string(world) +
+            ", or load one rank of it under MPI (sluice_model_load_rank, "
+            "docs/parallel.md)";
+    return nullptr;
+  }
+  if (rank != kSingleRank && (rank < 0 || rank >= world)) {
+    error = "bundle '" + dir + "' has " + std::to_string(world) +
+            (world == 1 ? " rank" : " ranks") + " (0.." +
+            std::to_string(world - 1) + "); there is no rank " +
+            std::to_string(rank);
+    return nullptr;
+  }
+  bundle->rank_ = rank == kSingleRank ? 0 : rank;
+  if (!bundle->mapWeights(error) || !bundle->openLibrary(error))
     return nullptr;
   return bundle;
 }
 
 bool Bundle::mapWeights(std::string &error) {
-  std::string file = joinPath(dir_, manifest_.weightsFile);
-  uint64_t expected = manifest_.weightsBytes;
+  const WeightsFile &weights = manifest_.weights[rank_];
+  std::string file = joinPath(dir_, weights.file);
+  uint64_t expected = weights.bytes;
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     // No weights: the file may be left out.
@@ -110,8 +128,10 @@ bool Bundle::mapWeights(std::string &error) {
       weights_ = kNoWeights;
       return true;
     }
-    error =
-        file + ": cannot open the bundle's weights: " + std::strerror(errno);
+    std::string whose = manifest_.worldSize > 1
+                            ? "rank " + std::to_string(rank_) + "'s weights"
+                            : std::string("the bundle's weights");
+    error = file + ": cannot open " + whose + ": " + std::strerror(errno);
     return false;
   }
   struct stat info;

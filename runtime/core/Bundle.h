@@ -2,7 +2,9 @@
 //
 // What sluice_model_load builds: the checked manifest, weights.bin mapped
 // read-only and the model library opened. Immutable once loaded, so any
-// number of contexts on any threads may share one.
+// number of contexts on any threads may share one. A multi-rank bundle is
+// loaded as one of its ranks (sluice_model_load_rank), which maps only that
+// rank's weights file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,9 +22,13 @@ namespace sluice::runtime {
 
 class Bundle {
 public:
-  /// Loads the bundle in `dir`; on failure returns null and sets `error`
-  /// (naming the folder or the file at fault).
-  static std::unique_ptr<Bundle> load(const std::string &dir,
+  /// What `rank` says for a caller of the single-rank API.
+  static constexpr int32_t kSingleRank = -1;
+
+  /// Loads the bundle in `dir` as rank `rank` (kSingleRank: the single-rank
+  /// API, which refuses a multi-rank bundle); on failure returns null and
+  /// sets `error` (naming the folder or the file at fault).
+  static std::unique_ptr<Bundle> load(const std::string &dir, int32_t rank,
                                       std::string &error);
   ~Bundle();
   Bundle(const Bundle &) = delete;
@@ -30,9 +36,13 @@ public:
 
   const std::string &dir() const { return dir_; }
   const Manifest &manifest() const { return manifest_; }
-  /// weights.bin, page-aligned (a 64-byte-aligned empty block when the
-  /// bundle has no weights).
+  /// The rank this bundle was loaded as (0 for a single-rank bundle).
+  int32_t rank() const { return rank_; }
+  /// This rank's weights file, page-aligned (a 64-byte-aligned empty block
+  /// when it holds no weights).
   const unsigned char *weights() const { return weights_; }
+  /// Its size in bytes.
+  uint64_t weightsBytes() const { return manifest_.weights[rank_].bytes; }
   /// The library's sluice_model_run.
   int32_t run(const SluiceRunArgs &args) const { return run_(&args); }
   /// cuda bundles only (the loader requires them there): the library's
@@ -53,6 +63,7 @@ private:
 
   std::string dir_;
   Manifest manifest_;
+  int32_t rank_ = 0;
   const unsigned char *weights_ = nullptr;
   void *mapping_ = nullptr;
   size_t mappedBytes_ = 0;

@@ -12,19 +12,26 @@
 #include "sluice/version.h"
 
 #include "runtime/core/Bundle.h"
+#include "runtime/core/Comm.h"
+#include "runtime/core/Launch.h"
 #include "runtime/core/RunContext.h"
 #include "runtime/cpu/CpuContext.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 using sluice::runtime::Bundle;
 using sluice::runtime::CpuContext;
+using sluice::runtime::ProcessGroup;
+using sluice::runtime::RankComm;
 using sluice::runtime::RunContext;
 using sluice::runtime::TensorSpec;
 
@@ -35,11 +42,25 @@ struct SluiceModel {
   std::vector<SluiceKernelInfo> kernels;
 };
 
+struct SluiceCommunicator {
+  std::unique_ptr<ProcessGroup> group;
+  /// Contexts made with it and not freed: it must outlive them.
+  std::atomic<int> contexts{0};
+};
+
 struct SluiceContext {
   /// A CpuContext or the cuda module's CudaContext.
   std::unique_ptr<RunContext> run;
   /// What sluice_context_cuda_graph last returned, kept for its pointer.
   mutable std::string graphStatus;
+  /// Multi-rank: the communicator it was made with (null otherwise).
+  SluiceCommunicator *comm = nullptr;
+  std::string transport;
+  ~SluiceContext() {
+    run.reset(); // its communicator first
+    if (comm)
+      --comm->contexts;
+  }
 };
 
 namespace {
@@ -94,21 +115,12 @@ SluiceStatus modelQuery(const SluiceModel *model, T *out, const char *function,
   return SLUICE_OK;
 }
 
-} // namespace
-
-extern "C" {
-
-const char *sluice_runtime_version(void) { return SLUICE_VERSION_STRING; }
-
-const char *sluice_last_error(void) { return lastError.c_str(); }
-
-SluiceStatus sluice_model_load(const char *bundle_dir, SluiceModel **out) {
-  if (!bundle_dir || !out)
-    return nullArgument("sluice_model_load");
+SluiceStatus loadModel(const char *bundle_dir, int32_t rank,
+                              SluiceModel **out) {
   *out = nullptr;
   return guarded([&] {
     std::string error;
-    std::unique_ptr<Bundle> bundle = Bundle::load(bundle_dir, error);
+    std::unique_ptr<Bundle> bundle = Bundle::load(bundle_dir, rank, error);
     if (!bundle)
       return fail(SLUICE_ERROR_BUNDLE, error);
     auto model = std::make_unique<SluiceModel>();
@@ -124,6 +136,33 @@ SluiceStatus sluice_model_load(const char *bundle_dir, SluiceModel **out) {
     *out = model.release();
     return SLUICE_OK;
   });
+}
+
+} // namespace
+
+extern "C" {
+
+const char *sluice_runtime_version(void) { return SLUICE_VERSION_STRING; }
+
+const char *sluice_last_error(void) { return lastError.c_str(); }
+
+SluiceStatus sluice_model_load(const char *bundle_dir, SluiceModel **out) {
+  if (!bundle_dir || !out)
+    return nullArgument("sluice_model_load");
+  return loadModel(bundle_dir, Bundle::kSingleRank, out);
+}
+
+SluiceStatus sluice_model_load_rank(const char *bundle_dir, int32_t rank,
+                                    SluiceModel **out) {
+  if (!bundle_dir || !out)
+    return nullArgument("sluice_model_load_rank");
+  if (rank < 0) {
+    *out = nullptr;
+    return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                "sluice_model_load_rank: rank " + std::to_string(rank) +
+                    " (ranks count from 0)");
+  }
+  return loadModel(bundle_dir, rank, out);
 }
 
 SluiceStatus sluice_model_free(SluiceModel *model) {
@@ -186,10 +225,10 @@ SluiceStatus sluice_model_arena_bytes(const SluiceModel *model, size_t *bytes) {
 
 SluiceStatus sluice_model_weights_bytes(const SluiceModel *model,
                                         size_t *bytes) {
-  return modelQuery<size_t>(model, bytes, "sluice_model_weights_bytes",
-                            [](const sluice::runtime::Manifest &m) {
-                              return (size_t)m.weightsBytes;
-                            });
+  if (!model || !bytes)
+    return nullArgument("sluice_model_weights_bytes");
+  *bytes = (size_t)model->bundle->weightsBytes();
+  return SLUICE_OK;
 }
 
 SluiceStatus sluice_model_num_kernels(const SluiceModel *model, size_t *count) {
@@ -225,6 +264,13 @@ SluiceStatus sluice_context_create_on_device(const SluiceModel *model,
   *out = nullptr;
   return guarded([&] {
     const Bundle &bundle = *model->bundle;
+    if (bundle.manifest().worldSize > 1)
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                  "bundle '" + bundle.dir() + "' (rank " +
+                      std::to_string(bundle.rank()) + " of " +
+                      std::to_string(bundle.manifest().worldSize) +
+                      ") runs with the other ranks: create its context with "
+                      "sluice_context_create_rank");
     auto context = std::make_unique<SluiceContext>();
     std::string error;
     if (bundle.manifest().target != "cuda") {
@@ -254,7 +300,8 @@ SluiceStatus sluice_context_create_on_device(const SluiceModel *model,
         device = (int32_t)value;
       }
     }
-    RunContext *cuda = sluice::runtime::createCudaContext(bundle, device, error);
+    RunContext *cuda =
+        sluice::runtime::createCudaContext(bundle, device, nullptr, error);
     if (!cuda)
       return fail(SLUICE_ERROR_DEVICE, error);
     context->run.reset(cuda);
@@ -392,6 +439,214 @@ SluiceStatus sluice_context_trace(const SluiceContext *context,
   const auto &trace = context->run->trace();
   *events = trace.data();
   *count = trace.size();
+  return SLUICE_OK;
+}
+
+/*---- Multi-rank bundles ---------------------------------------------------*/
+
+SluiceStatus sluice_launch_info(SluiceLaunchInfo *info) {
+  if (!info)
+    return nullArgument("sluice_launch_info");
+  sluice::runtime::LaunchInfo launch = sluice::runtime::readLaunchEnvironment();
+  info->in_job = launch.inJob ? 1 : 0;
+  info->rank = launch.rank;
+  info->world_size = launch.worldSize;
+  info->local_rank = launch.localRank;
+  info->source = launch.source;
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_bundle_world_size(const char *bundle_dir,
+                                      int32_t *world_size) {
+  if (!bundle_dir || !world_size)
+    return nullArgument("sluice_bundle_world_size");
+  return guarded([&] {
+    sluice::runtime::Manifest manifest;
+    std::string error;
+    if (!sluice::runtime::readManifest(bundle_dir, manifest, error))
+      return fail(SLUICE_ERROR_BUNDLE, error);
+    *world_size = (int32_t)manifest.worldSize;
+    return SLUICE_OK;
+  });
+}
+
+SluiceStatus sluice_comm_init(const void *mpi_comm, SluiceCommunicator **out) {
+  if (!out)
+    return nullArgument("sluice_comm_init");
+  *out = nullptr;
+  return guarded([&] {
+    std::string error;
+    auto group = sluice::runtime::createProcessGroup(mpi_comm, error);
+    if (!group)
+      return fail(SLUICE_ERROR_COMM, error);
+    auto comm = std::make_unique<SluiceCommunicator>();
+    comm->group = std::move(group);
+    *out = comm.release();
+    return SLUICE_OK;
+  });
+}
+
+SluiceStatus sluice_comm_free(SluiceCommunicator *comm) {
+  if (!comm)
+    return SLUICE_OK;
+  if (int live = comm->contexts.load())
+    return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                "sluice_comm_free: " + std::to_string(live) +
+                    " context(s) made with this communicator are not freed");
+  return guarded([&] {
+    std::string error;
+    bool clean = comm->group->shutdown(error);
+    int32_t rank = comm->group->rank();
+    delete comm;
+    if (!clean)
+      return fail(SLUICE_ERROR_COMM,
+                  "rank " + std::to_string(rank) + ": " + error +
+                      " (MPI is left as it is: exit the process)");
+    return SLUICE_OK;
+  });
+}
+
+SluiceStatus sluice_comm_rank(const SluiceCommunicator *comm, int32_t *rank,
+                              int32_t *world_size) {
+  if (!comm || !rank || !world_size)
+    return nullArgument("sluice_comm_rank");
+  *rank = comm->group->rank();
+  *world_size = comm->group->worldSize();
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_comm_local_rank(const SluiceCommunicator *comm,
+                                    int32_t *local_rank, int32_t *local_size) {
+  if (!comm || !local_rank || !local_size)
+    return nullArgument("sluice_comm_local_rank");
+  *local_rank = comm->group->localRank();
+  *local_size = comm->group->localSize();
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_comm_broadcast(SluiceCommunicator *comm, void *data,
+                                   size_t bytes, int32_t root) {
+  if (!comm || (!data && bytes))
+    return nullArgument("sluice_comm_broadcast");
+  return guarded([&] {
+    std::string error;
+    if (!comm->group->broadcast(data, bytes, root, error))
+      return fail(SLUICE_ERROR_COMM, "rank " +
+                                         std::to_string(comm->group->rank()) +
+                                         ": " + error);
+    return SLUICE_OK;
+  });
+}
+
+SluiceStatus sluice_comm_agree(SluiceCommunicator *comm, int32_t ok,
+                               int32_t *num_failed, int32_t *first_failed) {
+  if (!comm || !num_failed || !first_failed)
+    return nullArgument("sluice_comm_agree");
+  return guarded([&] {
+    std::string error;
+    unsigned char mine = ok ? 1 : 0;
+    std::vector<unsigned char> all(comm->group->worldSize());
+    if (!comm->group->allGather(&mine, 1, all.data(), error))
+      return fail(SLUICE_ERROR_COMM, "rank " +
+                                         std::to_string(comm->group->rank()) +
+                                         ": " + error);
+    *num_failed = 0;
+    *first_failed = -1;
+    for (size_t r = 0; r < all.size(); ++r)
+      if (!all[r]) {
+        if (*first_failed < 0)
+          *first_failed = (int32_t)r;
+        ++*num_failed;
+      }
+    return SLUICE_OK;
+  });
+}
+
+SluiceStatus sluice_model_world_size(const SluiceModel *model,
+                                     int32_t *world_size) {
+  if (!model || !world_size)
+    return nullArgument("sluice_model_world_size");
+  *world_size = (int32_t)model->bundle->manifest().worldSize;
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_model_rank(const SluiceModel *model, int32_t *rank) {
+  if (!model || !rank)
+    return nullArgument("sluice_model_rank");
+  *rank = model->bundle->rank();
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_context_create_rank(const SluiceModel *model,
+                                        SluiceCommunicator *comm,
+                                        int32_t device, SluiceContext **out) {
+  if (!model || !comm || !out)
+    return nullArgument("sluice_context_create_rank");
+  *out = nullptr;
+  return guarded([&] {
+    const Bundle &bundle = *model->bundle;
+    ProcessGroup &group = *comm->group;
+    int64_t world = bundle.manifest().worldSize;
+    if (world == 1) // a single-rank bundle calls no collective
+      return sluice_context_create_on_device(model, device, out);
+    if (world != group.worldSize())
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                  "bundle '" + bundle.dir() + "' is planned for " +
+                      std::to_string(world) + " ranks; this job has " +
+                      std::to_string(group.worldSize()));
+    if (bundle.rank() != group.rank())
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                  "bundle '" + bundle.dir() + "' was loaded as rank " +
+                      std::to_string(bundle.rank()) + "; this process is rank " +
+                      std::to_string(group.rank()) + " of the job");
+    if (device < -1)
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                  "sluice_context_create_rank: device " +
+                      std::to_string(device) +
+                      " (give an index >= 0, or -1 for the local rank)");
+    auto context = std::make_unique<SluiceContext>();
+    std::string error;
+    if (bundle.manifest().target != "cuda") {
+      std::unique_ptr<RankComm> rankComm;
+      if (!group.createHostComm(bundle.manifest().collectiveMaxBytes, rankComm,
+                                error))
+        return fail(SLUICE_ERROR_COMM,
+                    "rank " + std::to_string(group.rank()) + ": " + error);
+      auto cpu = std::make_unique<CpuContext>(bundle, std::move(rankComm));
+      if (!cpu->init(error))
+        return fail(SLUICE_ERROR_OUT_OF_MEMORY, error);
+      // The host's cores are shared by its ranks.
+      unsigned hardware = std::thread::hardware_concurrency();
+      int32_t threads = std::max<int32_t>(
+          1, (int32_t)(hardware ? hardware : 1) / std::max(1, group.localSize()));
+      (void)cpu->setNumThreads(threads, error);
+      context->run = std::move(cpu);
+    } else {
+      sluice::runtime::CudaCommRequest request;
+      request.group = &group;
+      request.factory = sluice::runtime::cudaCommFactory(error);
+      if (!request.factory)
+        return fail(SLUICE_ERROR_COMM, "bundle '" + bundle.dir() + "': " + error);
+      RunContext *cuda = sluice::runtime::createCudaContext(
+          bundle, device == -1 ? sluice::runtime::kLocalRankDevice : device,
+          &request, error);
+      if (!cuda)
+        return fail(SLUICE_ERROR_DEVICE, error);
+      context->run.reset(cuda);
+    }
+    context->transport = context->run->commTransport();
+    context->comm = comm;
+    ++comm->contexts;
+    *out = context.release();
+    return SLUICE_OK;
+  });
+}
+
+SluiceStatus sluice_context_comm_transport(const SluiceContext *context,
+                                           const char **transport) {
+  if (!context || !transport)
+    return nullArgument("sluice_context_comm_transport");
+  *transport = context->transport.c_str();
   return SLUICE_OK;
 }
 

@@ -10,68 +10,31 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/Bundle.h"
-#include "runtime/core/Paths.h"
+#include "runtime/core/Module.h"
 #include "runtime/core/RunContext.h"
 
-#include <dlfcn.h>
 #include <mutex>
-#include <sys/stat.h>
 
 namespace sluice::runtime {
 
 namespace {
-
-/// The folder of the library this code is in ("" if unknown).
-std::string ownFolder() {
-  Dl_info info;
-  if (!::dladdr(reinterpret_cast<void *>(&ownFolder), &info) ||
-      !info.dli_fname)
-    return "";
-  std::string path = info.dli_fname;
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash);
-}
 
 struct CudaModule {
   CudaContextFactory factory = nullptr;
   std::string error; ///< why the module cannot be used
 };
 
-/// Opens the module once per process. RTLD_NODELETE: the CUDA runtime it
-/// links registers exit handlers and keeps driver threads; it must never be
-/// unmapped.
+/// Opens the module once per process (kept loaded: the CUDA runtime it
+/// links must never be unmapped).
 const CudaModule &cudaModule() {
   static CudaModule module;
   static std::once_flag once;
   std::call_once(once, [] {
     std::string reasons;
-    void *handle = nullptr;
-    std::string folder = ownFolder();
-    struct stat info;
-    std::string besideUs = joinPath(folder, kCudaModuleFile);
-    if (!folder.empty() && ::stat(besideUs.c_str(), &info) == 0) {
-      handle = ::dlopen(besideUs.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-      if (!handle) {
-        const char *why = ::dlerror();
-        reasons = why ? why : besideUs + ": cannot load";
-      }
-    }
-    if (!handle && reasons.empty()) {
-      handle = ::dlopen(kCudaModuleFile, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-      if (!handle) {
-        const char *why = ::dlerror();
-        reasons = why ? why : std::string(kCudaModuleFile) + ": not found";
-      }
-    }
-    if (!handle) {
-      module.error = "this runtime has no CUDA support (" + reasons + ")";
-      return;
-    }
-    module.factory = reinterpret_cast<CudaContextFactory>(
-        ::dlsym(handle, kCudaModuleFactory));
+    module.factory = reinterpret_cast<CudaContextFactory>(openModuleSymbol(
+        kCudaModuleFile, kCudaModuleFactory, /*global=*/false, reasons));
     if (!module.factory)
-      module.error = std::string(kCudaModuleFile) + " does not export " +
-                     kCudaModuleFactory + " (a module from another build?)";
+      module.error = "this runtime has no CUDA support (" + reasons + ")";
   });
   return module;
 }
@@ -79,7 +42,7 @@ const CudaModule &cudaModule() {
 } // namespace
 
 RunContext *createCudaContext(const Bundle &bundle, int32_t device,
-                              std::string &error) {
+                              const CudaCommRequest *comm, std::string &error) {
   const CudaModule &module = cudaModule();
   if (!module.factory) {
     error = "bundle '" + bundle.dir() + "' targets cuda: " + module.error;
@@ -87,7 +50,8 @@ RunContext *createCudaContext(const Bundle &bundle, int32_t device,
   }
   RunContext *context = nullptr;
   std::string why;
-  if (module.factory(kCudaModuleInterface, &bundle, device, &context, &why) !=
+  if (module.factory(kCudaModuleInterface, &bundle, device, comm, &context,
+                     &why) !=
           0 ||
       !context) {
     error = why.empty() ? "bundle '" + bundle.dir() +

@@ -67,6 +67,14 @@ public:
     return true;
   }
 
+  bool boolean(const char *key, bool &out) {
+    const JsonValue *value = require(key, JsonValue::Kind::Bool);
+    if (!value)
+      return false;
+    out = value->boolean;
+    return true;
+  }
+
   bool integer(const char *key, int64_t &out) {
     const JsonValue *value = require(key, JsonValue::Kind::Number);
     if (!value)
@@ -183,6 +191,117 @@ bool readTensors(const JsonValue &root, const char *key,
   return true;
 }
 
+
+/// "weights": {"file", "bytes", "alignment"} for a single-rank bundle;
+/// {"alignment", "ranks": [{"file", "bytes"} per rank]} for a multi-rank
+/// one (manifest.worldSize read already).
+bool readWeights(const JsonValue &root, const std::string &file,
+                 Manifest &manifest, std::string &error) {
+  Reader top(root, file, "", error);
+  const JsonValue *weights = top.require("weights", JsonValue::Kind::Object);
+  if (!weights)
+    return false;
+  Reader reader(*weights, file, "weights.", error);
+  if (!reader.size("alignment", manifest.weightsAlignment))
+    return false;
+  // mmap gives page alignment; a bundle asking for more cannot be honoured.
+  if (manifest.weightsAlignment == 0 || manifest.weightsAlignment > 4096 ||
+      (manifest.weightsAlignment & (manifest.weightsAlignment - 1)))
+    return top.reject("'weights.alignment' must be a power of two up to "
+                      "4096, got " +
+                      std::to_string(manifest.weightsAlignment));
+  auto readFile = [&](Reader &entry, const std::string &where) {
+    WeightsFile weightsFile;
+    if (!entry.string("file", weightsFile.file) ||
+        !entry.size("bytes", weightsFile.bytes))
+      return false;
+    if (!plainFileName(weightsFile.file))
+      return top.reject("'" + where +
+                        ".file' must be a file name in the bundle folder, "
+                        "got '" +
+                        weightsFile.file + "'");
+    manifest.weights.push_back(std::move(weightsFile));
+    return true;
+  };
+  if (manifest.worldSize == 1)
+    return readFile(reader, "weights");
+  // Each rank maps only its own slice, written at compile time.
+  const JsonValue *ranks = reader.require("ranks", JsonValue::Kind::Array);
+  if (!ranks)
+    return false;
+  if ((int64_t)ranks->array.size() != manifest.worldSize)
+    return top.reject("'weights.ranks' lists " +
+                      std::to_string(ranks->array.size()) +
+                      " weights files for world_size " +
+                      std::to_string(manifest.worldSize) +
+                      " (one per rank)");
+  for (size_t r = 0; r < ranks->array.size(); ++r) {
+    std::string where = "weights.ranks[" + std::to_string(r) + "]";
+    if (!ranks->array[r].isObject())
+      return top.reject("'" + where + "' must be an object");
+    Reader entry(ranks->array[r], file, where + ".", error);
+    if (!readFile(entry, where))
+      return false;
+    for (size_t q = 0; q < r; ++q)
+      if (manifest.weights[q].file == manifest.weights[r].file)
+        return top.reject("'" + where + ".file' '" + manifest.weights[r].file +
+                          "' is also rank " + std::to_string(q) + "'s");
+  }
+  return true;
+}
+
+/// "parallel" and "collective_max_bytes" of a multi-rank bundle.
+bool readParallel(const JsonValue &root, const std::string &file,
+                  Manifest &manifest, std::string &error) {
+  Reader top(root, file, "", error);
+  if (!top.size("collective_max_bytes", manifest.collectiveMaxBytes))
+    return false;
+  const JsonValue *parallel = top.require("parallel", JsonValue::Kind::Object);
+  if (!parallel)
+    return false;
+  Reader reader(*parallel, file, "parallel.", error);
+  ParallelSpec &spec = manifest.parallel;
+  if (!reader.integer("tp", spec.tp) || !reader.boolean("sp", spec.sp))
+    return false;
+  if (parallel->get("layers") && !reader.integer("layers", spec.layers))
+    return false;
+  const JsonValue *grid = reader.require("grid", JsonValue::Kind::Array);
+  const JsonValue *axes =
+      grid ? reader.require("axes", JsonValue::Kind::Array) : nullptr;
+  if (!axes)
+    return false;
+  int64_t ranks = 1;
+  for (size_t d = 0; d < grid->array.size(); ++d) {
+    int64_t extent;
+    if (!reader.toInteger(grid->array[d],
+                          "parallel.grid[" + std::to_string(d) + "]", extent))
+      return false;
+    if (extent < 1)
+      return top.reject("'parallel.grid[" + std::to_string(d) +
+                        "]' must be at least 1, got " + std::to_string(extent));
+    spec.grid.push_back(extent);
+    ranks *= extent;
+  }
+  for (const JsonValue &axis : axes->array) {
+    if (!axis.isString())
+      return top.reject("'parallel.axes' must hold strings");
+    spec.axes.push_back(axis.string);
+  }
+  if (spec.axes.size() != spec.grid.size())
+    return top.reject("'parallel.axes' names " +
+                      std::to_string(spec.axes.size()) +
+                      " axes for a grid of " +
+                      std::to_string(spec.grid.size()));
+  if (ranks != manifest.worldSize)
+    return top.reject("'parallel.grid' holds " + std::to_string(ranks) +
+                      " ranks, world_size is " +
+                      std::to_string(manifest.worldSize));
+  if (spec.tp < 1 || manifest.worldSize % spec.tp != 0)
+    return top.reject("'parallel.tp' must divide world_size " +
+                      std::to_string(manifest.worldSize) + ", got " +
+                      std::to_string(spec.tp));
+  return true;
+}
 } // namespace
 
 bool parseManifest(const std::string &text, const std::string &bundleDir,
@@ -257,33 +376,15 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
     return reader.reject("'library' must be a file name in the bundle folder, "
                          "got '" +
                          manifest.library + "'");
-  const JsonValue *weights = reader.require("weights", JsonValue::Kind::Object);
-  if (!weights)
-    return false;
-  Reader weightsReader(*weights, file, "weights.", error);
-  if (!weightsReader.string("file", manifest.weightsFile) ||
-      !weightsReader.size("bytes", manifest.weightsBytes) ||
-      !weightsReader.size("alignment", manifest.weightsAlignment))
-    return false;
-  if (!plainFileName(manifest.weightsFile))
-    return reader.reject("'weights.file' must be a file name in the bundle "
-                         "folder, got '" +
-                         manifest.weightsFile + "'");
-  // mmap gives page alignment; a bundle asking for more cannot be honoured.
-  if (manifest.weightsAlignment == 0 || manifest.weightsAlignment > 4096 ||
-      (manifest.weightsAlignment & (manifest.weightsAlignment - 1)))
-    return reader.reject("'weights.alignment' must be a power of two up to "
-                         "4096, got " +
-                         std::to_string(manifest.weightsAlignment));
   if (!reader.size("arena_bytes", manifest.arenaBytes) ||
       !reader.integer("world_size", manifest.worldSize))
     return false;
-  if (manifest.worldSize != 1) {
-    error = "bundle '" + bundleDir + "' is planned for " +
-            std::to_string(manifest.worldSize) +
-            " ranks; this runtime runs single-rank bundles";
+  if (manifest.worldSize < 1)
+    return reader.reject("'world_size' must be at least 1, got " +
+                         std::to_string(manifest.worldSize));
+  if (!readWeights(root, file, manifest, error) ||
+      (manifest.worldSize > 1 && !readParallel(root, file, manifest, error)))
     return false;
-  }
   const JsonValue *archs =
       reader.require("gpu_architectures", JsonValue::Kind::Array);
   if (!archs)

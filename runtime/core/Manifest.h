@@ -33,6 +33,23 @@ struct KernelSpec {
   std::string node;
 };
 
+/// One rank's weights file (manifest "weights"): a single-rank bundle has
+/// one, "weights.file"; a multi-rank bundle one per rank, "weights.ranks",
+/// sliced at compile time so that each rank maps only its own.
+struct WeightsFile {
+  std::string file; ///< file name inside the bundle folder
+  uint64_t bytes = 0;
+};
+
+/// How a multi-rank bundle is split across its ranks (manifest "parallel").
+struct ParallelSpec {
+  int64_t tp = 1;    ///< tensor-parallel degree
+  bool sp = false;   ///< sequence parallelism on top of tp
+  std::vector<int64_t> grid;     ///< the device grid; its product is the world
+  std::vector<std::string> axes; ///< one name per grid axis ("tp")
+  int64_t layers = 0;            ///< transformer layers split (0: not given)
+};
+
 struct Manifest {
   std::string version;
   int64_t abi = 0;
@@ -43,14 +60,21 @@ struct Manifest {
   std::string precision = "fp32";
   std::string model;
   std::string library;     ///< file name inside the bundle folder
-  std::string weightsFile; ///< file name inside the bundle folder
-  uint64_t weightsBytes = 0;
+  /// One per rank, in rank order (one for a single-rank bundle).
+  std::vector<WeightsFile> weights;
   uint64_t weightsAlignment = 0;
   uint64_t arenaBytes = 0;
   /// cuda: pinned host memory for the staging buffers of host steps
   /// (optional, 0 when absent).
   uint64_t hostArenaBytes = 0;
+  /// Ranks the bundle runs as (1: a single-rank bundle, whose run calls no
+  /// collective); for more, "parallel" and "collective_max_bytes" follow.
   int64_t worldSize = 1;
+  ParallelSpec parallel;
+  /// The largest send or recv buffer of any collective of a run, in bytes:
+  /// what the communication library's staging buffers hold (0 when
+  /// world_size is 1).
+  uint64_t collectiveMaxBytes = 0;
   /// cuda: the codes the library carries, "sm_XY" cubins and "compute_XY"
   /// PTX (runtime/core/GpuArch.h); at least one for a cuda bundle.
   std::vector<std::string> gpuArchitectures;

@@ -16,6 +16,8 @@
 #ifndef SLUICE_RUNTIME_CORE_RUNCONTEXT_H
 #define SLUICE_RUNTIME_CORE_RUNCONTEXT_H
 
+#include "runtime/core/Comm.h"
+
 #include "sluice/runtime.h"
 
 #include <cstddef>
@@ -26,6 +28,7 @@
 namespace sluice::runtime {
 
 class Bundle;
+class ProcessGroup;
 
 class RunContext {
 public:
@@ -59,10 +62,24 @@ public:
   virtual bool lastRunReplayedGraph() const = 0;
   /// Why it did not ("" when it did).
   virtual std::string graphStatus() const = 0;
+  /// A multi-rank context's collective transport ("mpi", "nccl" ...); ""
+  /// for a single-rank one.
+  virtual std::string commTransport() const = 0;
 };
 
-/// Bumped whenever RunContext, Bundle or Manifest change layout.
-constexpr int32_t kCudaModuleInterface = 1;
+/// Bumped whenever RunContext, Bundle, Manifest, CudaCommRequest or the
+/// comm interfaces (runtime/core/Comm.h) change layout.
+constexpr int32_t kCudaModuleInterface = 2;
+
+/// A cuda context of a multi-rank job: its process group and the factory
+/// of libsluice_comm_cuda.so, which the context calls with its device
+/// current. Device kLocalRankDevice: the group's local rank, modulo the
+/// GPUs this host has (so that ranks share GPUs when they outnumber them).
+struct CudaCommRequest {
+  ProcessGroup *group = nullptr;
+  CudaCommFactory factory = nullptr;
+};
+constexpr int32_t kLocalRankDevice = -2;
 
 /// The cuda module's file name, looked up next to libsluice_runtime.so
 /// first, then on the default library search path.
@@ -70,21 +87,24 @@ constexpr const char *kCudaModuleFile = "libsluice_runtime_cuda.so";
 
 /// The factory the cuda module exports:
 ///   int32_t sluice_cuda_create_context(int32_t interface,
-///       const Bundle *bundle, int32_t device, RunContext **out,
-///       std::string *error);
-/// `interface` is the caller's kCudaModuleInterface; on success returns 0
-/// and sets *out (selected device, arena, weights uploaded, the bundle's
+///       const Bundle *bundle, int32_t device, const CudaCommRequest *comm,
+///       RunContext **out, std::string *error);
+/// `interface` is the caller's kCudaModuleInterface; `comm` is null for a
+/// single-rank bundle. On success returns 0 and sets *out (selected device,
+/// arena, weights uploaded, communicator created, the bundle's
 /// sluice_model_init called); otherwise returns nonzero with *error set.
 constexpr const char *kCudaModuleFactory = "sluice_cuda_create_context";
 using CudaContextFactory = int32_t (*)(int32_t interface, const Bundle *bundle,
-                                       int32_t device, RunContext **out,
-                                       std::string *error);
+                                       int32_t device,
+                                       const CudaCommRequest *comm,
+                                       RunContext **out, std::string *error);
 
 /// Creates the run state of a cuda bundle on `device` through the cuda
 /// module (dlopened once, kept loaded); null with `error` set if the module,
 /// the driver or a device is missing, or the device cannot run the bundle.
+/// `comm`: null for a single-rank bundle.
 RunContext *createCudaContext(const Bundle &bundle, int32_t device,
-                              std::string &error);
+                              const CudaCommRequest *comm, std::string &error);
 
 } // namespace sluice::runtime
 

@@ -152,6 +152,7 @@ bool CpuContext::run(std::string &error) {
   args.trace = tracing ? &hooks : nullptr;
   args.error = message;
   args.error_size = sizeof message;
+  args.comm = comm ? comm->comm() : nullptr;
 
   events.clear();
   runStart = std::chrono::steady_clock::now();

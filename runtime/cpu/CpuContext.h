@@ -10,12 +10,14 @@
 #define SLUICE_RUNTIME_CPU_CPUCONTEXT_H
 
 #include "runtime/core/Bundle.h"
+#include "runtime/core/Comm.h"
 #include "runtime/core/RunContext.h"
 
 #include "sluice/runtime.h"
 
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,7 +49,10 @@ private:
 
 class CpuContext final : public RunContext {
 public:
-  explicit CpuContext(const Bundle &bundle) : bundle(bundle) {}
+  /// `comm`: the communicator of a multi-rank bundle's rank (null for a
+  /// single-rank bundle).
+  CpuContext(const Bundle &bundle, std::unique_ptr<RankComm> comm = nullptr)
+      : bundle(bundle), comm(std::move(comm)) {}
 
   /// Allocates the arena and the outputs.
   bool init(std::string &error);
@@ -73,6 +78,9 @@ public:
   const std::string &deviceName() const override { return device; }
   bool lastRunReplayedGraph() const override { return false; }
   std::string graphStatus() const override { return "the cpu target"; }
+  std::string commTransport() const override {
+    return comm ? comm->transport() : "";
+  }
 
 private:
   static void traceBegin(void *user, int32_t step);
@@ -80,6 +88,7 @@ private:
   double elapsedUs() const;
 
   const Bundle &bundle;
+  std::unique_ptr<RankComm> comm;
   AlignedBuffer arena;
   std::vector<AlignedBuffer> inputCopies, outputs;
   std::vector<std::vector<int64_t>> outputShapes;

@@ -15,6 +15,7 @@
 #include "sluice/version.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <thread>
@@ -42,7 +43,8 @@ bool CudaContext::checked(cudaError_t status, const char *call,
   return false;
 }
 
-bool CudaContext::init(int32_t deviceIndex, std::string &error) {
+bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
+                       std::string &error) {
   const Manifest &manifest = bundle.manifest();
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
@@ -56,6 +58,11 @@ bool CudaContext::init(int32_t deviceIndex, std::string &error) {
     (void)cudaGetLastError();
     return false;
   }
+  // A rank's GPU: its local rank, wrapping around when ranks outnumber
+  // GPUs (then the communicator stages through the host, as NCCL refuses
+  // two ranks on one GPU).
+  if (deviceIndex == kLocalRankDevice && comm)
+    deviceIndex = comm->group->localRank() % count;
   if (deviceIndex < 0 || deviceIndex >= count) {
     error = "bundle '" + bundle.dir() + "' targets cuda: there is no CUDA "
             "device " + std::to_string(deviceIndex) + " (this machine has " +
@@ -84,17 +91,34 @@ bool CudaContext::init(int32_t deviceIndex, std::string &error) {
                "cudaStreamCreateWithFlags", error))
     return false;
 
+  // The communicator next (collective over the job), with the device
+  // current; its staging is allocated now, never during a run.
+  if (comm) {
+    group = comm->group;
+    RankComm *created = nullptr;
+    std::string why;
+    if (comm->factory(kCommInterface, group, device,
+                      manifest.collectiveMaxBytes, &created, &why) != 0 ||
+        !created) {
+      error = prefix() + "rank " + std::to_string(group->rank()) +
+              ": cannot create the communicator on " + name + ": " +
+              (why.empty() ? std::string("no message") : why);
+      return false;
+    }
+    rankComm.reset(created);
+  }
+
   // Device memory: the arena, the weights (uploaded once), inputs, outputs
   // and every output's dims in one block.
   if (!checked(cudaMalloc(reinterpret_cast<void **>(&arena),
                           deviceBytes(manifest.arenaBytes)),
                "cudaMalloc (arena)", error) ||
       !checked(cudaMalloc(reinterpret_cast<void **>(&weights),
-                          deviceBytes(manifest.weightsBytes)),
+                          deviceBytes(bundle.weightsBytes())),
                "cudaMalloc (weights)", error))
     return false;
-  if (manifest.weightsBytes &&
-      !checked(cudaMemcpy(weights, bundle.weights(), manifest.weightsBytes,
+  if (bundle.weightsBytes() &&
+      !checked(cudaMemcpy(weights, bundle.weights(), bundle.weightsBytes(),
                           cudaMemcpyHostToDevice),
                "cudaMemcpy (weights upload)", error))
     return false;
@@ -189,6 +213,7 @@ CudaContext::~CudaContext() {
   if (modelInitialized)
     bundle.releaseDevice(modelState);
   releaseGraph();
+  rankComm.reset();
   for (cudaEvent_t event : eventPool)
     (void)cudaEventDestroy(event);
   if (startEvent)
@@ -316,6 +341,10 @@ bool CudaContext::enqueueRun(const SluiceTraceHooks *hooks,
   args.device_state = modelState;
   args.host_arena = hostArena;
   args.host_weights = bundle.weights();
+  if (rankComm) {
+    rankComm->beginRun();
+    args.comm = rankComm->comm();
+  }
   int32_t status = bundle.run(args);
   if (status != 0) {
     message[sizeof message - 1] = 0;
@@ -379,7 +408,48 @@ bool CudaContext::captureGraph() {
   return false;
 }
 
+bool CudaContext::waitForRun(std::string &error) {
+  using Clock = std::chrono::steady_clock;
+  // A run's collectives each wait at most the timeout for a peer
+  // (host-staged: then the rest are skipped); the whole run gets twice that
+  // before it counts as hung.
+  double timeout = group->timeoutSeconds();
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(2 * timeout));
+  cudaError_t status;
+  while ((status = cudaStreamQuery(stream)) == cudaErrorNotReady) {
+    if (Clock::now() > deadline) {
+      // NCCL's kernels wait on the device for the missing rank: abort the
+      // communicator so that they end, then ask every rank over MPI who is
+      // not there (the live ones are here too, after their own timeout).
+      rankComm->abort();
+      std::string who;
+      unsigned char here = 1;
+      std::vector<unsigned char> arrived(group->worldSize());
+      if (group->allGather(&here, 1, arrived.data(), who))
+        who = "every rank answered a probe";
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g s", 2 * timeout);
+      error = prefix() + "run failed: rank " + std::to_string(group->rank()) +
+              ": the run did not finish within " + limit + " (" +
+              rankComm->transport() + " communicator aborted): " + who;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  std::string failure = rankComm->asyncError();
+  if (!failure.empty()) {
+    error = prefix() + "run failed: " + failure;
+    return false;
+  }
+  return checked(status, "run failed: cudaStreamQuery", error);
+}
+
 bool CudaContext::finishRun(std::string &error) {
+  if (rankComm && !waitForRun(error)) {
+    (void)cudaGetLastError();
+    return false;
+  }
   cudaError_t status = cudaStreamSynchronize(stream);
   char message[1024] = {};
   int32_t failed = bundle.checkDevice(modelState, message, sizeof message);
@@ -556,8 +626,9 @@ using sluice::runtime::RunContext;
 /// The module's one export (runtime/core/RunContext.h).
 extern "C" __attribute__((visibility("default"))) int32_t
 sluice_cuda_create_context(int32_t interface, const Bundle *bundle,
-                           int32_t device, RunContext **out,
-                           std::string *error) {
+                           int32_t device,
+                           const sluice::runtime::CudaCommRequest *comm,
+                           RunContext **out, std::string *error) {
   if (interface != sluice::runtime::kCudaModuleInterface) {
     *error = "libsluice_runtime_cuda.so has module interface " +
              std::to_string(sluice::runtime::kCudaModuleInterface) +
@@ -567,7 +638,7 @@ sluice_cuda_create_context(int32_t interface, const Bundle *bundle,
   }
   try {
     auto *context = new CudaContext(*bundle);
-    if (!context->init(device, *error)) {
+    if (!context->init(device, comm, *error)) {
       delete context;
       return 1;
     }

@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,10 +35,12 @@ public:
   CudaContext(const CudaContext &) = delete;
   CudaContext &operator=(const CudaContext &) = delete;
 
-  /// Selects `device`, checks that it can run the bundle's code, allocates
-  /// and uploads everything and calls the bundle's sluice_model_init. On
-  /// failure sets `error`; the destructor frees what was made.
-  bool init(int32_t device, std::string &error);
+  /// Selects `device` (kLocalRankDevice: the rank's local rank modulo the
+  /// GPUs), checks that it can run the bundle's code, allocates and uploads
+  /// everything, creates the communicator of a multi-rank bundle (`comm`,
+  /// null for a single-rank one) and calls the bundle's sluice_model_init.
+  /// On failure sets `error`; the destructor frees what was made.
+  bool init(int32_t device, const CudaCommRequest *comm, std::string &error);
 
   /// Inputs are staged in pinned host memory: `copy` copies now; a bound
   /// input (`copy` false) is copied from the caller's memory at every run,
@@ -65,6 +68,9 @@ public:
   const std::string &deviceName() const override { return name; }
   bool lastRunReplayedGraph() const override { return lastRunReplayed; }
   std::string graphStatus() const override;
+  std::string commTransport() const override {
+    return rankComm ? rankComm->transport() : "";
+  }
 
 private:
   /// One traced step: indices into eventPool (-1 while open).
@@ -87,6 +93,10 @@ private:
   /// Synchronizes after an enqueued run and collects asynchronous failures
   /// (the stream's and the bundle's sluice_model_check).
   bool finishRun(std::string &error);
+  /// A multi-rank run's synchronize: polls the stream, so that a rank that
+  /// does not answer ends the wait (the communicator aborted, the silent
+  /// rank named) instead of hanging it.
+  bool waitForRun(std::string &error);
   int nextEvent();
   static void traceBegin(void *user, int32_t step);
   static void traceEnd(void *user, int32_t step);
@@ -98,6 +108,9 @@ private:
   cudaStream_t stream = nullptr;
   void *modelState = nullptr;
   bool modelInitialized = false;
+  /// Multi-rank bundles: the job and this context's communicator.
+  ProcessGroup *group = nullptr;
+  std::unique_ptr<RankComm> rankComm;
 
   unsigned char *arena = nullptr;   ///< device
   unsigned char *weights = nullptr; ///< device

@@ -56,8 +56,11 @@ TEST(Manifest, ReadsEveryKey) {
   EXPECT_EQ(m.target, "cpu");
   EXPECT_EQ(m.model, "mlp");
   EXPECT_EQ(m.library, "model.so");
-  EXPECT_EQ(m.weightsFile, "weights.bin");
-  EXPECT_EQ(m.weightsBytes, 4096u);
+  ASSERT_EQ(m.weights.size(), 1u);
+  EXPECT_EQ(m.weights[0].file, "weights.bin");
+  EXPECT_EQ(m.weights[0].bytes, 4096u);
+  EXPECT_EQ(m.worldSize, 1);
+  EXPECT_EQ(m.collectiveMaxBytes, 0u);
   EXPECT_EQ(m.arenaBytes, 1024u);
   ASSERT_EQ(m.inputs.size(), 3u);
   EXPECT_EQ(m.inputs[0].name, "x");
@@ -77,17 +80,14 @@ TEST(Manifest, RefusesWhatThisRuntimeCannotRun) {
   EXPECT_EQ(errorOf(with("\"target\": \"cpu\"", "\"target\": \"tpu\"")),
             "bundle '/b/my model.sluice' is for target 'tpu'; this runtime "
             "runs cpu and cuda bundles");
-  EXPECT_EQ(errorOf(with("\"abi\": 4", "\"abi\": 2")),
-            "bundle '/b/my model.sluice' uses bundle ABI 2; this runtime "
+  EXPECT_EQ(errorOf(with("\"abi\": 4", "\"abi\": 3")),
+            "bundle '/b/my model.sluice' uses bundle ABI 3; this runtime "
             "supports ABI 4");
   EXPECT_EQ(errorOf(with("\"version\": \"" SLUICE_VERSION_STRING "\"",
                          "\"version\": \"9.1.0\"")),
             "bundle '/b/my model.sluice' was written by Sluice 9.1.0; this "
             "runtime (" SLUICE_VERSION_STRING
             ") runs bundles of version 0.3.x");
-  EXPECT_EQ(errorOf(with("\"world_size\": 1", "\"world_size\": 4")),
-            "bundle '/b/my model.sluice' is planned for 4 ranks; this runtime "
-            "runs single-rank bundles");
   EXPECT_EQ(errorOf(with("sluice-bundle", "onnx")),
             file + "not a Sluice bundle manifest (format 'onnx', expected "
                    "'sluice-bundle')");
@@ -208,3 +208,107 @@ TEST(Manifest, ReadsThePrecision) {
   EXPECT_EQ(errorOf(with("\"target\": \"cpu\",", "\"target\": \"cpu\", \"precision\": 16,")),
             file + "key 'precision' must be a string, got a number");
 }
+
+namespace {
+
+/// validManifest as a multi-rank bundle of `world` ranks, with `weights`
+/// and `parallel` as given (JSON) and collective_max_bytes 4096.
+std::string rankManifest(const std::string &weights,
+                         const std::string &parallel, int world = 2) {
+  std::string text = with("\"world_size\": 1",
+                          "\"world_size\": " + std::to_string(world) +
+                              ", \"parallel\": " + parallel +
+                              ", \"collective_max_bytes\": 4096");
+  std::string single =
+      "\"weights\": {\"file\": \"weights.bin\", \"bytes\": 4096, "
+      "\"alignment\": 64}";
+  size_t at = text.find(single);
+  text.replace(at, single.size(), "\"weights\": " + weights);
+  return text;
+}
+
+const char *kTwoRanks =
+    R"({"alignment": 64, "ranks": [{"file": "weights.rank0.bin", "bytes": 2048},
+                                  {"file": "weights.rank1.bin", "bytes": 2050}]})";
+const char *kTp2 =
+    R"({"tp": 2, "sp": true, "grid": [2], "axes": ["tp"], "layers": 12})";
+
+} // namespace
+
+TEST(Manifest, ReadsAMultiRankBundle) {
+  Manifest m;
+  std::string error;
+  ASSERT_TRUE(parseManifest(rankManifest(kTwoRanks, kTp2), kDir, m, error))
+      << error;
+  EXPECT_EQ(m.worldSize, 2);
+  ASSERT_EQ(m.weights.size(), 2u);
+  EXPECT_EQ(m.weights[1].file, "weights.rank1.bin");
+  EXPECT_EQ(m.weights[1].bytes, 2050u);
+  EXPECT_EQ(m.weightsAlignment, 64u);
+  EXPECT_EQ(m.collectiveMaxBytes, 4096u);
+  EXPECT_EQ(m.parallel.tp, 2);
+  EXPECT_TRUE(m.parallel.sp);
+  EXPECT_EQ(m.parallel.grid, (std::vector<int64_t>{2}));
+  EXPECT_EQ(m.parallel.axes, (std::vector<std::string>{"tp"}));
+  EXPECT_EQ(m.parallel.layers, 12);
+
+  // "layers" may be left out.
+  ASSERT_TRUE(parseManifest(
+      rankManifest(kTwoRanks,
+                   R"({"tp": 2, "sp": false, "grid": [2], "axes": ["tp"]})"),
+      kDir, m, error))
+      << error;
+  EXPECT_EQ(m.parallel.layers, 0);
+}
+
+TEST(Manifest, NamesTheBadMultiRankKey) {
+  std::string file = std::string(kDir) + "/manifest.json: ";
+  EXPECT_EQ(errorOf(rankManifest(
+                R"({"alignment": 64, "ranks": [{"file": "weights.rank0.bin", "bytes": 8}]})",
+                kTp2)),
+            file + "'weights.ranks' lists 1 weights files for world_size 2 "
+                   "(one per rank)");
+  EXPECT_EQ(errorOf(rankManifest(
+                R"({"alignment": 64, "file": "weights.bin", "bytes": 8})", kTp2)),
+            file + "missing key 'weights.ranks'");
+  EXPECT_EQ(errorOf(rankManifest(
+                R"({"alignment": 64, "ranks": [{"file": "w.bin", "bytes": 8},
+                                               {"file": "w.bin", "bytes": 8}]})",
+                kTp2)),
+            file + "'weights.ranks[1].file' 'w.bin' is also rank 0's");
+  EXPECT_EQ(errorOf(rankManifest(
+                R"({"alignment": 64, "ranks": [{"file": "a.bin", "bytes": 8},
+                                               {"file": "../b.bin", "bytes": 8}]})",
+                kTp2)),
+            file + "'weights.ranks[1].file' must be a file name in the bundle "
+                   "folder, got '../b.bin'");
+  EXPECT_EQ(errorOf(rankManifest(
+                R"({"alignment": 64, "ranks": [{"file": "a.bin", "bytes": 8},
+                                               {"file": "b.bin"}]})",
+                kTp2)),
+            file + "missing key 'weights.ranks[1].bytes'");
+  EXPECT_EQ(errorOf(rankManifest(kTwoRanks,
+                                 R"({"tp": 2, "sp": false, "grid": [4], "axes": ["tp"]})")),
+            file + "'parallel.grid' holds 4 ranks, world_size is 2");
+  EXPECT_EQ(errorOf(rankManifest(kTwoRanks,
+                                 R"({"tp": 2, "sp": false, "grid": [2], "axes": []})")),
+            file + "'parallel.axes' names 0 axes for a grid of 1");
+  EXPECT_EQ(errorOf(rankManifest(kTwoRanks,
+                                 R"({"tp": 3, "sp": false, "grid": [2], "axes": ["tp"]})")),
+            file + "'parallel.tp' must divide world_size 2, got 3");
+  EXPECT_EQ(errorOf(rankManifest(kTwoRanks,
+                                 R"({"tp": 2, "sp": 0, "grid": [2], "axes": ["tp"]})")),
+            file + "key 'parallel.sp' must be a boolean, got a number");
+  EXPECT_EQ(errorOf(rankManifest(kTwoRanks, R"({"tp": 2})")),
+            file + "missing key 'parallel.sp'");
+  std::string noParallel = rankManifest(kTwoRanks, kTp2);
+  noParallel.replace(noParallel.find("\"parallel\""), 10, "\"paralel\"");
+  EXPECT_EQ(errorOf(noParallel), file + "missing key 'parallel'");
+  std::string noBound = rankManifest(kTwoRanks, kTp2);
+  noBound.replace(noBound.find(", \"collective_max_bytes\": 4096"),
+                  std::strlen(", \"collective_max_bytes\": 4096"), "");
+  EXPECT_EQ(errorOf(noBound), file + "missing key 'collective_max_bytes'");
+  EXPECT_EQ(errorOf(with("\"world_size\": 1", "\"world_size\": 0")),
+            file + "'world_size' must be at least 1, got 0");
+}
+

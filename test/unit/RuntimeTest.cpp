@@ -3,7 +3,8 @@
 // The bundle in SLUICE_FAKE_BUNDLE (fixtures/FakeModel.cpp, built by CMake
 // into a folder whose name has a space) computes y = x * 2 + w. Broken
 // variants are made by copying it into a temporary folder and damaging one
-// file each.
+// file each. SLUICE_COLLECTIVE_BUNDLE (test/runtime) is a 2-rank bundle:
+// its ranks load here, their runs need MPI (test/runtime/check_ranks.py).
 //
 //===----------------------------------------------------------------------===//
 
@@ -351,3 +352,135 @@ TEST(Runtime, CpuContextQueries) {
   EXPECT_FALSE(context.replayedCudaGraph(&reason));
   EXPECT_EQ(reason, "the cpu target");
 }
+
+/// A fresh copy of the 2-rank bundle.
+static std::string copyRankBundle(const std::string &name) {
+  fs::path dir = fs::path(::testing::TempDir()) / ("rt " + name + ".sluice");
+  fs::remove_all(dir);
+  fs::copy(SLUICE_COLLECTIVE_BUNDLE, dir, fs::copy_options::recursive);
+  return dir.string();
+}
+
+TEST(Runtime, LoadsOneRankOfAMultiRankBundle) {
+  std::string dir = SLUICE_COLLECTIVE_BUNDLE;
+  int32_t world = 0;
+  ASSERT_EQ(sluice_bundle_world_size(dir.c_str(), &world), SLUICE_OK);
+  EXPECT_EQ(world, 2);
+  ASSERT_EQ(sluice_bundle_world_size(SLUICE_FAKE_BUNDLE, &world), SLUICE_OK);
+  EXPECT_EQ(world, 1);
+
+  // Each rank maps its own weights file; rank 1's differ from rank 0's.
+  Model rank0, rank1;
+  std::string error;
+  ASSERT_TRUE(rank0.loadRank(dir, 0, &error)) << error;
+  ASSERT_TRUE(rank1.loadRank(dir, 1, &error)) << error;
+  EXPECT_EQ(rank0.worldSize(), 2);
+  EXPECT_EQ(rank1.rank(), 1);
+  EXPECT_EQ(rank1.weightsBytes(), 24 * sizeof(float));
+  EXPECT_EQ(rank1.numOutputs(), 7u);
+
+  // A single-rank bundle is rank 0 of 1.
+  Model single;
+  ASSERT_TRUE(single.loadRank(SLUICE_FAKE_BUNDLE, 0, &error)) << error;
+  EXPECT_EQ(single.worldSize(), 1);
+  EXPECT_EQ(single.rank(), 0);
+
+  // Refusals, one line each.
+  EXPECT_EQ(loadError(dir),
+            "bundle '" + dir +
+                "' is planned for 2 ranks: run it with sluice-run --ranks=2, "
+                "or load one rank of it under MPI (sluice_model_load_rank, "
+                "docs/parallel.md)");
+  Model model;
+  EXPECT_FALSE(model.loadRank(dir, 2, &error));
+  EXPECT_EQ(error, "bundle '" + dir + "' has 2 ranks (0..1); there is no rank 2");
+  EXPECT_FALSE(model.loadRank(dir, -1, &error));
+  EXPECT_EQ(error, "sluice_model_load_rank: rank -1 (ranks count from 0)");
+  EXPECT_FALSE(model.loadRank(SLUICE_FAKE_BUNDLE, 1, &error));
+  EXPECT_EQ(error, std::string("bundle '") + SLUICE_FAKE_BUNDLE +
+                       "' has 1 rank (0..0); there is no rank 1");
+
+  // A multi-rank model's context needs the job's communicator.
+  Context context;
+  EXPECT_FALSE(context.create(rank1, &error));
+  EXPECT_EQ(error, "bundle '" + dir +
+                       "' (rank 1 of 2) runs with the other ranks: create its "
+                       "context with sluice_context_create_rank");
+  EXPECT_EQ(sluice_context_create_rank(rank1.get(), nullptr, -1, nullptr),
+            SLUICE_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(Runtime, MissingRankWeights) {
+  std::string dir = copyRankBundle("missing rank");
+  fs::remove(dir + "/weights.rank1.bin");
+  Model model;
+  std::string error;
+  ASSERT_TRUE(model.loadRank(dir, 0, &error)) << error; // rank 0's is there
+  EXPECT_FALSE(model.loadRank(dir, 1, &error));
+  EXPECT_EQ(error, dir + "/weights.rank1.bin: cannot open rank 1's weights: "
+                         "No such file or directory");
+
+  dir = copyRankBundle("short rank");
+  writeFile(dir + "/weights.rank0.bin", "tiny");
+  EXPECT_FALSE(model.loadRank(dir, 0, &error));
+  EXPECT_EQ(error, dir + "/weights.rank0.bin: is 4 bytes, the manifest says "
+                         "96 (truncated?)");
+}
+
+TEST(Runtime, LaunchEnvironment) {
+  const char *names[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                         "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
+                         "PMIX_RANK", "SLURM_PROCID", "SLURM_NTASKS",
+                         "SLURM_LOCALID", "SLURM_STEP_ID", "SLURM_STEPID",
+                         "MPI_LOCALRANKID"};
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (const char *name : names)
+    if (const char *value = std::getenv(name)) {
+      saved.emplace_back(name, value);
+      ::unsetenv(name);
+    }
+  SluiceLaunchInfo info = sluice::rt::launchInfo();
+  EXPECT_EQ(info.in_job, 0);
+  EXPECT_EQ(info.rank, 0);
+  EXPECT_EQ(info.world_size, 1);
+
+  // A Slurm batch script is one process, even with SLURM_NTASKS=4.
+  ::setenv("SLURM_PROCID", "0", 1);
+  ::setenv("SLURM_NTASKS", "4", 1);
+  EXPECT_EQ(sluice::rt::launchInfo().in_job, 0);
+  // An srun step is a job.
+  ::setenv("SLURM_STEP_ID", "0", 1);
+  ::setenv("SLURM_PROCID", "3", 1);
+  ::setenv("SLURM_LOCALID", "1", 1);
+  info = sluice::rt::launchInfo();
+  EXPECT_EQ(info.in_job, 1);
+  EXPECT_EQ(info.rank, 3);
+  EXPECT_EQ(info.world_size, 4);
+  EXPECT_EQ(info.local_rank, 1);
+  EXPECT_STREQ(info.source, "SLURM_*");
+
+  // Open MPI's variables come first.
+  ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
+  info = sluice::rt::launchInfo();
+  EXPECT_EQ(info.rank, 1);
+  EXPECT_EQ(info.world_size, 2);
+  EXPECT_EQ(info.local_rank, 0);
+  EXPECT_STREQ(info.source, "OMPI_COMM_WORLD_*");
+  for (const char *name : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                           "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_STEP_ID",
+                           "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"})
+    ::unsetenv(name);
+
+  // PMIx alone gives the rank; the size comes with MPI_Init.
+  ::setenv("PMIX_RANK", "5", 1);
+  info = sluice::rt::launchInfo();
+  EXPECT_EQ(info.in_job, 1);
+  EXPECT_EQ(info.rank, 5);
+  EXPECT_EQ(info.world_size, -1);
+  ::unsetenv("PMIX_RANK");
+  for (const auto &[name, value] : saved)
+    ::setenv(name.c_str(), value.c_str(), 1);
+}
+

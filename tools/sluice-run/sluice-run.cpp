@@ -4,11 +4,17 @@
 //              [--expect OUTPUT ...] [--rtol=1e-3 --atol=1e-7 | --max-rel-l2=X]
 //              [--iters=N --warmup=W] [--save-outputs=DIR] [--random-inputs]
 //              [--shape=NAME=2x128] [--trace=FILE.json] [--threads=N]
-//              [--device=N] [--no-cuda-graph]
+//              [--device=N] [--no-cuda-graph] [--ranks=N]
 //
 // A bundle written by sluice-compile runs through the runtime's API only
 // (include/sluice/runtime.hpp, no MLIR); MODEL.onnx --reference runs on the
 // reference evaluator.
+//
+// A multi-rank bundle (sluice-compile --tp=N) runs as N processes: with
+// --ranks=N sluice-run starts them itself through mpirun (Launch.h); under
+// mpirun or srun each process is one rank, found from the launcher's
+// environment. Rank 0 reads the inputs and sends them to the others, prints
+// the outputs and checks them; every rank reports its own failure.
 //
 // Inputs and expected outputs are ONNX TensorProto .pb or NumPy .npy files
 // (SequenceProto / OptionalProto .pb where the model takes or makes those),
@@ -25,6 +31,7 @@
 #include "lib/support/TensorFiles.h"
 #include "tools/common/ToolSupport.h"
 #include "tools/driver/Pipeline.h"
+#include "tools/sluice-run/Launch.h"
 
 #include "sluice/runtime.hpp"
 
@@ -82,6 +89,12 @@ model on the reference evaluator, checks and times it.
                         hardware's; on cuda, those of host steps)
   --device=N            cuda bundles: run on GPU N (default: the
                         SLUICE_DEVICE environment variable, else 0)
+  --ranks=N             multi-rank bundles (sluice-compile --tp=N): start
+                        the N ranks through mpirun (which must be on PATH,
+                        or SLUICE_MPIRUN); under mpirun -np N or srun -n N
+                        each process runs its rank without it. Rank 0 reads
+                        the inputs, prints and checks the outputs; a cuda
+                        rank runs on the GPU of its local rank
   --no-cuda-graph       cuda bundles: run every kernel eagerly instead of
                         capturing a run into a CUDA graph and replaying it
                         (the default for bundles with static output shapes;
@@ -91,7 +104,12 @@ model on the reference evaluator, checks and times it.
                         sluice-opt wrote, kernel groups included, as it is)
   -h, --help            this help
 
-Exit status: 0 all outputs match (or nothing to check), 1 mismatch, 2 error.
+Exit status: 0 all outputs match (or nothing to check), 1 mismatch, 2 error
+(of any rank).
+
+Environment: SLUICE_COMM_TIMEOUT (seconds a rank waits for another before
+it fails naming it; default 10), SLUICE_MPIRUN (the mpirun --ranks uses),
+SLUICE_DEVICE (cuda, single-rank: the GPU).
 )";
 
 /// How outputs are compared: per element (|got - want| <= atol + rtol *
@@ -117,10 +135,40 @@ struct Options {
   int contexts = 1; ///< bundles: contexts running at once on their own threads
   int device = -1;  ///< cuda bundles: -1 for SLUICE_DEVICE or 0
   bool noCudaGraph = false;
+  int ranks = 0;    ///< --ranks=N (0: not given)
+  /// The command line after the program name, as --ranks passes it on.
+  std::vector<std::string> arguments;
 };
 
+/// This process's rank of a multi-rank job, once it joined (null in a
+/// single-rank run): die() then names the rank, and before the ranks agreed
+/// to run it tells the others, who stop instead of waiting for it.
+struct RankJob {
+  sluice::rt::Communicator comm;
+  int32_t rank = 0;
+  bool agreed = false;
+};
+RankJob *job = nullptr;
+
 [[noreturn]] void die(const std::string &message) {
-  sluice::tools::die("sluice-run", message);
+  if (!job)
+    sluice::tools::die("sluice-run", message);
+  std::string text = message;
+  while (!text.empty() && text.back() == '\n')
+    text.pop_back();
+  std::fprintf(stderr, "sluice-run: error: rank %d: %s\n", (int)job->rank,
+               text.c_str());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (!job->agreed) {
+    // The others are on their way to the same agreement: let them stop
+    // cleanly. Past it, they may wait in a collective for this rank; the
+    // launcher ends them when this process exits unfinished.
+    bool allOk = false;
+    if (job->comm.agree(false, allOk))
+      (void)job->comm.free();
+  }
+  std::exit(2);
 }
 
 double parseNumber(const std::string &flag, const std::string &value) {
@@ -133,6 +181,7 @@ double parseNumber(const std::string &flag, const std::string &value) {
 
 Options parseArgs(int argc, char **argv) {
   Options o;
+  o.arguments.assign(argv + 1, argv + argc);
   bool inExpect = false;
   sluice::tools::ArgReader args("sluice-run", argc, argv);
   while (args.next()) {
@@ -178,6 +227,12 @@ Options parseArgs(int argc, char **argv) {
       o.device = (int)device;
     } else if (arg == "--no-cuda-graph") {
       o.noCudaGraph = true;
+    } else if (args.is("--ranks")) {
+      std::string value = args.flagValue("--ranks");
+      double ranks = parseNumber("--ranks", value);
+      if (ranks < 1 || ranks != (int)ranks)
+        die("--ranks takes a number of ranks (1, 2, ...), got '" + value + "'");
+      o.ranks = (int)ranks;
     } else if (args.is("--shape")) {
       std::string error;
       if (!sluice::parseShapeOption(args.flagValue("--shape"), o.shapes, error))
@@ -211,8 +266,10 @@ Options parseArgs(int argc, char **argv) {
     if (!o.shapes.empty())
       die("--shape applies to --reference; a bundle's shapes are fixed when "
           "it is compiled");
-  } else if (!o.trace.empty() || o.threads) {
-    die(std::string(o.trace.empty() ? "--threads" : "--trace") +
+  } else if (!o.trace.empty() || o.threads || o.ranks) {
+    die(std::string(!o.trace.empty() ? "--trace"
+                    : o.threads      ? "--threads"
+                                     : "--ranks") +
         " applies to bundles, not --reference");
   } else if (o.device >= 0 || o.noCudaGraph) {
     die(std::string(o.device >= 0 ? "--device" : "--no-cuda-graph") +
@@ -552,26 +609,156 @@ void writeTrace(const std::string &path, const std::string &bundle,
   }
 }
 
-/// Runs `options.model` as a bundle: load, bind, run, check, time, trace.
-int runBundle(const Options &options) {
+/// A multi-rank run's faults that every rank finds alike, before it joins
+/// the job (from the command line, the launcher's environment and the
+/// manifest): rank 0 says it (every rank, when the launcher did not say
+/// which it is), all exit 2.
+[[noreturn]] void dieBeforeJoining(const SluiceLaunchInfo &launch,
+                                   const std::string &message) {
+  if (launch.rank <= 0)
+    sluice::tools::die("sluice-run", message);
+  std::exit(2);
+}
+
+/// Decides how `options.model` runs: here (a single-rank bundle, or one
+/// rank of a job that mpirun or srun started), or as --ranks=N processes
+/// started through mpirun. Returns -1 to run here (`rankMode` set when as
+/// one rank of a job), else the exit status of the launched job.
+int chooseLaunch(const Options &options, const SluiceLaunchInfo &launch,
+                 bool &rankMode) {
+  rankMode = false;
+  const std::string &bundle = options.model;
+  // The manifest alone says how many ranks the bundle runs as; when it
+  // cannot be read, loading the bundle below says why.
+  int32_t world = 0;
+  if (sluice_bundle_world_size(bundle.c_str(), &world) != SLUICE_OK)
+    world = 0;
+  std::string planned = "bundle '" + bundle + "' is planned for " +
+                        std::to_string(world) + " ranks";
+  std::string single = "bundle '" + bundle + "' is a single-rank bundle";
+  if (!launch.in_job) {
+    if (world > 1 && options.ranks == 0)
+      die(planned + ": run it with --ranks=" + std::to_string(world) +
+          " (sluice-run starts the ranks through mpirun), or start them "
+          "yourself: mpirun -np " + std::to_string(world) + " sluice-run " +
+          bundle + " ..., srun -n " + std::to_string(world) + " sluice-run " +
+          bundle + " ...");
+    if (world > 1 && options.ranks != world)
+      die("--ranks=" + std::to_string(options.ranks) + " does not match: " +
+          planned + " (its world_size)");
+    if (world == 1 && options.ranks > 1)
+      die("--ranks=" + std::to_string(options.ranks) + " does not match: " +
+          single + " (sluice-compile --tp=N splits a model into N ranks)");
+    if (world == 0 && options.ranks > 1) {
+      std::string error;
+      sluice::rt::Model model;
+      if (!model.load(bundle, &error))
+        die(error);
+    }
+    if (options.ranks <= 1)
+      return -1;
+    if (options.device >= 0 || options.contexts > 1)
+      die(std::string(options.device >= 0 ? "--device" : "--contexts") +
+          " applies to single-rank runs" +
+          (options.device >= 0 ? ": each rank of a multi-rank cuda bundle "
+                                 "runs on the GPU of its local rank"
+                               : ""));
+    return sluice::tools::launchRanks(options.ranks, bundle, options.arguments);
+  }
+  // One process of a job: the launcher said how many there are (except
+  // PMIx alone, which says it with MPI_Init).
+  int32_t ranks = launch.world_size;
+  if (options.ranks && ranks > 0 && options.ranks != ranks)
+    dieBeforeJoining(launch, "--ranks=" + std::to_string(options.ranks) +
+                                 " but this job has " + std::to_string(ranks) +
+                                 " ranks (" + launch.source + ")");
+  if (world == 1 && ranks == 1)
+    return -1; // mpirun -np 1 on a single-rank bundle: nothing to join
+  if (world == 1)
+    dieBeforeJoining(launch, single + "; this job has " +
+                                 std::to_string(ranks) +
+                                 " ranks (run it without mpirun or srun, or "
+                                 "compile it with --tp=" +
+                                 std::to_string(ranks) + ")");
+  if (world > 1 && ranks > 0 && ranks != world)
+    dieBeforeJoining(launch, planned + "; this job has " +
+                                 std::to_string(ranks) + " (mpirun -np " +
+                                 std::to_string(world) + ", srun -n " +
+                                 std::to_string(world) + ")");
+  if (options.device >= 0)
+    dieBeforeJoining(launch, "--device applies to single-rank runs: each rank "
+                             "of a multi-rank cuda bundle runs on the GPU of "
+                             "its local rank");
+  if (options.contexts > 1)
+    dieBeforeJoining(launch, "--contexts applies to single-rank runs");
+  rankMode = true;
+  return -1;
+}
+
+/// A rank whose peers failed before the run: they said why; stop cleanly.
+[[noreturn]] void stopWithPeers() {
   std::string error;
+  if (!job->comm.free(&error))
+    std::fprintf(stderr, "sluice-run: error: rank %d: %s\n", (int)job->rank,
+                 error.c_str());
+  std::exit(2);
+}
+
+/// Every rank's agreement that it is ready; stops this one if another is
+/// not.
+void agreeOrStop() {
+  bool allOk = false;
+  std::string error;
+  if (!job->comm.agree(true, allOk, nullptr, &error)) {
+    job->agreed = true; // the job is broken: no second agreement
+    die(error);
+  }
+  if (!allOk)
+    stopWithPeers();
+}
+
+/// Runs `options.model` as a bundle: load, bind, run, check, time, trace;
+/// as one rank of a multi-rank job when `rankMode`.
+int runBundle(const Options &options, bool rankMode) {
+  std::string error;
+  std::unique_ptr<RankJob> rankJob;
+  if (rankMode) {
+    rankJob = std::make_unique<RankJob>();
+    SluiceLaunchInfo launch = sluice::rt::launchInfo();
+    if (!rankJob->comm.init(&error))
+      sluice::tools::die("sluice-run", (launch.rank >= 0
+                                            ? "rank " +
+                                                  std::to_string(launch.rank) +
+                                                  ": "
+                                            : std::string()) +
+                                           error);
+    job = rankJob.get();
+    job->rank = job->comm.rank();
+    int32_t world = 0;
+    if (sluice_bundle_world_size(options.model.c_str(), &world) == SLUICE_OK &&
+        world != job->comm.worldSize()) {
+      // Every rank sees it: rank 0 says it, all stop cleanly.
+      if (job->rank == 0)
+        std::fprintf(stderr,
+                     "sluice-run: error: bundle '%s' is planned for %d "
+                     "rank%s; this job has %d\n",
+                     options.model.c_str(), (int)world, world == 1 ? "" : "s",
+                     (int)job->comm.worldSize());
+      stopWithPeers();
+    }
+  }
+  // Rank 0 speaks for the job: it prints, checks and writes the outputs.
+  bool leader = !job || job->rank == 0;
+
   sluice::rt::Model model;
-  if (!model.load(options.model, &error))
+  if (job ? !model.loadRank(options.model, job->rank, &error)
+          : !model.load(options.model, &error))
     die(error);
   bool cuda = model.target() == "cuda";
   if (!cuda && (options.device >= 0 || options.noCudaGraph))
     die(std::string(options.device >= 0 ? "--device" : "--no-cuda-graph") +
         " applies to cuda bundles; " + options.model + " is a " +
         model.target() + " bundle");
-  sluice::rt::Context context;
-  if (!context.create(model, &error, options.device))
-    die(error);
-  if (options.noCudaGraph)
-    context.enableCudaGraph(false);
-  unsigned hardware = std::thread::hardware_concurrency();
-  int threads = options.threads ? options.threads : hardware ? hardware : 1;
-  if (!context.setNumThreads(threads, &error))
-    die(error);
 
   std::vector<sluice::rt::TensorInfo> inputs, outputs;
   std::vector<std::string> inputNames, outputNames;
@@ -591,32 +778,70 @@ int runBundle(const Options &options) {
     return *dtype;
   };
 
-  // Bind inputs, checked against the manifest.
-  auto given = readBundleTensors(options.inputs, inputNames, "input");
-  std::mt19937 rng(0);
+  // The inputs, checked against the manifest: rank 0 reads (or makes) them,
+  // the other ranks receive them once every rank is ready.
   std::vector<sluice::Tensor> bound;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const sluice::rt::TensorInfo &info = inputs[i];
-    sluice::DType dtype = dtypeOf(info);
-    if (!given[i]) {
-      if (!options.randomInputs)
-        die(options.model + ": input '" + info.name +
-            "' not given (pass a file, or --random-inputs)");
-      given[i] = GivenTensor{options.model, randomTensor(dtype, info.shape, rng)};
+  if (leader) {
+    auto given = readBundleTensors(options.inputs, inputNames, "input");
+    std::mt19937 rng(0);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const sluice::rt::TensorInfo &info = inputs[i];
+      sluice::DType dtype = dtypeOf(info);
+      if (!given[i]) {
+        if (!options.randomInputs)
+          die(options.model + ": input '" + info.name +
+              "' not given (pass a file, or --random-inputs)");
+        given[i] =
+            GivenTensor{options.model, randomTensor(dtype, info.shape, rng)};
+      }
+      sluice::Tensor &t = given[i]->tensor;
+      reinterpretBf16(t, dtype);
+      if (t.dtype() != dtype)
+        die(given[i]->file + ": input '" + info.name + "' has element type " +
+            numpyName(t.dtype()) + ", the bundle expects " + info.dtype);
+      if (t.shape() != info.shape)
+        die(given[i]->file + ": input '" + info.name + "' has shape " +
+            sluice::shapeToString(t.shape()) + ", the bundle expects " +
+            sluice::shapeToString(info.shape));
+      bound.push_back(t);
     }
-    sluice::Tensor &t = given[i]->tensor;
-    reinterpretBf16(t, dtype);
-    if (t.dtype() != dtype)
-      die(given[i]->file + ": input '" + info.name + "' has element type " +
-          numpyName(t.dtype()) + ", the bundle expects " + info.dtype);
-    if (t.shape() != info.shape)
-      die(given[i]->file + ": input '" + info.name + "' has shape " +
-          sluice::shapeToString(t.shape()) + ", the bundle expects " +
-          sluice::shapeToString(info.shape));
-    if (!context.bindInput(i, t.rawData(), t.byteSize(), &error))
-      die(error);
-    bound.push_back(t);
+  } else {
+    for (const sluice::rt::TensorInfo &info : inputs)
+      bound.emplace_back(dtypeOf(info), info.shape);
   }
+
+  sluice::rt::Context context;
+  if (job) {
+    // Every rank loaded its weights (and rank 0 its inputs) before any
+    // waits on the others in a collective: a rank that could not stops the
+    // others here, cleanly.
+    agreeOrStop();
+    if (!context.createRank(model, job->comm, &error))
+      die(error);
+    agreeOrStop();
+    job->agreed = true;
+    for (size_t i = 0; i < bound.size(); ++i)
+      if (bound[i].byteSize() &&
+          !job->comm.broadcast(bound[i].mutableData(), bound[i].byteSize(), 0,
+                               &error))
+        die(error);
+  } else if (!context.create(model, &error, options.device)) {
+    die(error);
+  }
+  if (options.noCudaGraph)
+    context.enableCudaGraph(false);
+  unsigned hardware = std::thread::hardware_concurrency();
+  // A rank's context shares the host's cores with the host's other ranks
+  // by default (sluice_context_create_rank).
+  int localRanks = job ? std::max(1, (int)job->comm.localSize()) : 1;
+  int threads = options.threads ? options.threads
+                                : std::max(1, (int)(hardware ? hardware : 1) /
+                                                  localRanks);
+  if ((!job || options.threads) && !context.setNumThreads(threads, &error))
+    die(error);
+  for (size_t i = 0; i < bound.size(); ++i)
+    if (!context.bindInput(i, bound[i].rawData(), bound[i].byteSize(), &error))
+      die(error);
 
   if (!context.run(&error))
     die(error);
@@ -633,20 +858,32 @@ int runBundle(const Options &options) {
       if (!context.run(&error))
         die(error);
     });
-    if (!cuda) {
-      std::printf("latency over %d runs (cpu target, %d threads): median "
+    // A multi-rank job's latency is rank 0's (every run ends with every
+    // rank's collectives, so the ranks' latencies agree).
+    std::string ranks =
+        job ? std::to_string(job->comm.worldSize()) + " ranks (" +
+                  context.commTransport() + "), "
+            : std::string();
+    std::string cudaRanks =
+        job ? ", " + ranks.substr(0, ranks.size() - 1) : std::string();
+    if (!leader) {
+    } else if (!cuda) {
+      std::printf("latency over %d runs (cpu target, %s%d threads%s): median "
                   "%.4g ms, p90 %.4g ms\n",
-                  options.iters, threads, median, p90);
+                  options.iters, ranks.c_str(), threads,
+                  job ? " per rank" : "", median, p90);
     } else {
       // Whether the timed runs replayed a CUDA graph, or why not.
       std::string reason;
       std::string graph = context.replayedCudaGraph(&reason)
                               ? std::string("replayed")
                               : "off (" + reason + ")";
-      std::printf("latency over %d runs (cuda target on %s): median %.4g ms, "
-                  "p90 %.4g ms; cuda graph: %s\n",
-                  options.iters, context.device().c_str(), median, p90,
-                  graph.c_str());
+      std::printf("latency over %d runs (cuda target%s %s): median %.4g "
+                  "ms, p90 %.4g ms; cuda graph: %s\n",
+                  options.iters, cudaRanks.c_str(),
+                  ((job ? "rank 0 on " : "on ") + context.device()).c_str(),
+                  median,
+                  p90, graph.c_str());
     }
   }
 
@@ -707,8 +944,20 @@ int runBundle(const Options &options) {
     context.enableTrace(true);
     if (!context.run(&error))
       die(error);
-    writeTrace(options.trace, options.model, context, model.kernels());
+    if (leader)
+      writeTrace(options.trace, options.model, context, model.kernels());
   }
+
+  // Every rank has run all its runs: leave the job (MPI finalized) before
+  // rank 0's checks, so that no rank waits on a slow file system. The
+  // context goes first (it holds a communicator of the job).
+  if (job) {
+    context = sluice::rt::Context();
+    if (!job->comm.free(&error))
+      die(error);
+  }
+  if (!leader)
+    return 0;
 
   if (!options.saveOutputs.empty()) {
     std::error_code ec;
@@ -741,8 +990,13 @@ int runBundle(const Options &options) {
 
 int main(int argc, char **argv) {
   Options options = parseArgs(argc, argv);
-  if (options.bundle)
-    return runBundle(options);
+  if (options.bundle) {
+    bool rankMode = false;
+    int launched = chooseLaunch(options, sluice::rt::launchInfo(), rankMode);
+    if (launched >= 0)
+      return launched;
+    return runBundle(options, rankMode);
+  }
   MLIRContext context;
   context.disableMultithreading();
   sluice::CompilerOptions compilerOptions;

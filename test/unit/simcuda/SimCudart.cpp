@@ -11,7 +11,9 @@
 // invalidate it, and cudaGetLastError clears the last error.
 //
 // What it tests is the runtime's side (staging, the order of copies, graph
-// capture and replay, the fallback, trace resolution, errors), not CUDA.
+// capture and replay, the fallback, trace resolution, errors), not CUDA;
+// with MPI ranks sharing its one device, the multi-rank cuda context and
+// the host-staged transport of libsluice_comm_cuda.so (test/runtime).
 //
 //===----------------------------------------------------------------------===//
 
@@ -255,6 +257,28 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int) {
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   delete reinterpret_cast<SimStream *>(stream);
+  return cudaSuccess;
+}
+
+/// Every operation ran as it was enqueued.
+cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
+                              size_t spitch, size_t width, size_t height,
+                              enum cudaMemcpyKind, cudaStream_t stream) {
+  for (size_t row = 0; row < height; ++row) {
+    Op op{Op::Copy};
+    op.dst = static_cast<char *>(dst) + row * dpitch;
+    op.src = static_cast<const char *>(src) + row * spitch;
+    op.bytes = width;
+    enqueue(stream, op);
+  }
+  return cudaSuccess;
+}
+
+/// Device N sits on bus N + 1 of this host: ranks on one device share it.
+cudaError_t cudaDeviceGetPCIBusId(char *id, int length, int device) {
+  std::snprintf(id, (size_t)length, "0000:%02x:00.0", device + 1);
   return cudaSuccess;
 }
 
