@@ -397,8 +397,9 @@ def mode_run(args, tools, work):
 # ---------------------------------------------------------------------------
 # Bad inputs.
 
+# Not mpirun's "the job has been aborted" notice: a process that aborted.
 CRASH = re.compile(r"Assertion|Stack dump|PLEASE submit|Segmentation fault|core dumped|"
-                   r"Aborted|Traceback", re.IGNORECASE)
+                   r"^Aborted\b|exited on signal|Traceback", re.IGNORECASE | re.MULTILINE)
 
 
 def error_lines(out):

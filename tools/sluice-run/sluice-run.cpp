@@ -635,7 +635,7 @@ int chooseLaunch(const Options &options, const SluiceLaunchInfo &launch,
     world = 0;
   std::string planned = "bundle '" + bundle + "' is planned for " +
                         std::to_string(world) + " ranks";
-  std::string single = "bundle '" + bundle + "' is a single-rank bundle";
+  std::string single = "bundle '" + bundle + "' is a single-rank bundle (world_size 1)";
   if (!launch.in_job) {
     if (world > 1 && options.ranks == 0)
       die(planned + ": run it with --ranks=" + std::to_string(world) +
