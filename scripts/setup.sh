@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every dependency Sluice needs, idempotently: the Debian packages
-# (LLVM/MLIR 22, ONNX, protobuf, OpenBLAS, OpenMPI, torch, ninja, gtest) and a
+# (LLVM/MLIR 22, ONNX, protobuf, OpenBLAS, OpenMPI, torch, scikit-learn for
+# the quantization accuracy data, ninja, gtest) and a
 # Python virtual environment (.venv) with onnx, onnxruntime and numpy that also
 # sees Debian's torch (--system-site-packages).
 set -euo pipefail
@@ -10,7 +11,7 @@ debs=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libopenblas-dev libopenmpi-dev openmpi-bin
-  python3-torch python3-venv ninja-build cmake g++ libgtest-dev ccache
+  python3-torch python3-sklearn python3-venv ninja-build cmake g++ libgtest-dev ccache
 )
 missing=()
 for p in "${debs[@]}"; do
