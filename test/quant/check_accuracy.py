@@ -9,8 +9,8 @@ its top-1 against the numbers the manifest recorded when the models were made.
      compiler requires calibration sets to have the compile shapes. FLAGS may
      name the data folder as {data}, e.g.
      --flags="--quantize=int8 --calibration={data}/calibration".
-  2. sluice-run BUNDLE image=CHUNK.npy --save-outputs=DIR for each batch of B
-     test images (600 / B runs), then top-1 of the saved logits against
+  2. sluice-run BUNDLE image=CHUNK.npy --save-outputs=DIR --threads=T (1 by
+     default) for each batch of B test images (600 / B runs), then top-1 of the saved logits against
      test_labels.npy.
   3. The bounds, in percentage points of top-1:
        --max-drop=P   fp32 top-1 (ONNX Runtime on the fp32 model, from the
@@ -39,7 +39,7 @@ Prints a table; exit 0 when every bound holds, 1 otherwise (77, ctest's
 skip, for --target=cuda where no GPU is visible).
 
 Usage: check_accuracy.py --bin BUILD/bin --model NAME [--data DIR]
-                         [--target cpu|cuda] [--flags="..."] [--max-drop=P]
+                         [--target cpu|cuda] [--flags="..."] [--threads=T] [--max-drop=P]
                          [--match-ort=P] [--require-int8] [--max-weights-ratio=X]
                          [--expect-compile-error=TEXT] [--keep DIR]
        check_accuracy.py --check-data [--data DIR]
@@ -206,7 +206,7 @@ def main_check(args):
         saved = os.path.join(work, f"out{i // args.batch}")
         np.save(chunk, images[i:i + args.batch])
         rc, out = run([sluice_run, bundle, f"{manifest['input']}={chunk}",
-                       f"--save-outputs={saved}"])
+                       f"--save-outputs={saved}", f"--threads={args.threads}"])
         if rc:
             print(out)
             print(f"FAIL: sluice-run exited {rc} on test images {i}..{i + args.batch - 1}")
@@ -395,6 +395,11 @@ def main():
     ap.add_argument("--flags", default="", help="extra sluice-compile flags; {data} is "
                     "replaced by the data folder")
     ap.add_argument("--batch", type=int, help="compile batch (default: the manifest's)")
+    # Top-1 does not depend on the thread count, and under ctest -j2 on a
+    # small machine OpenMP threads that wait for each other make the runs
+    # ten times slower.
+    ap.add_argument("--threads", type=int, default=1,
+                    help="sluice-run --threads (default: %(default)s)")
     ap.add_argument("--max-drop", type=float, help="points of top-1 below fp32 allowed")
     ap.add_argument("--match-ort", type=float, help="points of top-1 from ONNX Runtime's on "
                     "the same model allowed")
