@@ -237,8 +237,8 @@ def main_check(args):
     compute = args.require_compute or ("int8" if args.require_int8 else None)
     steps = gemm_steps(report, compute or "int8")
     print()
-    print(f"| model | flags | sluice top-1 | ORT top-1 (manifest / now) | fp32 top-1 | "
-          f"drop | agrees with ORT |")
+    print("| model | flags | sluice top-1 | ORT top-1 (manifest / now) | fp32 top-1 | "
+          "drop | agrees with ORT |")
     print("|---|---|---|---|---|---|---|")
     print(f"| {args.model} | {' '.join(shlex.split(args.flags)) or '-'} | "
           f"{bundle_top1:.2f}% ({correct}/{len(labels)}) | {model_ort_top1:.2f}% / "
