@@ -395,20 +395,33 @@ LogicalResult detHandler(Binder &b) {
 // Quantization
 //===----------------------------------------------------------------------===//
 
+/// A one-element 1-D scale or zero point (ONNX Runtime's quantizer writes
+/// [1]-shaped scales beside scalar zero points, e.g. for int32 biases) is
+/// per-tensor, as ONNX Runtime reads it: a scalar here, so that scale and
+/// zero point agree.
+Value perTensorParam(Binder &b, Value param) {
+  auto type = param ? dyn_cast<RankedTensorType>(param.getType()) : RankedTensorType();
+  if (!type || type.getRank() != 1 || type.getDimSize(0) != 1)
+    return param;
+  return b.create<ReshapeOp>(param, b.constI64({}), false);
+}
+
 LogicalResult quantizeHandler(Binder &b) {
   if (b.hasInput(2)) {
     Type zp = b.elementType(2);
     if (!zp.isInteger(8))
       return b.fail("QuantizeLinear supports int8 and uint8 zero points");
   }
-  return b.output(b.create<QuantizeLinearOp>(b.input(0), b.input(1), b.input(2),
+  return b.output(b.create<QuantizeLinearOp>(b.input(0), perTensorParam(b, b.input(1)),
+                                             perTensorParam(b, b.input(2)),
                                              b.attrInt("axis", 1),
                                              b.attrInt("saturate", 1) != 0));
 }
 
 LogicalResult dequantizeHandler(Binder &b) {
-  return b.output(b.create<DequantizeLinearOp>(
-      b.input(0), b.input(1), b.input(2), b.attrInt("axis", 1)));
+  return b.output(b.create<DequantizeLinearOp>(b.input(0), perTensorParam(b, b.input(1)),
+                                               perTensorParam(b, b.input(2)),
+                                               b.attrInt("axis", 1)));
 }
 
 /// scale = (max(x, 0) - min(x, 0)) / 255, zero point = round(-min / scale)
