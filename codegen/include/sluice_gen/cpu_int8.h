@@ -20,7 +20,8 @@
 // point comes out of the sum after the GEMM:
 //   sum_k (a - zA) b = sum_k a b  -  zA * colsum[n],   colsum[n] = sum_k B[k][n]
 // colsum is exact int32, computed at packing time and stored with the
-// panels. An s8 activation (TensorRT-style symmetric, or ONNX QDQ with int8
+// panels; the micro-kernels start their sums at -zA * colsum[n], so the
+// correction costs nothing per element. An s8 activation (TensorRT-style symmetric, or ONNX QDQ with int8
 // activations) is a u8 one shifted by 128: the kernels flip its sign bits
 // (a ^ 0x80 = a + 128) as they broadcast it and compensate with
 // (zA + 128) * colsum. Sums wrap modulo 2^32 in every path, so the result
@@ -249,6 +250,7 @@ namespace sluice_int8 {
 //===----------------------------------------------------------------------===//
 // Each path supplies: W int32 lanes per vector, an MR x NV register tile
 // (MR rows, NV vectors of W columns), and
+//   vec  load(p), store(p, v) W int32
 //   bvec load_b(p)            W columns x 4 rows of packed B (4W bytes)
 //   avec bcast_a(word)        4 bytes of one A row (already u8), broadcast
 //   vec  dot(acc, a, b)       acc[lane] += sum_t a[t] * b[lane][t]
@@ -264,7 +266,11 @@ struct isa_scalar {
   struct avec {
     int32_t t[4];
   };
-  static vec zero() { return 0; }
+  static vec load(const int32_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+  }
   static bvec load_b(const int8_t *p) { return {{p[0], p[1], p[2], p[3]}}; }
   static avec bcast_a(uint32_t w) {
     return {{(int32_t)(w & 0xFF), (int32_t)((w >> 8) & 0xFF), (int32_t)((w >> 16) & 0xFF),
@@ -290,7 +296,7 @@ struct isa_avx2 {
   struct avec {
     __m256i even, odd;
   };
-  static vec zero() { return _mm256_setzero_si256(); }
+  static vec load(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
   static bvec load_b(const int8_t *p) {
     const __m256i b = _mm256_loadu_si256((const __m256i *)p);
     return {_mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8), _mm256_srai_epi16(b, 8)};
@@ -315,7 +321,7 @@ struct isa_avx_vnni {
   using vec = __m256i;
   using bvec = __m256i;
   using avec = __m256i;
-  static vec zero() { return _mm256_setzero_si256(); }
+  static vec load(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
   static bvec load_b(const int8_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
   static avec bcast_a(uint32_t w) { return _mm256_set1_epi32((int)w); }
   static vec dot(vec acc, avec a, bvec b) {
@@ -341,7 +347,7 @@ struct isa_avx512_bw {
   struct avec {
     __m512i even, odd;
   };
-  static vec zero() { return _mm512_setzero_si512(); }
+  static vec load(const int32_t *p) { return _mm512_loadu_si512(p); }
   static bvec load_b(const int8_t *p) {
     const __m512i b = _mm512_loadu_si512(p);
     return {_mm512_srai_epi16(_mm512_slli_epi16(b, 8), 8), _mm512_srai_epi16(b, 8)};
@@ -367,7 +373,7 @@ struct isa_avx512_vnni {
   using vec = __m512i;
   using bvec = __m512i;
   using avec = __m512i;
-  static vec zero() { return _mm512_setzero_si512(); }
+  static vec load(const int32_t *p) { return _mm512_loadu_si512(p); }
   static bvec load_b(const int8_t *p) { return _mm512_loadu_si512(p); }
   static avec bcast_a(uint32_t w) { return _mm512_set1_epi32((int)w); }
   static vec dot(vec acc, avec a, bvec b) { return _mm512_dpbusd_epi32(acc, a, b); }
@@ -431,20 +437,22 @@ template <bool Signed> static inline uint32_t a_tail_word(const uint8_t *p, int 
   return Signed ? w ^ 0x80808080u : w;
 }
 
-/// Micro-kernel: tile[i][q] = sum over the whole depth of A row i times
-/// column q of the strip, for R rows and NV vectors (NV*W columns) of B
-/// read at b (a strip inside a panel: groups GROUP_BYTES apart). The sums
-/// stay in registers for all of K: an int32 round trip per K slice would
-/// cost more than the L2 reads of B it saves at these depths.
+/// Micro-kernel: tile[i][q] = init[q] + the sum over the whole depth of A
+/// row i times column q of the strip, for R rows and NV vectors (NV*W
+/// columns) of B read at b (a strip inside a panel: groups GROUP_BYTES
+/// apart). init is the zero-point term -zA * colsum, so the tile holds the
+/// finished int32 result. The sums stay in registers for all of K: at
+/// BERT's depths (768, 3072) the B strip streams from L2 fast enough, and
+/// K slices would add an int32 round trip of the tile per slice.
 template <class V, int R, int NV, bool Signed>
 static inline void kernel(int64_t groups, int tail, const uint8_t *a, int64_t lda,
-                          const int8_t *b, int32_t *tile, int64_t ldt) {
+                          const int8_t *b, const int32_t *init, int32_t *tile, int64_t ldt) {
   typename V::vec acc[R][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v)
-      acc[i][v] = V::zero();
+      acc[i][v] = V::load(init + V::W * v);
   const uint8_t *arow[R];
 #pragma GCC unroll 8
   for (int i = 0; i < R; ++i)
@@ -486,23 +494,25 @@ static inline void kernel(int64_t groups, int tail, const uint8_t *a, int64_t ld
 /// on columns past it).
 template <class V, int R, int NV, bool Signed>
 static inline void kernel_cols(int nv, int64_t groups, int tail, const uint8_t *a, int64_t lda,
-                               const int8_t *b, int32_t *tile, int64_t ldt) {
+                               const int8_t *b, const int32_t *init, int32_t *tile,
+                               int64_t ldt) {
   if constexpr (NV > 1) {
     if (nv < NV)
-      return kernel_cols<V, R, NV - 1, Signed>(nv, groups, tail, a, lda, b, tile, ldt);
+      return kernel_cols<V, R, NV - 1, Signed>(nv, groups, tail, a, lda, b, init, tile, ldt);
   }
-  kernel<V, R, NV, Signed>(groups, tail, a, lda, b, tile, ldt);
+  kernel<V, R, NV, Signed>(groups, tail, a, lda, b, init, tile, ldt);
 }
 
 /// kernel for rows <= V::MR rows (short edge panels do no wasted work).
 template <class V, int R, bool Signed>
 static inline void kernel_rows(int rows, int nv, int64_t groups, int tail, const uint8_t *a,
-                               int64_t lda, const int8_t *b, int32_t *tile, int64_t ldt) {
+                               int64_t lda, const int8_t *b, const int32_t *init, int32_t *tile,
+                               int64_t ldt) {
   if constexpr (R > 1) {
     if (rows < R)
-      return kernel_rows<V, R - 1, Signed>(rows, nv, groups, tail, a, lda, b, tile, ldt);
+      return kernel_rows<V, R - 1, Signed>(rows, nv, groups, tail, a, lda, b, init, tile, ldt);
   }
-  kernel_cols<V, R, V::NV, Signed>(nv, groups, tail, a, lda, b, tile, ldt);
+  kernel_cols<V, R, V::NV, Signed>(nv, groups, tail, a, lda, b, init, tile, ldt);
 }
 
 //===----------------------------------------------------------------------===//
@@ -519,13 +529,20 @@ struct output_params {
   sluice_int8_requant rq;  // 8-bit outputs
 };
 
-/// Per-strip column factors: scale[c] = scaleA * scaleB[n0 + c] and
-/// bias[c] (0 without bias) for c < cols, zero past them (the vector
-/// epilogues load whole vectors).
+/// Per-strip column factors, for c < cols (zero past them: the vector
+/// code loads whole vectors): init[c] = -zA * colsum[n0 + c] (wrapping, as
+/// the vector lanes), the micro-kernel's starting sums; scale[c] = scaleA *
+/// scaleB[n0 + c] and bias[c] (0 without bias) for the f32 and 8-bit
+/// outputs.
 struct strip_factors {
+  alignas(64) int32_t init[SLUICE_INT8_PANEL];
   alignas(64) float scale[SLUICE_INT8_PANEL];
   alignas(64) float bias[SLUICE_INT8_PANEL];
-  void fill(const output_params &p, int64_t n0, int cols) {
+  void fill(const output_params &p, int64_t n0, int cols, bool scales) {
+    for (int c = 0; c < SLUICE_INT8_PANEL; ++c)
+      init[c] = c < cols ? (int32_t)(0u - (uint32_t)p.zeroA * (uint32_t)p.colsum[n0 + c]) : 0;
+    if (!scales)
+      return;
     for (int c = 0; c < SLUICE_INT8_PANEL; ++c) {
       scale[c] = c < cols ? p.scaleA * p.scaleB[n0 + c] : 0.0f;
       bias[c] = c < cols && p.bias ? p.bias[n0 + c] : 0.0f;
@@ -533,17 +550,11 @@ struct strip_factors {
   }
 };
 
-/// The corrected sum of one element (wrapping, as the vector lanes).
-static inline int32_t corrected(int32_t acc, int32_t zeroA, int32_t colsum) {
-  return (int32_t)((uint32_t)acc - (uint32_t)zeroA * (uint32_t)colsum);
-}
-
 /// One output element from the scalar reference arithmetic (scalar path,
 /// and the tails of the ymm path).
 template <typename TC>
-static inline void store_one(int32_t acc, const output_params &p, const strip_factors &f,
-                             int64_t n0, int c, TC *out) {
-  const int32_t x = corrected(acc, p.zeroA, p.colsum[n0 + c]);
+static inline void store_one(int32_t x, const output_params &p, const strip_factors &f, int c,
+                             TC *out) {
   if constexpr (std::is_same<TC, int32_t>::value)
     *out = x;
   else if constexpr (std::is_same<TC, float>::value)
@@ -553,22 +564,19 @@ static inline void store_one(int32_t acc, const output_params &p, const strip_fa
                                          p.rq);
 }
 
-/// Writes rows x cols of a finished int32 tile (row stride ldt) into C at
-/// column n0 through the epilogue.
+/// Writes rows x cols of a finished int32 tile (row stride ldt) into C
+/// through the epilogue (f: the strip's factors).
 template <typename TC>
 static inline void store_tile(const int32_t *tile, int64_t ldt, int rows, int cols,
-                              const output_params &p, const strip_factors &f, int64_t n0, TC *c,
+                              const output_params &p, const strip_factors &f, TC *c,
                               int64_t ldc) {
 #if defined(SLUICE_INT8_EPILOGUE_512)
-  const __m512i zeroA = _mm512_set1_epi32(p.zeroA);
   const __m512 rqScale = _mm512_set1_ps(p.rq.scale), rqZero = _mm512_set1_ps((float)p.rq.zero_point);
   const __m512 lo = _mm512_set1_ps((float)p.rq.qmin), hi = _mm512_set1_ps((float)p.rq.qmax);
   for (int i = 0; i < rows; ++i)
     for (int c0 = 0; c0 < cols; c0 += 16) {
       const __mmask16 mask = (__mmask16)(cols - c0 >= 16 ? 0xFFFF : (1u << (cols - c0)) - 1);
-      const __m512i sums = _mm512_loadu_si512(tile + i * ldt + c0);
-      const __m512i x = _mm512_sub_epi32(
-          sums, _mm512_mullo_epi32(zeroA, _mm512_loadu_si512(p.colsum + n0 + c0)));
+      const __m512i x = _mm512_loadu_si512(tile + i * ldt + c0);
       TC *out = c + i * ldc + c0;
       if constexpr (std::is_same<TC, int32_t>::value) {
         _mm512_mask_storeu_epi32(out, mask, x);
@@ -584,15 +592,11 @@ static inline void store_tile(const int32_t *tile, int64_t ldt, int rows, int co
       }
     }
 #elif defined(SLUICE_INT8_EPILOGUE_256)
-  const __m256i zeroA = _mm256_set1_epi32(p.zeroA);
   for (int i = 0; i < rows; ++i) {
     int c0 = 0;
     if constexpr (!std::is_same<TC, uint8_t>::value && !std::is_same<TC, int8_t>::value) {
       for (; c0 + 8 <= cols; c0 += 8) {
-        const __m256i sums = _mm256_loadu_si256((const __m256i *)(tile + i * ldt + c0));
-        const __m256i x = _mm256_sub_epi32(
-            sums, _mm256_mullo_epi32(zeroA,
-                                     _mm256_loadu_si256((const __m256i *)(p.colsum + n0 + c0))));
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(tile + i * ldt + c0));
         TC *out = c + i * ldc + c0;
         if constexpr (std::is_same<TC, int32_t>::value)
           _mm256_storeu_si256((__m256i *)out, x);
@@ -603,12 +607,12 @@ static inline void store_tile(const int32_t *tile, int64_t ldt, int rows, int co
     }
     // 8-bit outputs (their epilogue is a small part of the GEMM) and tails.
     for (; c0 < cols; ++c0)
-      store_one(tile[i * ldt + c0], p, f, n0, c0, c + i * ldc + c0);
+      store_one(tile[i * ldt + c0], p, f, c0, c + i * ldc + c0);
   }
 #else
   for (int i = 0; i < rows; ++i)
     for (int c0 = 0; c0 < cols; ++c0)
-      store_one(tile[i * ldt + c0], p, f, n0, c0, c + i * ldc + c0);
+      store_one(tile[i * ldt + c0], p, f, c0, c + i * ldc + c0);
 #endif
 }
 
@@ -651,14 +655,13 @@ static inline void gemm_block(int64_t r0, int64_t r1, int64_t p0, int64_t p1, in
           break;
         const int cols = (int)(n - n0 < STRIP ? n - n0 : STRIP);
         const int nv = (cols + V::W - 1) / V::W;
-        if constexpr (!std::is_same<TC, int32_t>::value)
-          f.fill(p, n0, cols);
+        f.fill(p, n0, cols, !std::is_same<TC, int32_t>::value);
         const int8_t *strip = data + panel * allGroups * GROUP_BYTES + 4 * s0;
         for (int64_t r = 0, ir = ic; r < rowPanels; ++r) {
           const int rows = (int)(base + (r < extra ? 1 : 0));
-          kernel_rows<V, V::MR, Signed>(rows, nv, groups, tail, a + ir * lda, lda, strip, tile,
-                                        STRIP);
-          store_tile(tile, STRIP, rows, cols, p, f, n0, c + ir * ldc + n0, ldc);
+          kernel_rows<V, V::MR, Signed>(rows, nv, groups, tail, a + ir * lda, lda, strip, f.init,
+                                        tile, STRIP);
+          store_tile(tile, STRIP, rows, cols, p, f, c + ir * ldc + n0, ldc);
           epi(ir, (int64_t)rows, n0, (int64_t)cols);
           ir += rows;
         }
@@ -721,7 +724,6 @@ static inline void store(int tile, void *base, long stride) {
   for (int r = 0; r < t.rows[tile]; ++r)
     memcpy((uint8_t *)base + r * stride, t.data[tile][r], t.colsb[tile]);
 }
-static inline void zero(int tile) { memset(state().data[tile], 0, 16 * 64); }
 /// tdpbusd: C[m][n] += sum over K/4 groups of u8 A[m][4k + t] * s8 B[k][4n + t].
 static inline void dpbusd(int c, int a, int b) {
   tiles &t = state();
@@ -741,7 +743,6 @@ static inline void dpbusd(int c, int a, int b) {
 #define SLUICE_AMX_RELEASE() ((void)0)
 #define SLUICE_AMX_LOAD(t, base, stride) amx_emulation::load(t, base, stride)
 #define SLUICE_AMX_STORE(t, base, stride) amx_emulation::store(t, base, stride)
-#define SLUICE_AMX_ZERO(t) amx_emulation::zero(t)
 #define SLUICE_AMX_DPBUSD(c, a, b) amx_emulation::dpbusd(c, a, b)
 #else
 #if !(defined(__AMX_INT8__) && defined(__AMX_TILE__))
@@ -751,7 +752,6 @@ static inline void dpbusd(int c, int a, int b) {
 #define SLUICE_AMX_RELEASE() _tile_release()
 #define SLUICE_AMX_LOAD(t, base, stride) _tile_loadd(t, base, stride)
 #define SLUICE_AMX_STORE(t, base, stride) _tile_stored(t, base, stride)
-#define SLUICE_AMX_ZERO(t) _tile_zero(t)
 #define SLUICE_AMX_DPBUSD(c, a, b) _tile_dpbusd(c, a, b)
 #endif
 
@@ -834,21 +834,21 @@ static inline bool amx_gemm_block(int64_t r0, int64_t r1, int64_t p0, int64_t p1
         memcpy(btail, pdata + 16 * fullChunks * GROUP_BYTES, (size_t)(have * GROUP_BYTES));
         memset(btail + have * GROUP_BYTES, 0, (size_t)((16 - have) * GROUP_BYTES));
       }
-      // The buffers above are read by tile loads the compiler cannot see.
-      __asm__ volatile("" ::: "memory");
       for (int64_t s0 = 0; s0 < SLUICE_INT8_PANEL; s0 += 32) {
         const int64_t n0 = panel * SLUICE_INT8_PANEL + s0;
         if (n0 >= n)
           break;
         const int cols = (int)(n - n0 < 32 ? n - n0 : 32);
-        if constexpr (!std::is_same<TC, int32_t>::value)
-          f.fill(p, n0, cols);
+        f.fill(p, n0, cols, !std::is_same<TC, int32_t>::value);
+        // The buffers above are read by tile loads the compiler cannot see.
+        __asm__ volatile("" ::: "memory");
         for (int64_t ir = 0; ir < rowsBlock; ir += 32) {
           const int rows = (int)(rowsBlock - ir < 32 ? rowsBlock - ir : 32);
-          SLUICE_AMX_ZERO(0);
-          SLUICE_AMX_ZERO(1);
-          SLUICE_AMX_ZERO(2);
-          SLUICE_AMX_ZERO(3);
+          // Every row of a C tile starts at the zero-point term (stride 0).
+          SLUICE_AMX_LOAD(0, f.init, 0);
+          SLUICE_AMX_LOAD(1, f.init + 16, 0);
+          SLUICE_AMX_LOAD(2, f.init, 0);
+          SLUICE_AMX_LOAD(3, f.init + 16, 0);
           const uint8_t *arow = abuf + ir * kp;
           for (int64_t ch = 0; ch < chunks; ++ch) {
             const int8_t *b = ch < fullChunks ? pdata + ch * 16 * GROUP_BYTES + 4 * s0
@@ -866,7 +866,7 @@ static inline bool amx_gemm_block(int64_t r0, int64_t r1, int64_t p0, int64_t p1
           SLUICE_AMX_STORE(1, block + 16, 128);
           SLUICE_AMX_STORE(2, block + 16 * 32, 128);
           SLUICE_AMX_STORE(3, block + 16 * 32 + 16, 128);
-          store_tile(block, 32, rows, cols, p, f, n0, c + (ic + ir) * ldc + n0, ldc);
+          store_tile(block, 32, rows, cols, p, f, c + (ic + ir) * ldc + n0, ldc);
           epi(ic + ir, (int64_t)rows, n0, (int64_t)cols);
         }
       }
