@@ -30,6 +30,86 @@ static_assert(SLUICE_INT8_ISA == SLUICE_INT8_EXPECT_ISA_ID, "unexpected ISA path
 
 namespace {
 
+// The portable part (what the compiler runs: packing, weight quantization,
+// the rounding rule), also built without OpenMP or ISA flags.
+
+TEST(Int8Gemm, PackedLayoutIsTheDocumentedOne) {
+  // K = 6 (two groups, the second half empty), N = 70 (two panels, the
+  // second mostly padding); B given both as [K, N] and as [N, K].
+  const int64_t k = 6, n = 70;
+  std::vector<int8_t> b(k * n), bt(n * k);
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) {
+      b[p * n + j] = (int8_t)((p * 31 + j * 7) % 256 - 128);
+      bt[j * k + p] = b[p * n + j];
+    }
+  const int64_t bytes = sluice_int8_packed_b_bytes(k, n);
+  ASSERT_EQ(bytes, 256 * 2 * (1 + 2));
+  std::vector<uint8_t> packed(bytes, 0xEE), packedT(bytes, 0xEE);
+  sluice_int8_pack_b(k, n, b.data(), n, 1, packed.data());
+  sluice_int8_pack_b(k, n, bt.data(), 1, k, packedT.data());
+  EXPECT_EQ(packed, packedT);
+  for (int64_t j = 0; j < 128; ++j) {
+    int32_t sum = 0, stored;
+    for (int64_t p = 0; j < n && p < k; ++p)
+      sum += b[p * n + j];
+    memcpy(&stored, packed.data() + 4 * j, 4);
+    EXPECT_EQ(stored, sum) << "colsum " << j;
+  }
+  const int8_t *data = (const int8_t *)packed.data() + 256 * 2;
+  for (int64_t panel = 0; panel < 2; ++panel)
+    for (int64_t g = 0; g < 2; ++g)
+      for (int64_t c = 0; c < 64; ++c)
+        for (int64_t t = 0; t < 4; ++t) {
+          const int64_t p = 4 * g + t, j = 64 * panel + c;
+          const int8_t expected = p < k && j < n ? b[p * n + j] : 0;
+          EXPECT_EQ(data[(panel * 2 + g) * 256 + 4 * c + t], expected) << "k=" << p << " n=" << j;
+        }
+}
+
+TEST(Int8Gemm, RequantValueRoundsHalfToEvenAndSaturates) {
+  const sluice_int8_requant u8 = sluice_int8_requant_for<uint8_t>(1.0f, 0);
+  const sluice_int8_requant s8 = sluice_int8_requant_for<int8_t>(0.5f, 10);
+  EXPECT_EQ(sluice_int8_requant_value(2.5f, u8), 2);
+  EXPECT_EQ(sluice_int8_requant_value(3.5f, u8), 4);
+  EXPECT_EQ(sluice_int8_requant_value(2.4999f, u8), 2);
+  EXPECT_EQ(sluice_int8_requant_value(254.5f, u8), 254);
+  EXPECT_EQ(sluice_int8_requant_value(255.5f, u8), 255);
+  EXPECT_EQ(sluice_int8_requant_value(1e9f, u8), 255);
+  EXPECT_EQ(sluice_int8_requant_value(-0.5f, u8), 0);
+  EXPECT_EQ(sluice_int8_requant_value(-1e9f, u8), 0);
+  EXPECT_EQ(sluice_int8_requant_value(INFINITY, u8), 255);
+  EXPECT_EQ(sluice_int8_requant_value(NAN, u8), 0);
+  EXPECT_EQ(sluice_int8_requant_value(-1.25f, s8), 8);   // -2.5 -> -2, + 10
+  EXPECT_EQ(sluice_int8_requant_value(-1.75f, s8), 6);   // -3.5 -> -4, + 10
+  EXPECT_EQ(sluice_int8_requant_value(58.75f, s8), 127); // 117.5 -> 118 + 10, clamped
+  EXPECT_EQ(sluice_int8_requant_value(-69.25f, s8), -128);
+  EXPECT_EQ(sluice_int8_requant_value(NAN, s8), -128);
+}
+
+TEST(Int8Gemm, QuantizeWeightsPerColumn) {
+  // [N, K] storage (a Gemm transB weight); column 1 is all zero.
+  const int64_t k = 5, n = 3;
+  const float wt[n][k] = {
+      {0.5f, -1.27f, 0.01f, 1.0f, -0.3f}, {0, 0, 0, 0, 0}, {-2.54f, 2.0f, 0.02f, 1.27f, -0.01f}};
+  int8_t q[k * n];
+  float scale[n];
+  sluice_int8_quantize_weights(k, n, &wt[0][0], 1, k, q, scale);
+  EXPECT_FLOAT_EQ(scale[0], 1.27f / 127);
+  EXPECT_EQ(scale[1], 1.0f);
+  EXPECT_FLOAT_EQ(scale[2], 2.54f / 127);
+  EXPECT_EQ(q[1 * n + 0], -127); // the column's peak maps to the range's end
+  EXPECT_EQ(q[0 * n + 2], -127);
+  EXPECT_EQ(q[3 * n + 2], 64); // 1.27 / 0.02 = 63.5 -> 64 (half to even)
+  for (int64_t p = 0; p < k; ++p) {
+    EXPECT_EQ(q[p * n + 1], 0);
+    for (int64_t j : {0, 2})
+      EXPECT_LE(std::fabs(q[p * n + j] * scale[j] - wt[j][p]), scale[j] / 2 * 1.0001f);
+  }
+}
+
+#ifndef SLUICE_INT8_PACK_ONLY
+
 /// A random weight (K x N, row-major, full s8 range: -128 included, the
 /// value that breaks a naive vpmaddubsw) and its packed form.
 struct Weight {
@@ -52,8 +132,8 @@ struct Weight {
 /// sum_p (a[i][p] - zeroA) * b[p][j] in 64 bits: the value the GEMM must
 /// return as int32 (checked to fit, so the comparison is meaningful).
 template <typename TA>
-std::vector<int32_t> referenceSums(int64_t m, const std::vector<TA> &a, int64_t lda,
-                                   int32_t zeroA, const Weight &w) {
+std::vector<int32_t> referenceSums(int64_t m, const std::vector<TA> &a, int64_t lda, int32_t zeroA,
+                                   const Weight &w) {
   std::vector<int32_t> out(m * w.n);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < w.n; ++j) {
@@ -88,8 +168,8 @@ void expectExactSums(int threads, int64_t m, int64_t n, int64_t k, int32_t zeroA
   const Weight w(k, n, rng);
   const int32_t sentinel = 0x5A5A5A5A;
   std::vector<int32_t> c(m * ldc, sentinel);
-  sluice_int8_gemm(threads, m, n, k, a.data(), lda, zeroA, 1.0f, w.packed.data(), nullptr,
-                   nullptr, nullptr, c.data(), ldc);
+  sluice_int8_gemm(threads, m, n, k, a.data(), lda, zeroA, 1.0f, w.packed.data(), nullptr, nullptr,
+                   nullptr, c.data(), ldc);
   const std::vector<int32_t> ref = referenceSums(m, a, lda, zeroA, w);
   int64_t wrong = 0, touched = 0;
   for (int64_t i = 0; i < m; ++i)
@@ -109,41 +189,6 @@ TEST(Int8Gemm, SelectsTheExpectedIsaPath) {
 #else
   GTEST_SKIP() << "a build outside test/unit/CMakeLists.txt: " << sluice_int8_isa_name();
 #endif
-}
-
-TEST(Int8Gemm, PackedLayoutIsTheDocumentedOne) {
-  // K = 6 (two groups, the second half empty), N = 70 (two panels, the
-  // second mostly padding); B given both as [K, N] and as [N, K].
-  const int64_t k = 6, n = 70;
-  std::vector<int8_t> b(k * n), bt(n * k);
-  for (int64_t p = 0; p < k; ++p)
-    for (int64_t j = 0; j < n; ++j) {
-      b[p * n + j] = (int8_t)((p * 31 + j * 7) % 256 - 128);
-      bt[j * k + p] = b[p * n + j];
-    }
-  const int64_t bytes = sluice_int8_packed_b_bytes(k, n);
-  ASSERT_EQ(bytes, 256 * 2 * (1 + 2));
-  std::vector<uint8_t> packed(bytes, 0xEE), packedT(bytes, 0xEE);
-  sluice_int8_pack_b(k, n, b.data(), n, 1, packed.data());
-  sluice_int8_pack_b(k, n, bt.data(), 1, k, packedT.data());
-  EXPECT_EQ(packed, packedT);
-  for (int64_t j = 0; j < 128; ++j) {
-    int32_t sum = 0, stored;
-    for (int64_t p = 0; j < n && p < k; ++p)
-      sum += b[p * n + j];
-    memcpy(&stored, packed.data() + 4 * j, 4);
-    EXPECT_EQ(stored, sum) << "colsum " << j;
-  }
-  const int8_t *data = (const int8_t *)packed.data() + 256 * 2;
-  for (int64_t panel = 0; panel < 2; ++panel)
-    for (int64_t g = 0; g < 2; ++g)
-      for (int64_t c = 0; c < 64; ++c)
-        for (int64_t t = 0; t < 4; ++t) {
-          const int64_t p = 4 * g + t, j = 64 * panel + c;
-          const int8_t expected = p < k && j < n ? b[p * n + j] : 0;
-          EXPECT_EQ(data[(panel * 2 + g) * 256 + 4 * c + t], expected)
-              << "k=" << p << " n=" << j;
-        }
 }
 
 TEST(Int8Gemm, ExactSumsAtOddSizes) {
@@ -189,8 +234,8 @@ TEST(Int8Gemm, SumsWrapToTheExactValue) {
   const Weight w(k, n, (int8_t)127);
   std::vector<uint8_t> a(m * k, 255);
   std::vector<int32_t> c(m * n);
-  sluice_int8_gemm(1, m, n, k, a.data(), k, 200, 1.0f, w.packed.data(), nullptr, nullptr,
-                   nullptr, c.data(), n);
+  sluice_int8_gemm(1, m, n, k, a.data(), k, 200, 1.0f, w.packed.data(), nullptr, nullptr, nullptr,
+                   c.data(), n);
   for (int32_t x : c)
     EXPECT_EQ(x, 55 * 127 * k);
 }
@@ -280,8 +325,8 @@ std::array<int64_t, 3> expectRequantized(int threads, const sluice_int8_requant 
   const Weight w(k, n, rng);
   const Factors f(n, rng);
   std::vector<TC> c(m * n);
-  sluice_int8_gemm(threads, m, n, k, a.data(), k, zeroA, scaleA, w.packed.data(),
-                   f.scaleB.data(), f.bias.data(), &rq, c.data(), n);
+  sluice_int8_gemm(threads, m, n, k, a.data(), k, zeroA, scaleA, w.packed.data(), f.scaleB.data(),
+                   f.bias.data(), &rq, c.data(), n);
   const std::vector<int32_t> ref = referenceSums(m, a, k, zeroA, w);
   std::array<int64_t, 3> counts = {0, 0, 0};
   int64_t wrong = 0;
@@ -301,13 +346,13 @@ TEST(Int8Gemm, RequantizedOutputSaturates) {
   // the clamp and the values between.
   std::mt19937 rng(6);
   for (int threads : {1, 2}) {
-    const auto u8 = expectRequantized<uint8_t>(
-        threads, sluice_int8_requant_for<uint8_t>(0.02f, 128), rng);
+    const auto u8 =
+        expectRequantized<uint8_t>(threads, sluice_int8_requant_for<uint8_t>(0.02f, 128), rng);
     EXPECT_GT(u8[0], 0);
     EXPECT_GT(u8[1], 0);
     EXPECT_GT(u8[2], 0);
-    const auto s8 = expectRequantized<int8_t>(threads, sluice_int8_requant_for<int8_t>(0.02f, -3),
-                                              rng);
+    const auto s8 =
+        expectRequantized<int8_t>(threads, sluice_int8_requant_for<int8_t>(0.02f, -3), rng);
     EXPECT_GT(s8[0], 0);
     EXPECT_GT(s8[1], 0);
     EXPECT_GT(s8[2], 0);
@@ -316,26 +361,6 @@ TEST(Int8Gemm, RequantizedOutputSaturates) {
     EXPECT_GT(relu[0], 0);
     EXPECT_GT(relu[2], 0);
   }
-}
-
-TEST(Int8Gemm, RequantValueRoundsHalfToEvenAndSaturates) {
-  const sluice_int8_requant u8 = sluice_int8_requant_for<uint8_t>(1.0f, 0);
-  const sluice_int8_requant s8 = sluice_int8_requant_for<int8_t>(0.5f, 10);
-  EXPECT_EQ(sluice_int8_requant_value(2.5f, u8), 2);
-  EXPECT_EQ(sluice_int8_requant_value(3.5f, u8), 4);
-  EXPECT_EQ(sluice_int8_requant_value(2.4999f, u8), 2);
-  EXPECT_EQ(sluice_int8_requant_value(254.5f, u8), 254);
-  EXPECT_EQ(sluice_int8_requant_value(255.5f, u8), 255);
-  EXPECT_EQ(sluice_int8_requant_value(1e9f, u8), 255);
-  EXPECT_EQ(sluice_int8_requant_value(-0.5f, u8), 0);
-  EXPECT_EQ(sluice_int8_requant_value(-1e9f, u8), 0);
-  EXPECT_EQ(sluice_int8_requant_value(INFINITY, u8), 255);
-  EXPECT_EQ(sluice_int8_requant_value(NAN, u8), 0);
-  EXPECT_EQ(sluice_int8_requant_value(-1.25f, s8), 8);  // -2.5 -> -2, + 10
-  EXPECT_EQ(sluice_int8_requant_value(-1.75f, s8), 6);  // -3.5 -> -4, + 10
-  EXPECT_EQ(sluice_int8_requant_value(58.75f, s8), 127); // 117.5 -> 118 + 10, clamped
-  EXPECT_EQ(sluice_int8_requant_value(-69.25f, s8), -128);
-  EXPECT_EQ(sluice_int8_requant_value(NAN, s8), -128);
 }
 
 template <typename T> void expectQuantizeMatchesScalar(int threads, int64_t count, int32_t zero) {
@@ -377,28 +402,6 @@ TEST(Int8Gemm, QuantizeActivations) {
     }
 }
 
-TEST(Int8Gemm, QuantizeWeightsPerColumn) {
-  // [N, K] storage (a Gemm transB weight); column 1 is all zero.
-  const int64_t k = 5, n = 3;
-  const float wt[n][k] = {{0.5f, -1.27f, 0.01f, 1.0f, -0.3f},
-                          {0, 0, 0, 0, 0},
-                          {-2.54f, 2.0f, 0.02f, 1.27f, -0.01f}};
-  int8_t q[k * n];
-  float scale[n];
-  sluice_int8_quantize_weights(k, n, &wt[0][0], 1, k, q, scale);
-  EXPECT_FLOAT_EQ(scale[0], 1.27f / 127);
-  EXPECT_EQ(scale[1], 1.0f);
-  EXPECT_FLOAT_EQ(scale[2], 2.54f / 127);
-  EXPECT_EQ(q[1 * n + 0], -127); // the column's peak maps to the range's end
-  EXPECT_EQ(q[0 * n + 2], -127);
-  EXPECT_EQ(q[3 * n + 2], 64);   // 1.27 / 0.02 = 63.5 -> 64 (half to even)
-  for (int64_t p = 0; p < k; ++p) {
-    EXPECT_EQ(q[p * n + 1], 0);
-    for (int64_t j : {0, 2})
-      EXPECT_LE(std::fabs(q[p * n + j] * scale[j] - wt[j][p]), scale[j] / 2 * 1.0001f);
-  }
-}
-
 TEST(Int8Gemm, EpilogueSeesEveryFinishedBlockOnce) {
   // The callback runs once per element, after the element holds its final
   // value (a fused elementwise epilogue reads it there).
@@ -410,8 +413,8 @@ TEST(Int8Gemm, EpilogueSeesEveryFinishedBlockOnce) {
     const std::vector<int32_t> ref = referenceSums(m, a, k, 11, w);
     std::vector<int32_t> c(m * n, 0);
     std::vector<int> seen(m * n, 0), early(m * n, 0);
-    sluice_int8_gemm_ep(threads, m, n, k, a.data(), k, 11, 1.0f, w.packed.data(), nullptr,
-                        nullptr, nullptr, c.data(), n,
+    sluice_int8_gemm_ep(threads, m, n, k, a.data(), k, 11, 1.0f, w.packed.data(), nullptr, nullptr,
+                        nullptr, c.data(), n,
                         [&](int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
                           for (int64_t i = r0; i < r0 + rows; ++i)
                             for (int64_t j = c0; j < c0 + cols; ++j) {
@@ -470,5 +473,7 @@ TEST(Int8Gemm, QuantizedMatMulApproximatesFloat) {
   EXPECT_LT(rel, 0.02);
   EXPECT_GT(rel, 0.0); // quantized: not the float GEMM itself
 }
+
+#endif // SLUICE_INT8_PACK_ONLY
 
 } // namespace

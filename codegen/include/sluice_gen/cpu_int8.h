@@ -8,7 +8,8 @@
 // below), quantized by sluice_int8_quantize; B (the weight) is s8, symmetric
 // per output column, quantized and packed once at compile time by
 // sluice_int8_quantize_weights and sluice_int8_pack_b (portable C++: the
-// compiler runs them; nothing in that part needs an ISA flag). The epilogue
+// compiler runs them, including this header with SLUICE_INT8_PACK_ONLY
+// defined for that part alone, which needs no OpenMP or ISA flag). The epilogue
 // dequantizes acc * (scaleA * scaleB[n]) + bias[n] to f32, or requantizes
 // that value to u8/s8 for a following quantized op, or returns the raw
 // int32 sums (MatMulInteger). Leading batch dimensions of A are flattened
@@ -21,11 +22,12 @@
 //   sum_k (a - zA) b = sum_k a b  -  zA * colsum[n],   colsum[n] = sum_k B[k][n]
 // colsum is exact int32, computed at packing time and stored with the
 // panels; the micro-kernels start their sums at -zA * colsum[n], so the
-// correction costs nothing per element. An s8 activation (TensorRT-style symmetric, or ONNX QDQ with int8
-// activations) is a u8 one shifted by 128: the kernels flip its sign bits
-// (a ^ 0x80 = a + 128) as they broadcast it and compensate with
-// (zA + 128) * colsum. Sums wrap modulo 2^32 in every path, so the result
-// is exact whenever the true value fits int32 (always for K <= 65793).
+// correction costs nothing per element. An s8 activation (TensorRT-style
+// symmetric, or ONNX QDQ with int8 activations) is a u8 one shifted by
+// 128: the kernels flip its sign bits (a ^ 0x80 = a + 128) as they
+// broadcast it and compensate with (zA + 128) * colsum. Sums wrap modulo
+// 2^32 in every path, so the result is exact whenever the true value fits
+// int32 (always for K <= 65793).
 //
 // Packed B layout (sluice_int8_pack_b; the same bytes for every ISA path,
 // so the compiler need not know which one the bundle's build selects):
@@ -168,6 +170,10 @@ static inline void sluice_int8_quantize_weights(int64_t k, int64_t n, const floa
   }
 }
 
+// SLUICE_INT8_PACK_ONLY: the part above alone, for the compiler (no OpenMP,
+// no ISA flags, no kernels).
+#ifndef SLUICE_INT8_PACK_ONLY
+
 //===----------------------------------------------------------------------===//
 // ISA selection
 //===----------------------------------------------------------------------===//
@@ -180,7 +186,7 @@ static inline void sluice_int8_quantize_weights(int64_t k, int64_t n, const floa
 #define SLUICE_INT8_ISA_AMX 5
 
 #ifndef SLUICE_INT8_ISA
-#if defined(SLUICE_INT8_AMX) && defined(__AMX_INT8__) && defined(__AMX_TILE__) &&             \
+#if defined(SLUICE_INT8_AMX) && defined(__AMX_INT8__) && defined(__AMX_TILE__) &&                  \
     defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #define SLUICE_INT8_ISA SLUICE_INT8_ISA_AMX
 #elif defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
@@ -221,7 +227,7 @@ static inline void sluice_int8_quantize_weights(int64_t k, int64_t n, const floa
 #if SLUICE_INT8_ISA == SLUICE_INT8_ISA_AVX512_VNNI && !defined(__AVX512VNNI__)
 #error "SLUICE_INT8_ISA_AVX512_VNNI needs -mavx512vnni"
 #endif
-#if SLUICE_INT8_ISA == SLUICE_INT8_ISA_AVX_VNNI &&                                             \
+#if SLUICE_INT8_ISA == SLUICE_INT8_ISA_AVX_VNNI &&                                                 \
     !(defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__)))
 #error "SLUICE_INT8_ISA_AVX_VNNI needs -mavxvnni (or -mavx512vnni -mavx512vl)"
 #endif
@@ -277,8 +283,7 @@ struct isa_scalar {
              (int32_t)(w >> 24)}};
   }
   static vec dot(vec acc, const avec &a, const bvec &b) {
-    return acc + (uint32_t)(a.t[0] * b.t[0] + a.t[1] * b.t[1] + a.t[2] * b.t[2] +
-                            a.t[3] * b.t[3]);
+    return acc + (uint32_t)(a.t[0] * b.t[0] + a.t[1] * b.t[1] + a.t[2] * b.t[2] + a.t[3] * b.t[3]);
   }
   static void store(int32_t *p, vec v) { memcpy(p, &v, 4); }
 };
@@ -306,8 +311,8 @@ struct isa_avx2 {
     return {_mm256_and_si256(a, _mm256_set1_epi32(0x00FF00FF)), _mm256_srli_epi16(a, 8)};
   }
   static vec dot(vec acc, const avec &a, const bvec &b) {
-    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(a.even, b.even),
-                                                  _mm256_madd_epi16(a.odd, b.odd)));
+    return _mm256_add_epi32(
+        acc, _mm256_add_epi32(_mm256_madd_epi16(a.even, b.even), _mm256_madd_epi16(a.odd, b.odd)));
   }
   static void store(int32_t *p, vec v) { _mm256_storeu_si256((__m256i *)p, v); }
 };
@@ -357,8 +362,8 @@ struct isa_avx512_bw {
     return {_mm512_and_si512(a, _mm512_set1_epi32(0x00FF00FF)), _mm512_srli_epi16(a, 8)};
   }
   static vec dot(vec acc, const avec &a, const bvec &b) {
-    return _mm512_add_epi32(acc, _mm512_add_epi32(_mm512_madd_epi16(a.even, b.even),
-                                                  _mm512_madd_epi16(a.odd, b.odd)));
+    return _mm512_add_epi32(
+        acc, _mm512_add_epi32(_mm512_madd_epi16(a.even, b.even), _mm512_madd_epi16(a.odd, b.odd)));
   }
   static void store(int32_t *p, vec v) { _mm512_storeu_si512(p, v); }
 };
@@ -445,8 +450,8 @@ template <bool Signed> static inline uint32_t a_tail_word(const uint8_t *p, int 
 /// BERT's depths (768, 3072) the B strip streams from L2 fast enough, and
 /// K slices would add an int32 round trip of the tile per slice.
 template <class V, int R, int NV, bool Signed>
-static inline void kernel(int64_t groups, int tail, const uint8_t *a, int64_t lda,
-                          const int8_t *b, const int32_t *init, int32_t *tile, int64_t ldt) {
+static inline void kernel(int64_t groups, int tail, const uint8_t *a, int64_t lda, const int8_t *b,
+                          const int32_t *init, int32_t *tile, int64_t ldt) {
   typename V::vec acc[R][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < R; ++i)
@@ -494,8 +499,7 @@ static inline void kernel(int64_t groups, int tail, const uint8_t *a, int64_t ld
 /// on columns past it).
 template <class V, int R, int NV, bool Signed>
 static inline void kernel_cols(int nv, int64_t groups, int tail, const uint8_t *a, int64_t lda,
-                               const int8_t *b, const int32_t *init, int32_t *tile,
-                               int64_t ldt) {
+                               const int8_t *b, const int32_t *init, int32_t *tile, int64_t ldt) {
   if constexpr (NV > 1) {
     if (nv < NV)
       return kernel_cols<V, R, NV - 1, Signed>(nv, groups, tail, a, lda, b, init, tile, ldt);
@@ -521,12 +525,12 @@ static inline void kernel_rows(int rows, int nv, int64_t groups, int tail, const
 
 /// What the epilogue of one call needs, per output type.
 struct output_params {
-  int32_t zeroA;           // the effective u8 zero point (s8 A: zA + 128)
-  const int32_t *colsum;   // packed colsum (padded to whole panels)
-  float scaleA;            // f32/8-bit outputs
-  const float *scaleB;     // per column, N entries
-  const float *bias;       // per column or null
-  sluice_int8_requant rq;  // 8-bit outputs
+  int32_t zeroA;          // the effective u8 zero point (s8 A: zA + 128)
+  const int32_t *colsum;  // packed colsum (padded to whole panels)
+  float scaleA;           // f32/8-bit outputs
+  const float *scaleB;    // per column, N entries
+  const float *bias;      // per column or null
+  sluice_int8_requant rq; // 8-bit outputs
 };
 
 /// Per-strip column factors, for c < cols (zero past them: the vector
@@ -560,18 +564,17 @@ static inline void store_one(int32_t x, const output_params &p, const strip_fact
   else if constexpr (std::is_same<TC, float>::value)
     *out = sluice_int8_dequant_value(x, f.scale[c], f.bias[c]);
   else
-    *out = (TC)sluice_int8_requant_value(sluice_int8_dequant_value(x, f.scale[c], f.bias[c]),
-                                         p.rq);
+    *out = (TC)sluice_int8_requant_value(sluice_int8_dequant_value(x, f.scale[c], f.bias[c]), p.rq);
 }
 
 /// Writes rows x cols of a finished int32 tile (row stride ldt) into C
 /// through the epilogue (f: the strip's factors).
 template <typename TC>
 static inline void store_tile(const int32_t *tile, int64_t ldt, int rows, int cols,
-                              const output_params &p, const strip_factors &f, TC *c,
-                              int64_t ldc) {
+                              const output_params &p, const strip_factors &f, TC *c, int64_t ldc) {
 #if defined(SLUICE_INT8_EPILOGUE_512)
-  const __m512 rqScale = _mm512_set1_ps(p.rq.scale), rqZero = _mm512_set1_ps((float)p.rq.zero_point);
+  const __m512 rqScale = _mm512_set1_ps(p.rq.scale),
+               rqZero = _mm512_set1_ps((float)p.rq.zero_point);
   const __m512 lo = _mm512_set1_ps((float)p.rq.qmin), hi = _mm512_set1_ps((float)p.rq.qmax);
   for (int i = 0; i < rows; ++i)
     for (int c0 = 0; c0 < cols; c0 += 16) {
@@ -581,8 +584,8 @@ static inline void store_tile(const int32_t *tile, int64_t ldt, int rows, int co
       if constexpr (std::is_same<TC, int32_t>::value) {
         _mm512_mask_storeu_epi32(out, mask, x);
       } else {
-        const __m512 y = _mm512_fmadd_ps(to_float(x), _mm512_load_ps(f.scale + c0),
-                                         _mm512_load_ps(f.bias + c0));
+        const __m512 y =
+            _mm512_fmadd_ps(to_float(x), _mm512_load_ps(f.scale + c0), _mm512_load_ps(f.bias + c0));
         if constexpr (std::is_same<TC, float>::value) {
           _mm512_mask_storeu_ps(out, mask, y);
         } else {
@@ -631,8 +634,8 @@ static inline int64_t row_block(int64_t k) {
 /// C rows [r0, r1), panels [p0, p1) through the micro-kernel of path V;
 /// `epi(r, rows, c, cols)` after each finished block of C.
 template <class V, bool Signed, typename TC, typename Epilogue>
-static inline void gemm_block(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t n,
-                              int64_t k, const uint8_t *a, int64_t lda, const uint8_t *packed,
+static inline void gemm_block(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t n, int64_t k,
+                              const uint8_t *a, int64_t lda, const uint8_t *packed,
                               const output_params &p, TC *c, int64_t ldc, const Epilogue &epi) {
   constexpr int STRIP = V::W * V::NV; // columns per micro-kernel call
   const int64_t panels = (n + SLUICE_INT8_PANEL - 1) / SLUICE_INT8_PANEL;
@@ -762,8 +765,8 @@ static inline bool amx_permitted() {
 #if defined(SLUICE_INT8_AMX_EMULATE)
   return true;
 #else
-  static const bool permitted = syscall(SYS_arch_prctl, 0x1023 /*ARCH_REQ_XCOMP_PERM*/,
-                                        18 /*XFEATURE_XTILEDATA*/) == 0;
+  static const bool permitted =
+      syscall(SYS_arch_prctl, 0x1023 /*ARCH_REQ_XCOMP_PERM*/, 18 /*XFEATURE_XTILEDATA*/) == 0;
   return permitted;
 #endif
 }
@@ -789,9 +792,8 @@ static inline uint8_t *amx_scratch(int64_t bytes) {
 /// not use them or the buffer cannot be had, and the caller falls back.
 template <bool Signed, typename TC, typename Epilogue>
 static inline bool amx_gemm_block(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t n,
-                                  int64_t k, const uint8_t *a, int64_t lda,
-                                  const uint8_t *packed, const output_params &p, TC *c,
-                                  int64_t ldc, const Epilogue &epi) {
+                                  int64_t k, const uint8_t *a, int64_t lda, const uint8_t *packed,
+                                  const output_params &p, TC *c, int64_t ldc, const Epilogue &epi) {
   if (!amx_permitted())
     return false;
   const int64_t panels = (n + SLUICE_INT8_PANEL - 1) / SLUICE_INT8_PANEL;
@@ -879,8 +881,8 @@ static inline bool amx_gemm_block(int64_t r0, int64_t r1, int64_t p0, int64_t p1
 
 /// The single-threaded GEMM of one tile with the selected path.
 template <bool Signed, typename TC, typename Epilogue>
-static inline void gemm_tile(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t n,
-                             int64_t k, const uint8_t *a, int64_t lda, const uint8_t *packed,
+static inline void gemm_tile(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t n, int64_t k,
+                             const uint8_t *a, int64_t lda, const uint8_t *packed,
                              const output_params &p, TC *c, int64_t ldc, const Epilogue &epi) {
 #if SLUICE_INT8_ISA == SLUICE_INT8_ISA_AMX
   if (amx_gemm_block<Signed>(r0, r1, p0, p1, n, k, a, lda, packed, p, c, ldc, epi))
@@ -913,9 +915,9 @@ struct sluice_int8_no_epilogue {
 template <typename TA, typename TC, typename Epilogue>
 static inline void sluice_int8_gemm_ep(int threads, int64_t m, int64_t n, int64_t k, const TA *a,
                                        int64_t lda, int32_t zeroA, float scaleA,
-                                       const void *packedB, const float *scaleB,
-                                       const float *bias, const sluice_int8_requant *requant,
-                                       TC *c, int64_t ldc, const Epilogue &epi) {
+                                       const void *packedB, const float *scaleB, const float *bias,
+                                       const sluice_int8_requant *requant, TC *c, int64_t ldc,
+                                       const Epilogue &epi) {
   static_assert(std::is_same<TA, uint8_t>::value || std::is_same<TA, int8_t>::value,
                 "A is u8 or s8");
   static_assert(std::is_same<TC, float>::value || std::is_same<TC, int32_t>::value ||
@@ -994,8 +996,8 @@ static inline void quantize_span(const float *x, int64_t begin, int64_t end,
     // words side by side.
     const __m256i w = _mm256_cvtps_epi32(r);
     const __m256i h = _mm256_packs_epi32(w, w);
-    const __m256i b = std::is_same<T, uint8_t>::value ? _mm256_packus_epi16(h, h)
-                                                      : _mm256_packs_epi16(h, h);
+    const __m256i b =
+        std::is_same<T, uint8_t>::value ? _mm256_packus_epi16(h, h) : _mm256_packs_epi16(h, h);
     _mm_storel_epi64((__m128i *)(q + i),
                      _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, low2)));
   }
@@ -1017,8 +1019,9 @@ static inline void sluice_int8_quantize(int threads, int64_t count, const float 
   const int64_t chunks = (count + chunk - 1) / chunk;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && chunks > 4)
   for (int64_t ch = 0; ch < chunks; ++ch)
-    sluice_int8::quantize_span(x, ch * chunk, ch * chunk + chunk < count ? ch * chunk + chunk : count,
-                               rq, q);
+    sluice_int8::quantize_span(x, ch * chunk,
+                               ch * chunk + chunk < count ? ch * chunk + chunk : count, rq, q);
 }
 
+#endif // SLUICE_INT8_PACK_ONLY
 #endif // SLUICE_GEN_CPU_INT8_H
