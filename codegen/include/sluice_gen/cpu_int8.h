@@ -46,7 +46,7 @@
 //   AVX512_BW    zmm vpmaddwd on even/odd bytes, 4 x 64      (__AVX512BW__)
 //   AVX_VNNI     ymm vpdpbusd, 6 x 16                        (__AVXVNNI__)
 //   AVX2         ymm vpmaddwd on even/odd bytes, 4 x 16      (__AVX2__)
-//   SCALAR       plain C++, 4 x 4
+//   SCALAR       plain C++ loops the compiler vectorizes (omp simd), 4 x 32
 //   AMX          tdpbusd on 32 x 32 tile blocks, opt-in with SLUICE_INT8_AMX
 //                (needs __AMX_INT8__); NEVER RUN on AMX hardware: checked
 //                only in emulation (test/unit/Int8GemmTest.cpp), so it is
@@ -262,30 +262,36 @@ namespace sluice_int8 {
 //   vec  dot(acc, a, b)       acc[lane] += sum_t a[t] * b[lane][t]
 // The micro-kernel template below is shared.
 
-/// Plain C++ (no vector ISA): one column per "vector".
+/// Plain C++ (no vector ISA): 16 columns per "vector", in loops the
+/// compiler vectorizes for whatever the target has (omp simd).
 struct isa_scalar {
-  static constexpr int W = 1, MR = 4, NV = 4;
-  using vec = uint32_t; // wraps, as the vector lanes do
-  struct bvec {
-    int32_t t[4];
+  static constexpr int W = 16, MR = 4, NV = 2;
+  struct vec {
+    uint32_t v[16];
   };
+  using bvec = const int8_t *;
   struct avec {
     int32_t t[4];
   };
   static vec load(const int32_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
+    vec r;
+    memcpy(r.v, p, 64);
+    return r;
   }
-  static bvec load_b(const int8_t *p) { return {{p[0], p[1], p[2], p[3]}}; }
+  static bvec load_b(const int8_t *p) { return p; }
   static avec bcast_a(uint32_t w) {
     return {{(int32_t)(w & 0xFF), (int32_t)((w >> 8) & 0xFF), (int32_t)((w >> 16) & 0xFF),
              (int32_t)(w >> 24)}};
   }
-  static vec dot(vec acc, const avec &a, const bvec &b) {
-    return acc + (uint32_t)(a.t[0] * b.t[0] + a.t[1] * b.t[1] + a.t[2] * b.t[2] + a.t[3] * b.t[3]);
+  static vec dot(const vec &acc, const avec &a, bvec b) {
+    vec r;
+#pragma omp simd
+    for (int c = 0; c < 16; ++c)
+      r.v[c] = acc.v[c] + (uint32_t)(a.t[0] * b[4 * c] + a.t[1] * b[4 * c + 1] +
+                                     a.t[2] * b[4 * c + 2] + a.t[3] * b[4 * c + 3]);
+    return r;
   }
-  static void store(int32_t *p, vec v) { memcpy(p, &v, 4); }
+  static void store(int32_t *p, const vec &v) { memcpy(p, v.v, 64); }
 };
 
 #if SLUICE_INT8_ISA == SLUICE_INT8_ISA_AVX2 || SLUICE_INT8_ISA == SLUICE_INT8_ISA_AVX_VNNI
