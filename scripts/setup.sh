@@ -12,6 +12,7 @@ debs=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libopenblas-dev libopenmpi-dev openmpi-bin
   python3-torch python3-sklearn python3-venv ninja-build cmake g++ libgtest-dev ccache
+  libdnnl-dev # oneDNN: the int8 GEMM benchmark's reference (bench/cpu)
 )
 missing=()
 for p in "${debs[@]}"; do
