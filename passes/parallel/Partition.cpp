@@ -35,14 +35,6 @@ using namespace sluice::parallel;
 
 namespace {
 
-int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
-/// A possibly negative axis attribute (read as unsigned) against `rank`.
-int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
-
-bool actsElementwise(Operation *op) {
-  return kernel::isElementwise(op) || isa<GeluOp, SiluOp>(op);
-}
-
 class Partitioner {
 public:
   Partitioner(func::FuncOp func, int64_t parts, bool sequenceParallel)

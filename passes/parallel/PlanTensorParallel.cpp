@@ -36,17 +36,6 @@ namespace {
 
 using Split = std::pair<int64_t, int64_t>; ///< (axis, groups)
 
-ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
-int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
-/// A possibly negative axis attribute (read as unsigned) against `rank`.
-int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
-
-/// Elementwise for the split: the Elementwise category plus the activation
-/// composites, which compute one element from one element.
-bool actsElementwise(Operation *op) {
-  return kernel::isElementwise(op) || isa<GeluOp, SiluOp>(op);
-}
-
 /// The weight uses a trace wants split, checked for agreement.
 struct Marks {
   llvm::MapVector<OpOperand *, Split> uses;

@@ -2,9 +2,23 @@
 
 #include "passes/parallel/Sharding.h"
 
+#include "dialects/sluice/KernelForms.h"
+
 #include <vector>
 
 namespace sluice::parallel {
+
+int64_t rankOf(mlir::Value v) { return llvm::cast<mlir::RankedTensorType>(v.getType()).getRank(); }
+
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType()).getShape();
+}
+
+int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+bool actsElementwise(mlir::Operation *op) {
+  return kernel::isElementwise(op) || llvm::isa<GeluOp, SiluOp>(op);
+}
 
 std::string Sharding::describe() const {
   switch (kind) {

@@ -14,6 +14,7 @@
 #define SLUICE_PASSES_PARALLEL_SHARDING_H
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
 
 #include <cstdint>
 #include <optional>
@@ -56,6 +57,15 @@ struct Sharding {
   /// "replicated", "split(axis 2)", "split(axis 2, 3 groups)", "partial sums".
   std::string describe() const;
 };
+
+/// Rank and shape of a value of ranked tensor type.
+int64_t rankOf(mlir::Value v);
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value v);
+/// A possibly negative axis attribute (read as unsigned) against `rank`.
+int64_t normalized(int64_t axis, int64_t rank);
+/// Elementwise for a split: the Elementwise category plus the activation
+/// composites (gelu, silu), which compute one element from one element.
+bool actsElementwise(mlir::Operation *op);
 
 /// Where a split of dim `axis` (`groups` groups) of a tensor of shape `from`
 /// lands after a reshape to `to`, over `parts` ranks: (axis, groups) in
