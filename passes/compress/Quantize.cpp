@@ -352,7 +352,11 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     }
     std::vector<Layer> layers(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
+      // An op without an ONNX node (IR written by hand, or read back from a
+      // file printed without locations) is named by its place.
       layers[i].node = nodeOf(ops[i]);
+      if (onnxNodeNames(ops[i]->getLoc()).empty())
+        layers[i].node = ops[i]->getName().getStringRef().str() + " #" + std::to_string(i);
       layers[i].opName = ops[i]->getName().getStringRef().str();
     }
 
