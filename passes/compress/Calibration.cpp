@@ -53,11 +53,20 @@ bool readSet(func::FuncOp func, const std::vector<std::string> &names,
              const std::map<std::string, std::string> &files, const std::string &where,
              CalibrationSet &set, std::string &error) {
   std::set<std::string> used;
+  std::string known, strays;
+  for (const std::string &n : names)
+    known += (known.empty() ? "" : ", ") + n;
+  for (const auto &[stem, path] : files)
+    if (!llvm::is_contained(names, stem))
+      strays += (strays.empty() ? "'" : ", '") + stem + "'";
   for (auto [i, name] : llvm::enumerate(names)) {
     auto it = files.find(name);
     if (it == files.end()) {
       error = where + ": no " + name + ".npy for the model input '" + name +
-              "' (a calibration set holds one NAME.npy per input)";
+              "' (a calibration set holds one NAME.npy per input" +
+              (strays.empty() ? std::string(")")
+                              : "; no model input is named " + strays + ": inputs are " + known +
+                                    ")");
       return false;
     }
     used.insert(name);
@@ -95,9 +104,6 @@ bool readSet(func::FuncOp func, const std::vector<std::string> &names,
   }
   for (const auto &[stem, path] : files)
     if (!used.count(stem)) {
-      std::string known;
-      for (const std::string &n : names)
-        known += (known.empty() ? "" : ", ") + n;
       error = path + ": no model input is named '" + stem + "' (inputs: " + known + ")";
       return false;
     }

@@ -427,8 +427,12 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
   LogicalResult calibrate(func::FuncOp func, const std::vector<Operation *> &ops,
                           std::vector<Layer> &layers, Guard &guard, Method calMethod) {
     llvm::DenseMap<Value, SmallVector<size_t>> consumers;
-    for (size_t i = 0; i < ops.size(); ++i)
+    llvm::DenseMap<Value, size_t> producedBy;
+    for (size_t i = 0; i < ops.size(); ++i) {
       consumers[ops[i]->getOperand(0)].push_back(i);
+      producedBy[ops[i]->getResult(0)] = i;
+    }
+    layerOutputs.assign(layers.size(), std::vector<Tensor>(guard.sets.size()));
     auto start = std::chrono::steady_clock::now();
     guard.reference.clear();
     for (size_t s = 0; s < guard.sets.size(); ++s) {
@@ -439,6 +443,9 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
         if (it != consumers.end())
           for (size_t i : it->second)
             layers[i].stats.addExtremes(t);
+        auto produced = producedBy.find(v);
+        if (produced != producedBy.end())
+          layerOutputs[produced->second][s] = t;
       };
       auto outputs = evaluate(func, guard.sets[s].inputs, observer);
       if (failed(outputs))
@@ -483,10 +490,11 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
       l.localError = ErrorSum();
       l.sensitivity = -1;
     }
-    // Each layer's float output per set, for its local error.
-    std::vector<std::vector<Tensor>> floatOutputs(layers.size(),
-                                                  std::vector<Tensor>(guard.sets.size()));
-    {
+    // Each layer's float output per set, for its local error (calibration
+    // kept them; a cached calibration did not run the float model).
+    std::vector<std::vector<Tensor>> &floatOutputs = layerOutputs;
+    if (floatOutputs.size() != layers.size()) {
+      floatOutputs.assign(layers.size(), std::vector<Tensor>(guard.sets.size()));
       std::vector<Operation *> ops = candidates(guard.func);
       llvm::DenseMap<Value, size_t> layerOf;
       for (size_t i = 0; i < ops.size(); ++i)
@@ -600,6 +608,10 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     top.push_back(b.getNamedAttr("layers", b.getArrayAttr(entries)));
     func->setAttr("sluice.quantization", b.getDictionaryAttr(top));
   }
+
+  /// Each layer's float output on each set ([layer][set]), kept by
+  /// calibrate for the guard's local errors.
+  std::vector<std::vector<Tensor>> layerOutputs;
 
   /// SmoothQuant (see the file comment).
   LogicalResult smooth(func::FuncOp func, Guard &guard);
