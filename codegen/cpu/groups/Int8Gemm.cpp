@@ -503,11 +503,11 @@ FailureOr<bool> writeEpilogue(CodeWriter &w, GroupContext &ctx, Int8Plan &p) {
              storeExpr(elementOf(yielded[i]), body.lookup(p.roots[i])));
   };
   if (p.conv) {
-    // Block: pixels [r0, r0 + rows) x channels [c0, c0 + cols) of group
+    // Block: pixels [r0, r0 + rows) x channels [col0, col0 + cols) of group
     // channel `ch0` on; rows of the space are (image, channel).
     auto lambda = w.blockClosedBy("};", "const auto epilogue = [&](int64_t image, int64_t ch0, "
-                                        "int64_t r0, int64_t rows, int64_t c0, int64_t cols)");
-    auto chans = w.block("for (int64_t c = c0; c < c0 + cols; ++c)");
+                                        "int64_t r0, int64_t rows, int64_t col0, int64_t cols)");
+    auto chans = w.block("for (int64_t c = col0; c < col0 + cols; ++c)");
     w.line("const int64_t row = image * {0} + ch0 + c;", p.space[1]);
     body.rowBases(w, "row");
     w.line("#pragma omp simd");
@@ -516,12 +516,12 @@ FailureOr<bool> writeEpilogue(CodeWriter &w, GroupContext &ctx, Int8Plan &p) {
     return true;
   }
   auto lambda = w.blockClosedBy("};", "const auto epilogue = [&](int64_t batch, int64_t r0, "
-                                      "int64_t rows, int64_t c0, int64_t cols)");
+                                      "int64_t rows, int64_t col0, int64_t cols)");
   auto rows = w.block("for (int64_t r = r0; r < r0 + rows; ++r)");
   w.line("const int64_t row = batch * {0} + r;", p.gemmM);
   body.rowBases(w, "row");
   w.line("#pragma omp simd");
-  auto cols = w.block("for (int64_t j = c0; j < c0 + cols; ++j)");
+  auto cols = w.block("for (int64_t j = col0; j < col0 + cols; ++j)");
   inner();
   return true;
 }
@@ -550,8 +550,8 @@ void writeSetup(CodeWriter &w, const Int8Plan &p) {
 void writeMatMul(CodeWriter &w, Int8Plan &p, bool anyStore) {
   const BLayout &b = p.b;
   int64_t packedBytes = b.bytesPerGroup();
-  std::string epi = anyStore ? "[&](int64_t r0, int64_t rows, int64_t c0, int64_t cols) { "
-                               "epilogue(batch, r0, rows, c0, cols); }"
+  std::string epi = anyStore ? "[&](int64_t r0, int64_t rows, int64_t col0, int64_t cols) { "
+                               "epilogue(batch, r0, rows, col0, cols); }"
                              : "sluice_int8_no_epilogue()";
   std::string a = "(const " + p.ta + " *)" + p.aPtr;
   w.line("{0}", cInt64ArrayDecl("a_off", p.aOff));
@@ -651,8 +651,8 @@ void writeConv(CodeWriter &w, Int8Plan &p) {
     call += "(" + scale + ") + g * " + cInt64(mg) + ", nullptr, " +
             (p.output == Output::Requant ? "&gemm_rq, " : "nullptr, ");
   call += p.c + " + image * " + cInt64(pixels * allChannels) + " + g * " + cInt64(mg) + ", " +
-          cInt64(allChannels) + ", [&](int64_t r0, int64_t rows, int64_t c0, int64_t cols) { "
-          "epilogue(image, g * " + cInt64(mg) + ", r0, rows, c0, cols); });";
+          cInt64(allChannels) + ", [&](int64_t r0, int64_t rows, int64_t col0, int64_t cols) { "
+          "epilogue(image, g * " + cInt64(mg) + ", r0, rows, col0, cols); });";
   w.line("{0}", call);
 }
 

@@ -16,6 +16,10 @@ batched: attention-style matmuls with an activation B (per-batch packing,
          M), a shared activation B, a small weight packed per run.
 conv:    2-D conv_integer with groups, strides, asymmetric pads and
          dilations, u8 and s8 inputs, f32 / requantized / int32 outputs.
+qdq:     per-tensor quantize / dequantize as elementwise ops: in a float
+         GEMM's epilogue, a QDQ pair around an add (one elementwise
+         kernel), around a layer norm (its prologue and epilogue), and a
+         dequantize from i32 in double.
 """
 import sys
 
@@ -210,4 +214,45 @@ def conv_module():
     emit([("x", ty(xshape, "f32"))], outs)
 
 
-{"matmul": matmul_module, "batched": batched_module, "conv": conv_module}[sys.argv[1]]()
+def dequantize(x, shape, et, scale, zero, out="f32"):
+    s = const(np.float32(scale), "f32")
+    z = const(np.array(zero), et)
+    return op(f"sluice.dequantize_linear {x}, {s}, {z} : ({ty(shape, et)}, tensor<f32>, tensor<{et}>)",
+              ty(shape, out))
+
+
+def qdq_module():
+    outs = []
+    m, k, n = 32, 48, 40
+    w = const(rng.uniform(-0.2, 0.2, size=(k, n)).astype(np.float32), "f32")
+    y = op(f"sluice.matmul %x, {w} : ({ty([m, k], 'f32')}, {ty([k, n], 'f32')})", ty([m, n], "f32"))
+    b = const(cols(n, -1, 1), "f32")
+    y = op(f"sluice.add {y}, {b} : ({ty([m, n], 'f32')}, {ty([n], 'f32')})", ty([m, n], "f32"))
+    outs.append(("o0", ty([m, n], "ui8"), quantize(y, [m, n], 0.01, 128, "ui8")))
+    # QDQ pair around an add with a relu: one elementwise kernel.
+    xa = quantize("%x", [m, k], 1 / 127, 128, "ui8")
+    xb = quantize("%y", [m, k], 1 / 100, -3, "i8")
+    fa = dequantize(xa, [m, k], "ui8", 1 / 127, 128)
+    fb = dequantize(xb, [m, k], "i8", 1 / 100, -3)
+    s = op(f"sluice.add {fa}, {fb} : ({ty([m, k], 'f32')}, {ty([m, k], 'f32')})", ty([m, k], "f32"))
+    s = unary("relu", s, [m, k])
+    outs.append(("o1", ty([m, k], "ui8"), quantize(s, [m, k], 0.015, 10, "ui8")))
+    # dequantize -> layer norm -> quantize i8 (a row group).
+    g = const(cols(k, 0.5, 1.5), "f32")
+    v = fresh()
+    lines.append(f"    {v}, {v}_m, {v}_i = sluice.layer_norm {fb}, {g} {{epsilon = 1.0e-5 : f32}} : "
+                 f"({ty([m, k], 'f32')}, {ty([k], 'f32')}) -> ({ty([m, k], 'f32')}, {ty([m, 1], 'f32')}, "
+                 f"{ty([m, 1], 'f32')})")
+    outs.append(("o2", ty([m, k], "i8"), quantize(v, [m, k], 0.02, 0, "i8")))
+    # i32 -> f32 dequantize (double arithmetic), of a matmul_integer with a
+    # u8 weight (the generic integer matmul).
+    wu = const(rng.integers(0, 256, size=(k, 8)), "ui8")
+    za = const(np.array(128), "ui8")
+    zb = const(np.array(3), "ui8")
+    acc = op(f"sluice.matmul_integer {xa}, {wu}, {za}, {zb} : ({ty([m, k], 'ui8')}, {ty([k, 8], 'ui8')}, "
+             f"tensor<ui8>, tensor<ui8>)", ty([m, 8], "i32"))
+    outs.append(("o3", ty([m, 8], "f32"), dequantize(acc, [m, 8], "i32", 3.3e-5, 17)))
+    emit([("x", ty([m, k], "f32")), ("y", ty([m, k], "f32"))], outs)
+
+
+{"qdq": qdq_module, "matmul": matmul_module, "batched": batched_module, "conv": conv_module}[sys.argv[1]]()
