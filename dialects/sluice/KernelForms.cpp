@@ -135,7 +135,12 @@ bool isInt8Contraction(Operation *op) {
   bool rhs8 = rhs && rhs.isSignlessInteger(8);
   if (!lhs8 || !rhs8 || !isPerTensorParameter(op->getOperand(2)) || !hasStaticShapes(op))
     return false;
-  // The cpu im2col covers 2-D convolutions (NCHW); others stay single ops.
+  // GEMMs of matrices (a vector operand stays the generic single op); the
+  // cpu im2col covers 2-D convolutions (NCHW), others stay single ops too.
+  if (isa<MatMulIntegerOp>(op) &&
+      (cast<RankedTensorType>(op->getOperand(0).getType()).getRank() < 2 ||
+       cast<RankedTensorType>(op->getOperand(1).getType()).getRank() < 2))
+    return false;
   if (isa<ConvIntegerOp>(op) && cast<RankedTensorType>(op->getOperand(0).getType()).getRank() != 4)
     return false;
   // The kernels take B's zero point as 0: a constant of zeros, scalar or per

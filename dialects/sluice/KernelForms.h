@@ -60,7 +60,8 @@ bool isLibraryFloat(mlir::Type element);
 bool isCollective(mlir::Operation *op);
 /// A matmul_integer / conv_integer the int8 GEMM kernels compute (issue 15,
 /// Form I8): lhs ui8 or i8 with a per-tensor zero point, rhs i8 whose zero
-/// point is a constant of zeros (scalar or per column / output channel).
+/// point is a constant of zeros (scalar or per column / output channel),
+/// static shapes; a matmul of matrices (rank >= 2), a 2-D convolution.
 bool isInt8Contraction(mlir::Operation *op);
 /// The library routine that computes `op`, if one does: "gemm" for a float
 /// matmul and for an int8 contraction (isInt8Contraction: a conv_integer

@@ -79,12 +79,7 @@ Kind kindOf(Operation *op) {
   }
   // Int8 contractions (Form I8) are GEMMs with an epilogue too: a
   // conv_integer runs as im2col + the int8 GEMM (KernelForms.h, libraryFor).
-  if (auto matmul = dyn_cast<MatMulIntegerOp>(op))
-    return kernel::isInt8Contraction(op) && shapeOf(matmul.getLhs()).size() >= 2 &&
-                   shapeOf(matmul.getRhs()).size() >= 2
-               ? Kind::Gemm
-               : Kind::Other;
-  if (isa<ConvIntegerOp>(op))
+  if (isa<MatMulIntegerOp, ConvIntegerOp>(op))
     return kernel::isInt8Contraction(op) ? Kind::Gemm : Kind::Other;
   if (isa<AttentionOp>(op))
     return Kind::Attention;
