@@ -529,6 +529,7 @@ int main(int argc, char **argv) {
               json.attribute("name", sluice::jsonText(st.name));
               json.attribute("kind", sluice::jsonText(st.kind));
               json.attribute("op", sluice::jsonText(st.op));
+              json.attribute("compute", sluice::jsonText(st.compute));
               sluice::writeJsonStrings(json, "ops", st.ops);
               sluice::writeJsonStrings(json, "nodes", st.nodes);
             });
