@@ -205,7 +205,6 @@ LogicalResult collectWeights(func::FuncOp func, ModelFacts &model,
         if (std::optional<WeightTransform> transform = storedTransform(constant, transforms)) {
           std::vector<unsigned char> bytes = transform->apply(*tensor);
           file.insert(file.end(), bytes.begin(), bytes.end());
-          model.weightTransforms[constant] = transform->key;
           continue;
         }
         const auto *from = static_cast<const unsigned char *>(tensor->rawData());

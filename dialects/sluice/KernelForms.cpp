@@ -49,8 +49,7 @@ bool isElementwise(Operation *op) {
     Value integer = isa<QuantizeLinearOp>(op) ? op->getResult(0) : op->getOperand(0);
     auto element = dyn_cast<IntegerType>(cast<ShapedType>(integer.getType()).getElementType());
     unsigned width = element ? element.getWidth() : 0;
-    return (width == 8 || width == 16 || width == 32) &&
-           isPerTensorParameter(op->getOperand(1)) &&
+    return (width == 8 || width == 16 || width == 32) && isPerTensorParameter(op->getOperand(1)) &&
            (!zeroPoint || isPerTensorParameter(zeroPoint)) &&
            (!blockSize || blockSize.getInt() == 0);
   }
