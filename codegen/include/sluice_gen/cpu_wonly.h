@@ -154,16 +154,24 @@ static inline __m512 sluice_wonly_bytes_to_ps(__m128i v) {
 static inline __m512 sluice_wonly_i8x16(const int8_t *p) {
   return sluice_wonly_bytes_to_ps(_mm_loadu_si128((const __m128i *)p));
 }
-/// 16 int4 weights (8 bytes, byte aligned) as floats: split the nibbles,
-/// interleave them back into element order, sign-extend ((v ^ 8) - 8).
-static inline __m512 sluice_wonly_i4x16(const uint8_t *p) {
-  const __m128i mask = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
-  const __m128i bytes = _mm_loadl_epi64((const __m128i *)p);
-  const __m128i lo = _mm_and_si128(bytes, mask);
-  const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
-  __m128i v = _mm_unpacklo_epi8(lo, hi);
-  v = _mm_sub_epi8(_mm_xor_si128(v, eight), eight);
-  return sluice_wonly_bytes_to_ps(v);
+/// 64 int4 weights (32 bytes, byte aligned) as four vectors of 16 floats.
+/// Per 32 bytes: the low and high nibbles masked out, mapped to signed
+/// bytes by a table lookup (vpshufb), interleaved back into element order
+/// (per 128-bit lane: unpacklo gives elements 0-15 / 32-47, unpackhi 16-31
+/// / 48-63), then widened 16 at a time: about half the instructions of
+/// decoding 8 bytes at a time.
+static inline void sluice_wonly_i4x64(const uint8_t *p, __m512 out[4]) {
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  const __m256i table = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1,
+                                         0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
+  const __m256i bytes = _mm256_loadu_si256((const __m256i *)p);
+  const __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(bytes, mask));
+  const __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask));
+  const __m256i first = _mm256_unpacklo_epi8(lo, hi), second = _mm256_unpackhi_epi8(lo, hi);
+  out[0] = sluice_wonly_bytes_to_ps(_mm256_castsi256_si128(first));
+  out[1] = sluice_wonly_bytes_to_ps(_mm256_castsi256_si128(second));
+  out[2] = sluice_wonly_bytes_to_ps(_mm256_extracti128_si256(first, 1));
+  out[3] = sluice_wonly_bytes_to_ps(_mm256_extracti128_si256(second, 1));
 }
 #elif SLUICE_WONLY_ISA == SLUICE_WONLY_AVX2
 /// 8 int8 weights as floats.
@@ -192,12 +200,14 @@ static inline void sluice_wonly_decode(const sluice_wonly_b<S> &b, int64_t n, in
                                        int64_t j0, int64_t cols, const float *scale, float *w) {
 #if SLUICE_WONLY_ISA == SLUICE_WONLY_AVX512
   if (cols == SLUICE_WONLY_NB && (b.bits == 8 || ((k * n + j0) & 1) == 0)) {
-    for (int64_t v = 0; v < 4; ++v) {
-      const __m512 q = b.bits == 8
-                           ? sluice_wonly_i8x16((const int8_t *)b.q + k * n + j0 + 16 * v)
-                           : sluice_wonly_i4x16((const uint8_t *)b.q + (k * n + j0) / 2 + 8 * v);
-      _mm512_storeu_ps(w + 16 * v, _mm512_mul_ps(q, _mm512_loadu_ps(scale + 16 * v)));
-    }
+    __m512 q[4];
+    if (b.bits == 8)
+      for (int64_t v = 0; v < 4; ++v)
+        q[v] = sluice_wonly_i8x16((const int8_t *)b.q + k * n + j0 + 16 * v);
+    else
+      sluice_wonly_i4x64((const uint8_t *)b.q + (k * n + j0) / 2, q);
+    for (int64_t v = 0; v < 4; ++v)
+      _mm512_storeu_ps(w + 16 * v, _mm512_mul_ps(q[v], _mm512_loadu_ps(scale + 16 * v)));
     return;
   }
 #elif SLUICE_WONLY_ISA == SLUICE_WONLY_AVX2
@@ -246,11 +256,12 @@ static inline void sluice_wonly_gemv_block(int64_t n, int64_t k, const TA *a, in
           q2 = sluice_wonly_i8x16(row + 32);
           q3 = sluice_wonly_i8x16(row + 48);
         } else {
-          const uint8_t *row = (const uint8_t *)b.q + (p * n + j0) / 2;
-          q0 = sluice_wonly_i4x16(row);
-          q1 = sluice_wonly_i4x16(row + 8);
-          q2 = sluice_wonly_i4x16(row + 16);
-          q3 = sluice_wonly_i4x16(row + 24);
+          __m512 q[4];
+          sluice_wonly_i4x64((const uint8_t *)b.q + (p * n + j0) / 2, q);
+          q0 = q[0];
+          q1 = q[1];
+          q2 = q[2];
+          q3 = q[3];
         }
         q0 = _mm512_mul_ps(q0, s0);
         q1 = _mm512_mul_ps(q1, s1);
