@@ -409,19 +409,27 @@ Value perTensorParam(Binder &b, Value param) {
 LogicalResult quantizeHandler(Binder &b) {
   if (b.hasInput(2)) {
     Type zp = b.elementType(2);
-    if (!zp.isInteger(8))
-      return b.fail("QuantizeLinear supports int8 and uint8 zero points");
+    if (!zp.isInteger(8) && !zp.isInteger(4))
+      return b.fail("QuantizeLinear supports int8, uint8, int4 and uint4 zero points");
   }
-  return b.output(b.create<QuantizeLinearOp>(b.input(0), perTensorParam(b, b.input(1)),
-                                             perTensorParam(b, b.input(2)),
+  // block_size (opset 21): blocked scales keep the input's rank, so the
+  // one-element reshape of per-tensor parameters does not apply.
+  int64_t blockSize = b.attrInt("block_size", 0);
+  auto param = [&](unsigned i) {
+    return blockSize > 0 ? b.input(i) : perTensorParam(b, b.input(i));
+  };
+  return b.output(b.create<QuantizeLinearOp>(b.input(0), param(1), param(2),
                                              b.attrInt("axis", 1),
-                                             b.attrInt("saturate", 1) != 0));
+                                             b.attrInt("saturate", 1) != 0, blockSize));
 }
 
 LogicalResult dequantizeHandler(Binder &b) {
-  return b.output(b.create<DequantizeLinearOp>(b.input(0), perTensorParam(b, b.input(1)),
-                                               perTensorParam(b, b.input(2)),
-                                               b.attrInt("axis", 1)));
+  int64_t blockSize = b.attrInt("block_size", 0);
+  auto param = [&](unsigned i) {
+    return blockSize > 0 ? b.input(i) : perTensorParam(b, b.input(i));
+  };
+  return b.output(b.create<DequantizeLinearOp>(b.input(0), param(1), param(2),
+                                               b.attrInt("axis", 1), blockSize));
 }
 
 /// scale = (max(x, 0) - min(x, 0)) / 255, zero point = round(-min / scale)
