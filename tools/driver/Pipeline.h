@@ -51,6 +51,10 @@ struct CompilerOptions {
   /// `--precision`: "fp32" (the model's types), "fp16" or "bf16" (the
   /// compress phase converts the graph; parsePrecision gives these names).
   std::string precision = "fp32";
+  /// `--quantize`, weight-only part: "" (none), "w8a16" (int8 weights per
+  /// column) or "w4a16" (int4 in groups of 128 along K) for GEMMs with
+  /// constant weights (sluice-quantize-weights, after the precision).
+  std::string quantize;
   /// `--tp=N`: ranks of the tensor-parallel grid (1: one device).
   int64_t tp = 1;
   /// `--sp`: Megatron sequence parallelism on top of `tp`.
