@@ -150,7 +150,7 @@ Operation *stepOp(KernelOp kernel) {
       firstView = firstView ? firstView : &inner;
       continue;
     }
-    if (!isElementwise(&inner))
+    if (!isElementwise(&inner) && !kernel::isWeightPrologue(&inner))
       return &inner;
     firstCompute = firstCompute ? firstCompute : &inner;
   }
@@ -183,6 +183,8 @@ LogicalResult collectWeights(func::FuncOp func, ModelFacts &model) {
     auto shard = dyn_cast<ShardConstantOp>(op);
     if (!constant && !shard)
       continue;
+    if (shard && getElementTypeOrSelf(shard->getResult(0).getType()).isInteger(4))
+      return shard.emitOpError("4-bit weights cannot be split across ranks");
     if (shard && (int64_t)shard.getParts() != ranks)
       return shard.emitOpError() << "is split into " << shard.getParts()
                                  << " parts in a program for " << ranks << " ranks";
@@ -193,7 +195,11 @@ LogicalResult collectWeights(func::FuncOp func, ModelFacts &model) {
     for (int64_t r = 0; r < ranks; ++r) {
       std::vector<unsigned char> &file = files[r];
       file.resize(offset);
-      if (constant) {
+      if (constant && isNibbleDType(tensor->dtype())) {
+        // 4-bit weights: two per byte, low nibble first (as ONNX stores them).
+        std::vector<uint8_t> packed = packNibbles(tensor->rawData(), tensor->numElements());
+        file.insert(file.end(), packed.begin(), packed.end());
+      } else if (constant) {
         const auto *from = static_cast<const unsigned char *>(tensor->rawData());
         file.insert(file.end(), from, from + tensor->byteSize());
       } else {
