@@ -65,6 +65,10 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         activations in half precision with fp32
                         accumulation, norms and softmax statistics in fp32;
                         inputs and outputs keep their dtypes
+  --quantize=MODE       weight-only quantization of GEMMs with constant
+                        weights: w8a16 (int8 per output column) or w4a16
+                        (int4 in groups of 128 along K), f16 scales,
+                        dequantized inside the GEMM (docs/quantization.md)
   --tp=N                split every transformer layer over N ranks
                         (Megatron tensor parallelism: attention by heads,
                         MLPs column- then row-parallel, the embedding and
@@ -188,6 +192,10 @@ int main(int argc, char **argv) {
         die("unknown --precision '" + value +
             "' (fp32, fp16, bf16; aliases float32, float16, half, bfloat16)");
       options.precision = *precision;
+    } else if (args.is("--quantize")) {
+      options.quantize = args.flagValue("--quantize");
+      if (options.quantize != "w8a16" && options.quantize != "w4a16")
+        die("unknown --quantize '" + options.quantize + "' (w8a16, w4a16)");
     } else if (arg == "--no-recognize") {
       options.recognize = false;
     } else if (arg == "--elide-weights") {
