@@ -112,7 +112,8 @@ int main(int argc, char **argv) {
   struct Shape {
     const char *what;
     int64_t k, n;
-  } shapes[] = {{"qkv 768x2304", 768, 2304}, {"up 768x3072", 768, 3072}, {"down 3072x768", 3072, 768}};
+  } shapes[] = {
+      {"qkv 768x2304", 768, 2304}, {"up 768x3072", 768, 3072}, {"down 3072x768", 3072, 768}};
   std::printf("weight-only GEMM (%s path) vs f32 GEMM; GB/s of weight bytes; ratio = f32 time / "
               "quantized time\n",
               sluice_wonly_isa_name());
@@ -139,10 +140,15 @@ int main(int argc, char **argv) {
       auto none = [](int64_t, int64_t, int64_t, int64_t) {};
       for (int threads : threadCounts) {
         auto f32 = [&] {
-          sluice_gemm_batched(threads, 1, m, s.n, s.k, a.data(), &zero, w.data(), &zero, c32.data());
+          sluice_gemm_batched(threads, 1, m, s.n, s.k, a.data(), &zero, w.data(), &zero,
+                              c32.data());
         };
-        auto w8 = [&] { sluice_wonly_gemm(threads, m, s.n, s.k, a.data(), s.k, b8, c8.data(), s.n, none); };
-        auto w4 = [&] { sluice_wonly_gemm(threads, m, s.n, s.k, a.data(), s.k, b4, c4.data(), s.n, none); };
+        auto w8 = [&] {
+          sluice_wonly_gemm(threads, m, s.n, s.k, a.data(), s.k, b8, c8.data(), s.n, none);
+        };
+        auto w4 = [&] {
+          sluice_wonly_gemm(threads, m, s.n, s.k, a.data(), s.k, b4, c4.data(), s.n, none);
+        };
         double t32 = 1e30, t8 = 1e30, t4 = 1e30;
         for (int round = 0; round < 3; ++round) {
           t32 = std::min(t32, medianSeconds(f32));

@@ -105,8 +105,8 @@ FailureOr<FormW> quantizeConstant(OpBuilder &b, ConstantOp weight, Location loc,
   ::sluice::Tensor values(bits == 8 ? DType::I8 : DType::I4, {k, n});
   std::copy(q.values.begin(), q.values.end(), values.mutableData<int8_t>());
   int64_t blocks = (int64_t)q.scales.size() / n;
-  std::vector<int64_t> scaleShape = bits == 8 ? std::vector<int64_t>{n}
-                                              : std::vector<int64_t>{blocks, n};
+  std::vector<int64_t> scaleShape =
+      bits == 8 ? std::vector<int64_t>{n} : std::vector<int64_t>{blocks, n};
   ::sluice::Tensor scales(DType::F16, scaleShape);
   std::copy(q.scales.begin(), q.scales.end(), scales.mutableData<uint16_t>());
   auto valuesType = RankedTensorType::get({k, n}, b.getIntegerType(bits));

@@ -24,8 +24,8 @@ namespace sluice {
 struct QuantizedWeight {
   int bits = 8;
   int64_t group = 0;
-  std::vector<int8_t> values;    ///< K * N, in [-127, 127] (8 bits) or [-8, 7] (4 bits)
-  std::vector<uint16_t> scales;  ///< ceil(K / group) * N f16 bit patterns
+  std::vector<int8_t> values;   ///< K * N, in [-127, 127] (8 bits) or [-8, 7] (4 bits)
+  std::vector<uint16_t> scales; ///< ceil(K / group) * N f16 bit patterns
 };
 
 /// Quantizes the row-major [k, n] matrix `w` to `bits` (8 or 4) with one
@@ -34,8 +34,7 @@ struct QuantizedWeight {
 /// f16 first (a zero or underflowing scale becomes f16's smallest normal), so
 /// the stored scale is the one the values are quantized with; values are
 /// w / scale rounded half to even and clamped to the range.
-QuantizedWeight quantizeWeightMatrix(const float *w, int64_t k, int64_t n, int bits,
-                                     int64_t group);
+QuantizedWeight quantizeWeightMatrix(const float *w, int64_t k, int64_t n, int bits, int64_t group);
 
 /// Rewrites every `sluice.matmul` of `func` that `selected` accepts and
 /// whose B is a 2-D float constant (A of rank >= 2) into Form W with `bits`

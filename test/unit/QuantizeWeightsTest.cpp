@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/support/Tensor.h"
 #include "passes/compress/QuantizeWeights.h"
+#include "lib/support/Tensor.h"
 
 #include <gtest/gtest.h>
 
@@ -41,7 +41,7 @@ TEST(Nibbles, TensorElementsWrapToFourBits) {
   Tensor i4(DType::I4, {4});
   i4.setInt(0, 7);
   i4.setInt(1, -8);
-  i4.setInt(2, 8);  // wraps to -8
+  i4.setInt(2, 8); // wraps to -8
   i4.setDouble(3, -3.0);
   EXPECT_EQ(i4.getInt(0), 7);
   EXPECT_EQ(i4.getInt(1), -8);

@@ -29,9 +29,9 @@ namespace {
 struct Weight {
   int bits;
   int64_t k, n, group;
-  std::vector<int8_t> values;   // k * n, for the reference
-  std::vector<uint8_t> stored;  // int8 bytes or packed nibbles
-  std::vector<float> scales;    // ceil(k / group) * n
+  std::vector<int8_t> values;  // k * n, for the reference
+  std::vector<uint8_t> stored; // int8 bytes or packed nibbles
+  std::vector<float> scales;   // ceil(k / group) * n
   std::vector<sluice_f16> scales16;
 };
 
@@ -119,8 +119,8 @@ void check(int64_t m, int64_t k, int64_t n, int bits, int64_t group, int threads
     for (int64_t j = 0; j < n; ++j) {
       double magnitude = 0;
       for (int64_t p = 0; p < k; ++p)
-        magnitude += std::fabs((double)a[r * lda + p] * w.values[p * n + j] *
-                               w.scales[(p / group) * n + j]);
+        magnitude +=
+            std::fabs((double)a[r * lda + p] * w.values[p * n + j] * w.scales[(p / group) * n + j]);
       const double expected = ref[r * n + j] + bias[j];
       ASSERT_NEAR(c[r * ldc + j], expected, 1e-5 * magnitude + 1e-6)
           << what << " m=" << m << " k=" << k << " n=" << n << " bits=" << bits

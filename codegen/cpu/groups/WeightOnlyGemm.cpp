@@ -186,7 +186,8 @@ LogicalResult planWonlyResults(GroupContext &ctx, WonlyPlan &p) {
   for (auto [i, v] : llvm::enumerate(yielded)) {
     auto view = resolveOutputView(p.roots[i], v);
     if (failed(view))
-      return kernel.emitOpError("cpu target: result ") << i << " is not a view of the GEMM's result";
+      return kernel.emitOpError("cpu target: result ")
+             << i << " is not a view of the GEMM's result";
     p.outViews.push_back(*view);
   }
   if (p.et.isF32())
@@ -280,8 +281,8 @@ LogicalResult emitWeightOnlyGemmGroup(GroupContext &ctx) {
       return failure();
     w.line("sluice_wonly_gemm(args->num_threads, {0}, {1}, {2}, {3} + a_off[wonly_batch], {4}, "
            "wonly_b, {5} + wonly_batch * {6}, {1}, {7});",
-           cInt64(plan.gemmM), cInt64(plan.n), cInt64(plan.k), plan.aPtr, cInt64(plan.lda),
-           plan.c, cInt64(plan.gemmM * plan.n),
+           cInt64(plan.gemmM), cInt64(plan.n), cInt64(plan.k), plan.aPtr, cInt64(plan.lda), plan.c,
+           cInt64(plan.gemmM * plan.n),
            *anyStore ? "epilogue" : "[](int64_t, int64_t, int64_t, int64_t) {}");
   }
   *ctx.body += w.str();

@@ -133,8 +133,8 @@ static inline void sluice_wonly_decode_scalar(const sluice_wonly_b<S> &b, int64_
 
 /// scale[j] = s[g][j0 + j] as float, for j < cols.
 template <typename S>
-static inline void sluice_wonly_scales(const sluice_wonly_b<S> &b, int64_t n, int64_t g,
-                                       int64_t j0, int64_t cols, float *scale) {
+static inline void sluice_wonly_scales(const sluice_wonly_b<S> &b, int64_t n, int64_t g, int64_t j0,
+                                       int64_t cols, float *scale) {
   const S *row = b.scales + g * n + j0;
   for (int64_t j = 0; j < cols; ++j)
     scale[j] = (float)sluice_load(row[j]);
@@ -162,11 +162,12 @@ static inline __m512 sluice_wonly_i8x16(const int8_t *p) {
 /// decoding 8 bytes at a time.
 static inline void sluice_wonly_i4x64(const uint8_t *p, __m512 out[4]) {
   const __m256i mask = _mm256_set1_epi8(0x0F);
-  const __m256i table = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1,
-                                         0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
+  const __m256i table = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1, 0,
+                                         1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
   const __m256i bytes = _mm256_loadu_si256((const __m256i *)p);
   const __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(bytes, mask));
-  const __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask));
+  const __m256i hi =
+      _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask));
   const __m256i first = _mm256_unpacklo_epi8(lo, hi), second = _mm256_unpackhi_epi8(lo, hi);
   out[0] = sluice_wonly_bytes_to_ps(_mm256_castsi256_si128(first));
   out[1] = sluice_wonly_bytes_to_ps(_mm256_castsi256_si128(second));
@@ -196,8 +197,8 @@ static inline __m256 sluice_wonly_i4x8(const uint8_t *p) {
 /// vector registers' worth of stores (the panel path's decode), or the
 /// scalar decode for partial blocks and unaligned int4 rows.
 template <typename S>
-static inline void sluice_wonly_decode(const sluice_wonly_b<S> &b, int64_t n, int64_t k,
-                                       int64_t j0, int64_t cols, const float *scale, float *w) {
+static inline void sluice_wonly_decode(const sluice_wonly_b<S> &b, int64_t n, int64_t k, int64_t j0,
+                                       int64_t cols, const float *scale, float *w) {
 #if SLUICE_WONLY_ISA == SLUICE_WONLY_AVX512
   if (cols == SLUICE_WONLY_NB && (b.bits == 8 || ((k * n + j0) & 1) == 0)) {
     __m512 q[4];
@@ -385,10 +386,9 @@ static inline void sluice_wonly_panel_block(int64_t m, int64_t n, int64_t k, con
     for (int64_t p = g * b.group; p < kEnd; ++p)
       sluice_wonly_decode(b, n, p, j0, cols, scale, panel + p * SLUICE_WONLY_NB);
   }
-  sluice_gemm<float>::run_ep(m, cols, k, a, lda, panel, SLUICE_WONLY_NB, c + j0, ldc,
-                             [&](int64_t r0, int64_t rows, int64_t c0, int64_t cs) {
-                               epi(r0, rows, j0 + c0, cs);
-                             });
+  sluice_gemm<float>::run_ep(
+      m, cols, k, a, lda, panel, SLUICE_WONLY_NB, c + j0, ldc,
+      [&](int64_t r0, int64_t rows, int64_t c0, int64_t cs) { epi(r0, rows, j0 + c0, cs); });
 }
 
 /// C = A x dequant(B), then `epi(r0, rows, c0, cols)` on each finished
@@ -397,8 +397,8 @@ static inline void sluice_wonly_panel_block(int64_t m, int64_t n, int64_t k, con
 /// OpenMP threads.
 template <typename TA, typename S, typename Epilogue>
 static inline void sluice_wonly_gemm(int threads, int64_t m, int64_t n, int64_t k, const TA *a,
-                                     int64_t lda, const sluice_wonly_b<S> &b, float *c,
-                                     int64_t ldc, const Epilogue &epi) {
+                                     int64_t lda, const sluice_wonly_b<S> &b, float *c, int64_t ldc,
+                                     const Epilogue &epi) {
   if (m == 0 || n == 0)
     return;
   sluice_blas_threads(1);
@@ -412,10 +412,18 @@ static inline void sluice_wonly_gemm(int threads, int64_t m, int64_t n, int64_t 
       for (int64_t r0 = 0; r0 < m; r0 += 4) {
         const int64_t rows = std::min<int64_t>(4, m - r0);
         switch (rows) {
-        case 1: sluice_wonly_gemv_block<1>(n, k, a, lda, b, r0, j0, cols, c, ldc); break;
-        case 2: sluice_wonly_gemv_block<2>(n, k, a, lda, b, r0, j0, cols, c, ldc); break;
-        case 3: sluice_wonly_gemv_block<3>(n, k, a, lda, b, r0, j0, cols, c, ldc); break;
-        default: sluice_wonly_gemv_block<4>(n, k, a, lda, b, r0, j0, cols, c, ldc); break;
+        case 1:
+          sluice_wonly_gemv_block<1>(n, k, a, lda, b, r0, j0, cols, c, ldc);
+          break;
+        case 2:
+          sluice_wonly_gemv_block<2>(n, k, a, lda, b, r0, j0, cols, c, ldc);
+          break;
+        case 3:
+          sluice_wonly_gemv_block<3>(n, k, a, lda, b, r0, j0, cols, c, ldc);
+          break;
+        default:
+          sluice_wonly_gemv_block<4>(n, k, a, lda, b, r0, j0, cols, c, ldc);
+          break;
         }
         epi(r0, rows, j0, cols);
       }
