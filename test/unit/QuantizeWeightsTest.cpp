@@ -61,16 +61,20 @@ TEST(Nibbles, TensorElementsWrapToFourBits) {
 float scaleOf(const QuantizedWeight &q, int64_t i) { return halfToFloat(q.scales[i]); }
 
 TEST(QuantizeWeightMatrix, Int8PerColumnUsesTheF16Scale) {
-  const float w[6] = {1.0f, -2.0f, 7.0f, 0.5f, -4.0f, 0.0f}; // [3, 2]
+  // [3, 2]: column 0 is {1, 7, -4}, column 1 {-2, 0.5, 0}.
+  const float w[6] = {1.0f, -2.0f, 7.0f, 0.5f, -4.0f, 0.0f};
   QuantizedWeight q = quantizeWeightMatrix(w, 3, 2, 8, 3);
   ASSERT_EQ(q.scales.size(), 2u);
   EXPECT_EQ(q.scales[0], floatToHalf(7.0f / 127.0f));
-  EXPECT_EQ(q.scales[1], floatToHalf(4.0f / 127.0f));
-  // The column maximum maps to 127 (or within one of it after the f16
-  // rounding of the scale), and the values are w / (stored scale) rounded.
-  EXPECT_EQ(q.values[4], 127);
-  EXPECT_EQ(q.values[3], (int8_t)std::nearbyint(-4.0f / scaleOf(q, 1)));
-  EXPECT_EQ(q.values[0], (int8_t)std::nearbyint(1.0f / scaleOf(q, 0)));
+  EXPECT_EQ(q.scales[1], floatToHalf(2.0f / 127.0f));
+  // Each column's maximum maps to +-127, the others to w / (the stored f16
+  // scale) rounded: 1 / 0.0551147 = 18.14, -4 / 0.0551147 = -72.58.
+  EXPECT_EQ(q.values[2], 127);
+  EXPECT_EQ(q.values[1], -127);
+  EXPECT_EQ(q.values[0], 18);
+  EXPECT_EQ(q.values[4], -73);
+  EXPECT_EQ(q.values[3], (int8_t)std::nearbyint(0.5f / scaleOf(q, 1)));
+  EXPECT_EQ(q.values[5], 0);
 }
 
 TEST(QuantizeWeightMatrix, Int4BlocksWithAShortLastBlock) {
