@@ -264,10 +264,14 @@ static inline void sluice_wonly_gemv_block(int64_t n, int64_t k, const TA *a, in
           q2 = q[2];
           q3 = q[3];
         }
-        q0 = _mm512_mul_ps(q0, s0);
-        q1 = _mm512_mul_ps(q1, s1);
-        q2 = _mm512_mul_ps(q2, s2);
-        q3 = _mm512_mul_ps(q3, s3);
+        // One group (int8 per column): the scale multiplies the sums once
+        // at the end instead of every row of B.
+        if (groups > 1) {
+          q0 = _mm512_mul_ps(q0, s0);
+          q1 = _mm512_mul_ps(q1, s1);
+          q2 = _mm512_mul_ps(q2, s2);
+          q3 = _mm512_mul_ps(q3, s3);
+        }
         for (int r = 0; r < R; ++r) {
           const __m512 x = _mm512_set1_ps((float)sluice_load(a[(r0 + r) * lda + p]));
           acc[r][0] = _mm512_fmadd_ps(x, q0, acc[r][0]);
@@ -276,6 +280,13 @@ static inline void sluice_wonly_gemv_block(int64_t n, int64_t k, const TA *a, in
           acc[r][3] = _mm512_fmadd_ps(x, q3, acc[r][3]);
         }
       }
+      if (groups == 1)
+        for (int r = 0; r < R; ++r) {
+          acc[r][0] = _mm512_mul_ps(acc[r][0], s0);
+          acc[r][1] = _mm512_mul_ps(acc[r][1], s1);
+          acc[r][2] = _mm512_mul_ps(acc[r][2], s2);
+          acc[r][3] = _mm512_mul_ps(acc[r][3], s3);
+        }
     }
     for (int64_t r = 0; r < rows; ++r)
       for (int v = 0; v < 4; ++v)
