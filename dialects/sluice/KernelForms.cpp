@@ -115,13 +115,18 @@ std::optional<StringRef> libraryFor(Operation *op) {
 std::optional<WeightDequant> matchWeightDequant(DequantizeLinearOp op) {
   auto input = dyn_cast<RankedTensorType>(op.getInput().getType());
   auto scale = dyn_cast<RankedTensorType>(op.getScale().getType());
-  if (!input || !scale || op.getZeroPoint() || input.getRank() != 2 ||
-      !input.hasStaticShape() || !scale.hasStaticShape() ||
-      !isLibraryFloat(scale.getElementType()) || scale.getElementType().isF64())
+  if (!input || !scale || input.getRank() != 2 || !input.hasStaticShape() ||
+      !scale.hasStaticShape() || !isLibraryFloat(scale.getElementType()) ||
+      scale.getElementType().isF64())
     return std::nullopt;
+  // Zero points (ONNX QDQ models' asymmetric UINT4/UINT8 weights) are laid
+  // out like the scales; the verifier checks shape and element type.
+  if (Value zeroPoint = op.getZeroPoint())
+    if (cast<RankedTensorType>(zeroPoint.getType()).getShape() != scale.getShape())
+      return std::nullopt;
   Type element = input.getElementType();
-  bool i8 = element.isSignlessInteger(8) || element.isSignedInteger(8);
-  bool i4 = element.isSignlessInteger(4) || element.isSignedInteger(4);
+  bool i8 = element.isInteger(8);
+  bool i4 = element.isInteger(4);
   if (!i8 && !i4)
     return std::nullopt;
   int64_t k = input.getDimSize(0), n = input.getDimSize(1);

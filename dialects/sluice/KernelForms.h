@@ -64,10 +64,12 @@ std::optional<llvm::StringRef> libraryFor(mlir::Operation *op);
 //===-- Form W: weight-only quantized GEMM operands ------------------------===//
 
 /// The B operand of a weight-only GEMM (QUANT-CONTRACT Form W): a
-/// dequantize_linear without zero point of a 2-D signed integer weight
-/// [K, N] with one scale per column (i8, axis 1, scale [N]: group = K) or
-/// per block of `group` rows along K (i8 or i4, axis 0, block_size = group,
-/// scale [ceil(K / group), N]); then at most one float cast. The GEMM
+/// dequantize_linear of a 2-D 8- or 4-bit integer weight [K, N] with one
+/// scale per column (8 bits, axis 1, scale [N]: group = K) or per block of
+/// `group` rows along K (axis 0, block_size = group, scale
+/// [ceil(K / group), N]); then at most one float cast. --quantize writes
+/// signed symmetric weights; ONNX QDQ models may bring unsigned ones with
+/// zero points shaped like the scales, which the kernels take too. The GEMM
 /// dequantizes it inside, so the group holds these ops as its prologue.
 struct WeightDequant {
   DequantizeLinearOp dequant;

@@ -332,7 +332,8 @@ private:
       return;
     auto isConstant = [](Value v) { return !v || isa_and_nonnull<ConstantOp>(v.getDefiningOp()); };
     DequantizeLinearOp dq = w->dequant;
-    if (!isConstant(dq.getInput()) || !isConstant(dq.getScale()) || !groupOf.count(dq) ||
+    if (!isConstant(dq.getInput()) || !isConstant(dq.getScale()) ||
+        !isConstant(dq.getZeroPoint()) || !groupOf.count(dq) ||
         (w->cast && !groupOf.count(w->cast)))
       return;
     // Both at once: {dequantize, cast} alone is no form.

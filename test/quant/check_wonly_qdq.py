@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""ONNX Runtime's weight-only QDQ model (test/quant/wonly/mlp_q4.onnx, made by
-make_wonly_qdq.py: blocked INT4 DequantizeLinear -> MatMul) on Sluice
-(issue 15, QUANT-CONTRACT Form W):
+"""ONNX Runtime's weight-only QDQ models (test/quant/wonly/mlp_q4.onnx and
+mlp_q4_asym.onnx, made by make_wonly_qdq.py: blocked INT4, or UINT4 with
+zero points, DequantizeLinear -> MatMul) on Sluice (issue 15, QUANT-CONTRACT
+Form W), each:
 
   1. the reference evaluator (sluice-run MODEL --reference) and
   2. the cpu bundle (sluice-compile, then sluice-run)
@@ -42,14 +43,8 @@ def compare(name, got, want):
     return ok
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--keep")
-    args = ap.parse_args()
-    import onnx  # noqa: PLC0415
-    import onnxruntime as ort  # noqa: PLC0415
-    model = os.path.join(DATA, "mlp_q4.onnx")
+def check_model(args, name, work, onnx, ort):
+    model = os.path.join(DATA, name + ".onnx")
     x_path = os.path.join(DATA, "x.npy")
     x = np.load(x_path)
     # ONNX Runtime fuses DequantizeLinear -> MatMul into its MatMulNBits
@@ -60,8 +55,6 @@ def main():
     options.add_session_config_entry("session.qdq_matmulnbits_accuracy_level", "0")
     want = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]).run(
         None, {"x": x})[0]
-    holder = None if args.keep else tempfile.TemporaryDirectory()
-    work = args.keep or holder.name
     os.makedirs(work, exist_ok=True)
     ok = True
 
@@ -71,23 +64,23 @@ def main():
     if rc:
         print(out)
         print(f"FAIL: sluice-run --reference exited {rc}")
-        return 1
+        return False
     ok &= compare("reference evaluator vs ONNX Runtime", np.load(os.path.join(saved, "y.npy")), want)
 
-    bundle, report_path = os.path.join(work, "mlp_q4.sluice"), os.path.join(work, "report.json")
+    bundle, report_path = os.path.join(work, name + ".sluice"), os.path.join(work, "report.json")
     rc, out = run([os.path.join(args.bin, "sluice-compile"), model, "-o", bundle,
                    f"--report={report_path}", "--quiet"])
     if rc:
         print(out)
         print(f"FAIL: sluice-compile exited {rc}")
-        return 1
+        return False
     saved = os.path.join(work, "cpu")
     rc, out = run([os.path.join(args.bin, "sluice-run"), bundle, f"x={x_path}",
                    f"--save-outputs={saved}"])
     if rc:
         print(out)
         print(f"FAIL: sluice-run exited {rc}")
-        return 1
+        return False
     ok &= compare("cpu bundle vs ONNX Runtime", np.load(os.path.join(saved, "y.npy")), want)
 
     with open(report_path) as f:
@@ -108,6 +101,23 @@ def main():
     if ratio > 0.25:
         print("FAIL: the bundle's weights are not the packed int4 ones")
         ok = False
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--keep")
+    args = ap.parse_args()
+    import onnx  # noqa: PLC0415
+    import onnxruntime as ort  # noqa: PLC0415
+    holder = None if args.keep else tempfile.TemporaryDirectory()
+    work = args.keep or holder.name
+    os.makedirs(work, exist_ok=True)
+    ok = True
+    for name in ("mlp_q4", "mlp_q4_asym"):
+        print(f"== {name}")
+        ok &= check_model(args, name, os.path.join(work, name), onnx, ort)
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -4,9 +4,10 @@ a small MLP (x[4, 96] -> MatMul 96x80 -> +bias -> Relu -> MatMul 80x48)
 with fixed random weights, quantized by ONNX Runtime's weight-only quantizer
 in QDQ format (onnxruntime.quantization.matmul_nbits_quantizer.
 MatMulNBitsQuantizer, 4 bits, symmetric, block 32 along K: DequantizeLinear
-of a blocked INT4 initializer with f32 scales -> MatMul, opset 21), which is
-QUANT-CONTRACT Form W as ONNX Runtime writes it (its 8-bit quantizer writes
-QDQ for Gather only). K = 80 is not a multiple of the block. Also writes
+of a blocked INT4 initializer with f32 scales -> MatMul, opset 21:
+mlp_q4.onnx), which is QUANT-CONTRACT Form W as ONNX Runtime writes it, and
+its default asymmetric form (UINT4 with a zero point per block:
+mlp_q4_asym.onnx). Its 8-bit quantizer writes QDQ for Gather only. K = 80 is not a multiple of the block. Also writes
 the input x.npy.
 
 The outputs are committed; rerun only to change them (needs onnx_ir, which
@@ -47,10 +48,13 @@ def main():
     from onnxruntime.quantization.matmul_nbits_quantizer import (  # noqa: PLC0415
         MatMulNBitsQuantizer)
     os.makedirs(args.out, exist_ok=True)
-    quantizer = MatMulNBitsQuantizer(mlp(), bits=4, block_size=32, is_symmetric=True,
-                                     quant_format=QuantFormat.QDQ)
-    quantizer.process()
-    onnx.save(quantizer.model.model, os.path.join(args.out, "mlp_q4.onnx"))
+    # Symmetric (INT4, no zero point) and ONNX Runtime's default asymmetric
+    # form (UINT4 with a UINT4 zero point per block).
+    for symmetric, name in ((True, "mlp_q4.onnx"), (False, "mlp_q4_asym.onnx")):
+        quantizer = MatMulNBitsQuantizer(mlp(), bits=4, block_size=32, is_symmetric=symmetric,
+                                         quant_format=QuantFormat.QDQ)
+        quantizer.process()
+        onnx.save(quantizer.model.model, os.path.join(args.out, name))
     x = np.random.default_rng(16).normal(0, 1, (4, 96)).astype(np.float32)
     np.save(os.path.join(args.out, "x.npy"), x)
 

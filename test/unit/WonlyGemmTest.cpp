@@ -29,27 +29,46 @@ namespace {
 struct Weight {
   int bits;
   int64_t k, n, group;
-  std::vector<int8_t> values;  // k * n, for the reference
-  std::vector<uint8_t> stored; // int8 bytes or packed nibbles
-  std::vector<float> scales;   // ceil(k / group) * n
+  bool isUnsigned = false;
+  std::vector<int> values;      // k * n, for the reference
+  std::vector<uint8_t> stored;  // bytes or packed nibbles
+  std::vector<float> scales;    // ceil(k / group) * n
   std::vector<sluice_f16> scales16;
+  std::vector<int> zeros;       // ceil(k / group) * n; empty: symmetric
+  std::vector<uint8_t> storedZeros;
 };
 
-Weight makeWeight(int bits, int64_t k, int64_t n, int64_t group, std::mt19937 &rng) {
-  Weight w{bits, k, n, group, {}, {}, {}, {}};
-  const int lo = bits == 8 ? -128 : -8, hi = bits == 8 ? 127 : 7;
+/// Values stored as the kernel reads them: bytes, or nibbles packed two per
+/// byte, low first.
+std::vector<uint8_t> store(const std::vector<int> &values, int bits) {
+  if (bits == 8) {
+    std::vector<uint8_t> bytes;
+    for (int v : values)
+      bytes.push_back((uint8_t)v);
+    return bytes;
+  }
+  std::vector<uint8_t> packed((values.size() + 1) / 2, 0);
+  for (size_t i = 0; i < values.size(); ++i)
+    packed[i / 2] |= (uint8_t)((values[i] & 0xF) << (4 * (i % 2)));
+  return packed;
+}
+
+Weight makeWeight(int bits, int64_t k, int64_t n, int64_t group, std::mt19937 &rng,
+                  bool isUnsigned, bool zeroPoints) {
+  Weight w;
+  w.bits = bits;
+  w.k = k;
+  w.n = n;
+  w.group = group;
+  w.isUnsigned = isUnsigned;
+  const int top = bits == 8 ? 255 : 15;
+  const int lo = isUnsigned ? 0 : -(top + 1) / 2, hi = isUnsigned ? top : top / 2;
   std::uniform_int_distribution<int> value(lo, hi);
   std::uniform_real_distribution<float> scale(0.001f, 0.05f);
   w.values.resize(k * n);
   for (auto &v : w.values)
-    v = (int8_t)value(rng);
-  if (bits == 8) {
-    w.stored.assign((const uint8_t *)w.values.data(), (const uint8_t *)w.values.data() + k * n);
-  } else {
-    w.stored.assign(sluice_wonly_weight_bytes(4, k, n), 0);
-    for (int64_t i = 0; i < k * n; ++i)
-      w.stored[i / 2] |= (uint8_t)((w.values[i] & 0xF) << (4 * (i % 2)));
-  }
+    v = value(rng);
+  w.stored = store(w.values, bits);
   const int64_t groups = (k + group - 1) / group;
   for (int64_t i = 0; i < groups * n; ++i) {
     // Scales exactly representable in f16, so both scale types agree.
@@ -57,7 +76,20 @@ Weight makeWeight(int bits, int64_t k, int64_t n, int64_t group, std::mt19937 &r
     w.scales16.push_back(h);
     w.scales.push_back(sluice_load(h));
   }
+  if (zeroPoints) {
+    w.zeros.resize(groups * n);
+    for (auto &z : w.zeros)
+      z = value(rng);
+    w.storedZeros = store(w.zeros, bits);
+  }
   return w;
+}
+
+/// The dequantized weight (k, j) as the kernel computes it (in float).
+float dequant(const Weight &w, int64_t p, int64_t j) {
+  const int64_t block = (p / w.group) * w.n + j;
+  const int zero = w.zeros.empty() ? 0 : w.zeros[block];
+  return (float)(w.values[p * w.n + j] - zero) * w.scales[block];
 }
 
 /// C = A x dequant(B) in double over the same float weights q * s.
@@ -67,8 +99,7 @@ std::vector<double> reference(const std::vector<float> &a, int64_t m, int64_t ld
   for (int64_t r = 0; r < m; ++r)
     for (int64_t p = 0; p < w.k; ++p)
       for (int64_t j = 0; j < w.n; ++j) {
-        const float deq = (float)w.values[p * w.n + j] * w.scales[(p / w.group) * w.n + j];
-        c[r * w.n + j] += (double)a[r * lda + p] * (double)deq;
+        c[r * w.n + j] += (double)a[r * lda + p] * (double)dequant(w, p, j);
       }
   return c;
 }
@@ -77,9 +108,10 @@ std::vector<double> reference(const std::vector<float> &a, int64_t m, int64_t ld
 /// checks C against the reference (tolerance from the sum of |products|).
 template <typename TA, typename S>
 void check(int64_t m, int64_t k, int64_t n, int bits, int64_t group, int threads, int64_t padA,
-           int64_t padC, const std::string &what) {
+           int64_t padC, const std::string &what, bool isUnsigned = false,
+           bool zeroPoints = false) {
   std::mt19937 rng((uint32_t)(m * 1000003 + k * 1009 + n * 17 + bits + group));
-  Weight w = makeWeight(bits, k, n, group, rng);
+  Weight w = makeWeight(bits, k, n, group, rng, isUnsigned, zeroPoints);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   const int64_t lda = k + padA, ldc = n + padC;
   std::vector<float> a(m * lda);
@@ -104,6 +136,8 @@ void check(int64_t m, int64_t k, int64_t n, int bits, int64_t group, int threads
     b.scales = (const S *)w.scales16.data();
   b.bits = bits;
   b.group = group;
+  b.is_unsigned = isUnsigned;
+  b.zero = zeroPoints ? w.storedZeros.data() : nullptr;
   std::vector<float> c(m * ldc, -777.0f);
   std::vector<int> visits(m * n, 0);
   sluice_wonly_gemm(threads, m, n, k, aStored.data(), lda, b, c.data(), ldc,
@@ -119,8 +153,7 @@ void check(int64_t m, int64_t k, int64_t n, int bits, int64_t group, int threads
     for (int64_t j = 0; j < n; ++j) {
       double magnitude = 0;
       for (int64_t p = 0; p < k; ++p)
-        magnitude +=
-            std::fabs((double)a[r * lda + p] * w.values[p * n + j] * w.scales[(p / group) * n + j]);
+        magnitude += std::fabs((double)a[r * lda + p] * dequant(w, p, j));
       const double expected = ref[r * n + j] + bias[j];
       ASSERT_NEAR(c[r * ldc + j], expected, 1e-5 * magnitude + 1e-6)
           << what << " m=" << m << " k=" << k << " n=" << n << " bits=" << bits
@@ -184,6 +217,18 @@ TEST(WonlyGemm, HalfActivationsAndFloatScales) {
     check<sluice_bf16, sluice_f16>(m, 130, 70, 8, 130, 2, 0, 0, "bf16 A");
     check<float, float>(m, 130, 70, 4, 16, 2, 0, 0, "f32 scales");
   }
+}
+
+TEST(WonlyGemm, UnsignedWithZeroPoints) {
+  // ONNX QDQ models' UINT4 / UINT8 weights with a zero point per block
+  // (and unsigned without one): both paths, odd N, K not a multiple of G.
+  for (int bits : {4, 8})
+    for (int64_t m : {1, 3, 12})
+      for (int64_t n : {7, 64, 130}) {
+        check<float, float>(m, 100, n, bits, 32, 1, 0, 0, "zero points", true, true);
+        check<float, sluice_f16>(m, 100, n, bits, 32, 2, 0, 0, "unsigned", true, false);
+        check<float, sluice_f16>(m, 100, n, bits, 32, 1, 0, 0, "signed zero points", false, true);
+      }
 }
 
 TEST(WonlyGemm, TinyAndDegenerate) {

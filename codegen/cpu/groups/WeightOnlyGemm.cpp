@@ -2,7 +2,8 @@
 //
 // A GEMM group whose B is the dequantization of a quantized constant weight
 // (QUANT-CONTRACT Form W: dequantize_linear of an i8 [K, N] per column or
-// an i4 [K, N] in blocks along K, then at most a cast) calls the weight-only
+// an i4 [K, N] in blocks along K, then at most a cast; from ONNX QDQ models
+// also unsigned weights with zero points) calls the weight-only
 // GEMM of sluice_gen/cpu_wonly.h: the weight stays int8 / packed int4 in the
 // bundle (codegen/common/ModelFacts.cpp packs i4 two per byte), the scales
 // stay as they are, and the kernel dequantizes a few rows or one panel at a
@@ -35,6 +36,9 @@ struct WonlyPlan {
   Type et;
   int64_t m = 0, n = 0, k = 0, lda = 0, batches = 1, gemmM = 0, gemmBatches = 1;
   std::string aPtr, qPtr, scalePtr, scaleType;
+  /// Zero points (empty: none) and unsigned weights (ONNX QDQ models).
+  std::string zeroPtr;
+  bool isUnsigned = false;
   std::vector<int64_t> aOff;
   SmallVector<Value> roots;
   std::vector<StridedView> outViews;
@@ -161,6 +165,13 @@ LogicalResult planWonlyOperands(GroupContext &ctx, WonlyPlan &p) {
     return failure();
   p.qPtr = *q;
   p.scalePtr = *scales;
+  p.isUnsigned = elementOf(dq.getInput()).isUnsignedInteger();
+  if (Value zeroPoint = dq.getZeroPoint()) {
+    auto zero = wonlyOperand(ctx, zeroPoint, "zero");
+    if (failed(zero))
+      return failure();
+    p.zeroPtr = *zero;
+  }
   p.scaleType = storageType(elementOf(dq.getScale()));
   return success();
 }
@@ -272,6 +283,9 @@ LogicalResult emitWeightOnlyGemmGroup(GroupContext &ctx) {
   w.line("wonly_b.scales = (const {0} *){1};", plan.scaleType, plan.scalePtr);
   w.line("wonly_b.bits = {0};", plan.weight.bits);
   w.line("wonly_b.group = {0};", cInt64(plan.weight.group));
+  w.line("wonly_b.is_unsigned = {0};", plan.isUnsigned ? 1 : 0);
+  if (!plan.zeroPtr.empty())
+    w.line("wonly_b.zero = {0};", plan.zeroPtr);
   w.line("{0}", cInt64ArrayDecl("a_off", plan.aOff));
   {
     auto batches = w.block("for (int64_t wonly_batch = 0; wonly_batch < {0}; ++wonly_batch)",

@@ -13,7 +13,9 @@
 //           as ONNX stores INT4.
 // s holds one scale per column and block of G rows of K ([ceil(K / G), N],
 // f16 as --quantize writes it, or f32 / bf16 as ONNX QDQ models bring it);
-// int8 per column is G = K. There is no zero point (symmetric weights).
+// int8 per column is G = K. --quantize writes symmetric signed weights (no
+// zero point); ONNX QDQ models may bring unsigned weights (UINT8 / UINT4)
+// with zero points per block, stored like q: w = (q - zero) * s.
 //
 // The weight is dequantized inside the GEMM, a few rows or one panel at a
 // time, never as a whole float copy:
@@ -37,8 +39,8 @@
 //   AVX512  zmm loads, vpmovsxbd + vcvtdq2ps per 16 weights   (__AVX512F__ && __AVX512BW__)
 //   AVX2    ymm, vpmovsxbd + vcvtdq2ps per 8 weights           (__AVX2__ && __FMA__)
 //   SCALAR  plain loops the compiler vectorizes (omp simd)
-// An int4 row whose first element is not byte aligned (odd N) is decoded by
-// the scalar loop in every path.
+// Unsigned or zero-pointed weights, and an int4 row whose first element is
+// not byte aligned (odd N), are decoded by the portable loops in every path.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_GEN_CPU_WONLY_H
@@ -84,6 +86,11 @@ template <typename S> struct sluice_wonly_b {
   const S *scales;
   int bits;      ///< 8 or 4
   int64_t group; ///< rows of K per scale (K for int8 per column)
+  /// Unsigned weights (ONNX UINT8 / UINT4): q and zero hold 0..255 / 0..15.
+  int is_unsigned = 0;
+  /// Zero points [ceil(K / group), N] stored like q (bytes or packed
+  /// nibbles); null: symmetric. w = (q - zero) * scale.
+  const void *zero = nullptr;
 };
 
 /// Bytes the quantized weight of a K x N matrix takes.
@@ -97,14 +104,29 @@ static inline int sluice_wonly_nibble(const uint8_t *packed, int64_t i) {
   return v >= 8 ? v - 16 : v;
 }
 
+/// Element `i` of quantized data stored as `b` stores q (and zero points).
+template <typename S>
+static inline int sluice_wonly_value(const sluice_wonly_b<S> &b, const void *data, int64_t i) {
+  if (b.bits == 8)
+    return b.is_unsigned ? ((const uint8_t *)data)[i] : ((const int8_t *)data)[i];
+  const int v = (((const uint8_t *)data)[i >> 1] >> ((i & 1) * 4)) & 0xF;
+  return !b.is_unsigned && v >= 8 ? v - 16 : v;
+}
+
 /// Columns per block of C, the unit of work of both paths.
 static const int64_t SLUICE_WONLY_NB = 64;
 
-/// w[j] = q[k][j0 + j] * scale[j] for j < cols (cols <= 64), portable.
+/// w[j] = q[k][j0 + j] * scale[j] - offset[j] for j < cols (cols <= 64),
+/// portable (offset: zero point times scale, see sluice_wonly_scales).
 template <typename S>
 static inline void sluice_wonly_decode_scalar(const sluice_wonly_b<S> &b, int64_t n, int64_t k,
                                               int64_t j0, int64_t cols, const float *scale,
-                                              float *w) {
+                                              const float *offset, float *w) {
+  if (b.is_unsigned || b.zero) {
+    for (int64_t j = 0; j < cols; ++j)
+      w[j] = (float)sluice_wonly_value(b, b.q, k * n + j0 + j) * scale[j] - offset[j];
+    return;
+  }
   if (b.bits == 8) {
     const int8_t *row = (const int8_t *)b.q + k * n + j0;
 #pragma omp simd
@@ -131,15 +153,18 @@ static inline void sluice_wonly_decode_scalar(const sluice_wonly_b<S> &b, int64_
     w[j] = (float)sluice_wonly_nibble(packed, first + j) * scale[j];
 }
 
-/// scale[j] = s[g][j0 + j] as float, for j < cols.
+/// scale[j] = s[g][j0 + j] as float and offset[j] = zero[g][j0 + j] *
+/// scale[j] (0 without zero points), for j < cols; 0 beyond.
 template <typename S>
 static inline void sluice_wonly_scales(const sluice_wonly_b<S> &b, int64_t n, int64_t g, int64_t j0,
-                                       int64_t cols, float *scale) {
+                                       int64_t cols, float *scale, float *offset) {
   const S *row = b.scales + g * n + j0;
-  for (int64_t j = 0; j < cols; ++j)
+  for (int64_t j = 0; j < cols; ++j) {
     scale[j] = (float)sluice_load(row[j]);
+    offset[j] = b.zero ? (float)sluice_wonly_value(b, b.zero, g * n + j0 + j) * scale[j] : 0.0f;
+  }
   for (int64_t j = cols; j < SLUICE_WONLY_NB; ++j)
-    scale[j] = 0.0f;
+    scale[j] = offset[j] = 0.0f;
 }
 
 #if SLUICE_WONLY_ISA == SLUICE_WONLY_AVX512
@@ -193,14 +218,16 @@ static inline __m256 sluice_wonly_i4x8(const uint8_t *p) {
 }
 #endif
 
-/// w[j] = q[k][j0 + j] * scale[j] for a full block of 64 columns in
-/// vector registers' worth of stores (the panel path's decode), or the
-/// scalar decode for partial blocks and unaligned int4 rows.
+/// w[j] = q[k][j0 + j] * scale[j] - offset[j] (the panel path's decode):
+/// vector loads for full 64-column blocks of symmetric signed weights, the
+/// portable decode for the rest.
 template <typename S>
 static inline void sluice_wonly_decode(const sluice_wonly_b<S> &b, int64_t n, int64_t k, int64_t j0,
-                                       int64_t cols, const float *scale, float *w) {
+                                       int64_t cols, const float *scale, const float *offset,
+                                       float *w) {
 #if SLUICE_WONLY_ISA == SLUICE_WONLY_AVX512
-  if (cols == SLUICE_WONLY_NB && (b.bits == 8 || ((k * n + j0) & 1) == 0)) {
+  if (cols == SLUICE_WONLY_NB && !b.is_unsigned && !b.zero &&
+      (b.bits == 8 || ((k * n + j0) & 1) == 0)) {
     __m512 q[4];
     if (b.bits == 8)
       for (int64_t v = 0; v < 4; ++v)
@@ -212,7 +239,8 @@ static inline void sluice_wonly_decode(const sluice_wonly_b<S> &b, int64_t n, in
     return;
   }
 #elif SLUICE_WONLY_ISA == SLUICE_WONLY_AVX2
-  if (cols == SLUICE_WONLY_NB && (b.bits == 8 || ((k * n + j0) & 1) == 0)) {
+  if (cols == SLUICE_WONLY_NB && !b.is_unsigned && !b.zero &&
+      (b.bits == 8 || ((k * n + j0) & 1) == 0)) {
     for (int64_t v = 0; v < 8; ++v) {
       const __m256 q = b.bits == 8
                            ? sluice_wonly_i8x8((const int8_t *)b.q + k * n + j0 + 8 * v)
@@ -222,7 +250,7 @@ static inline void sluice_wonly_decode(const sluice_wonly_b<S> &b, int64_t n, in
     return;
   }
 #endif
-  sluice_wonly_decode_scalar(b, n, k, j0, cols, scale, w);
+  sluice_wonly_decode_scalar(b, n, k, j0, cols, scale, offset, w);
 }
 
 /// The GEMV block: C[r0 .. r0 + R)[j0 .. j0 + cols) for R <= 4 rows and
@@ -233,18 +261,19 @@ static inline void sluice_wonly_gemv_block(int64_t n, int64_t k, const TA *a, in
                                            const sluice_wonly_b<S> &b, int64_t r0, int64_t j0,
                                            int64_t cols, float *c, int64_t ldc) {
   const int64_t rows = R;
-  alignas(64) float scale[SLUICE_WONLY_NB];
+  alignas(64) float scale[SLUICE_WONLY_NB], offset[SLUICE_WONLY_NB];
   alignas(64) float w[SLUICE_WONLY_NB];
   const int64_t groups = (k + b.group - 1) / b.group;
 #if SLUICE_WONLY_ISA == SLUICE_WONLY_AVX512
-  const bool vector = cols == SLUICE_WONLY_NB && (b.bits == 8 || (n & 1) == 0);
+  const bool vector = cols == SLUICE_WONLY_NB && !b.is_unsigned && !b.zero &&
+                      (b.bits == 8 || (n & 1) == 0);
   if (vector) {
     __m512 acc[R][4];
     for (int r = 0; r < R; ++r)
       for (int v = 0; v < 4; ++v)
         acc[r][v] = _mm512_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
-      sluice_wonly_scales(b, n, g, j0, cols, scale);
+      sluice_wonly_scales(b, n, g, j0, cols, scale, offset);
       const __m512 s0 = _mm512_load_ps(scale), s1 = _mm512_load_ps(scale + 16),
                    s2 = _mm512_load_ps(scale + 32), s3 = _mm512_load_ps(scale + 48);
       const int64_t kEnd = std::min(k, (g + 1) * b.group);
@@ -294,7 +323,8 @@ static inline void sluice_wonly_gemv_block(int64_t n, int64_t k, const TA *a, in
     return;
   }
 #elif SLUICE_WONLY_ISA == SLUICE_WONLY_AVX2
-  const bool vector = cols == SLUICE_WONLY_NB && (b.bits == 8 || (n & 1) == 0);
+  const bool vector = cols == SLUICE_WONLY_NB && !b.is_unsigned && !b.zero &&
+                      (b.bits == 8 || (n & 1) == 0);
   if (vector) {
     // 64 columns x 4 rows would need 32 ymm accumulators: two halves of 32.
     for (int64_t half = 0; half < 2; ++half) {
@@ -304,7 +334,7 @@ static inline void sluice_wonly_gemv_block(int64_t n, int64_t k, const TA *a, in
         for (int v = 0; v < 4; ++v)
           acc[r][v] = _mm256_setzero_ps();
       for (int64_t g = 0; g < groups; ++g) {
-        sluice_wonly_scales(b, n, g, j0, cols, scale);
+        sluice_wonly_scales(b, n, g, j0, cols, scale, offset);
         const float *sh = scale + 32 * half;
         const __m256 s0 = _mm256_load_ps(sh), s1 = _mm256_load_ps(sh + 8),
                      s2 = _mm256_load_ps(sh + 16), s3 = _mm256_load_ps(sh + 24);
@@ -351,10 +381,10 @@ static inline void sluice_wonly_gemv_block(int64_t n, int64_t k, const TA *a, in
     for (int64_t j = 0; j < SLUICE_WONLY_NB; ++j)
       acc[r][j] = 0.0f;
   for (int64_t g = 0; g < groups; ++g) {
-    sluice_wonly_scales(b, n, g, j0, cols, scale);
+    sluice_wonly_scales(b, n, g, j0, cols, scale, offset);
     const int64_t kEnd = std::min(k, (g + 1) * b.group);
     for (int64_t p = g * b.group; p < kEnd; ++p) {
-      sluice_wonly_decode_scalar(b, n, p, j0, cols, scale, w);
+      sluice_wonly_decode_scalar(b, n, p, j0, cols, scale, offset, w);
       for (int64_t r = 0; r < rows; ++r) {
         const float x = (float)sluice_load(a[(r0 + r) * lda + p]);
         float *accRow = acc[r];
@@ -389,13 +419,13 @@ static inline void sluice_wonly_panel_block(int64_t m, int64_t n, int64_t k, con
                                             int64_t lda, const sluice_wonly_b<S> &b, int64_t j0,
                                             int64_t cols, float *c, int64_t ldc, float *panel,
                                             const Epilogue &epi) {
-  alignas(64) float scale[SLUICE_WONLY_NB];
+  alignas(64) float scale[SLUICE_WONLY_NB], offset[SLUICE_WONLY_NB];
   const int64_t groups = (k + b.group - 1) / b.group;
   for (int64_t g = 0; g < groups; ++g) {
-    sluice_wonly_scales(b, n, g, j0, cols, scale);
+    sluice_wonly_scales(b, n, g, j0, cols, scale, offset);
     const int64_t kEnd = std::min(k, (g + 1) * b.group);
     for (int64_t p = g * b.group; p < kEnd; ++p)
-      sluice_wonly_decode(b, n, p, j0, cols, scale, panel + p * SLUICE_WONLY_NB);
+      sluice_wonly_decode(b, n, p, j0, cols, scale, offset, panel + p * SLUICE_WONLY_NB);
   }
   sluice_gemm<float>::run_ep(
       m, cols, k, a, lda, panel, SLUICE_WONLY_NB, c + j0, ldc,

@@ -46,10 +46,30 @@ func.func @int4_blocked_half(%x: tensor<2x4xf16>) -> tensor<2x3xf16> {
 
 // -----
 
-// Not Form W: a zero point (asymmetric weights), and a weight that is an
-// input. The dequantization is a kernel of its own; the GEMM reads its
-// float result. The simplify phase folds the constant one (no GEMM takes it
-// as a prologue).
+// Asymmetric unsigned weights with zero points per block (ONNX Runtime's
+// default weight-only QDQ form) are Form W too.
+// CHECK-LABEL: func @uint4_zero_points
+// CHECK: sluice.kernel @k0_matmul gemm library "gemm"(
+// CHECK: sluice.dequantize_linear
+// CHECK-NEXT: sluice.matmul
+// CHECK-NOT: sluice.kernel @
+// FOLD-LABEL: func @uint4_zero_points
+// FOLD: sluice.dequantize_linear
+func.func @uint4_zero_points(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %q = sluice.constant dense<[[1, 2, 3], [4, 5, 6], [7, 8, 15], [1, 0, 5]]> : tensor<4x3xui4>
+  %s = sluice.constant dense<[[0.5, 0.25, 0.125], [1.0, 2.0, 4.0]]> : tensor<2x3xf32>
+  %z = sluice.constant dense<[[8, 8, 7], [0, 3, 15]]> : tensor<2x3xui4>
+  %d = sluice.dequantize_linear %q, %s, %z {axis = 0 : i64, block_size = 2 : i64} : (tensor<4x3xui4>, tensor<2x3xf32>, tensor<2x3xui4>) -> tensor<4x3xf32>
+  %0 = sluice.matmul %x, %d : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// Not Form W: a per-tensor scale, and a weight that is an input. The
+// dequantization is a kernel of its own; the GEMM reads its float result.
+// The simplify phase folds the constant one (no GEMM takes it as a
+// prologue).
 // CHECK-LABEL: func @not_weight_only
 // CHECK: sluice.kernel @k0_dequantize_linear single(
 // CHECK: sluice.kernel @k1_matmul gemm
@@ -63,10 +83,11 @@ func.func @int4_blocked_half(%x: tensor<2x4xf16>) -> tensor<2x3xf16> {
 // FOLD-NOT: sluice.dequantize_linear
 func.func @not_weight_only(%x: tensor<2x4xf32>, %w: tensor<4x3xi8>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
   %q = sluice.constant dense<[[1, 2, 3], [4, 5, 6], [7, 8, 9], [1, -1, 5]]> : tensor<4x3xi8>
-  %s = sluice.constant dense<[0.5, 0.25, 0.125]> : tensor<3xf32>
-  %z = sluice.constant dense<[1, 0, 2]> : tensor<3xi8>
-  %d = sluice.dequantize_linear %q, %s, %z : (tensor<4x3xi8>, tensor<3xf32>, tensor<3xi8>) -> tensor<4x3xf32>
+  %t = sluice.constant dense<0.5> : tensor<f32>
+  %z = sluice.constant dense<1> : tensor<i8>
+  %d = sluice.dequantize_linear %q, %t, %z : (tensor<4x3xi8>, tensor<f32>, tensor<i8>) -> tensor<4x3xf32>
   %0 = sluice.matmul %x, %d : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  %s = sluice.constant dense<[0.5, 0.25, 0.125]> : tensor<3xf32>
   %e = sluice.dequantize_linear %w, %s : (tensor<4x3xi8>, tensor<3xf32>) -> tensor<4x3xf32>
   %1 = sluice.matmul %x, %e : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
   return %0, %1 : tensor<2x3xf32>, tensor<2x3xf32>
