@@ -2,6 +2,7 @@
 // RUN: sluice-opt %s --split-input-file --sluice-quantize-weights="bits=4 group=2" | FileCheck %s --check-prefix=W4
 // RUN: sluice-opt %s --split-input-file --sluice-compress-pipeline="quantize=w8a16" --mlir-print-debuginfo | FileCheck %s --check-prefix=W8
 // RUN: sluice-opt %s --split-input-file --sluice-compress-pipeline="precision=fp16 quantize=w8a16" | FileCheck %s --check-prefix=HALF
+// RUN: sluice-opt %s --split-input-file --sluice-compress-pipeline="precision=bf16 quantize=w4a16" | FileCheck %s --check-prefix=BF16
 // RUN: sluice-opt %s --split-input-file --sluice-compress-pipeline | FileCheck %s --check-prefix=NONE
 
 // int8: per output column, max|w| / 127 rounded to f16 first (column 0:
@@ -27,6 +28,10 @@
 // HALF: %[[D:.+]] = sluice.dequantize_linear %{{.+}}, %{{.+}} : (tensor<4x3xi8>, tensor<3xf16>) -> tensor<4x3xf16>
 // HALF-NOT: sluice.cast %[[D]]
 // HALF: sluice.matmul %{{.+}}, %[[D]] : (tensor<2x4xf16>, tensor<4x3xf16>) -> tensor<2x3xf16>
+// BF16-LABEL: func @linear
+// BF16: %[[D:.+]] = sluice.dequantize_linear %{{.+}}, %{{.+}} {axis = 0 : i64, block_size = 4 : i64} : (tensor<4x3xi4>, tensor<1x3xf16>) -> tensor<4x3xf16>
+// BF16: %[[C:.+]] = sluice.cast %[[D]] : tensor<4x3xf16> -> tensor<4x3xbf16>
+// BF16: sluice.matmul %{{.+}}, %[[C]] : (tensor<2x4xbf16>, tensor<4x3xbf16>) -> tensor<2x3xbf16>
 // NONE-LABEL: func @linear
 // NONE-NOT: dequantize_linear
 func.func @linear(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
