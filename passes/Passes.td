@@ -170,7 +170,8 @@ def QuantizePass : Pass<"sluice-quantize", "mlir::ModuleOp"> {
     function's `sluice.quantization` attribute (what `--report` prints).
   }];
   let options = [
-    Option<"mode", "mode", "std::string", "\"int8\"", "int8">,
+    Option<"mode", "mode", "std::string", "\"int8\"",
+           "int8 (Form I8, needs calibration), or w8a16 / w4a16 (weight-only, Form W; guarded when calibration is given)">,
     Option<"calibration", "calibration", "std::string", "\"\"",
            "Folder of calibration sets">,
     Option<"method", "method", "std::string", "\"minmax\"",
