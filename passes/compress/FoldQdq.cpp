@@ -79,7 +79,7 @@ struct Dequantized {
 
 std::optional<Dequantized> matchDq(Value v) {
   auto dq = v.getDefiningOp<DequantizeLinearOp>();
-  if (!dq || !is8Bit(dq.getInput().getType()) || dq->hasAttr("block_size"))
+  if (!dq || !is8Bit(dq.getInput().getType()) || dq.getBlockSize() != 0)
     return std::nullopt;
   auto scale = constantTensor(dq.getScale());
   if (!scale || !cast<RankedTensorType>(dq.getResult().getType()).getElementType().isF32())
