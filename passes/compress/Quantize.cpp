@@ -344,6 +344,18 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto func = module.lookupSymbol<func::FuncOp>("main");
+    if (!func && calibration.empty() && (mode == "w8a16" || mode == "w4a16")) {
+      // Weight-only without data (no guard, no inputs to match): every
+      // function, as sluice-quantize-weights does (IR written by hand).
+      std::string error;
+      for (auto f : llvm::to_vector(module.getOps<func::FuncOp>()))
+        if (failed(quantizeWeightsOnly(f, mode == "w8a16" ? 8 : 4, 128,
+                                       [](Operation *) { return true; }, error))) {
+          f.emitError(error);
+          return signalPassFailure();
+        }
+      return;
+    }
     if (!func) {
       module.emitError("sluice-quantize: the module has no main function");
       return signalPassFailure();

@@ -67,11 +67,12 @@ func.func @uint4_zero_points(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // -----
 
 // Not Form W: a per-tensor scale, and a weight that is an input. The
-// dequantization is a kernel of its own; the GEMM reads its float result.
+// dequantization is a kernel of its own (per tensor: elementwise); the GEMM
+// reads its float result.
 // The simplify phase folds the constant one (no GEMM takes it as a
 // prologue).
 // CHECK-LABEL: func @not_weight_only
-// CHECK: sluice.kernel @k0_dequantize_linear single(
+// CHECK: sluice.kernel @k0_dequantize_linear elementwise(
 // CHECK: sluice.kernel @k1_matmul gemm
 // CHECK-NOT: sluice.dequantize_linear
 // CHECK: sluice.kernel @k2_dequantize_linear single(
