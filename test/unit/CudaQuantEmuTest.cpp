@@ -145,6 +145,15 @@ TEST(CudaQuantHost, WeightOnlyPlanCoversK) {
   // Decoding shapes on an H100 (132 SMs): too few column tiles alone.
   EXPECT_GT(sluice_wonly_plan(1, 768, 3072, 4, 132).splits, 1);
   EXPECT_EQ(sluice_wonly_plan(1, 60000, 4096, 8, 132).splits, 1);
+  // The scratch caps the splits: room for 3 splits' partial sums, or for
+  // less than 2 (then one split and no scratch).
+  const SluiceWonlyPlan capped = sluice_wonly_plan(2, 128, 8192, 8, 132, 3 * 2 * 128 * 4 + 5);
+  EXPECT_EQ(capped.splits, 3);
+  EXPECT_GE(capped.splits * capped.kPerSplit, 8192);
+  const SluiceWonlyPlan single = sluice_wonly_plan(2, 128, 8192, 8, 132, 2 * 2 * 128 * 4 - 1);
+  EXPECT_EQ(single.splits, 1);
+  EXPECT_EQ(single.partialBytes, 0);
+  EXPECT_GE(single.kPerSplit, 8192);
   EXPECT_EQ(sluice_wonly_m_tile(1), 1);
   EXPECT_EQ(sluice_wonly_m_tile(3), 4);
   EXPECT_EQ(sluice_wonly_m_tile(9), 16);

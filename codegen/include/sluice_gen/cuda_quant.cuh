@@ -665,12 +665,8 @@ static inline int32_t sluice_wonly_rows(const SluiceRunArgs *args, const char *k
                                         const TA *a, const uint8_t *b, const sluice_f16 *scales,
                                         const Epi &epi, float *scratch, int64_t scratchBytes,
                                         int sms, cudaStream_t stream) {
-  SluiceWonlyPlan plan = sluice_wonly_plan(m, g.n, g.k, BITS, sms);
   // Fewer splits when the partial sums do not fit the workspace.
-  while (plan.splits > 1 && plan.partialBytes > scratchBytes) {
-    sms /= 2;
-    plan = sluice_wonly_plan(m, g.n, g.k, BITS, sms);
-  }
+  const SluiceWonlyPlan plan = sluice_wonly_plan(m, g.n, g.k, BITS, sms, scratchBytes);
   SluiceWonlyArgs p;
   p.m = m;
   p.n = g.n;

@@ -166,13 +166,14 @@ static inline int64_t sluice_wonly_stage_rows(int bits) {
 /// multiple of the stage) so that about two blocks per SM run; with splits
 /// > 1 each block writes f32 partial sums (splits x M x N, `partialBytes`
 /// of scratch) that a second kernel adds in a fixed order (deterministic,
-/// no atomics) before the epilogue.
+/// no atomics) before the epilogue. `maxPartialBytes` caps the splits to
+/// the scratch there is (below two splits' worth: one split, no scratch).
 struct SluiceWonlyPlan {
   int64_t colTiles = 0, splits = 1, kPerSplit = 0, partialBytes = 0;
 };
 
 static inline SluiceWonlyPlan sluice_wonly_plan(int64_t m, int64_t n, int64_t k, int bits,
-                                                int sms) {
+                                                int sms, int64_t maxPartialBytes = INT64_MAX) {
   SluiceWonlyPlan p;
   const int64_t rows = sluice_wonly_stage_rows(bits);
   const int64_t stages = (k + rows - 1) / rows;
@@ -183,6 +184,8 @@ static inline SluiceWonlyPlan sluice_wonly_plan(int64_t m, int64_t n, int64_t k,
   // with the previous stage's arithmetic.
   const int64_t maxSplits = stages / 2 > 1 ? stages / 2 : 1;
   splits = splits < 1 ? 1 : splits > maxSplits ? maxSplits : splits;
+  const int64_t fitting = m * n > 0 ? maxPartialBytes / (m * n * 4) : 1;
+  splits = splits > fitting ? (fitting > 1 ? fitting : 1) : splits;
   const int64_t stagesPerSplit = (stages + splits - 1) / splits;
   p.splits = stages ? (stages + stagesPerSplit - 1) / stagesPerSplit : 1;
   p.kPerSplit = (stagesPerSplit ? stagesPerSplit : 1) * rows;
