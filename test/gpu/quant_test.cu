@@ -19,7 +19,9 @@
 //     when the workspace is too small;
 //   - the fp8 GEMM (sm_89 and newer; skipped with a line below): f16, bf16,
 //     f32 and E4M3 outputs, bias, scales, amax.
-// Exits 77 (skipped) without a GPU, 1 on any failure.
+// Then it prints (does not judge) timings of decoding-sized weight-only
+// GEMMs and BERT-sized int8 GEMMs for docs/quantization.md. Exits 77
+// (skipped) without a GPU, 1 on any failure.
 //
 //===----------------------------------------------------------------------===//
 
@@ -475,6 +477,60 @@ const Fp8Case kFp8Cases[] = {
 };
 // clang-format on
 
+//===----------------------------------------------------------------------===//
+// Timings (printed for docs/quantization.md; not judged)
+//===----------------------------------------------------------------------===//
+
+/// Microseconds per call of `call` (enqueues only), over 50 calls after 5.
+double timeIt(Context &ctx, const std::function<int32_t()> &call) {
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  for (int i = 0; i < 5; ++i)
+    if (call())
+      return -1;
+  CHECK_CUDA(cudaEventRecord(start, ctx.state.stream));
+  for (int i = 0; i < 50; ++i)
+    call();
+  CHECK_CUDA(cudaEventRecord(stop, ctx.state.stream));
+  CHECK_CUDA(cudaEventSynchronize(stop));
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms * 1000.0 / 50;
+}
+
+void timeWonly(Context &ctx, int bits, int64_t m, int64_t n, int64_t k) {
+  const int64_t bBytes = bits == 8 ? n * k : n * k / 2, groups = bits == 8 ? 1 : k / 128;
+  DeviceBuffer<sluice_f16> da(m * k), ds(groups * n);
+  DeviceBuffer<uint8_t> db(bBytes);
+  DeviceBuffer<float> dy(m * n);
+  SluiceWonlyShape g{m, n, k, k, n, bits, 1, 0, bits == 8 ? k : 128};
+  const size_t workspace = (size_t)sluice_wonly_workspace(g, 2);
+  const double us = timeIt(ctx, [&] {
+    SluiceWonlyStore<float> e{dy.ptr, n, nullptr, false};
+    return sluice_wonly_gemm(&ctx.args, &ctx.state, "wonly", g, da.ptr, db.ptr, ds.ptr, e,
+                             workspace, ctx.state.stream);
+  });
+  const double bytes = (double)bBytes + groups * n * 2 + m * k * 2 + m * n * 4;
+  printf("time: w%da16 M=%lld N=%lld K=%lld: %.1f us, %.0f GB/s\n", bits, (long long)m,
+         (long long)n, (long long)k, us, bytes / us * 1e-3);
+}
+
+void timeInt8(Context &ctx, int64_t m, int64_t n, int64_t k) {
+  DeviceBuffer<int8_t> da(m * k), db(n * k);
+  DeviceBuffer<float> dy(m * n);
+  SluiceInt8GemmShape g{m, n, k, k, k, SLUICE_INT8_B_NK, 0, 0, 1, 0, 0};
+  const double us = timeIt(ctx, [&] {
+    SluiceInt8Dequant<float> e{dy.ptr, n, 0, m, 1.0f, nullptr, nullptr, nullptr, false};
+    return sluice_int8_gemm(&ctx.args, &ctx.state, "int8", g, da.ptr, db.ptr, nullptr, e,
+                            (size_t)sluice_int8_gemm_workspace(g), ctx.state.stream);
+  });
+  printf("time: int8 s8 M=%lld N=%lld K=%lld (IMMA + epilogue to f32): %.1f us, %.0f TOPS\n",
+         (long long)m, (long long)n, (long long)k, us, 2.0 * m * n * k / us * 1e-6);
+}
+
 } // namespace
 
 int main() {
@@ -496,6 +552,12 @@ int main() {
   } else {
     printf("fp8: the GPU is older than sm_89: skipped\n");
   }
+  timeWonly(ctx, 4, 1, 4096, 4096);
+  timeWonly(ctx, 8, 1, 4096, 4096);
+  timeWonly(ctx, 4, 16, 4096, 4096);
+  timeWonly(ctx, 4, 1, 768, 3072);
+  timeInt8(ctx, 4096, 768, 768);
+  timeInt8(ctx, 4096, 3072, 768);
   printf("%d failure(s)\n", failures);
   return failures ? 1 : 0;
 }
