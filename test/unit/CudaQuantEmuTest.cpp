@@ -270,11 +270,12 @@ TEST(CudaQuantEmu, Int8TilesWrapModulo2To32) {
   checkInt8Tiles({1, 1, 2, 70000, false, true, true, 127, true});
 }
 
-TEST(CudaQuantEmu, Int8EpilogueCorrectsTheShift) {
-  // The IMMA path: A u8 shifted to s8 (the shift kernel), s8 x s8 product,
-  // the epilogue subtracts zc * colsum (device column sums).
+/// The IMMA path: A u8 shifted to s8 (the shift kernel), s8 x s8 product,
+/// the epilogue subtracts zc * colsum (device column sums); n % 4 == 0
+/// takes the four-column loop.
+void checkInt8Epilogue(int64_t n) {
   std::mt19937 rng(23);
-  const int64_t batch = 2, m = 5, n = 12, k = 28, lda = 31, strideA = m * lda + 3;
+  const int64_t batch = 2, m = 5, k = 28, lda = 31, strideA = m * lda + 3;
   const int32_t zA = 117;
   std::vector<uint8_t> a(batch * strideA);
   for (auto &v : a)
@@ -304,6 +305,9 @@ TEST(CudaQuantEmu, Int8EpilogueCorrectsTheShift) {
   });
   EXPECT_EQ(got, int8GemmRef(a.data(), lda, strideA, b.data(), 1, k, 0, zA, batch, m, n, k));
 }
+
+TEST(CudaQuantEmu, Int8EpilogueCorrectsTheShiftFourColumns) { checkInt8Epilogue(12); }
+TEST(CudaQuantEmu, Int8EpilogueCorrectsTheShiftOddN) { checkInt8Epilogue(10); }
 
 struct WonlyProblem {
   int bits;

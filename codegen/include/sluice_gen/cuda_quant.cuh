@@ -493,7 +493,7 @@ static inline int32_t sluice_int8_gemm(const SluiceRunArgs *args, SluiceCudaStat
                                                    stream))
         return status;
       const int64_t total = g.batch * g.m * g.n;
-      sluice_int8_epilogue_kernel<Epi><<<sluice_grid(total, 256, 4), 256, 0, stream>>>(
+      sluice_int8_epilogue_kernel<Epi><<<sluice_grid(total / 4, 256, 2), 256, 0, stream>>>(
           acc, colsum, g.strideB ? g.n : 0, zc, g.batch, g.m, g.n, epi);
       SLUICE_LAUNCHED(kernel);
       return 0;
