@@ -61,9 +61,8 @@ std::vector<int32_t> int8GemmRef(const TA *a, int64_t lda, int64_t strideA, cons
 /// zp) * scale[(k / group) * n + j], A and scales given as doubles (their
 /// rounded values), q unpacked.
 inline std::vector<double> wonlyRef(const std::vector<double> &a, int64_t lda,
-                                    const std::vector<int32_t> &q,
-                                    const std::vector<double> &scale, int32_t zp, int64_t group,
-                                    int64_t m, int64_t n, int64_t k) {
+                                    const std::vector<int32_t> &q, const std::vector<double> &scale,
+                                    int32_t zp, int64_t group, int64_t m, int64_t n, int64_t k) {
   std::vector<double> y(m * n, 0.0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t p = 0; p < k; ++p) {

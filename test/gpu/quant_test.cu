@@ -143,10 +143,10 @@ template <typename TX, typename TQ> void runQuantize(Context &ctx, bool shift) {
   const std::vector<TQ> q = dq.read();
   const bool u8 = shift || (TQ)-1 > (TQ)0;
   int64_t bad = 0;
-  for (int64_t i = 0; i < n && !status; ++i)
-    bad += (int32_t)q[i] != quantizeRef(sluice_load(x[i]), scale, zp, u8 ? 0 : -128,
-                                        u8 ? 255 : 127) -
-                                (shift ? 128 : 0);
+  for (int64_t i = 0; i < n && !status; ++i) {
+    const int32_t ref = quantizeRef(sluice_load(x[i]), scale, zp, u8 ? 0 : -128, u8 ? 255 : 127);
+    bad += (int32_t)q[i] != ref - (shift ? 128 : 0);
+  }
   char what[128];
   snprintf(what, sizeof(what), "quantize %s -> %s%s", sizeof(TX) == 4 ? "f32" : "f16",
            (TQ)-1 > (TQ)0 ? "u8" : "s8", shift ? " (IMMA shift)" : "");
@@ -185,10 +185,10 @@ void runInt8(Context &ctx, const Int8Case &c) {
     v = (int8_t)(int)(rng() % 255 - 127);
   const int64_t sbk = nk ? 1 : ldb, sbn = nk ? ldb : 1;
   const std::vector<int32_t> acc =
-      c.aUnsigned ? int8GemmRef(a.data(), lda, strideA, b.data(), sbk, sbn, strideB, c.zA,
-                                c.batch, c.m, c.n, c.k)
-                  : int8GemmRef((const int8_t *)a.data(), lda, strideA, b.data(), sbk, sbn,
-                                strideB, c.zA, c.batch, c.m, c.n, c.k);
+      c.aUnsigned ? int8GemmRef(a.data(), lda, strideA, b.data(), sbk, sbn, strideB, c.zA, c.batch,
+                                c.m, c.n, c.k)
+                  : int8GemmRef((const int8_t *)a.data(), lda, strideA, b.data(), sbk, sbn, strideB,
+                                c.zA, c.batch, c.m, c.n, c.k);
   std::vector<int32_t> colsum((c.sharedB ? 1 : c.batch) * c.n);
   for (int64_t bi = 0; bi < (c.sharedB ? 1 : c.batch); ++bi)
     sluice_int8_colsums(c.k, c.n, b.data() + bi * bMatrix, sbk, sbn, colsum.data() + bi * c.n);
@@ -207,22 +207,22 @@ void runInt8(Context &ctx, const Int8Case &c) {
   DeviceBuffer<float> dy(total);
   DeviceBuffer<uint8_t> dq(total);
   DeviceBuffer<int32_t> draw(total);
-  SluiceInt8GemmShape g{c.m, c.n, c.k, lda, ldb, c.bLayout, c.aUnsigned, c.zA, c.batch, strideA,
-                        strideB};
+  SluiceInt8GemmShape g{c.m,         c.n,  c.k,     lda,     ldb,    c.bLayout,
+                        c.aUnsigned, c.zA, c.batch, strideA, strideB};
   const int32_t *colsumPtr = c.hostColsum ? dcol.ptr : nullptr;
   const size_t workspace = (size_t)sluice_int8_gemm_workspace(g);
   ctx.state.algorithms.clear();
   int32_t status = enqueue(ctx, c.capture, [&]() -> int32_t {
     switch (c.epi) {
     case Int8Epi::Dequant: {
-      SluiceInt8Dequant<float> e{dy.ptr, c.n, c.m * c.n, c.m, scale, dscale.ptr,
-                                 nullptr, dbias.ptr, true};
+      SluiceInt8Dequant<float> e{dy.ptr,     c.n,     c.m * c.n, c.m, scale,
+                                 dscale.ptr, nullptr, dbias.ptr, true};
       return sluice_int8_gemm(&ctx.args, &ctx.state, "int8", g, da.ptr, db.ptr, colsumPtr, e,
                               workspace, ctx.state.stream);
     }
     case Int8Epi::Requant: {
-      SluiceInt8Requant<uint8_t> e{dq.ptr, c.n, c.m * c.n, scale, dscale.ptr, dbias.ptr,
-                                   outScale, outZp, outZp, 255};
+      SluiceInt8Requant<uint8_t> e{dq.ptr,    c.n,      c.m * c.n, scale, dscale.ptr,
+                                   dbias.ptr, outScale, outZp,     outZp, 255};
       return sluice_int8_gemm(&ctx.args, &ctx.state, "int8", g, da.ptr, db.ptr, colsumPtr, e,
                               workspace, ctx.state.stream);
     }
@@ -259,7 +259,9 @@ void runInt8(Context &ctx, const Int8Case &c) {
   report(what, !status && bad == 0 && lt == c.expectLt,
          status ? ctx.error
                 : std::to_string(bad) + " of " + std::to_string(total) + " differ" +
-                      (lt == c.expectLt ? "" : c.expectLt ? "; expected IMMA" : "; expected CUDA cores"));
+                      (lt == c.expectLt ? ""
+                       : c.expectLt     ? "; expected IMMA"
+                                        : "; expected CUDA cores"));
 }
 
 // clang-format off
@@ -461,8 +463,7 @@ void runFp8(Context &ctx, const Fp8Case &c) {
                      : c.out == SLUICE_FP8_OUT_BF16 ? 8e-3
                                                     : 7e-2;
   char detail[160];
-  snprintf(detail, sizeof(detail), "rel L2 %.3g (tol %.0e), amax rel err %.3g", err, tol,
-           amaxErr);
+  snprintf(detail, sizeof(detail), "rel L2 %.3g (tol %.0e), amax rel err %.3g", err, tol, amaxErr);
   report(std::string("fp8 ") + c.name, !status && err <= tol && amaxErr <= 1e-2,
          status ? ctx.error : detail);
 }

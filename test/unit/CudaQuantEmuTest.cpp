@@ -45,11 +45,11 @@ TEST(CudaQuantHost, QuantValueRoundsHalfToEvenAndSaturates) {
     int32_t zp, qmin, qmax, expect;
   };
   const Case cases[] = {
-      {2.5f, 1.0f, 0, -128, 127, 2},      {3.5f, 1.0f, 0, -128, 127, 4},
-      {-2.5f, 1.0f, 0, -128, 127, -2},    {-3.5f, 1.0f, 0, -128, 127, -4},
-      {0.5f, 1.0f, 0, 0, 255, 0},         {1.5f, 1.0f, 10, 0, 255, 12},
-      {0.25f, 0.1f, 128, 0, 255, 130},    {1000.0f, 0.5f, 0, -128, 127, 127},
-      {-1000.0f, 0.5f, 3, 0, 255, 0},     {NAN, 1.0f, 5, 0, 255, 0},
+      {2.5f, 1.0f, 0, -128, 127, 2},       {3.5f, 1.0f, 0, -128, 127, 4},
+      {-2.5f, 1.0f, 0, -128, 127, -2},     {-3.5f, 1.0f, 0, -128, 127, -4},
+      {0.5f, 1.0f, 0, 0, 255, 0},          {1.5f, 1.0f, 10, 0, 255, 12},
+      {0.25f, 0.1f, 128, 0, 255, 130},     {1000.0f, 0.5f, 0, -128, 127, 127},
+      {-1000.0f, 0.5f, 3, 0, 255, 0},      {NAN, 1.0f, 5, 0, 255, 0},
       {INFINITY, 1.0f, 0, -128, 127, 127}, {-INFINITY, 1.0f, 0, -128, 127, -128},
       {0.3f, 0.1f, 0, 0, 255, 3},
   };
@@ -123,7 +123,7 @@ TEST(CudaQuantHost, WeightOnlyPlanCoversK) {
     int64_t m, n, k;
     int bits, sms;
   };
-  const Case cases[] = {{1, 768, 768, 8, 132},   {1, 768, 3072, 4, 132}, {16, 4096, 4096, 4, 132},
+  const Case cases[] = {{1, 768, 768, 8, 132},    {1, 768, 3072, 4, 132}, {16, 4096, 4096, 4, 132},
                         {4, 50000, 4096, 8, 132}, {1, 10, 5, 4, 132},     {3, 128, 1000, 8, 1},
                         {1, 300, 127, 8, 80}};
   for (const Case &c : cases) {
@@ -164,8 +164,7 @@ TEST(CudaQuantHost, WeightOnlyPlanCoversK) {
 // Emulated kernels
 //===----------------------------------------------------------------------===//
 
-template <typename TX, typename TQ>
-void checkQuantize(bool shift, float scale, int32_t zp) {
+template <typename TX, typename TQ> void checkQuantize(bool shift, float scale, int32_t zp) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> dist(-30.0f, 30.0f);
   const int64_t n = 1000;
@@ -181,9 +180,8 @@ void checkQuantize(bool shift, float scale, int32_t zp) {
   std::vector<TQ> q(n, (TQ)0x55);
   const bool u8 = shift || (TQ)-1 > (TQ)0;
   const int32_t qmin = u8 ? 0 : -128, qmax = u8 ? 255 : 127;
-  sluice_emu::launch(2, 128, [&] {
-    sluice_quantize_body(x.data(), q.data(), n, scale, zp, qmin, qmax, shift);
-  });
+  sluice_emu::launch(
+      2, 128, [&] { sluice_quantize_body(x.data(), q.data(), n, scale, zp, qmin, qmax, shift); });
   for (int64_t i = 0; i < n; ++i) {
     const int32_t ref = quantizeRef(xf[i], scale, zp, qmin, qmax) - (shift ? 128 : 0);
     ASSERT_EQ((int32_t)q[i], ref) << "element " << i << " = " << xf[i];
@@ -223,11 +221,11 @@ void checkInt8Tiles(const Int8Problem &pb) {
   for (auto &v : b)
     v = pb.extreme ? -128 : (int8_t)(int)(rng() % 256 - 128);
   const int64_t sbk = pb.bNK ? 1 : ldb, sbn = pb.bNK ? ldb : 1;
-  const std::vector<int32_t> ref =
-      pb.aUnsigned ? int8GemmRef(au.data(), lda, strideA, b.data(), sbk, sbn, strideB, pb.zA,
-                                 pb.batch, pb.m, pb.n, pb.k)
-                   : int8GemmRef(as.data(), lda, strideA, b.data(), sbk, sbn, strideB, pb.zA,
-                                 pb.batch, pb.m, pb.n, pb.k);
+  const std::vector<int32_t> ref = pb.aUnsigned
+                                       ? int8GemmRef(au.data(), lda, strideA, b.data(), sbk, sbn,
+                                                     strideB, pb.zA, pb.batch, pb.m, pb.n, pb.k)
+                                       : int8GemmRef(as.data(), lda, strideA, b.data(), sbk, sbn,
+                                                     strideB, pb.zA, pb.batch, pb.m, pb.n, pb.k);
   std::vector<int32_t> got(ref.size(), 0x7eadbeef);
   std::vector<int> calls(ref.size(), 0);
   const int64_t m = pb.m, n = pb.n;
@@ -240,11 +238,11 @@ void checkInt8Tiles(const Int8Problem &pb) {
     const int64_t bid = sluice_emu::blockIdx.x;
     const int64_t tileN = bid % tilesN, rest = bid / tilesN;
     if (pb.aUnsigned)
-      sluice_int8_tile_body(au.data(), lda, strideA, b.data(), sbk, sbn, strideB, pb.zA, pb.m,
-                            pb.n, pb.k, rest % tilesM, tileN, rest / tilesM, epi);
+      sluice_int8_tile_body(au.data(), lda, strideA, b.data(), sbk, sbn, strideB, pb.zA, pb.m, pb.n,
+                            pb.k, rest % tilesM, tileN, rest / tilesM, epi);
     else
-      sluice_int8_tile_body(as.data(), lda, strideA, b.data(), sbk, sbn, strideB, pb.zA, pb.m,
-                            pb.n, pb.k, rest % tilesM, tileN, rest / tilesM, epi);
+      sluice_int8_tile_body(as.data(), lda, strideA, b.data(), sbk, sbn, strideB, pb.zA, pb.m, pb.n,
+                            pb.k, rest % tilesM, tileN, rest / tilesM, epi);
   });
   for (size_t e = 0; e < ref.size(); ++e) {
     ASSERT_EQ(calls[e], 1) << "output " << e << " written " << calls[e] << " times";
@@ -288,7 +286,8 @@ void checkInt8Epilogue(int64_t n) {
     sluice_int8_shift_body(a.data(), lda, strideA, m, batch * m, k, shifted.data());
   });
   std::vector<int32_t> colsum(n, -1);
-  sluice_emu::launch(1, 32, [&] { sluice_int8_colsum_body(b.data(), 1, k, 0, 1, k, n, colsum.data()); });
+  sluice_emu::launch(1, 32,
+                     [&] { sluice_int8_colsum_body(b.data(), 1, k, 0, 1, k, n, colsum.data()); });
   std::vector<int32_t> hostColsum(n);
   sluice_int8_colsums(k, n, b.data(), 1, k, hostColsum.data());
   EXPECT_EQ(colsum, hostColsum);
@@ -298,10 +297,9 @@ void checkInt8Epilogue(int64_t n) {
   std::vector<int32_t> got(batch * m * n, 0);
   const int32_t zc = sluice_int8_zero_correction(true, zA);
   sluice_emu::launch(2, 32, [&] {
-    sluice_int8_epilogue_body(product.data(), colsum.data(), 0, zc, batch, m, n,
-                              [&](int64_t bi, int64_t i, int64_t j, int32_t acc) {
-                                got[(bi * m + i) * n + j] = acc;
-                              });
+    sluice_int8_epilogue_body(
+        product.data(), colsum.data(), 0, zc, batch, m, n,
+        [&](int64_t bi, int64_t i, int64_t j, int32_t acc) { got[(bi * m + i) * n + j] = acc; });
   });
   EXPECT_EQ(got, int8GemmRef(a.data(), lda, strideA, b.data(), 1, k, 0, zA, batch, m, n, k));
 }
@@ -346,9 +344,8 @@ void runWonly(const WonlyProblem &pb, const TA *a, const uint8_t *b, const sluic
                                  bid % plan.colTiles, bid / plan.colTiles, epi);
   });
   if (plan.splits > 1)
-    sluice_emu::launch(3, 64, [&] {
-      sluice_wonly_reduce_body(partial.data(), plan.splits, pb.m, pb.n, epi);
-    });
+    sluice_emu::launch(
+        3, 64, [&] { sluice_wonly_reduce_body(partial.data(), plan.splits, pb.m, pb.n, epi); });
   for (size_t e = 0; e < calls.size(); ++e)
     ASSERT_EQ(calls[e], 1) << "output " << e;
 }
@@ -432,8 +429,8 @@ template <typename TA> void checkWonlyTyped(const WonlyProblem &pb) {
   });
   for (int64_t r = 0; r < pb.k; ++r)
     for (int64_t c = 0; c < pb.n; ++c)
-      ASSERT_EQ(w[r * pb.n + c], (float)((q[r * pb.n + c] - pb.zeroPoint) *
-                                         (float)sd[(r / pb.group) * pb.n + c]))
+      ASSERT_EQ(w[r * pb.n + c],
+                (float)((q[r * pb.n + c] - pb.zeroPoint) * (float)sd[(r / pb.group) * pb.n + c]))
           << r << ", " << c;
 }
 

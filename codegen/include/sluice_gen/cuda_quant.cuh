@@ -149,9 +149,8 @@ static inline int32_t sluice_quant_lt_make(const SluiceRunArgs *args, SluiceCuda
     const int64_t biasStride = 0;
     SLUICE_CUBLAS(kernel, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                          &epilogue, sizeof(epilogue)));
-    SLUICE_CUBLAS(kernel,
-                  cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                                 &biasType, sizeof(biasType)));
+    SLUICE_CUBLAS(kernel, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                         &biasType, sizeof(biasType)));
     SLUICE_CUBLAS(kernel,
                   cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
                                                  &biasStride, sizeof(biasStride)));
@@ -160,11 +159,9 @@ static inline int32_t sluice_quant_lt_make(const SluiceRunArgs *args, SluiceCuda
   if (int32_t status = sluice_quant_lt_set_pointers(args, kernel, g, p.op, ptr))
     return status;
   if (g.bTransposed)
-    SLUICE_CUBLAS(kernel,
-                  sluice_lt_layout(&p.a, g.bType, g.k, g.n, g.ldb, g.batch, g.strideB));
+    SLUICE_CUBLAS(kernel, sluice_lt_layout(&p.a, g.bType, g.k, g.n, g.ldb, g.batch, g.strideB));
   else
-    SLUICE_CUBLAS(kernel,
-                  sluice_lt_layout(&p.a, g.bType, g.n, g.k, g.ldb, g.batch, g.strideB));
+    SLUICE_CUBLAS(kernel, sluice_lt_layout(&p.a, g.bType, g.n, g.k, g.ldb, g.batch, g.strideB));
   SLUICE_CUBLAS(kernel, sluice_lt_layout(&p.b, g.aType, g.k, g.m, g.lda, g.batch, g.strideA));
   SLUICE_CUBLAS(kernel, sluice_lt_layout(&p.c, g.cType, g.n, g.m, g.ldd, g.batch, g.strideD));
   SLUICE_CUBLAS(kernel, sluice_lt_layout(&p.d, g.dType, g.n, g.m, g.ldd, g.batch, g.strideD));
@@ -221,10 +218,10 @@ static inline int32_t sluice_quant_lt_find(const SluiceRunArgs *args, SluiceCuda
            "%d:%d:%u:%u:%u:%u:%u:%zu",
            (int)g.aType, (int)g.bType, (int)g.cType, (int)g.dType, (int)g.scaleType,
            (int)g.biasType, (int)g.compute, (int)g.bTransposed, (long long)g.m, (long long)g.n,
-           (long long)g.k, (long long)g.lda, (long long)g.ldb, (long long)g.ldd,
-           (long long)g.batch, (long long)g.strideA, (long long)g.strideB, (long long)g.strideD,
-           (int)g.bias, (int)g.fp8Scales, (int)g.dScale, (int)g.amax, align[0], align[1],
-           align[2], align[3], g.bias ? sluice_alignment(ptr.bias) : 0u, workspace);
+           (long long)g.k, (long long)g.lda, (long long)g.ldb, (long long)g.ldd, (long long)g.batch,
+           (long long)g.strideA, (long long)g.strideB, (long long)g.strideD, (int)g.bias,
+           (int)g.fp8Scales, (int)g.dScale, (int)g.amax, align[0], align[1], align[2], align[3],
+           g.bias ? sluice_alignment(ptr.bias) : 0u, workspace);
   std::lock_guard<std::mutex> lock(state->mutex);
   SluiceQuantLtPlan *plan = nullptr;
   auto it = state->algorithms.find(key);
@@ -232,8 +229,8 @@ static inline int32_t sluice_quant_lt_find(const SluiceRunArgs *args, SluiceCuda
     plan = (SluiceQuantLtPlan *)it->second.get();
   } else {
     std::unique_ptr<SluiceQuantLtPlan> fresh(new SluiceQuantLtPlan());
-    if (int32_t status = sluice_quant_lt_make(args, state, kernel, g, align, workspace, ptr,
-                                              fresh.get()))
+    if (int32_t status =
+            sluice_quant_lt_make(args, state, kernel, g, align, workspace, ptr, fresh.get()))
       return status;
     plan = fresh.get();
     // Plans stay in the map for the state's lifetime: the pointer outlives
@@ -250,10 +247,9 @@ static inline int32_t sluice_quant_lt_find(const SluiceRunArgs *args, SluiceCuda
 /// state's workspace.
 static inline int32_t sluice_quant_lt_enqueue(const SluiceRunArgs *args, SluiceCudaState *state,
                                               const char *kernel, const SluiceQuantLtProblem &g,
-                                              SluiceQuantLtPlan *plan, const void *a,
-                                              const void *b, void *d,
-                                              const SluiceQuantLtPointers &ptr, void *wsPtr,
-                                              cudaStream_t stream) {
+                                              SluiceQuantLtPlan *plan, const void *a, const void *b,
+                                              void *d, const SluiceQuantLtPointers &ptr,
+                                              void *wsPtr, cudaStream_t stream) {
   // One lock over the descriptor's pointers and the enqueue (plans are
   // shared between steps of the same problem).
   std::lock_guard<std::mutex> lock(state->mutex);
@@ -264,10 +260,10 @@ static inline int32_t sluice_quant_lt_enqueue(const SluiceRunArgs *args, SluiceC
   const bool intScale = g.scaleType == CUDA_R_32I;
   const void *alpha = intScale ? (const void *)&one32 : (const void *)&one;
   const void *beta = intScale ? (const void *)&zero32 : (const void *)&zero;
-  SLUICE_CUBLAS(kernel, cublasLtMatmul(state->lt, plan->lt.op, alpha, b, plan->lt.a, a,
-                                       plan->lt.b, beta, d, plan->lt.c, d, plan->lt.d,
-                                       &plan->lt.algo, plan->lt.workspace ? wsPtr : nullptr,
-                                       plan->lt.workspace, stream));
+  SLUICE_CUBLAS(kernel,
+                cublasLtMatmul(state->lt, plan->lt.op, alpha, b, plan->lt.a, a, plan->lt.b, beta, d,
+                               plan->lt.c, d, plan->lt.d, &plan->lt.algo,
+                               plan->lt.workspace ? wsPtr : nullptr, plan->lt.workspace, stream));
   return 0;
 }
 
@@ -326,8 +322,7 @@ struct SluiceInt8Scratch {
   int64_t acc = 0, shifted = 0, colsum = 0, total = 0;
 };
 
-static inline SluiceInt8Scratch sluice_int8_scratch(const SluiceInt8GemmShape &g,
-                                                    bool needColsum) {
+static inline SluiceInt8Scratch sluice_int8_scratch(const SluiceInt8GemmShape &g, bool needColsum) {
   SluiceInt8Scratch s;
   const int64_t batch = g.batch > 0 ? g.batch : 1;
   s.acc = sluice_quant_round256(batch * g.m * g.n * 4);
@@ -353,9 +348,9 @@ __global__ void __launch_bounds__(256)
 
 template <typename TA, typename Epi>
 __global__ void __launch_bounds__(256)
-    sluice_int8_tile_kernel(const TA *a, int64_t lda, int64_t strideA, const int8_t *b,
-                            int64_t sbk, int64_t sbn, int64_t strideB, int32_t zA, int64_t m,
-                            int64_t n, int64_t k, int64_t tilesM, int64_t tilesN, Epi epi) {
+    sluice_int8_tile_kernel(const TA *a, int64_t lda, int64_t strideA, const int8_t *b, int64_t sbk,
+                            int64_t sbn, int64_t strideB, int32_t zA, int64_t m, int64_t n,
+                            int64_t k, int64_t tilesM, int64_t tilesN, Epi epi) {
   const int64_t bid = blockIdx.x;
   const int64_t tileN = bid % tilesN, rest = bid / tilesN;
   sluice_int8_tile_body(a, lda, strideA, b, sbk, sbn, strideB, zA, m, n, k, rest % tilesM, tileN,
@@ -378,8 +373,7 @@ __global__ void __launch_bounds__(256)
 template <typename Epi>
 static inline int32_t sluice_int8_gemm_tiles(const SluiceRunArgs *args, const char *kernel,
                                              const SluiceInt8GemmShape &g, const void *a,
-                                             const int8_t *b, const Epi &epi,
-                                             cudaStream_t stream) {
+                                             const int8_t *b, const Epi &epi, cudaStream_t stream) {
   const int64_t tilesM = (g.m + SLUICE_INT8_TILE - 1) / SLUICE_INT8_TILE;
   const int64_t tilesN = (g.n + SLUICE_INT8_TILE - 1) / SLUICE_INT8_TILE;
   const int64_t blocks = tilesM * tilesN * g.batch;
@@ -489,8 +483,7 @@ static inline int32_t sluice_int8_gemm(const SluiceRunArgs *args, SluiceCudaStat
         colsum = deviceColsum;
       }
       if (int32_t status = sluice_quant_lt_enqueue(args, state, kernel, p, plan, aImma, b, acc,
-                                                   SluiceQuantLtPointers(), ws + s.total,
-                                                   stream))
+                                                   SluiceQuantLtPointers(), ws + s.total, stream))
         return status;
       const int64_t total = g.batch * g.m * g.n;
       sluice_int8_epilogue_kernel<Epi><<<sluice_grid(total / 4, 256, 2), 256, 0, stream>>>(
@@ -593,8 +586,8 @@ template <typename Epi> struct SluiceWonlyRows {
 
 template <int BITS, int MT, typename TA, typename Epi>
 __global__ void __launch_bounds__(SLUICE_WONLY_THREADS)
-    sluice_wonly_kernel(const TA *a, const uint8_t *b, const sluice_f16 *scales,
-                        SluiceWonlyArgs p, float *partial, int64_t colTiles, Epi epi) {
+    sluice_wonly_kernel(const TA *a, const uint8_t *b, const sluice_f16 *scales, SluiceWonlyArgs p,
+                        float *partial, int64_t colTiles, Epi epi) {
   const int64_t bid = blockIdx.x;
   sluice_wonly_block<BITS, MT, TA, Epi>(a, b, scales, p, partial, bid % colTiles, bid / colTiles,
                                         epi);
@@ -623,7 +616,7 @@ __global__ void __launch_bounds__(256)
 }
 
 template <typename TA> static inline cudaDataType_t sluice_quant_float_type() {
-  return sizeof(TA) == 4 ? CUDA_R_32F
+  return sizeof(TA) == 4                        ? CUDA_R_32F
          : std::is_same<TA, sluice_bf16>::value ? CUDA_R_16BF
                                                 : CUDA_R_16F;
 }
@@ -642,17 +635,16 @@ static inline int64_t sluice_wonly_workspace(const SluiceWonlyShape &g, int64_t 
 
 template <int BITS, int MT, typename TA, typename Epi>
 static inline int32_t sluice_wonly_launch(const SluiceRunArgs *args, const char *kernel,
-                                          const TA *a, const uint8_t *b,
-                                          const sluice_f16 *scales, const SluiceWonlyArgs &p,
-                                          const SluiceWonlyPlan &plan, float *partial,
-                                          const Epi &epi, cudaStream_t stream) {
+                                          const TA *a, const uint8_t *b, const sluice_f16 *scales,
+                                          const SluiceWonlyArgs &p, const SluiceWonlyPlan &plan,
+                                          float *partial, const Epi &epi, cudaStream_t stream) {
   const int64_t blocks = plan.colTiles * plan.splits;
   sluice_wonly_kernel<BITS, MT, TA, Epi><<<(unsigned)blocks, SLUICE_WONLY_THREADS, 0, stream>>>(
       a, b, scales, p, plan.splits > 1 ? partial : nullptr, plan.colTiles, epi);
   SLUICE_LAUNCHED(kernel);
   if (plan.splits > 1) {
-    sluice_wonly_reduce_kernel<Epi><<<sluice_grid(p.m * p.n, 256), 256, 0, stream>>>(
-        partial, plan.splits, p.m, p.n, epi);
+    sluice_wonly_reduce_kernel<Epi>
+        <<<sluice_grid(p.m * p.n, 256), 256, 0, stream>>>(partial, plan.splits, p.m, p.n, epi);
     SLUICE_LAUNCHED(kernel);
   }
   return 0;
@@ -747,15 +739,15 @@ static inline int32_t sluice_wonly_gemm_bits(const SluiceRunArgs *args, SluiceCu
         q.group = g.group > 0 ? g.group : g.k;
         q.zeroPoint = g.zeroPoint;
         q.isSigned = g.isSigned != 0;
-        sluice_wonly_dequant_kernel<BITS, TA><<<sluice_grid(g.k * g.n, 256, 4), 256, 0, stream>>>(
-            b, scales, q, w);
+        sluice_wonly_dequant_kernel<BITS, TA>
+            <<<sluice_grid(g.k * g.n, 256, 4), 256, 0, stream>>>(b, scales, q, w);
         SLUICE_LAUNCHED(kernel);
-        if (int32_t status = sluice_quant_lt_enqueue(args, state, kernel, p, plan, a, w, d,
-                                                     SluiceQuantLtPointers(),
-                                                     ws + wBytes + dBytes, stream))
+        if (int32_t status =
+                sluice_quant_lt_enqueue(args, state, kernel, p, plan, a, w, d,
+                                        SluiceQuantLtPointers(), ws + wBytes + dBytes, stream))
           return status;
-        sluice_wonly_store_kernel<Epi><<<sluice_grid(g.m * g.n, 256, 4), 256, 0, stream>>>(
-            d, g.m, g.n, epi);
+        sluice_wonly_store_kernel<Epi>
+            <<<sluice_grid(g.m * g.n, 256, 4), 256, 0, stream>>>(d, g.m, g.n, epi);
         SLUICE_LAUNCHED(kernel);
         return 0;
       }
@@ -777,9 +769,9 @@ static inline int32_t sluice_wonly_gemm_bits(const SluiceRunArgs *args, SluiceCu
 /// workspace this call may use (sluice_wonly_workspace(g, sizeof(TA))).
 template <typename TA, typename Epi>
 static inline int32_t sluice_wonly_gemm(const SluiceRunArgs *args, SluiceCudaState *state,
-                                        const char *kernel, const SluiceWonlyShape &g,
-                                        const TA *a, const void *b, const sluice_f16 *scales,
-                                        const Epi &epi, size_t workspace, cudaStream_t stream) {
+                                        const char *kernel, const SluiceWonlyShape &g, const TA *a,
+                                        const void *b, const sluice_f16 *scales, const Epi &epi,
+                                        size_t workspace, cudaStream_t stream) {
   if (g.m <= 0 || g.n <= 0)
     return 0;
   if (g.bits != 8 && g.bits != 4)

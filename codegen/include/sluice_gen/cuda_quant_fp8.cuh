@@ -120,8 +120,8 @@ static inline int32_t sluice_fp8_post(const SluiceRunArgs *args, const char *ker
   }
   if (amax) {
     SLUICE_CUDA(kernel, cudaMemsetAsync(amax, 0, sizeof(float), stream));
-    sluice_fp8_amax_kernel<T><<<sluice_grid(total, 256, 8), 256, 0, stream>>>(d, g.m, g.n,
-                                                                               g.ldd, amax);
+    sluice_fp8_amax_kernel<T>
+        <<<sluice_grid(total, 256, 8), 256, 0, stream>>>(d, g.m, g.n, g.ldd, amax);
     SLUICE_LAUNCHED(kernel);
   }
   return 0;
@@ -137,9 +137,8 @@ static inline int64_t sluice_fp8_gemm_workspace() { return SLUICE_QUANT_LT_WORKS
 static inline int32_t sluice_fp8_gemm(const SluiceRunArgs *args, SluiceCudaState *state,
                                       const char *kernel, const SluiceFp8GemmShape &g,
                                       const void *a, const void *b, void *d, const void *bias,
-                                      const float *aScale, const float *bScale,
-                                      const float *dScale, float *amax, size_t workspace,
-                                      cudaStream_t stream) {
+                                      const float *aScale, const float *bScale, const float *dScale,
+                                      float *amax, size_t workspace, cudaStream_t stream) {
   if (g.m <= 0 || g.n <= 0)
     return 0;
   if (g.k <= 0)

@@ -59,8 +59,7 @@
 /// qmin, qmax), NaN to qmin. The division is IEEE (not the approximate one
 /// -use_fast_math would give) and the operations run in cpu_int8.h's
 /// order (sluice_int8_requant_value), so the targets agree byte for byte.
-SLUICE_HD int32_t sluice_quant_value(float x, float scale, int32_t zp, int32_t qmin,
-                                     int32_t qmax) {
+SLUICE_HD int32_t sluice_quant_value(float x, float scale, int32_t zp, int32_t qmin, int32_t qmax) {
 #if defined(__CUDA_ARCH__)
   const float q = __fdiv_rn(x, scale);
 #else
@@ -172,8 +171,8 @@ struct SluiceWonlyPlan {
   int64_t colTiles = 0, splits = 1, kPerSplit = 0, partialBytes = 0;
 };
 
-static inline SluiceWonlyPlan sluice_wonly_plan(int64_t m, int64_t n, int64_t k, int bits,
-                                                int sms, int64_t maxPartialBytes = INT64_MAX) {
+static inline SluiceWonlyPlan sluice_wonly_plan(int64_t m, int64_t n, int64_t k, int bits, int sms,
+                                                int64_t maxPartialBytes = INT64_MAX) {
   SluiceWonlyPlan p;
   const int64_t rows = sluice_wonly_stage_rows(bits);
   const int64_t stages = (k + rows - 1) / rows;
@@ -229,11 +228,9 @@ __device__ __forceinline__ void sluice_quantize_body(const TX *x, TQ *q, int64_t
 /// columns through one 128-bit load: this pass reads 4 bytes per output,
 /// which at BERT's K = 768 costs about as much as IMMA's arithmetic.
 template <typename Epi>
-__device__ __forceinline__ void sluice_int8_epilogue_body(const int32_t *acc,
-                                                          const int32_t *colsum,
-                                                          int64_t colsumStride, int32_t zc,
-                                                          int64_t batch, int64_t m, int64_t n,
-                                                          const Epi &epi) {
+__device__ __forceinline__ void
+sluice_int8_epilogue_body(const int32_t *acc, const int32_t *colsum, int64_t colsumStride,
+                          int32_t zc, int64_t batch, int64_t m, int64_t n, const Epi &epi) {
   const int64_t total = batch * m * n;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   const bool correct = colsum && zc;
@@ -328,8 +325,8 @@ sluice_int8_tile_body(const TA *a, int64_t lda, int64_t strideA, const int8_t *b
 /// compile-time constant (grid-stride over batch x n; B(p, j) at
 /// b[bi * strideB + p * sbk + j * sbn]).
 __device__ __forceinline__ void sluice_int8_colsum_body(const int8_t *b, int64_t sbk, int64_t sbn,
-                                                        int64_t strideB, int64_t batch,
-                                                        int64_t k, int64_t n, int32_t *colsum) {
+                                                        int64_t strideB, int64_t batch, int64_t k,
+                                                        int64_t n, int32_t *colsum) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < batch * n; e += stride) {
     const int64_t j = e % n, bi = e / n;
@@ -397,11 +394,10 @@ template <int BITS, int MT, typename TA, typename Epi>
 __device__ __forceinline__ void sluice_wonly_block(const TA *a, const uint8_t *b,
                                                    const sluice_f16 *scales,
                                                    const SluiceWonlyArgs &p, float *partial,
-                                                   int64_t colTile, int64_t split,
-                                                   const Epi &epi) {
+                                                   int64_t colTile, int64_t split, const Epi &epi) {
   constexpr int kCols = SLUICE_WONLY_COLS;
-  constexpr int kRowBytes = kCols * BITS / 8;                  // 128 or 64
-  constexpr int kRows = SLUICE_WONLY_STAGE_BYTES / kRowBytes;  // 64 or 128
+  constexpr int kRowBytes = kCols * BITS / 8;                                   // 128 or 64
+  constexpr int kRows = SLUICE_WONLY_STAGE_BYTES / kRowBytes;                   // 64 or 128
   constexpr int kPieces = SLUICE_WONLY_STAGE_BYTES / 16 / SLUICE_WONLY_THREADS; // 2
   constexpr int kPiecesPerRow = kRowBytes / 16;
   constexpr int kSliceRows = kRows / 2;
@@ -434,8 +430,8 @@ __device__ __forceinline__ void sluice_wonly_block(const TA *a, const uint8_t *b
       const int piece = (int)t + q * SLUICE_WONLY_THREADS;
       const int64_t row = kt + piece / kPiecesPerRow;
       if (row < k) {
-        next[q] = *(const sluice_q16 *)(b + row * rowBytes + tileByte +
-                                        (piece % kPiecesPerRow) * 16);
+        next[q] =
+            *(const sluice_q16 *)(b + row * rowBytes + tileByte + (piece % kPiecesPerRow) * 16);
       } else {
         next[q] = sluice_q16{{0u, 0u, 0u, 0u}};
       }
