@@ -3,9 +3,8 @@
 // The device templates of sluice_gen/cuda_quant_kernels.cuh, unchanged,
 // under the host emulation of CudaRowEmulation.h (each block's threads as
 // fibers, __syncthreads a real barrier), against the independent host
-// reference of test/common/QuantReference.h; plus the host arithmetic the
-// compiler and the wrappers share (int4 packing, column sums, the u8 -> s8
-// zero-point correction, the weight-only split plan).
+// reference of test/common/QuantReference.h (the host arithmetic is
+// tested in CudaQuantHostTest.cpp, the same binary).
 //
 // Covers: QuantizeLinear's rounding (ties to even, saturation, NaN) from
 // f32 and f16, with and without the IMMA shift; the CUDA-core int8 GEMM
@@ -34,131 +33,6 @@
 namespace {
 
 using namespace sluice_quant_test;
-
-//===----------------------------------------------------------------------===//
-// Host arithmetic
-//===----------------------------------------------------------------------===//
-
-TEST(CudaQuantHost, QuantValueRoundsHalfToEvenAndSaturates) {
-  struct Case {
-    float x, scale;
-    int32_t zp, qmin, qmax, expect;
-  };
-  const Case cases[] = {
-      {2.5f, 1.0f, 0, -128, 127, 2},       {3.5f, 1.0f, 0, -128, 127, 4},
-      {-2.5f, 1.0f, 0, -128, 127, -2},     {-3.5f, 1.0f, 0, -128, 127, -4},
-      {0.5f, 1.0f, 0, 0, 255, 0},          {1.5f, 1.0f, 10, 0, 255, 12},
-      {0.25f, 0.1f, 128, 0, 255, 130},     {1000.0f, 0.5f, 0, -128, 127, 127},
-      {-1000.0f, 0.5f, 3, 0, 255, 0},      {NAN, 1.0f, 5, 0, 255, 0},
-      {INFINITY, 1.0f, 0, -128, 127, 127}, {-INFINITY, 1.0f, 0, -128, 127, -128},
-      {0.3f, 0.1f, 0, 0, 255, 3},
-  };
-  for (const Case &c : cases) {
-    EXPECT_EQ(sluice_quant_value(c.x, c.scale, c.zp, c.qmin, c.qmax), c.expect)
-        << c.x << " / " << c.scale << " + " << c.zp;
-    EXPECT_EQ(quantizeRef(c.x, c.scale, c.zp, c.qmin, c.qmax), c.expect) << c.x;
-  }
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> dist(-40.0f, 40.0f);
-  for (int i = 0; i < 20000; ++i) {
-    // Multiples of a quarter of the scale hit exact ties often.
-    const float x = i % 2 ? dist(rng) : std::round(dist(rng) * 4.0f) / 4.0f * 0.125f;
-    ASSERT_EQ(sluice_quant_value(x, 0.125f, 7, 0, 255), quantizeRef(x, 0.125f, 7, 0, 255)) << x;
-    ASSERT_EQ(sluice_quant_value(x, 0.3f, 0, -128, 127), quantizeRef(x, 0.3f, 0, -128, 127)) << x;
-  }
-}
-
-TEST(CudaQuantHost, Int4PackingIsOnnxOrder) {
-  const int8_t values[] = {1, -2, 7, -8, 0, 5, -1};
-  uint8_t packed[4] = {0xaa, 0xaa, 0xaa, 0xaa};
-  sluice_int4_pack(values, 7, packed);
-  // Element 2i in the low nibble of byte i; the odd tail's high nibble is 0.
-  EXPECT_EQ(packed[0], 0xe1);
-  EXPECT_EQ(packed[1], 0x87);
-  EXPECT_EQ(packed[2], 0x50);
-  EXPECT_EQ(packed[3], 0x0f);
-  for (int e = 0; e < 7; ++e)
-    EXPECT_EQ(sluice_int4_at(packed, e, true), values[e]) << e;
-  const int8_t unsignedValues[] = {0, 15, 8, 7, 3};
-  sluice_int4_pack(unsignedValues, 5, packed);
-  for (int e = 0; e < 5; ++e)
-    EXPECT_EQ(sluice_int4_at(packed, e, false), unsignedValues[e]) << e;
-}
-
-TEST(CudaQuantHost, ColumnSumsCorrectTheShiftedActivation) {
-  // The IMMA path's identity: sum (a - zA) b = sum (a - 128) b - zc colsum,
-  // zc = sluice_int8_zero_correction(true, zA), for u8 a; s8 as it is.
-  std::mt19937 rng(5);
-  const int64_t k = 77, n = 9;
-  std::vector<int8_t> b(k * n);
-  for (auto &v : b)
-    v = (int8_t)(int)(rng() % 256 - 128);
-  std::vector<int32_t> colsum(n);
-  sluice_int8_colsums(k, n, b.data(), n, 1, colsum.data());
-  for (int64_t j = 0; j < n; ++j) {
-    int32_t s = 0;
-    for (int64_t p = 0; p < k; ++p)
-      s += b[p * n + j];
-    EXPECT_EQ(colsum[j], s);
-  }
-  for (int32_t zA : {0, 1, 128, 200, 255}) {
-    std::vector<uint8_t> a(k);
-    for (auto &v : a)
-      v = (uint8_t)(rng() % 256);
-    const int32_t zc = sluice_int8_zero_correction(true, zA);
-    for (int64_t j = 0; j < n; ++j) {
-      int64_t exact = 0, shifted = 0;
-      for (int64_t p = 0; p < k; ++p) {
-        exact += ((int64_t)a[p] - zA) * b[p * n + j];
-        shifted += (int64_t)(int8_t)(a[p] ^ 0x80) * b[p * n + j];
-      }
-      EXPECT_EQ(exact, shifted - (int64_t)zc * colsum[j]) << "zA " << zA;
-    }
-  }
-  EXPECT_EQ(sluice_int8_zero_correction(false, -3), -3);
-}
-
-TEST(CudaQuantHost, WeightOnlyPlanCoversK) {
-  struct Case {
-    int64_t m, n, k;
-    int bits, sms;
-  };
-  const Case cases[] = {{1, 768, 768, 8, 132},    {1, 768, 3072, 4, 132}, {16, 4096, 4096, 4, 132},
-                        {4, 50000, 4096, 8, 132}, {1, 10, 5, 4, 132},     {3, 128, 1000, 8, 1},
-                        {1, 300, 127, 8, 80}};
-  for (const Case &c : cases) {
-    const SluiceWonlyPlan p = sluice_wonly_plan(c.m, c.n, c.k, c.bits, c.sms);
-    const int64_t rows = sluice_wonly_stage_rows(c.bits);
-    EXPECT_EQ(p.colTiles, (c.n + 127) / 128);
-    EXPECT_GE(p.splits, 1);
-    EXPECT_EQ(p.kPerSplit % rows, 0);
-    EXPECT_GE(p.splits * p.kPerSplit, c.k) << "splits must cover K";
-    EXPECT_LT((p.splits - 1) * p.kPerSplit, c.k) << "no empty split";
-    EXPECT_EQ(p.partialBytes, p.splits > 1 ? p.splits * c.m * c.n * 4 : 0);
-    // A split spans at least two stages, unless K has fewer.
-    if (p.splits > 1) {
-      EXPECT_GE(p.kPerSplit, 2 * rows);
-    }
-  }
-  EXPECT_EQ(sluice_wonly_stage_rows(8), 64);
-  EXPECT_EQ(sluice_wonly_stage_rows(4), 128);
-  // Decoding shapes on an H100 (132 SMs): too few column tiles alone.
-  EXPECT_GT(sluice_wonly_plan(1, 768, 3072, 4, 132).splits, 1);
-  EXPECT_EQ(sluice_wonly_plan(1, 60000, 4096, 8, 132).splits, 1);
-  // The scratch caps the splits: room for 3 splits' partial sums, or for
-  // less than 2 (then one split and no scratch).
-  const SluiceWonlyPlan capped = sluice_wonly_plan(2, 128, 8192, 8, 132, 3 * 2 * 128 * 4 + 5);
-  EXPECT_EQ(capped.splits, 3);
-  EXPECT_GE(capped.splits * capped.kPerSplit, 8192);
-  const SluiceWonlyPlan single = sluice_wonly_plan(2, 128, 8192, 8, 132, 2 * 2 * 128 * 4 - 1);
-  EXPECT_EQ(single.splits, 1);
-  EXPECT_EQ(single.partialBytes, 0);
-  EXPECT_GE(single.kPerSplit, 8192);
-  EXPECT_EQ(sluice_wonly_m_tile(1), 1);
-  EXPECT_EQ(sluice_wonly_m_tile(3), 4);
-  EXPECT_EQ(sluice_wonly_m_tile(9), 16);
-  EXPECT_EQ(sluice_wonly_m_tile(16), 16);
-}
 
 //===----------------------------------------------------------------------===//
 // Emulated kernels

@@ -63,12 +63,6 @@
 #include "sluice_gen/cuda_blas.h"
 #include "sluice_gen/cuda_quant_kernels.cuh"
 
-/// Bytes of the workspace cuBLASLt may use in a quantized GEMM (as the
-/// float GEMMs: codegen/cuda/groups/Gemm.cpp's kLtWorkspace).
-#define SLUICE_QUANT_LT_WORKSPACE (32ll << 20)
-
-static inline int64_t sluice_quant_round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
 //===----------------------------------------------------------------------===//
 // cuBLASLt with mixed types (int8, fp8, f16/bf16 x f32 result)
 //===----------------------------------------------------------------------===//
@@ -299,46 +293,6 @@ static inline int32_t sluice_quantize(const SluiceRunArgs *args, const char *ker
 // int8 GEMM
 //===----------------------------------------------------------------------===//
 
-/// How B is stored: [N, K] with K contiguous (constant weights: the
-/// compiler transposes them; what IMMA takes) or [K, N] (row-major).
-enum SluiceInt8BLayout { SLUICE_INT8_B_NK = 0, SLUICE_INT8_B_KN = 1 };
-
-/// One (batched) int8 GEMM: A(i, p) at a[b * strideA + i * lda + p] (u8
-/// when aUnsigned, else s8; zero point aZeroPoint), B(p, j) at
-/// b[b * strideB + j * ldb + p] (NK) or b[b * strideB + p * ldb + j] (KN);
-/// strideB 0 shares B across the batch.
-struct SluiceInt8GemmShape {
-  int64_t m, n, k;
-  int64_t lda, ldb;
-  int32_t bLayout;
-  int32_t aUnsigned;
-  int32_t aZeroPoint;
-  int64_t batch, strideA, strideB;
-};
-
-/// Scratch of the IMMA path (at the start of the workspace: the int32
-/// product, the shifted A, device column sums; then cuBLASLt's part).
-struct SluiceInt8Scratch {
-  int64_t acc = 0, shifted = 0, colsum = 0, total = 0;
-};
-
-static inline SluiceInt8Scratch sluice_int8_scratch(const SluiceInt8GemmShape &g, bool needColsum) {
-  SluiceInt8Scratch s;
-  const int64_t batch = g.batch > 0 ? g.batch : 1;
-  s.acc = sluice_quant_round256(batch * g.m * g.n * 4);
-  s.shifted = g.aUnsigned ? sluice_quant_round256(batch * g.m * g.k) : 0;
-  s.colsum = needColsum ? sluice_quant_round256((g.strideB ? batch : 1) * g.n * 4) : 0;
-  s.total = s.acc + s.shifted + s.colsum;
-  return s;
-}
-
-/// Workspace bytes a bundle declares for sluice_int8_gemm of `g` (the IMMA
-/// path's scratch, device column sums included, and cuBLASLt's part). With
-/// less the GEMM still runs, on the CUDA-core path.
-static inline int64_t sluice_int8_gemm_workspace(const SluiceInt8GemmShape &g) {
-  return sluice_int8_scratch(g, true).total + SLUICE_QUANT_LT_WORKSPACE;
-}
-
 template <typename Epi>
 __global__ void __launch_bounds__(256)
     sluice_int8_epilogue_kernel(const int32_t *acc, const int32_t *colsum, int64_t colsumStride,
@@ -547,19 +501,6 @@ struct SluiceInt8Store {
 // Weight-only GEMM
 //===----------------------------------------------------------------------===//
 
-/// One weight-only GEMM: A(i, p) at a[i * lda + p] (TA f32, f16 or bf16),
-/// B [K, N]: int8 rows ldb bytes apart (bits 8) or ONNX-packed int4 of N
-/// per row (bits 4, ldb unused), signed or not, minus a scalar zero point
-/// (0: the contract's symmetric weights); f16 scales [ceil(K / group)][N]
-/// (group = K: one per column, as Form W's int8).
-struct SluiceWonlyShape {
-  int64_t m, n, k, lda, ldb;
-  int32_t bits;
-  int32_t isSigned;
-  int32_t zeroPoint;
-  int64_t group;
-};
-
 /// Ready-made weight-only epilogue: D(i, j) = act(y + bias[j]) as T.
 template <typename T> struct SluiceWonlyStore {
   T *d;
@@ -619,18 +560,6 @@ template <typename TA> static inline cudaDataType_t sluice_quant_float_type() {
   return sizeof(TA) == 4                        ? CUDA_R_32F
          : std::is_same<TA, sluice_bf16>::value ? CUDA_R_16BF
                                                 : CUDA_R_16F;
-}
-
-/// Workspace bytes a bundle declares for sluice_wonly_gemm of `g` with an
-/// A of `aBytes`-byte elements: M <= 16, the split-K partial sums for a
-/// GPU of up to 256 SMs; M > 16, the dequantized B, the f32 product and
-/// cuBLASLt's part. With less the GEMM still runs (fewer splits; the GEMV
-/// kernel over chunks of 16 rows).
-static inline int64_t sluice_wonly_workspace(const SluiceWonlyShape &g, int64_t aBytes) {
-  if (g.m <= SLUICE_WONLY_MAX_M)
-    return sluice_quant_round256(sluice_wonly_plan(g.m, g.n, g.k, g.bits, 256).partialBytes);
-  return sluice_quant_round256(g.k * g.n * aBytes) + sluice_quant_round256(g.m * g.n * 4) +
-         SLUICE_QUANT_LT_WORKSPACE;
 }
 
 template <int BITS, int MT, typename TA, typename Epi>

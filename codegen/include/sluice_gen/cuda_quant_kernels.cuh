@@ -3,7 +3,9 @@
 // The device templates of the cuda target's quantized launches (issue 15,
 // Forms I8 and W of the quantization contract) and the host arithmetic
 // around them: what sluice_gen/cuda_quant.cuh launches, and what the
-// compiler (packing, column sums, plans) and the tests share. Like
+// compiler (packing, column sums, plans, workspace sizes: defining
+// SLUICE_QUANT_HOST_ONLY gives that part alone, plain C++) and the tests
+// share. Like
 // cuda_reduce.h this file needs only scalar.h, so the same source runs on
 // the host under the test emulation (test/unit/CudaRowEmulation.h): every
 // body reads threadIdx/blockIdx.x and takes 2-D block coordinates as
@@ -147,6 +149,33 @@ static inline int32_t sluice_int8_zero_correction(bool aUnsigned, int32_t zA) {
   return aUnsigned ? zA - 128 : zA;
 }
 
+/// Bytes of a constant int8 weight packed for the IMMA path
+/// (sluice_int8_pack_nk): the column sums, then B transposed.
+static inline int64_t sluice_int8_nk_colsum_bytes(int64_t n) { return (4 * n + 255) / 256 * 256; }
+static inline int64_t sluice_int8_nk_bytes(int64_t k, int64_t n) {
+  return sluice_int8_nk_colsum_bytes(n) + n * k;
+}
+
+/// Packs the s8 weight B (K x N, (k, j) at b[k * strideK + j * strideN])
+/// as the IMMA path reads a constant weight: int32 colsum[N] (padded to
+/// 256 bytes), then B^T as [N][K] (K contiguous: cuBLASLt's "TN" operand).
+/// Run by the compiler; the bundle stores these bytes instead of B's.
+static inline void sluice_int8_pack_nk(int64_t k, int64_t n, const int8_t *b, int64_t strideK,
+                                       int64_t strideN, void *packed) {
+  unsigned char *out = (unsigned char *)packed;
+  const int64_t head = sluice_int8_nk_colsum_bytes(n);
+  memset(out, 0, (size_t)head);
+  for (int64_t j = 0; j < n; ++j) {
+    int32_t s = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      const int8_t v = b[p * strideK + j * strideN];
+      s += v;
+      out[head + j * k + p] = (unsigned char)v;
+    }
+    memcpy(out + 4 * j, &s, 4);
+  }
+}
+
 /// Threads of a weight-only block, the columns it owns, the B bytes it
 /// moves per stage (two 16-byte loads per thread) and the largest M the
 /// GEMV kernel takes.
@@ -196,6 +225,81 @@ static inline SluiceWonlyPlan sluice_wonly_plan(int64_t m, int64_t n, int64_t k,
 static inline int sluice_wonly_m_tile(int64_t m) {
   return m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : m <= 8 ? 8 : 16;
 }
+
+/// Bytes of the workspace cuBLASLt may use in a quantized GEMM (as the
+/// float GEMMs: codegen/cuda/groups/Gemm.cpp's kLtWorkspace).
+#define SLUICE_QUANT_LT_WORKSPACE (32ll << 20)
+
+static inline int64_t sluice_quant_round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// How B is stored: [N, K] with K contiguous (constant weights: the
+/// compiler transposes them; what IMMA takes) or [K, N] (row-major).
+enum SluiceInt8BLayout { SLUICE_INT8_B_NK = 0, SLUICE_INT8_B_KN = 1 };
+
+/// One (batched) int8 GEMM: A(i, p) at a[b * strideA + i * lda + p] (u8
+/// when aUnsigned, else s8; zero point aZeroPoint), B(p, j) at
+/// b[b * strideB + j * ldb + p] (NK) or b[b * strideB + p * ldb + j] (KN);
+/// strideB 0 shares B across the batch.
+struct SluiceInt8GemmShape {
+  int64_t m, n, k;
+  int64_t lda, ldb;
+  int32_t bLayout;
+  int32_t aUnsigned;
+  int32_t aZeroPoint;
+  int64_t batch, strideA, strideB;
+};
+
+/// Scratch of the IMMA path (at the start of the workspace: the int32
+/// product, the shifted A, device column sums; then cuBLASLt's part).
+struct SluiceInt8Scratch {
+  int64_t acc = 0, shifted = 0, colsum = 0, total = 0;
+};
+
+static inline SluiceInt8Scratch sluice_int8_scratch(const SluiceInt8GemmShape &g, bool needColsum) {
+  SluiceInt8Scratch s;
+  const int64_t batch = g.batch > 0 ? g.batch : 1;
+  s.acc = sluice_quant_round256(batch * g.m * g.n * 4);
+  s.shifted = g.aUnsigned ? sluice_quant_round256(batch * g.m * g.k) : 0;
+  s.colsum = needColsum ? sluice_quant_round256((g.strideB ? batch : 1) * g.n * 4) : 0;
+  s.total = s.acc + s.shifted + s.colsum;
+  return s;
+}
+
+/// Workspace bytes a bundle declares for sluice_int8_gemm of `g` (the IMMA
+/// path's scratch, device column sums included, and cuBLASLt's part). With
+/// less the GEMM still runs, on the CUDA-core path.
+static inline int64_t sluice_int8_gemm_workspace(const SluiceInt8GemmShape &g) {
+  return sluice_int8_scratch(g, true).total + SLUICE_QUANT_LT_WORKSPACE;
+}
+
+/// One weight-only GEMM: A(i, p) at a[i * lda + p] (TA f32, f16 or bf16),
+/// B [K, N]: int8 rows ldb bytes apart (bits 8) or ONNX-packed int4 of N
+/// per row (bits 4, ldb unused), signed or not, minus a scalar zero point
+/// (0: the contract's symmetric weights); f16 scales [ceil(K / group)][N]
+/// (group = K: one per column, as Form W's int8).
+struct SluiceWonlyShape {
+  int64_t m, n, k, lda, ldb;
+  int32_t bits;
+  int32_t isSigned;
+  int32_t zeroPoint;
+  int64_t group;
+};
+
+/// Workspace bytes a bundle declares for sluice_wonly_gemm of `g` with an
+/// A of `aBytes`-byte elements: M <= 16, the split-K partial sums for a
+/// GPU of up to 256 SMs; M > 16, the dequantized B, the f32 product and
+/// cuBLASLt's part. With less the GEMM still runs (fewer splits; the GEMV
+/// kernel over chunks of 16 rows).
+static inline int64_t sluice_wonly_workspace(const SluiceWonlyShape &g, int64_t aBytes) {
+  if (g.m <= SLUICE_WONLY_MAX_M)
+    return sluice_quant_round256(sluice_wonly_plan(g.m, g.n, g.k, g.bits, 256).partialBytes);
+  return sluice_quant_round256(g.k * g.n * aBytes) + sluice_quant_round256(g.m * g.n * 4) +
+         SLUICE_QUANT_LT_WORKSPACE;
+}
+
+// SLUICE_QUANT_HOST_ONLY: the part above alone, for the compiler (plain
+// C++: packing, column sums, plans, workspace sizes; no device code).
+#ifndef SLUICE_QUANT_HOST_ONLY
 
 //===----------------------------------------------------------------------===//
 // Per-tensor quantization
@@ -568,5 +672,7 @@ __device__ __forceinline__ void sluice_wonly_dequant_body(const uint8_t *b,
     w[e] = SLUICE_STORE(TW, (float)(q - p.zeroPoint) * scale);
   }
 }
+
+#endif // SLUICE_QUANT_HOST_ONLY
 
 #endif // SLUICE_GEN_CUDA_QUANT_KERNELS_CUH
