@@ -42,15 +42,22 @@
 #ifndef SLUICE_GEN_CUDA_QUANT_KERNELS_CUH
 #define SLUICE_GEN_CUDA_QUANT_KERNELS_CUH
 
-#include "sluice_gen/scalar.h"
-
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+// The compiler's part needs no other header of sluice_gen (its include path
+// does not have them).
+#ifdef SLUICE_QUANT_HOST_ONLY
+#ifndef SLUICE_HD
+#define SLUICE_HD inline
+#endif
+#else
+#include "sluice_gen/scalar.h"
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#endif
 #endif
 
 //===----------------------------------------------------------------------===//
@@ -83,33 +90,6 @@ SLUICE_HD int32_t sluice_int4_at(const uint8_t *packed, int64_t e, bool isSigned
   const uint32_t nibble = (e & 1) ? (byte >> 4) : (byte & 15u);
   return isSigned ? (int32_t)(nibble ^ 8u) - 8 : (int32_t)nibble;
 }
-
-/// A float of storage type T on host or device (f16/bf16 through the
-/// hardware conversion on the device).
-template <typename T> SLUICE_HD float sluice_quant_load(T v) { return (float)v; }
-template <> SLUICE_HD float sluice_quant_load(sluice_f16 v) {
-#if defined(__CUDA_ARCH__)
-  return __half2float(__ushort_as_half(v.bits));
-#else
-  return sluice_load(v);
-#endif
-}
-template <> SLUICE_HD float sluice_quant_load(sluice_bf16 v) {
-#if defined(__CUDA_ARCH__)
-  return __bfloat162float(__ushort_as_bfloat16(v.bits));
-#else
-  return sluice_load(v);
-#endif
-}
-
-/// 16 bytes moved as one 128-bit load or store.
-struct alignas(16) sluice_q16 {
-  uint32_t w[4];
-};
-/// Four floats read from shared memory as one 128-bit load.
-struct alignas(16) sluice_qf4 {
-  float x, y, z, w;
-};
 
 //===----------------------------------------------------------------------===//
 // Host: packing, column sums, plans (the compiler and the wrappers)
@@ -300,6 +280,37 @@ static inline int64_t sluice_wonly_workspace(const SluiceWonlyShape &g, int64_t 
 // SLUICE_QUANT_HOST_ONLY: the part above alone, for the compiler (plain
 // C++: packing, column sums, plans, workspace sizes; no device code).
 #ifndef SLUICE_QUANT_HOST_ONLY
+
+//===----------------------------------------------------------------------===//
+// Loads and vectors
+//===----------------------------------------------------------------------===//
+
+/// A float of storage type T on host or device (f16/bf16 through the
+/// hardware conversion on the device).
+template <typename T> SLUICE_HD float sluice_quant_load(T v) { return (float)v; }
+template <> SLUICE_HD float sluice_quant_load(sluice_f16 v) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(v.bits));
+#else
+  return sluice_load(v);
+#endif
+}
+template <> SLUICE_HD float sluice_quant_load(sluice_bf16 v) {
+#if defined(__CUDA_ARCH__)
+  return __bfloat162float(__ushort_as_bfloat16(v.bits));
+#else
+  return sluice_load(v);
+#endif
+}
+
+/// 16 bytes moved as one 128-bit load or store.
+struct alignas(16) sluice_q16 {
+  uint32_t w[4];
+};
+/// Four floats read from shared memory as one 128-bit load.
+struct alignas(16) sluice_qf4 {
+  float x, y, z, w;
+};
 
 //===----------------------------------------------------------------------===//
 // Per-tensor quantization
