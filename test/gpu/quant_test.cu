@@ -286,10 +286,11 @@ struct WonlyCase {
   int64_t m, n, k, group;
   bool half;
   bool expectLt;
-  size_t workspace; // 0: sluice_wonly_workspace
+  size_t workspace;         // 0: sluice_wonly_workspace
+  bool floatScales = false; // f32 scales (ONNX Runtime's QDQ), else f16
 };
 
-template <typename TA> void runWonlyTyped(Context &ctx, const WonlyCase &c) {
+template <typename TA, typename TS> void runWonlyTyped(Context &ctx, const WonlyCase &c) {
   std::mt19937 rng(13);
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
   const int64_t lda = c.k, groups = (c.k + c.group - 1) / c.group;
@@ -312,10 +313,10 @@ template <typename TA> void runWonlyTyped(Context &ctx, const WonlyCase &c) {
     b.resize((q8.size() + 1) / 2);
     sluice_int4_pack(q8.data(), (int64_t)q8.size(), b.data());
   }
-  std::vector<sluice_f16> scales(groups * c.n);
+  std::vector<TS> scales(groups * c.n);
   std::vector<double> sd(scales.size());
   for (size_t i = 0; i < scales.size(); ++i) {
-    scales[i] = sluice_to_f16((float)(0.01 + 0.01 * (dist(rng) + 1.0)));
+    scales[i] = SLUICE_STORE(TS, (float)(0.01 + 0.01 * (dist(rng) + 1.0)));
     sd[i] = sluice_load(scales[i]);
   }
   std::vector<float> bias(c.n);
@@ -323,7 +324,7 @@ template <typename TA> void runWonlyTyped(Context &ctx, const WonlyCase &c) {
     bias[j] = 0.1f * (float)(j % 5);
   DeviceBuffer<TA> da(a);
   DeviceBuffer<uint8_t> db(b);
-  DeviceBuffer<sluice_f16> ds(scales);
+  DeviceBuffer<TS> ds(scales);
   DeviceBuffer<float> dbias(bias), dy(c.m * c.n);
   SluiceWonlyShape g{c.m, c.n, c.k, lda, c.n, c.bits, 1, 0, c.group};
   const size_t workspace =
@@ -355,10 +356,11 @@ template <typename TA> void runWonlyTyped(Context &ctx, const WonlyCase &c) {
 }
 
 void runWonly(Context &ctx, const WonlyCase &c) {
-  if (c.half)
-    runWonlyTyped<sluice_f16>(ctx, c);
+  if (c.floatScales)
+    c.half ? runWonlyTyped<sluice_f16, float>(ctx, c) : runWonlyTyped<float, float>(ctx, c);
   else
-    runWonlyTyped<float>(ctx, c);
+    c.half ? runWonlyTyped<sluice_f16, sluice_f16>(ctx, c)
+           : runWonlyTyped<float, sluice_f16>(ctx, c);
 }
 
 // clang-format off
@@ -371,6 +373,8 @@ const WonlyCase kWonlyCases[] = {
   {"M=33 768x768 groups of 128", 4, 33, 768, 768, 128, true, true, 0},
   {"M=64 512x256 per column", 8, 64, 256, 512, 512, false, true, 0},
   {"M=40 no workspace: GEMV over row chunks", 8, 40, 256, 300, 300, true, false, 4096},
+  {"M=2 f32 scales (ORT QDQ) 512x256 groups of 64", 4, 2, 256, 512, 64, false, false, 0, true},
+  {"M=48 f32 scales 256x128 groups of 32", 4, 48, 128, 256, 32, true, true, 0, true},
 };
 // clang-format on
 

@@ -187,11 +187,12 @@ struct WonlyProblem {
   bool isSigned = true;
   int32_t zeroPoint = 0;
   int sms = 132;
-  bool half = false; // f16 activations, else f32
+  bool half = false;        // f16 activations, else f32
+  bool floatScales = false; // f32 scales (ONNX Runtime's QDQ), else f16
 };
 
-template <int BITS, int MT, typename TA>
-void runWonly(const WonlyProblem &pb, const TA *a, const uint8_t *b, const sluice_f16 *scales,
+template <int BITS, int MT, typename TA, typename TS>
+void runWonly(const WonlyProblem &pb, const TA *a, const uint8_t *b, const TS *scales,
               std::vector<float> &y) {
   const SluiceWonlyPlan plan = sluice_wonly_plan(pb.m, pb.n, pb.k, BITS, pb.sms);
   SluiceWonlyArgs p;
@@ -224,7 +225,7 @@ void runWonly(const WonlyProblem &pb, const TA *a, const uint8_t *b, const sluic
     ASSERT_EQ(calls[e], 1) << "output " << e;
 }
 
-template <typename TA> void checkWonlyTyped(const WonlyProblem &pb) {
+template <typename TA, typename TS> void checkWonlyTyped(const WonlyProblem &pb) {
   std::mt19937 rng(29);
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
   const int64_t lda = pb.k + 1, groups = (pb.k + pb.group - 1) / pb.group;
@@ -250,10 +251,10 @@ template <typename TA> void checkWonlyTyped(const WonlyProblem &pb) {
     b.resize((q.size() + 1) / 2);
     sluice_int4_pack(q8.data(), (int64_t)q8.size(), b.data());
   }
-  std::vector<sluice_f16> scales(groups * pb.n);
+  std::vector<TS> scales(groups * pb.n);
   std::vector<double> sd(scales.size());
   for (size_t i = 0; i < scales.size(); ++i) {
-    scales[i] = sluice_to_f16((float)(0.01 + 0.02 * (dist(rng) + 1.0)));
+    scales[i] = SLUICE_STORE(TS, (float)(0.01 + 0.02 * (dist(rng) + 1.0)));
     sd[i] = sluice_load(scales[i]);
   }
   std::vector<float> y(pb.m * pb.n, NAN);
@@ -309,10 +310,10 @@ template <typename TA> void checkWonlyTyped(const WonlyProblem &pb) {
 }
 
 void checkWonly(const WonlyProblem &pb) {
-  if (pb.half)
-    checkWonlyTyped<sluice_f16>(pb);
+  if (pb.floatScales)
+    pb.half ? checkWonlyTyped<sluice_f16, float>(pb) : checkWonlyTyped<float, float>(pb);
   else
-    checkWonlyTyped<float>(pb);
+    pb.half ? checkWonlyTyped<sluice_f16, sluice_f16>(pb) : checkWonlyTyped<float, sluice_f16>(pb);
 }
 
 // int8: one scale per column (group = K), as Form W's int8.
@@ -344,6 +345,17 @@ TEST(CudaQuantEmu, WonlyUint4ZeroPoint) {
   WonlyProblem pb{4, 4, 64, 96, 96};
   pb.isSigned = false;
   pb.zeroPoint = 8;
+  checkWonly(pb);
+}
+TEST(CudaQuantEmu, WonlyInt4FloatScales) {
+  WonlyProblem pb{4, 2, 96, 200, 64};
+  pb.floatScales = true;
+  checkWonly(pb);
+}
+TEST(CudaQuantEmu, WonlyInt8FloatScalesHalf) {
+  WonlyProblem pb{8, 5, 130, 77, 77};
+  pb.floatScales = true;
+  pb.half = true;
   checkWonly(pb);
 }
 TEST(CudaQuantEmu, WonlyUint8ZeroPointOneSm) {

@@ -525,13 +525,13 @@ template <typename Epi> struct SluiceWonlyRows {
   }
 };
 
-template <int BITS, int MT, typename TA, typename Epi>
+template <int BITS, int MT, typename TA, typename TS, typename Epi>
 __global__ void __launch_bounds__(SLUICE_WONLY_THREADS)
-    sluice_wonly_kernel(const TA *a, const uint8_t *b, const sluice_f16 *scales, SluiceWonlyArgs p,
+    sluice_wonly_kernel(const TA *a, const uint8_t *b, const TS *scales, SluiceWonlyArgs p,
                         float *partial, int64_t colTiles, Epi epi) {
   const int64_t bid = blockIdx.x;
-  sluice_wonly_block<BITS, MT, TA, Epi>(a, b, scales, p, partial, bid % colTiles, bid / colTiles,
-                                        epi);
+  sluice_wonly_block<BITS, MT, TA, TS, Epi>(a, b, scales, p, partial, bid % colTiles,
+                                            bid / colTiles, epi);
 }
 
 template <typename Epi>
@@ -541,11 +541,10 @@ __global__ void __launch_bounds__(256)
   sluice_wonly_reduce_body(partial, splits, m, n, epi);
 }
 
-template <int BITS, typename TW>
+template <int BITS, typename TW, typename TS>
 __global__ void __launch_bounds__(256)
-    sluice_wonly_dequant_kernel(const uint8_t *b, const sluice_f16 *scales, SluiceWonlyArgs p,
-                                TW *w) {
-  sluice_wonly_dequant_body<BITS, TW>(b, scales, p, w);
+    sluice_wonly_dequant_kernel(const uint8_t *b, const TS *scales, SluiceWonlyArgs p, TW *w) {
+  sluice_wonly_dequant_body<BITS, TW, TS>(b, scales, p, w);
 }
 
 template <typename Epi>
@@ -562,13 +561,13 @@ template <typename TA> static inline cudaDataType_t sluice_quant_float_type() {
                                                 : CUDA_R_16F;
 }
 
-template <int BITS, int MT, typename TA, typename Epi>
+template <int BITS, int MT, typename TA, typename TS, typename Epi>
 static inline int32_t sluice_wonly_launch(const SluiceRunArgs *args, const char *kernel,
-                                          const TA *a, const uint8_t *b, const sluice_f16 *scales,
+                                          const TA *a, const uint8_t *b, const TS *scales,
                                           const SluiceWonlyArgs &p, const SluiceWonlyPlan &plan,
                                           float *partial, const Epi &epi, cudaStream_t stream) {
   const int64_t blocks = plan.colTiles * plan.splits;
-  sluice_wonly_kernel<BITS, MT, TA, Epi><<<(unsigned)blocks, SLUICE_WONLY_THREADS, 0, stream>>>(
+  sluice_wonly_kernel<BITS, MT, TA, TS, Epi><<<(unsigned)blocks, SLUICE_WONLY_THREADS, 0, stream>>>(
       a, b, scales, p, plan.splits > 1 ? partial : nullptr, plan.colTiles, epi);
   SLUICE_LAUNCHED(kernel);
   if (plan.splits > 1) {
@@ -580,10 +579,10 @@ static inline int32_t sluice_wonly_launch(const SluiceRunArgs *args, const char 
 }
 
 /// The GEMV path over rows [row0, row0 + m) of A (m <= 16).
-template <int BITS, typename TA, typename Epi>
+template <int BITS, typename TA, typename TS, typename Epi>
 static inline int32_t sluice_wonly_rows(const SluiceRunArgs *args, const char *kernel,
                                         const SluiceWonlyShape &g, int64_t row0, int64_t m,
-                                        const TA *a, const uint8_t *b, const sluice_f16 *scales,
+                                        const TA *a, const uint8_t *b, const TS *scales,
                                         const Epi &epi, float *scratch, int64_t scratchBytes,
                                         int sms, cudaStream_t stream) {
   // Fewer splits when the partial sums do not fit the workspace.
@@ -620,12 +619,11 @@ static inline int32_t sluice_wonly_rows(const SluiceRunArgs *args, const char *k
   }
 }
 
-template <int BITS, typename TA, typename Epi>
-static inline int32_t sluice_wonly_gemm_bits(const SluiceRunArgs *args, SluiceCudaState *state,
-                                             const char *kernel, const SluiceWonlyShape &g,
-                                             const TA *a, const uint8_t *b,
-                                             const sluice_f16 *scales, const Epi &epi,
-                                             size_t workspace, cudaStream_t stream) {
+template <int BITS, typename TA, typename TS, typename Epi>
+static inline int32_t
+sluice_wonly_gemm_bits(const SluiceRunArgs *args, SluiceCudaState *state, const char *kernel,
+                       const SluiceWonlyShape &g, const TA *a, const uint8_t *b, const TS *scales,
+                       const Epi &epi, size_t workspace, cudaStream_t stream) {
   int device = 0, sms = 0;
   SLUICE_CUDA(kernel, cudaGetDevice(&device));
   SLUICE_CUDA(kernel, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -668,7 +666,7 @@ static inline int32_t sluice_wonly_gemm_bits(const SluiceRunArgs *args, SluiceCu
         q.group = g.group > 0 ? g.group : g.k;
         q.zeroPoint = g.zeroPoint;
         q.isSigned = g.isSigned != 0;
-        sluice_wonly_dequant_kernel<BITS, TA>
+        sluice_wonly_dequant_kernel<BITS, TA, TS>
             <<<sluice_grid(g.k * g.n, 256, 4), 256, 0, stream>>>(b, scales, q, w);
         SLUICE_LAUNCHED(kernel);
         if (int32_t status =
@@ -694,12 +692,12 @@ static inline int32_t sluice_wonly_gemm_bits(const SluiceRunArgs *args, SluiceCu
 }
 
 /// Enqueues the weight-only GEMM `g`: epi(i, j, y) with y = sum_k A(i, k)
-/// dequant(B)(k, j) for every output. `workspace`: bytes of the state's
-/// workspace this call may use (sluice_wonly_workspace(g, sizeof(TA))).
-template <typename TA, typename Epi>
+/// dequant(B)(k, j) for every output (scales TS: sluice_f16 or float). `workspace`: bytes of the
+/// state's workspace this call may use (sluice_wonly_workspace(g, sizeof(TA))).
+template <typename TA, typename TS, typename Epi>
 static inline int32_t sluice_wonly_gemm(const SluiceRunArgs *args, SluiceCudaState *state,
                                         const char *kernel, const SluiceWonlyShape &g, const TA *a,
-                                        const void *b, const sluice_f16 *scales, const Epi &epi,
+                                        const void *b, const TS *scales, const Epi &epi,
                                         size_t workspace, cudaStream_t stream) {
   if (g.m <= 0 || g.n <= 0)
     return 0;

@@ -482,7 +482,9 @@ struct SluiceWonlyArgs {
   bool isSigned, vec;
 };
 
-/// One block of the small-M weight-only GEMM: columns [128 tile, +128) and
+/// One block of the small-M weight-only GEMM (scales TS: f16 as Form W
+/// writes them, or f32 as ONNX Runtime's weight-only QDQ models of f32
+/// models do): columns [128 tile, +128) and
 /// K rows [split * kPerSplit, +kPerSplit). Thread t owns column t % 128 and
 /// half of each stage's rows (slice t / 128, whole warps per slice), with
 /// MT f32 sums (MT >= M, a power of two up to 16).
@@ -505,9 +507,8 @@ struct SluiceWonlyArgs {
 /// registers for M = 16. Staging through shared memory turns that into one
 /// column per thread, M sums. A small M makes the kernel memory bound: one
 /// read of B dominates (A and the scales are small and stay in L2).
-template <int BITS, int MT, typename TA, typename Epi>
-__device__ __forceinline__ void sluice_wonly_block(const TA *a, const uint8_t *b,
-                                                   const sluice_f16 *scales,
+template <int BITS, int MT, typename TA, typename TS, typename Epi>
+__device__ __forceinline__ void sluice_wonly_block(const TA *a, const uint8_t *b, const TS *scales,
                                                    const SluiceWonlyArgs &p, float *partial,
                                                    int64_t colTile, int64_t split, const Epi &epi) {
   constexpr int kCols = SLUICE_WONLY_COLS;
@@ -665,9 +666,8 @@ __device__ __forceinline__ void sluice_wonly_reduce_body(const float *partial, i
 
 /// w[k][n] = (q(k, n) - zeroPoint) * scale(k, n) as TW (the large-M path's
 /// copy of B in scratch; grid-stride over K x N).
-template <int BITS, typename TW>
-__device__ __forceinline__ void sluice_wonly_dequant_body(const uint8_t *b,
-                                                          const sluice_f16 *scales,
+template <int BITS, typename TW, typename TS>
+__device__ __forceinline__ void sluice_wonly_dequant_body(const uint8_t *b, const TS *scales,
                                                           const SluiceWonlyArgs &p, TW *w) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < p.k * p.n; e += stride) {
