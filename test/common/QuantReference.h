@@ -57,18 +57,36 @@ std::vector<int32_t> int8GemmRef(const TA *a, int64_t lda, int64_t strideA, cons
   return acc;
 }
 
-/// The weight-only GEMM in double: y(i, j) = sum_k A(i, k) * (q(k, j) -
-/// zp) * scale[(k / group) * n + j], A and scales given as doubles (their
-/// rounded values), q unpacked.
+/// `v` rounded to f16's 11 significant bits, ties to even (normal range,
+/// what dequantized weights need; 0 stays 0).
+inline double roundToHalf(double v) {
+  if (v == 0.0)
+    return v;
+  int exponent = 0;
+  const double mantissa = std::frexp(v, &exponent); // v = mantissa * 2^exponent, 0.5 <= |m| < 1
+  return std::ldexp(std::nearbyint(std::ldexp(mantissa, 11)), exponent - 11);
+}
+
+/// One dequantized weight as dequantize_linear gives it: (q - zp) * scale
+/// rounded to the scale's type (f16 when `halfScales`, else f32).
+inline double dequantRef(int32_t q, int32_t zp, double scale, bool halfScales) {
+  const double w = (double)(q - zp) * scale;
+  return halfScales ? roundToHalf(w) : (double)(float)w;
+}
+
+/// The weight-only GEMM in double: y(i, j) = sum_k A(i, k) *
+/// dequantRef(q(k, j), zp, scale[(k / group) * n + j]), A and scales given
+/// as doubles (their rounded values), q unpacked.
 inline std::vector<double> wonlyRef(const std::vector<double> &a, int64_t lda,
                                     const std::vector<int32_t> &q, const std::vector<double> &scale,
-                                    int32_t zp, int64_t group, int64_t m, int64_t n, int64_t k) {
+                                    int32_t zp, int64_t group, int64_t m, int64_t n, int64_t k,
+                                    bool halfScales) {
   std::vector<double> y(m * n, 0.0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t p = 0; p < k; ++p) {
       const double av = a[i * lda + p];
       for (int64_t j = 0; j < n; ++j)
-        y[i * n + j] += av * (double)(q[p * n + j] - zp) * scale[(p / group) * n + j];
+        y[i * n + j] += av * dequantRef(q[p * n + j], zp, scale[(p / group) * n + j], halfScales);
     }
   return y;
 }

@@ -336,7 +336,7 @@ template <typename TA, typename TS> void runWonlyTyped(Context &ctx, const Wonly
                              workspace, ctx.state.stream);
   });
   const bool lt = ctx.ranLt();
-  std::vector<double> ref = wonlyRef(ad, lda, q, sd, 0, c.group, c.m, c.n, c.k);
+  std::vector<double> ref = wonlyRef(ad, lda, q, sd, 0, c.group, c.m, c.n, c.k, sizeof(TS) == 2);
   for (int64_t e = 0; e < c.m * c.n; ++e)
     ref[e] += bias[e % c.n];
   double err = 1;

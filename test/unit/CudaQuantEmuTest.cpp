@@ -275,7 +275,7 @@ template <typename TA, typename TS> void checkWonlyTyped(const WonlyProblem &pb)
       runWonly<4, 16>(pb, a.data(), b.data(), scales.data(), y);
   }
   const std::vector<double> ref =
-      wonlyRef(ad, lda, q, sd, pb.zeroPoint, pb.group, pb.m, pb.n, pb.k);
+      wonlyRef(ad, lda, q, sd, pb.zeroPoint, pb.group, pb.m, pb.n, pb.k, sizeof(TS) == 2);
   std::vector<double> got(y.begin(), y.end());
   // f32 sums of K products (each exact in f32 up to the dequantized weight's
   // one rounding): well inside 1e-5 relative.
@@ -304,8 +304,8 @@ template <typename TA, typename TS> void checkWonlyTyped(const WonlyProblem &pb)
   });
   for (int64_t r = 0; r < pb.k; ++r)
     for (int64_t c = 0; c < pb.n; ++c)
-      ASSERT_EQ(w[r * pb.n + c],
-                (float)((q[r * pb.n + c] - pb.zeroPoint) * (float)sd[(r / pb.group) * pb.n + c]))
+      ASSERT_EQ(w[r * pb.n + c], (float)dequantRef(q[r * pb.n + c], pb.zeroPoint,
+                                                   sd[(r / pb.group) * pb.n + c], sizeof(TS) == 2))
           << r << ", " << c;
 }
 

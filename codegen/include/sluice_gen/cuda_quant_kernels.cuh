@@ -303,6 +303,18 @@ template <> SLUICE_HD float sluice_quant_load(sluice_bf16 v) {
 #endif
 }
 
+/// A dequantized weight as dequantize_linear gives it: rounded to the
+/// scale's type (ONNX: the output type is the scale's), so f16 scales give
+/// f16 weights, as the evaluator and ONNX Runtime compute them.
+template <typename TS> SLUICE_HD float sluice_quant_round(float w) { return w; }
+template <> SLUICE_HD float sluice_quant_round<sluice_f16>(float w) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__float2half_rn(w));
+#else
+  return sluice_load(sluice_to_f16(w));
+#endif
+}
+
 /// 16 bytes moved as one 128-bit load or store.
 struct alignas(16) sluice_q16 {
   uint32_t w[4];
@@ -494,7 +506,8 @@ struct SluiceWonlyArgs {
 /// the previous stage is multiplied; then the bytes go to shared memory
 /// where each thread reads its own column (consecutive lanes, consecutive
 /// bytes: no bank conflicts) and dequantizes in registers,
-/// w = (q - zeroPoint) * scale, scale reloaded only when k crosses a block
+/// w = (q - zeroPoint) * scale rounded to the scale's type (as
+/// dequantize_linear gives it), scale reloaded only when k crosses a block
 /// of `group` rows. A's stage sits in shared memory transposed, [k][MT]
 /// floats, read by all lanes at once (a broadcast). The two slices add up
 /// through shared memory at the end. With one split the block calls
@@ -611,7 +624,7 @@ __device__ __forceinline__ void sluice_wonly_block(const TA *a, const uint8_t *b
           const uint32_t nibble = (c & 1) ? byte >> 4 : byte & 15u;
           q = p.isSigned ? (int32_t)(nibble ^ 8u) - 8 : (int32_t)nibble;
         }
-        const float w = (float)(q - p.zeroPoint) * scale;
+        const float w = sluice_quant_round<TS>((float)(q - p.zeroPoint) * scale);
         const float *ar = as + r * MT;
         if (MT >= 4) {
 #pragma unroll
@@ -664,8 +677,9 @@ __device__ __forceinline__ void sluice_wonly_reduce_body(const float *partial, i
   }
 }
 
-/// w[k][n] = (q(k, n) - zeroPoint) * scale(k, n) as TW (the large-M path's
-/// copy of B in scratch; grid-stride over K x N).
+/// w[k][n] = (q(k, n) - zeroPoint) * scale(k, n), rounded to the scale's
+/// type, as TW (the large-M path's copy of B in scratch; grid-stride over
+/// K x N).
 template <int BITS, typename TW, typename TS>
 __device__ __forceinline__ void sluice_wonly_dequant_body(const uint8_t *b, const TS *scales,
                                                           const SluiceWonlyArgs &p, TW *w) {
@@ -680,7 +694,7 @@ __device__ __forceinline__ void sluice_wonly_dequant_body(const uint8_t *b, cons
       q = sluice_int4_at(b, e, p.isSigned);
     }
     const float scale = sluice_quant_load(scales[(row / p.group) * p.n + col]);
-    w[e] = SLUICE_STORE(TW, (float)(q - p.zeroPoint) * scale);
+    w[e] = SLUICE_STORE(TW, sluice_quant_round<TS>((float)(q - p.zeroPoint) * scale));
   }
 }
 
