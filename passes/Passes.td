@@ -24,6 +24,10 @@ def FoldConstantsPass : Pass<"sluice-fold-constants", "mlir::func::FuncOp"> {
     constants once shapes are static.
   }];
   let options = [
+    Option<"foldDequantize", "fold-dequantize", "bool", "false",
+           "Also fold dequantize_linear of integer weights (the compress phase, after "
+           "sluice-fold-qdq); otherwise they stay for it">,
+
     Option<"maxElements", "max-elements", "int64_t", "int64_t(1) << 24",
            "Largest result (in elements) to fold">,
   ];
@@ -143,6 +147,64 @@ def RecognizeNormsPass : Pass<"sluice-recognize-norms", "mlir::func::FuncOp"> {
 //===----------------------------------------------------------------------===//
 // compress
 //===----------------------------------------------------------------------===//
+
+def QuantizePass : Pass<"sluice-quantize", "mlir::ModuleOp"> {
+  let summary = "Calibrated int8 GEMMs and convolutions, guarded by measured accuracy";
+  let description = [{
+    Runs the calibration sets (`calibration=DIR`: one `NAME.npy` per input
+    of `main`, or sub-folders of such sets) through the reference evaluator,
+    then rewrites every f32 `sluice.matmul` with a constant 2-D weight and
+    every f32 `sluice.conv` with a constant weight into Form I8
+    (docs/quantization.md): `quantize_linear` of the activation to u8 with
+    the calibrated per-tensor range (`method`: minmax, percentile, entropy),
+    the weight int8 symmetric per output channel, `matmul_integer` /
+    `conv_integer` (int32), then `cast`, `mul` by input scale x weight
+    scale and the bias `add`. The accuracy guard measures every output's
+    relative L2 error against the float model on the calibration sets; over
+    `budget`, the layers most sensitive on their own are kept in f32 until
+    it holds, and when no quantized layer can, the pass fails with the
+    per-layer table. `smooth-quant=ALPHA` (>= 0) first migrates activation
+    outliers of layer norms that feed only GEMMs into the GEMMs' weights.
+    `cache=FILE` keeps the ranges and the guard's outcome (JSON) for the
+    next compile of the same function and data. The outcome is the
+    function's `sluice.quantization` attribute (what `--report` prints).
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"int8\"", "int8">,
+    Option<"calibration", "calibration", "std::string", "\"\"",
+           "Folder of calibration sets">,
+    Option<"method", "method", "std::string", "\"minmax\"",
+           "Calibration method: minmax, percentile or entropy">,
+    Option<"percentile", "percentile", "double", "99.999",
+           "Percentile of the percentile method">,
+    Option<"budget", "budget", "double", "0.05",
+           "Largest relative L2 error of any output on the calibration sets">,
+    Option<"smoothQuant", "smooth-quant", "double", "-1",
+           "SmoothQuant migration strength alpha (negative: off)">,
+    Option<"cache", "cache", "std::string", "\"\"",
+           "Calibration cache file (JSON); empty: none">,
+    Option<"progress", "progress", "bool", "false", "Progress lines on stderr">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+def FoldQdqPass : Pass<"sluice-fold-qdq", "mlir::func::FuncOp"> {
+  let summary = "Explicitly quantized (QDQ) GEMMs and convolutions as real integer ops";
+  let description = [{
+    TensorRT's explicit-quantization semantics for ONNX QDQ models (ONNX
+    Runtime's quantize_static, TensorRT-style Q/DQ): a `sluice.matmul` whose
+    operands are `dequantize_linear` of 8-bit tensors with per-tensor
+    parameters (the activation: the output of a `quantize_linear` or an
+    integer input) and of an int8 weight with zero zero points (per tensor
+    or per output column; through a 2-D transpose, as Gemm's transB),
+    becomes `matmul_integer` on the integer tensors, `cast`, and a `mul` by
+    the product of the scales (Form I8); a `sluice.conv` likewise becomes
+    `conv_integer`, and its dequantized int32 bias a float `add`. A matmul
+    of two dequantized activations (attention) becomes `matmul_integer`
+    with both zero points. Weights stay int8 constants.
+  }];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
 
 def ConvertPrecisionPass : Pass<"sluice-convert-precision", "mlir::func::FuncOp"> {
   let summary = "Runs an f32 graph in f16 or bf16, keeping fp32 where numerics need it";

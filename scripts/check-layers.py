@@ -86,6 +86,10 @@ MAY_USE = {
 # element-type codes.
 INCLUDE_EXCEPTIONS = {
     ("codegen/cuda", "codegen/cpu/CpuKernel.h"),
+    # The cpu target packs int8 GEMM weights at compile time with the
+    # generated code's own packing routine (its SLUICE_INT8_PACK_ONLY part:
+    # portable C++), so the layout has one definition.
+    ("codegen/cpu", "codegen/include/sluice_gen/cpu_int8.h"),
     # The element-type codes generated collective calls pass to the runtime's
     # communicator (SluiceCommDType) are the bundle ABI's own constants.
     ("codegen/common", "include/sluice/bundle_abi.h"),

@@ -141,6 +141,7 @@ bool writeManifest(const std::string &dir, const BundleOptions &options,
           json.attribute("kind", jsonText(step.kind));
           json.attribute("op", jsonText(step.op));
           json.attribute("node", jsonText(step.node));
+          json.attribute("compute", jsonText(step.compute));
           writeJsonStrings(json, "ops", step.ops);
           writeJsonStrings(json, "nodes", step.nodes);
         });

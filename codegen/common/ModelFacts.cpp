@@ -2,6 +2,7 @@
 
 #include "codegen/common/ModelFacts.h"
 
+#include "codegen/common/Compute.h"
 #include "codegen/common/Format.h"
 #include "codegen/common/KernelModel.h"
 #include "codegen/common/ScalarEmitter.h"
@@ -159,9 +160,13 @@ Operation *stepOp(KernelOp kernel) {
 
 StepInfo describeStep(KernelOp kernel, llvm::StringRef kind) {
   Operation *named = stepOp(kernel);
-  StepInfo info{kernel.getSymName().str(), kind.str(),
+  StepInfo info{kernel.getSymName().str(),
+                kind.str(),
                 named ? named->getName().getStringRef().str() : "",
-                named ? nodeName(named->getLoc()) : "", {}, {}};
+                named ? nodeName(named->getLoc()) : "",
+                computeOf(kernel),
+                {},
+                {}};
   describeKernel(kernel, info.ops, info.nodes);
   return info;
 }
@@ -170,7 +175,8 @@ namespace {
 
 /// Weights: every top-level constant and shard constant, 64-byte aligned,
 /// at the same offset in every rank's file.
-LogicalResult collectWeights(func::FuncOp func, ModelFacts &model) {
+LogicalResult collectWeights(func::FuncOp func, ModelFacts &model,
+                             WeightTransformQuery transforms) {
   if (auto tp = func->getAttrOfType<IntegerAttr>("sluice.tp"))
     model.worldSize = std::max<int64_t>(tp.getInt(), 1);
   model.sequenceParallel = func->hasAttr("sluice.sp");
@@ -194,6 +200,14 @@ LogicalResult collectWeights(func::FuncOp func, ModelFacts &model) {
       std::vector<unsigned char> &file = files[r];
       file.resize(offset);
       if (constant) {
+        // Stored in the layout its kernels read (the same in every rank's
+        // file: a constant is replicated).
+        if (std::optional<WeightTransform> transform = storedTransform(constant, transforms)) {
+          std::vector<unsigned char> bytes = transform->apply(*tensor);
+          file.insert(file.end(), bytes.begin(), bytes.end());
+          model.weightTransforms[constant] = transform->key;
+          continue;
+        }
         const auto *from = static_cast<const unsigned char *>(tensor->rawData());
         file.insert(file.end(), from, from + tensor->byteSize());
       } else {
@@ -252,7 +266,8 @@ std::vector<int64_t> ModelFacts::weightsBytesPerRank() const {
 }
 
 LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::StringRef target,
-                                function_ref<bool(Operation *)> implemented) {
+                                function_ref<bool(Operation *)> implemented,
+                                WeightTransformQuery transforms) {
   auto func = module.lookupSymbol<func::FuncOp>("main");
   if (!func)
     return module.emitError("no function 'main' to emit");
@@ -315,7 +330,7 @@ LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::String
   if (bad)
     return failure();
 
-  if (failed(collectWeights(func, model)))
+  if (failed(collectWeights(func, model, transforms)))
     return failure();
   collectCollectives(func, model);
 

@@ -11,6 +11,7 @@
 #define SLUICE_CODEGEN_COMMON_MODELFACTS_H
 
 #include "codegen/common/CodeWriter.h"
+#include "codegen/common/WeightTransform.h"
 #include "dialects/sluice/SluiceOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -58,6 +59,8 @@ std::optional<std::vector<int64_t>> upperBoundShape(mlir::Operation *op,
 /// One step of a run (a kernel or a library call), for the manifest.
 struct StepInfo {
   std::string name, kind, op, node;
+  /// The arithmetic of the launch (computeOf, Compute.h): "f32", "int8" ...
+  std::string compute;
   /// Every op of the group (op names) and the ONNX nodes they came from.
   std::vector<std::string> ops, nodes;
 };
@@ -94,6 +97,8 @@ struct ModelFacts {
   std::vector<std::vector<unsigned char>> rankWeights;
   /// Top-level constants -> their byte offset in weights.bin (64-aligned).
   llvm::DenseMap<mlir::Value, int64_t> weightOffset;
+  /// Constants stored transformed (WeightTransform.h) -> the transform's key.
+  llvm::DenseMap<mlir::Value, std::string> weightTransforms;
   /// The grid (`main`'s sluice.tp, 1 without): ranks that run the bundle.
   int64_t worldSize = 1;
   bool sequenceParallel = false;
@@ -111,10 +116,13 @@ struct ModelFacts {
 /// (static shapes or bounded data-dependent outputs), the weights, the
 /// arena. Fails with errors on the ops, listing at once every op of a kernel
 /// body that is neither elementwise, attention nor `implemented` by the
-/// target ("unsupported ops on target <target> (N): ...").
+/// target ("unsupported ops on target <target> (N): ..."). Weights the
+/// kernels want in a layout of their own (`transforms`, WeightTransform.h)
+/// are stored transformed.
 mlir::LogicalResult collectModelFacts(mlir::ModuleOp module, ModelFacts &facts,
                                       llvm::StringRef target,
-                                      llvm::function_ref<bool(mlir::Operation *)> implemented);
+                                      llvm::function_ref<bool(mlir::Operation *)> implemented,
+                                      WeightTransformQuery transforms = nullptr);
 
 /// Where the values of a planned `main` live while it runs, as pointer
 /// expressions of the run function (`args->inputs[i]`, the weights, the

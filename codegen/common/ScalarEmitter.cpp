@@ -116,6 +116,39 @@ FailureOr<std::string> emitScalar(Operation *op, ArrayRef<std::string> in) {
               return "(" + in[0] + " != 0)";
             return "(" + computeType(to) + ")(" + in[0] + ")";
           })
+          .Case([&](QuantizeLinearOp q) -> std::string {
+            // Per-tensor only (kernel::isElementwise): the evaluator divides
+            // in f32 unless the input is f64, rounds half to even, adds the
+            // zero point and saturates; NaN gives 0.
+            Type from = elementTypeOf(q.getInput());
+            auto to = cast<IntegerType>(elementTypeOf(q.getOutput()));
+            unsigned width = to.getWidth();
+            bool wide = from.isF64() || width > 16;
+            std::string t = wide ? "(double)" : "(float)";
+            std::string quotient = "(" + t + "(" + in[0] + ") / " + t + "(" + in[1] + "))";
+            if (wide && !from.isF64())
+              quotient = "(double)((float)(" + in[0] + ") / (float)(" + in[1] + "))";
+            int64_t lo = to.isUnsigned() ? 0 : -(int64_t(1) << (width - 1));
+            int64_t hi = to.isUnsigned() ? (int64_t)((uint64_t(1) << width) - 1)
+                                         : (int64_t(1) << (width - 1)) - 1;
+            if (width >= 64)
+              return "";
+            std::string zero = q.getZeroPoint() ? t + "(" + in[2] + ")" : t + "0";
+            return "sl_quantize(" + quotient + ", " + zero + ", " + t + std::to_string(lo) +
+                   "LL, " + t + std::to_string(hi) + "LL)";
+          })
+          .Case([&](DequantizeLinearOp dq) -> std::string {
+            // (x - zero_point) * scale in double, rounded once to the
+            // result type (the evaluator); in float when the difference
+            // of two at most 16-bit integers is exact in float (the float
+            // product is then the correctly rounded one).
+            Type from = elementTypeOf(dq.getInput());
+            Type to = elementTypeOf(dq.getOutput());
+            std::string diff = dq.getZeroPoint() ? "(" + in[0] + " - " + in[2] + ")" : in[0];
+            if (!to.isF64() && from.getIntOrFloatBitWidth() <= 16)
+              return "((float)" + diff + " * (float)(" + in[1] + "))";
+            return "(" + computeType(to) + ")((double)" + diff + " * (double)(" + in[1] + "))";
+          })
           .Case([&](AbsOp) { return call("sl_abs"); })
           .Case([&](NegOp) { return "(-" + in[0] + ")"; })
           .Case([&](SignOp) { return call("sl_sign"); })

@@ -175,7 +175,8 @@ FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &hea
     emitted = emitAttentionGroup(gctx);
     break;
   case KernelForm::gemm:
-    emitted = kernel::isLoneOp(kernel) ? emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody)
+    emitted = isInt8GemmGroup(kernel)    ? emitInt8GemmGroup(gctx)
+              : kernel::isLoneOp(kernel)  ? emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody)
                                        : emitGemmGroup(gctx);
     break;
   case KernelForm::row:
@@ -205,7 +206,7 @@ FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &hea
 
 FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
   CpuModel model;
-  if (failed(collectModelFacts(module, model, "cpu", cpuImplements)))
+  if (failed(collectModelFacts(module, model, "cpu", cpuImplements, cpuWeightTransform)))
     return failure();
   func::FuncOp func = model.func;
   Block &block = func.getBody().front();

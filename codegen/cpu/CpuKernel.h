@@ -9,6 +9,7 @@
 #ifndef SLUICE_CODEGEN_CPU_CPUKERNEL_H
 #define SLUICE_CODEGEN_CPU_CPUKERNEL_H
 
+#include "codegen/common/WeightTransform.h"
 #include "dialects/sluice/SluiceOps.h"
 
 #include <set>
@@ -18,6 +19,12 @@ namespace sluice::codegen {
 
 /// Whether the cpu target has an op emitter for `op` (CpuOpRegistry, CpuEmitter.h).
 bool cpuImplements(mlir::Operation *op);
+
+/// The weight layout the cpu kernel of `kernel` wants for its input
+/// `input` (a WeightTransformQuery): the int8 GEMM's packed B
+/// (groups/Int8Gemm.cpp). The cuda target stores weights the same way, so
+/// that its host steps read what the cpu kernels expect.
+std::optional<WeightTransform> cpuWeightTransform(KernelOp kernel, unsigned input);
 
 /// The C++ of one kernel group as a cpu function
 /// `static int32_t <name>(void *const *b, const SluiceRunArgs *args)`

@@ -464,7 +464,9 @@ std::string deviceSource(const CudaModel &model, const CudaSources &sources, int
 
 FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
   CudaModel model;
-  if (failed(collectModelFacts(module, model, "cuda", cpuImplements)))
+  // Weights stored as the cpu kernels read them: int8 GEMMs run as host
+  // steps (their packed B in host_weights).
+  if (failed(collectModelFacts(module, model, "cuda", cpuImplements, cpuWeightTransform)))
     return failure();
   Block &block = model.func.getBody().front();
   auto ret = cast<func::ReturnOp>(block.getTerminator());

@@ -27,7 +27,35 @@ bool hasStaticShapes(Operation *op) {
          llvm::all_of(op->getOperandTypes(), isStaticTensor);
 }
 
-bool isElementwise(Operation *op) { return op->hasTrait<OpCategory::Elementwise>(); }
+/// Whether a quantization parameter (scale or zero point) is one value for
+/// the whole tensor: a static shape of one element ([] or [1]).
+static bool isPerTensorParameter(Value parameter) {
+  auto type = dyn_cast<RankedTensorType>(parameter.getType());
+  return type && type.hasStaticShape() && type.getNumElements() == 1;
+}
+
+bool isElementwise(Operation *op) {
+  if (op->hasTrait<OpCategory::Elementwise>())
+    return true;
+  // Per-tensor quantize / dequantize are one scalar expression each (their
+  // scale and zero point broadcast like any scalar operand); per-axis and
+  // blocked ones index their parameters by position and stay ops of their own.
+  if (isa<QuantizeLinearOp, DequantizeLinearOp>(op)) {
+    Value zeroPoint = isa<QuantizeLinearOp>(op) ? cast<QuantizeLinearOp>(op).getZeroPoint()
+                                                : cast<DequantizeLinearOp>(op).getZeroPoint();
+    auto blockSize = op->getAttrOfType<IntegerAttr>("block_size");
+    // The integer side is a byte, short or word type the generated code
+    // stores natively (not i4 / i64).
+    Value integer = isa<QuantizeLinearOp>(op) ? op->getResult(0) : op->getOperand(0);
+    auto element = dyn_cast<IntegerType>(cast<ShapedType>(integer.getType()).getElementType());
+    unsigned width = element ? element.getWidth() : 0;
+    return (width == 8 || width == 16 || width == 32) &&
+           isPerTensorParameter(op->getOperand(1)) &&
+           (!zeroPoint || isPerTensorParameter(zeroPoint)) &&
+           (!blockSize || blockSize.getInt() == 0);
+  }
+  return false;
+}
 
 bool isTranscendental(Operation *op) { return op->hasTrait<OpCategory::Transcendental>(); }
 
@@ -95,9 +123,37 @@ bool isLibraryFloat(Type element) {
 
 bool isCollective(Operation *op) { return op->hasTrait<OpCategory::Collective>(); }
 
+bool isInt8Contraction(Operation *op) {
+  if (!isa<MatMulIntegerOp, ConvIntegerOp>(op))
+    return false;
+  auto elementOf = [](Value v) -> Type {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type ? type.getElementType() : Type();
+  };
+  Type lhs = elementOf(op->getOperand(0)), rhs = elementOf(op->getOperand(1));
+  bool lhs8 = lhs && lhs.isInteger(8) && !lhs.isSignedInteger(); // ui8 or signless i8
+  bool rhs8 = rhs && rhs.isSignlessInteger(8);
+  if (!lhs8 || !rhs8 || !isPerTensorParameter(op->getOperand(2)) || !hasStaticShapes(op))
+    return false;
+  // GEMMs of matrices (a vector operand stays the generic single op); the
+  // cpu im2col covers 2-D convolutions (NCHW), others stay single ops too.
+  if (isa<MatMulIntegerOp>(op) &&
+      (cast<RankedTensorType>(op->getOperand(0).getType()).getRank() < 2 ||
+       cast<RankedTensorType>(op->getOperand(1).getType()).getRank() < 2))
+    return false;
+  if (isa<ConvIntegerOp>(op) && cast<RankedTensorType>(op->getOperand(0).getType()).getRank() != 4)
+    return false;
+  // The kernels take B's zero point as 0: a constant of zeros, scalar or per
+  // column / output channel.
+  auto rhsZero = getConstantIntValues(op->getOperand(3));
+  return rhsZero && llvm::all_of(*rhsZero, [](int64_t z) { return z == 0; });
+}
+
 std::optional<StringRef> libraryFor(Operation *op) {
   if (isCollective(op))
     return StringRef("collective");
+  if (isInt8Contraction(op))
+    return StringRef("gemm");
   auto isFloat = [](Value v) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
     return type && isLibraryFloat(type.getElementType());

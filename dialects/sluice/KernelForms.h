@@ -29,7 +29,9 @@ namespace sluice::kernel {
 /// Whether every result and operand is a tensor of static shape.
 bool hasStaticShapes(mlir::Operation *op);
 /// Computed one element at a time from the elements at the same (broadcast)
-/// position of its operands: one scalar expression (Elementwise trait).
+/// position of its operands: one scalar expression (Elementwise trait, and
+/// quantize_linear / dequantize_linear with a per-tensor scale and zero
+/// point).
 bool isElementwise(mlir::Operation *op);
 /// Elementwise with a transcendental scalar expression (exp, erf, tanh ...).
 bool isTranscendental(mlir::Operation *op);
@@ -56,9 +58,16 @@ bool isLibraryFloat(mlir::Type element);
 /// Exchanges data between ranks (Collective trait: all_reduce, all_gather,
 /// reduce_scatter, all_to_all).
 bool isCollective(mlir::Operation *op);
+/// A matmul_integer / conv_integer the int8 GEMM kernels compute (issue 15,
+/// Form I8): lhs ui8 or i8 with a per-tensor zero point, rhs i8 whose zero
+/// point is a constant of zeros (scalar or per column / output channel),
+/// static shapes; a matmul of matrices (rank >= 2), a 2-D convolution.
+bool isInt8Contraction(mlir::Operation *op);
 /// The library routine that computes `op`, if one does: "gemm" for a float
-/// matmul, "conv" for a float conv / conv_transpose, "collective" for a
-/// collective (NCCL or MPI through the runtime's communicator).
+/// matmul and for an int8 contraction (isInt8Contraction: a conv_integer
+/// is im2col + the int8 GEMM, so its epilogue fuses like a GEMM's), "conv"
+/// for a float conv / conv_transpose, "collective" for a collective (NCCL
+/// or MPI through the runtime's communicator).
 std::optional<llvm::StringRef> libraryFor(mlir::Operation *op);
 
 //===-- Kernel forms --------------------------------------------------------===//

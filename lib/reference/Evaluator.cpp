@@ -283,6 +283,7 @@ Tensor stackSlices(ArrayRef<Tensor> slices, int64_t axis, DType dtype,
 /// through their ValueEvalFn; region ops are run here.
 class Interpreter {
 public:
+  explicit Interpreter(const ValueObserver *observer = nullptr) : observer(observer) {}
   /// Runs `block` with `arguments` bound to its arguments; the terminator's
   /// operands are returned in `yielded`.
   LogicalResult runBlock(Block &block, ArrayRef<RuntimeValue> arguments,
@@ -317,12 +318,16 @@ private:
   }
 
   llvm::DenseMap<Value, RuntimeValue> values;
+  const ValueObserver *observer;
 };
 
 LogicalResult Interpreter::runBlock(Block &block, ArrayRef<RuntimeValue> arguments,
                                     std::vector<RuntimeValue> &yielded) {
-  for (auto [arg, value] : llvm::zip(block.getArguments(), arguments))
+  for (auto [arg, value] : llvm::zip(block.getArguments(), arguments)) {
     values[arg] = value;
+    if (observer && *observer && value.isTensor())
+      (*observer)(arg, value.tensor());
+  }
   // Free each value of this block after its last use (a use inside a nested
   // region counts as a use by the op holding the region), so that large
   // models fit in memory.
@@ -403,8 +408,11 @@ LogicalResult Interpreter::runOp(Operation &op) {
   std::vector<Tensor> results;
   if (failed(evaluateOp(&op, operands, results)))
     return failure();
-  for (auto [value, tensor] : llvm::zip(op.getResults(), results))
+  for (auto [value, tensor] : llvm::zip(op.getResults(), results)) {
+    if (observer && *observer)
+      (*observer)(value, tensor);
     values[value] = std::move(tensor);
+  }
   return success();
 }
 
@@ -684,8 +692,9 @@ LogicalResult Interpreter::runSequenceMap(SequenceMapOp op) {
 
 namespace {
 FailureOr<std::vector<RuntimeValue>> evaluateOneRank(func::FuncOp func,
-                                                     const std::vector<RuntimeValue> &inputs) {
-  Interpreter interpreter;
+                                                     const std::vector<RuntimeValue> &inputs,
+                                                     const ValueObserver *observer) {
+  Interpreter interpreter(observer);
   std::vector<RuntimeValue> outputs;
   if (failed(interpreter.runBlock(func.getBody().front(), inputs, outputs)))
     return failure();
@@ -694,7 +703,8 @@ FailureOr<std::vector<RuntimeValue>> evaluateOneRank(func::FuncOp func,
 } // namespace
 
 FailureOr<std::vector<RuntimeValue>>
-evaluate(func::FuncOp func, const std::vector<RuntimeValue> &inputs) {
+evaluate(func::FuncOp func, const std::vector<RuntimeValue> &inputs,
+         const ValueObserver &observer) {
   if (inputs.size() != func.getNumArguments())
     return func.emitError("expected ")
            << func.getNumArguments() << " inputs, got " << inputs.size();
@@ -707,8 +717,11 @@ evaluate(func::FuncOp func, const std::vector<RuntimeValue> &inputs) {
   }
   // A partitioned program: its ranks in lockstep (lib/reference/Parallel.cpp).
   if (auto tp = func->getAttrOfType<IntegerAttr>("sluice.tp"); tp && tp.getInt() > 1)
-    return evaluateRanks(func, inputs, tp.getInt(), evaluateOneRank);
-  return evaluateOneRank(func, inputs);
+    return evaluateRanks(func, inputs, tp.getInt(),
+                         [](func::FuncOp f, const std::vector<RuntimeValue> &in) {
+                           return evaluateOneRank(f, in, nullptr);
+                         });
+  return evaluateOneRank(func, inputs, &observer);
 }
 
 } // namespace sluice

@@ -87,11 +87,18 @@ mlir::LogicalResult evaluateOp(mlir::Operation *op,
                                llvm::ArrayRef<const Tensor *> operands,
                                std::vector<Tensor> &results);
 
+/// Sees every tensor an op of the evaluated function produces, as soon as
+/// it is computed (calibration: the compress phase's activation statistics).
+using ValueObserver = std::function<void(mlir::Value value, const Tensor &tensor)>;
+
 /// Runs `func` on `inputs`; fails (with diagnostics emitted) on a bad input or
 /// an op without an evaluator. Inputs and outputs are tensors, sequences or
-/// optionals as the function's types say.
+/// optionals as the function's types say. `observer` (optional) is called
+/// with each op result that is a tensor, and with each tensor input; not
+/// for partitioned programs (`sluice.tp` > 1).
 mlir::FailureOr<std::vector<RuntimeValue>>
-evaluate(mlir::func::FuncOp func, const std::vector<RuntimeValue> &inputs);
+evaluate(mlir::func::FuncOp func, const std::vector<RuntimeValue> &inputs,
+         const ValueObserver &observer = nullptr);
 
 /// Runs `evaluateOne` as `world` ranks of a partitioned program, one thread
 /// each, in lockstep at the collectives; rank 0's outputs (every rank's

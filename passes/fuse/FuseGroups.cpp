@@ -238,8 +238,12 @@ private:
     if (!def || kindOf(def) != Kind::View || groupOf.lookup(def) == g ||
         !groupOf.count(def) || (accept && !accept(def)))
       return;
-    // GEMMs pack their operands from unit-stride rows.
-    if (isa<MatMulOp>(user) && !unitStrideRows(user->getOperand(index)))
+    // GEMMs pack their operands from unit-stride rows (the int8 GEMM packs
+    // B from any strides, its A must have unit-stride rows); an int8
+    // convolution reads its operands contiguously.
+    if (needsUnitStrideRows(user, index) && !unitStrideRows(user->getOperand(index)))
+      return;
+    if (isa<ConvIntegerOp>(user) && !isLayoutView(def))
       return;
     // The same view already in g (say the split of a fused QKV projection
     // read for q and for k): read that one.
@@ -296,7 +300,7 @@ private:
     Group *g = groupOf[anchor];
     if (!prologue) {
       for (unsigned i = 0; i < anchor->getNumOperands(); ++i) {
-        if (isa<MatMulOp>(anchor) && !unitStrideRows(anchor->getOperand(i))) {
+        if (needsUnitStrideRows(anchor, i) && !unitStrideRows(anchor->getOperand(i))) {
           if (Operation *def = anchor->getOperand(i).getDefiningOp())
             refuse(def, std::string("not fused into ") + describeOp(anchor) +
                             ": the GEMM would read this operand transposed (its rows "
@@ -318,6 +322,12 @@ private:
         absorbViews(g, anchor, i, isLayoutView);
     }
     absorbEpilogue(g, anchor);
+  }
+
+  /// Whether operand `index` of `op` is a GEMM operand that must have
+  /// unit-stride rows: both of a float matmul, the A of an int8 one.
+  static bool needsUnitStrideRows(Operation *op, unsigned index) {
+    return isa<MatMulOp>(op) || (isa<MatMulIntegerOp>(op) && index == 0);
   }
 
   /// Whether a GEMM operand, read through its chain of views, has unit

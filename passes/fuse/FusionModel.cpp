@@ -77,6 +77,10 @@ Kind kindOf(Operation *op) {
       return Kind::Gemm;
     return Kind::Other;
   }
+  // Int8 contractions (Form I8) are GEMMs with an epilogue too: a
+  // conv_integer runs as im2col + the int8 GEMM (KernelForms.h, libraryFor).
+  if (isa<MatMulIntegerOp, ConvIntegerOp>(op))
+    return kernel::isInt8Contraction(op) ? Kind::Gemm : Kind::Other;
   if (isa<AttentionOp>(op))
     return Kind::Attention;
   if (kernel::isTrailingRowOp(op))

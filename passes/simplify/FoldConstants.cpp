@@ -28,11 +28,22 @@ namespace {
 /// result is a static tensor of at most `maxElements`. Returns true if folded.
 /// Evaluation errors leave the op in place (the evaluator reports them again
 /// at run time, where they belong).
-bool foldWithEvaluator(Operation *op, int64_t maxElements) {
+bool foldWithEvaluator(Operation *op, int64_t maxElements, bool foldDequantize = false) {
   if (isa<ConstantOp>(op) || op->getNumResults() == 0 ||
       op->getDialect() == nullptr ||
       !isa<SluiceDialect>(op->getDialect()))
     return false;
+  // A dequantized weight stays integer until the compress phase, whose
+  // sluice-fold-qdq runs the GEMM that reads it in integer arithmetic
+  // (explicit quantization); what it leaves is folded there.
+  if (auto dq = dyn_cast<DequantizeLinearOp>(op); dq && !foldDequantize) {
+    Attribute input;
+    if (matchPattern(dq.getInput(), m_Constant(&input)))
+      if (auto elements = dyn_cast<ElementsAttr>(input))
+        if (auto dtype = ::sluice::dtypeFromType(elements.getElementType());
+            succeeded(dtype) && !::sluice::keepsDenseAttr(*dtype, elements.getNumElements()))
+          return false;
+  }
   std::vector<::sluice::Tensor> operandTensors;
   operandTensors.reserve(op->getNumOperands());
   for (Value operand : op->getOperands()) {
@@ -142,7 +153,7 @@ struct FoldConstantsPass
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) { ops.push_back(op); });
     for (Operation *op : ops)
-      foldWithEvaluator(op, maxElements);
+      foldWithEvaluator(op, maxElements, foldDequantize);
     eraseDeadConstants(getOperation());
   }
 };

@@ -14,9 +14,9 @@
 // EXEC-COUNT-8: : ok
 
 // CHECK-LABEL: static int32_t k0_matmul(
-// CHECK: const auto epilogue = [&](int64_t batch, int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
+// CHECK: const auto epilogue = [&](int64_t batch, int64_t r0, int64_t rows, int64_t col0, int64_t cols) {
 // CHECK: #pragma omp simd
-// CHECK-NEXT: for (int64_t j = c0; j < c0 + cols; ++j) {
+// CHECK-NEXT: for (int64_t j = col0; j < col0 + cols; ++j) {
 // CHECK-NEXT: const float acc_ = out0[b1 + j];
 // CHECK-NEXT: const float v0 = (acc_ + in2[b0 + j]);
 // CHECK-NEXT: out0[b2 + j] = SLUICE_STORE(float, v0);

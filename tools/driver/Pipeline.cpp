@@ -71,6 +71,28 @@ std::string modulePrecision(ModuleOp module) {
 }
 
 void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
+  // Explicit quantization first: a QDQ model's GEMMs become integer ops on
+  // the int8 weights (simplify left them unfolded), then whatever
+  // dequantized weight is left folds to float.
+  pm.addNestedPass<func::FuncOp>(sluice::createFoldQdqPass());
+  FoldConstantsPassOptions fold;
+  fold.foldDequantize = true;
+  pm.addNestedPass<func::FuncOp>(sluice::createFoldConstantsPass(fold));
+  // Calibrated int8 on the f32 graph, before any precision conversion
+  // (which then narrows what stays float).
+  if (options.quantize == "int8") {
+    QuantizePassOptions quantize;
+    quantize.mode = options.quantize;
+    quantize.calibration = options.calibration;
+    quantize.method = options.calibrationMethod;
+    quantize.budget = options.accuracyBudget;
+    quantize.smoothQuant = options.smoothQuant;
+    quantize.cache = options.quantizationCache;
+    quantize.progress = options.progress;
+    pm.addPass(sluice::createQuantizePass(quantize));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
   // After recognize: the composites (norms, softmax inside attention) are
   // single ops by then, which the conversion keeps in half with fp32
   // statistics; their decomposed chains would hold exp/pow/reduce-sum ops

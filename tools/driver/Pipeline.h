@@ -55,6 +55,23 @@ struct CompilerOptions {
   int64_t tp = 1;
   /// `--sp`: Megatron sequence parallelism on top of `tp`.
   bool sp = false;
+  /// `--quantize`: "" (none), "int8" (calibrated, Form I8), "w8a16" or
+  /// "w4a16" (weight-only, Form W); docs/quantization.md.
+  std::string quantize;
+  /// `--calibration=DIR`: sample sets for int8 ranges and the guard.
+  std::string calibration;
+  /// `--calibration-method`: minmax (the default, as ONNX Runtime's),
+  /// percentile or entropy.
+  std::string calibrationMethod = "minmax";
+  /// `--smooth-quant[=ALPHA]`: SmoothQuant's alpha; negative: off.
+  double smoothQuant = -1;
+  /// `--accuracy-budget`: largest relative L2 error of any output on the
+  /// calibration sets against the float model.
+  double accuracyBudget = 0.05;
+  /// Where the calibration table is cached (JSON); empty: not cached.
+  std::string quantizationCache;
+  /// Progress lines of long passes (calibration) on stderr.
+  bool progress = false;
 };
 
 /// simplify: shape propagation with constant folding of shape subgraphs,

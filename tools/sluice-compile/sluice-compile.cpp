@@ -18,6 +18,7 @@
 #include "tools/common/ToolSupport.h"
 #include "tools/driver/Pipeline.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -26,6 +27,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <algorithm>
 #include <cstring>
@@ -74,6 +76,35 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --sp                  with --tp: sequence parallelism (norms and residual
                         adds split along the sequence; reduce_scatter and
                         all_gather instead of all_reduce)
+  --quantize=MODE       int8: GEMMs and convolutions in int8 (weights per
+                        output channel, activations per tensor from
+                        --calibration, int32 accumulation, scales in the
+                        epilogue); w8a16 / w4a16: weight-only int8 / int4
+                        (groups of 128 along K, half scales) for
+                        memory-bound GEMMs; see docs/quantization.md.
+                        QDQ models need no flag: their QuantizeLinear /
+                        DequantizeLinear pairs already say what is int8
+  --calibration=DIR     sample inputs: DIR/NAME.npy per model input (one
+                        set), or sub-folders of such sets, with the
+                        compile shapes; int8 needs it, weight-only uses it
+                        for the accuracy guard
+  --calibration-method=M
+                        minmax (the default, as ONNX Runtime's),
+                        percentile (99.999) or entropy (KL divergence)
+  --smooth-quant[=ALPHA]
+                        int8: SmoothQuant, activation outliers of layer
+                        norms migrated into the next GEMMs' weights
+                        (ALPHA in [0, 1], default 0.5)
+  --accuracy-budget=X   largest relative L2 error of any output on the
+                        calibration sets against the float model (default
+                        0.05); the most sensitive layers stay in float
+                        until it holds, and a budget that no quantized
+                        layer meets fails the compile with the table
+  --quantization-cache=FILE
+                        the calibration table (JSON; default: beside the
+                        bundle, BUNDLE.quantization.json; none: off):
+                        recompiling with the same model and data does not
+                        recalibrate
   --no-recognize        skip the recognize phase (no layer_norm/rms_norm/
                         gelu/silu/attention composites from op chains);
                         with --fusion=none, one kernel per ONNX-level op
@@ -133,6 +164,42 @@ void printKernelGroups(ModuleOp module, const std::vector<std::string> &remarks,
   }
 }
 
+/// An attribute the passes record for --report (sluice.quantization) as
+/// JSON: dictionaries, arrays, strings, numbers and booleans.
+void writeAttributeJson(llvm::json::OStream &json, mlir::Attribute attr) {
+  if (auto dict = dyn_cast<mlir::DictionaryAttr>(attr)) {
+    json.object([&] {
+      for (mlir::NamedAttribute entry : dict) {
+        json.attributeBegin(entry.getName().strref());
+        writeAttributeJson(json, entry.getValue());
+        json.attributeEnd();
+      }
+    });
+  } else if (auto array = dyn_cast<mlir::ArrayAttr>(attr)) {
+    json.array([&] {
+      for (mlir::Attribute a : array)
+        writeAttributeJson(json, a);
+    });
+  } else if (auto str = dyn_cast<mlir::StringAttr>(attr)) {
+    json.value(sluice::jsonText(str.str()));
+  } else if (auto b = dyn_cast<mlir::BoolAttr>(attr)) {
+    json.value(b.getValue());
+  } else if (auto i = dyn_cast<mlir::IntegerAttr>(attr)) {
+    json.value(i.getInt());
+  } else if (auto f = dyn_cast<mlir::FloatAttr>(attr)) {
+    double v = f.getValueAsDouble();
+    if (std::isfinite(v))
+      json.value(v);
+    else
+      json.value(nullptr);
+  } else {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    attr.print(os);
+    json.value(text);
+  }
+}
+
 std::string defaultBundlePath(const std::string &model) {
   llvm::SmallString<256> p(llvm::sys::path::filename(model));
   llvm::sys::path::replace_extension(p, ".sluice");
@@ -145,6 +212,8 @@ int main(int argc, char **argv) {
   std::string model, output, emit, report, stop, target = "cpu";
   std::vector<std::string> gpuArchs;
   bool elide = false, quiet = false;
+  bool calibrationGiven = false, methodGiven = false, budgetGiven = false;
+  std::string quantizationCache;
   sluice::CompilerOptions options;
   sluice::tools::ArgReader args("sluice-compile", argc, argv);
   while (args.next()) {
@@ -188,6 +257,39 @@ int main(int argc, char **argv) {
         die("unknown --precision '" + value +
             "' (fp32, fp16, bf16; aliases float32, float16, half, bfloat16)");
       options.precision = *precision;
+    } else if (args.is("--quantize")) {
+      options.quantize = args.flagValue("--quantize");
+      if (options.quantize != "int8" && options.quantize != "w8a16" &&
+          options.quantize != "w4a16" && options.quantize != "fp8")
+        die("unknown --quantize '" + options.quantize + "' (int8, fp8, w8a16, w4a16)");
+    } else if (args.is("--calibration")) {
+      options.calibration = args.flagValue("--calibration");
+      calibrationGiven = true;
+    } else if (args.is("--calibration-method")) {
+      options.calibrationMethod = args.flagValue("--calibration-method");
+      if (options.calibrationMethod != "minmax" && options.calibrationMethod != "percentile" &&
+          options.calibrationMethod != "entropy")
+        die("unknown --calibration-method '" + options.calibrationMethod +
+            "' (minmax, percentile, entropy)");
+      methodGiven = true;
+    } else if (arg == "--smooth-quant" || arg.rfind("--smooth-quant=", 0) == 0) {
+      std::string value = arg == "--smooth-quant" ? "0.5" : arg.substr(strlen("--smooth-quant="));
+      char *end = nullptr;
+      double alpha = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end || !(alpha >= 0 && alpha <= 1))
+        die("bad --smooth-quant '" + value + "' (expected ALPHA in [0, 1], e.g. 0.5)");
+      options.smoothQuant = alpha;
+    } else if (args.is("--accuracy-budget")) {
+      std::string value = args.flagValue("--accuracy-budget");
+      char *end = nullptr;
+      double budget = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end || !(budget >= 0) || !std::isfinite(budget))
+        die("bad --accuracy-budget '" + value +
+            "' (expected a relative L2 error >= 0, e.g. 0.05)");
+      options.accuracyBudget = budget;
+      budgetGiven = true;
+    } else if (args.is("--quantization-cache")) {
+      quantizationCache = args.flagValue("--quantization-cache");
     } else if (arg == "--no-recognize") {
       options.recognize = false;
     } else if (arg == "--elide-weights") {
@@ -217,6 +319,23 @@ int main(int argc, char **argv) {
   if (target != "cpu" && target != "cuda")
     die("unknown target '" + target + "' (targets: cpu, cuda)");
   options.target = target;
+  if (options.quantize == "fp8")
+    die("--quantize=fp8 is not available yet: the E4M3 path (cuBLASLt fp8 GEMMs with scale "
+        "pointers) is not wired into the compiler; use --quantize=int8 (docs/quantization.md)");
+  if (options.quantize == "int8" && !calibrationGiven)
+    die("--quantize=int8 needs --calibration=DIR: the activations' int8 scales come from "
+        "running sample inputs (DIR/NAME.npy per model input) through the model");
+  if (options.quantize.empty() && (calibrationGiven || methodGiven || budgetGiven ||
+                                   options.smoothQuant >= 0))
+    die(std::string(calibrationGiven ? "--calibration"
+                    : methodGiven    ? "--calibration-method"
+                    : budgetGiven    ? "--accuracy-budget"
+                                     : "--smooth-quant") +
+        " applies to quantization: give --quantize=int8|w8a16|w4a16 too");
+  if (options.smoothQuant >= 0 && options.quantize != "int8")
+    die("--smooth-quant balances int8 activations against weights: it needs --quantize=int8");
+  if (!options.quantize.empty() && options.tp > 1)
+    die("--quantize with --tp is not supported yet: quantize a single-device bundle");
   if (options.sp && options.tp < 2)
     die("--sp splits the sequence over the tensor-parallel ranks: give --tp=N (N >= 2) too");
   if (!emit.empty() && emit != "mlir" && emit != "kernels" && emit != "source")
@@ -241,6 +360,14 @@ int main(int argc, char **argv) {
   bool printSource = emit == "source";
   std::vector<std::string> remarks;
   options.remarks = &remarks;
+  options.progress = !quiet;
+  if (!options.quantize.empty() && quantizationCache != "none") {
+    if (!quantizationCache.empty())
+      options.quantizationCache = quantizationCache;
+    else if (stopPhase == sluice::Phase::Emit && emit.empty())
+      options.quantizationCache =
+          (output.empty() ? defaultBundlePath(model) : output) + ".quantization.json";
+  }
 
   MLIRContext context;
   std::string error;
@@ -402,11 +529,18 @@ int main(int argc, char **argv) {
               json.attribute("name", sluice::jsonText(st.name));
               json.attribute("kind", sluice::jsonText(st.kind));
               json.attribute("op", sluice::jsonText(st.op));
+              json.attribute("compute", sluice::jsonText(st.compute));
               sluice::writeJsonStrings(json, "ops", st.ops);
               sluice::writeJsonStrings(json, "nodes", st.nodes);
             });
         });
       }
+      if (auto func = module->lookupSymbol<mlir::func::FuncOp>("main"))
+        if (auto q = func->getAttrOfType<mlir::DictionaryAttr>("sluice.quantization")) {
+          json.attributeBegin("quantization");
+          writeAttributeJson(json, q);
+          json.attributeEnd();
+        }
       sluice::writeJsonStrings(json, "remarks", remarks);
       if (bundled)
         json.attribute("bundle",

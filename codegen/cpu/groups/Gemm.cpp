@@ -229,12 +229,12 @@ FailureOr<bool> writeGemmEpilogue(CodeWriter &w, GroupContext &ctx, CpuGemmPlan 
   if (stored.empty())
     return false;
   auto lambda = w.blockClosedBy("};", "const auto epilogue = [&](int64_t batch, int64_t r0, "
-                                      "int64_t rows, int64_t c0, int64_t cols)");
+                                      "int64_t rows, int64_t col0, int64_t cols)");
   auto rows = w.block("for (int64_t r = r0; r < r0 + rows; ++r)");
   w.line("const int64_t row = batch * {0} + r;", p.gemmM);
   body.rowBases(w, "row");
   w.line("#pragma omp simd");
-  auto cols = w.block("for (int64_t j = c0; j < c0 + cols; ++j)");
+  auto cols = w.block("for (int64_t j = col0; j < col0 + cols; ++j)");
   w.line("const {0} acc_ = {1};", computeType(p.et),
          loadExpr(p.cElement, p.c + "[" + body.index(p.cAccess) + "]"));
   w.raw(ops.str());

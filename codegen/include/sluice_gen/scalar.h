@@ -273,4 +273,23 @@ SLUICE_HD int64_t sl_f2i(double v) {
   return (int64_t)v;
 }
 
+/// ONNX QuantizeLinear of one value, as the evaluator computes it: the
+/// quotient x / scale (already divided, in float for non-f64 inputs, so that
+/// ties round as in the ONNX reference), rounded half to even, plus the zero
+/// point, saturated to [lo, hi]; NaN gives 0. Float arithmetic for outputs
+/// of up to 16 bits (every integer involved is exact in float), so that the
+/// loops vectorize; double for wider ones.
+SLUICE_HD int64_t sl_quantize(float q, float zero, float lo, float hi) {
+  float r = nearbyintf(q) + zero;
+  r = r > lo ? r : lo;
+  r = r < hi ? r : hi;
+  return q != q ? 0 : (int64_t)r;
+}
+SLUICE_HD int64_t sl_quantize(double q, double zero, double lo, double hi) {
+  double r = nearbyint(q) + zero;
+  r = r > lo ? r : lo;
+  r = r < hi ? r : hi;
+  return q != q ? 0 : (int64_t)r;
+}
+
 #endif // SLUICE_GEN_SCALAR_H
