@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Runs the quantized GEMM steps of a cuda bundle's generated model.cu on the host.
+
+usage: cuda_quant_emulate.py MODEL.mlir|GENERATOR:NAME WORKDIR
+           --compile=SLUICE_COMPILE
+           --run=SLUICE_RUN --cxx=CXX --include=DIR ... --path=imma|tiles
+           [--min-steps=N] [--rtol=R --atol=A]
+
+GENERATOR:NAME (int8_modules) writes module NAME of
+test/codegen/Inputs/GENERATOR.py into WORKDIR and uses it.
+
+1. random inputs (numpy, fixed seed) go through the reference evaluator
+   (sluice-run --reference);
+2. sluice-compile --target=cuda writes model.cu (built by nvcc as usual)
+   and weights.bin (the int8 weights packed for IMMA: column sums, B^T);
+3. the device namespaces and step functions of the int8 GEMM groups
+   (codegen/cuda/groups/QuantGemm.cpp: their generated epilogue functor and
+   the sluice_int8_gemm call) and of the elementwise groups (the quantize
+   kernels feeding them) are taken from model.cu as they are, launches
+   turned into sluice_emu::launch (test/unit/CudaRowEmulation.h), compiled
+   with the host compiler and run on the same inputs. sluice_int8_gemm is
+   the stand-in below, built from the real device templates of
+   sluice_gen/cuda_quant_kernels.cuh: --path=tiles runs the CUDA-core tile
+   kernel; --path=imma runs the IMMA path as sluice_gen/cuda_quant.cuh
+   does it (u8 A shifted to s8, the s8 x s8 product -- on the host, in
+   cuBLASLt's place --, device column sums when none are given, the
+   zero-point-correcting epilogue) where the wrapper would (B [N, K], K
+   and N multiples of 4), the tile kernel elsewhere;
+4. every output those steps write is compared with the evaluator's.
+Exit 0 when at least --min-steps int8 steps ran and every output matched.
+"""
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cuda_emulate_common as common  # noqa: E402
+
+PRELUDE = [
+    '#include "CudaRowEmulation.h"',
+    "#define __align__(n) alignas(n)",
+    '#include "sluice_gen/scalar.h"',
+    '#include "sluice_gen/cuda_quant_kernels.cuh"',
+    common.PRELUDE,
+    "static unsigned sluice_grid(int64_t n, int block, int per = 1) {",
+    "  int64_t blocks = (n + (int64_t)block * per - 1) / ((int64_t)block * per);",
+    "  return (unsigned)(blocks < 1 ? 1 : blocks > 65535LL * 32 ? 65535LL * 32 : blocks);",
+    "}",
+    "static int32_t sluice_fail(const SluiceRunArgs *, const char *, const char *) { return 1; }",
+    r'''
+static bool emu_imma = false;
+static int emu_imma_calls = 0, emu_tile_calls = 0;
+static struct EmuReport {
+  ~EmuReport() {
+    if (emu_imma_calls + emu_tile_calls)
+      printf("int8 GEMM calls: %d IMMA, %d tiles\n", emu_imma_calls, emu_tile_calls);
+  }
+} emu_report;
+// sluice_gen/cuda_quant.cuh's sluice_int8_gemm, on the emulated device.
+template <typename Epi>
+static int32_t sluice_int8_gemm(const SluiceRunArgs *, SluiceCudaState *, const char *,
+                                const SluiceInt8GemmShape &g, const void *a, const int8_t *b,
+                                const int32_t *colsum, const Epi &epi, size_t, cudaStream_t) {
+  const int64_t batch = g.batch < 1 ? 1 : g.batch;
+  const bool nk = g.bLayout == SLUICE_INT8_B_NK;
+  const int64_t sbk = nk ? 1 : g.ldb, sbn = nk ? g.ldb : 1;
+  // The IMMA path where sluice_int8_imma_eligible takes it (pointer
+  // alignment aside), the tile kernel elsewhere.
+  const bool imma = emu_imma && nk && g.k % 4 == 0 && g.n % 4 == 0 && g.ldb % 4 == 0 &&
+                    (g.aUnsigned || g.lda % 4 == 0);
+  ++(imma ? emu_imma_calls : emu_tile_calls);
+  if (!imma) {
+    const int64_t tilesM = (g.m + 63) / 64, tilesN = (g.n + 63) / 64;
+    sluice_emu::launch((unsigned)(tilesM * tilesN * batch), 256, [&] {
+      const int64_t bid = sluice_emu::blockIdx.x, tileN = bid % tilesN, rest = bid / tilesN;
+      if (g.aUnsigned)
+        sluice_int8_tile_body((const uint8_t *)a, g.lda, g.strideA, b, sbk, sbn, g.strideB,
+                              g.aZeroPoint, g.m, g.n, g.k, rest % tilesM, tileN, rest / tilesM, epi);
+      else
+        sluice_int8_tile_body((const int8_t *)a, g.lda, g.strideA, b, sbk, sbn, g.strideB,
+                              g.aZeroPoint, g.m, g.n, g.k, rest % tilesM, tileN, rest / tilesM, epi);
+    });
+    return 0;
+  }
+  const int32_t zc = sluice_int8_zero_correction(g.aUnsigned != 0, g.aZeroPoint);
+  std::vector<int8_t> shifted;
+  const int8_t *as = (const int8_t *)a;
+  int64_t lda = g.lda, strideA = g.strideA;
+  if (g.aUnsigned) {
+    shifted.resize(batch * g.m * g.k);
+    sluice_emu::launch(4, 64, [&] {
+      sluice_int8_shift_body((const uint8_t *)a, g.lda, g.strideA, g.m, batch * g.m, g.k,
+                             shifted.data());
+    });
+    as = shifted.data();
+    lda = g.k;
+    strideA = g.m * g.k;
+  }
+  std::vector<int32_t> deviceColsum;
+  if (zc && !colsum) {
+    const int64_t rows = g.strideB ? batch : 1;
+    deviceColsum.resize(rows * g.n);
+    sluice_emu::launch(2, 64, [&] {
+      sluice_int8_colsum_body(b, 1, g.ldb, g.strideB, rows, g.k, g.n, deviceColsum.data());
+    });
+    colsum = deviceColsum.data();
+  }
+  // cuBLASLt's part: s8 x s8 in int32, wrapping.
+  std::vector<int32_t> acc(batch * g.m * g.n);
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        uint32_t s = 0;
+        for (int64_t p = 0; p < g.k; ++p)
+          s += (uint32_t)((int32_t)as[bi * strideA + i * lda + p] *
+                          (int32_t)b[bi * g.strideB + j * g.ldb + p]);
+        acc[(bi * g.m + i) * g.n + j] = (int32_t)s;
+      }
+  sluice_emu::launch(3, 64, [&] {
+    sluice_int8_epilogue_body(acc.data(), colsum, g.strideB ? g.n : 0, zc, batch, g.m, g.n, epi);
+  });
+  return 0;
+}''']
+
+
+def main():
+    args = common.arguments(lambda p: p.add_argument("--path", choices=["imma", "tiles"],
+                                                     required=True))
+    spec = args.model.split(":")
+    if spec[0] == "int8_modules":
+        generator = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "codegen",
+                                 "Inputs", spec[0] + ".py")
+        args.model = os.path.join(args.work, "model.mlir")
+        with open(args.model, "w") as f:
+            subprocess.run([sys.executable, generator, spec[1]], stdout=f, check=True)
+    bundle, manifest, source = common.compile_bundle(args)
+    inputs = common.reference_run(args, manifest)
+
+    namespaces = {m.group(1): m.group(0) for m in re.finditer(
+        r"namespace (k\w+)_k \{\n.*?\n\} // namespace \1_k\n", source, re.S)}
+    steps, run = common.step_functions(source)
+    symbols = re.findall(r"SLUICE_SYMBOL\((k\w+)_k::(\w+)\);", source)
+    int8_steps = [k for k in steps if "sluice_int8_gemm(" in steps[k]]
+    elementwise = [k for k in steps if re.search(r"\belementwise(_vec)?<<<", steps[k])]
+    kept = int8_steps + elementwise
+
+    launch = re.compile(r"(\w+)<<<(.*?), (\d+), 0, stream>>>\((.*?)\);")
+    code = list(PRELUDE)
+    for k in kept:
+        if k in namespaces:
+            code.append(namespaces[k])
+    for k in kept:
+        code.append(launch.sub(r"sluice_emu::launch(\2, \3, [&] { \1(\4); });", steps[k]))
+    run_code, skipped = common.run_function(run, kept)
+    code.append(run_code)
+    setup = ["  the_state.symbols = {%s};" % ", ".join(
+        "(void *)%s_k::%s" % (k, s) if k in kept else "nullptr" for k, s in symbols),
+        "  emu_imma = %s;" % ("true" if args.path == "imma" else "false")]
+    code.append(common.harness_main(manifest, setup))
+    out_files = common.build_and_run(args, code, bundle, manifest, inputs)
+    compared, failures = common.compare(args, manifest, out_files, skipped, "an int8 GEMM group")
+    print("%d int8 GEMM steps (%s path) and %d elementwise steps emulated, "
+          "%d outputs compared, %d mismatched" % (len(int8_steps), args.path, len(elementwise),
+                                                  compared, failures))
+    return 0 if failures == 0 and len(int8_steps) >= args.min_steps else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
