@@ -15,7 +15,7 @@ test/codegen/Inputs/GENERATOR.py into WORKDIR and uses it.
    and weights.bin (the int8 weights packed for IMMA: column sums, B^T);
 3. the device namespaces and step functions of the int8 GEMM groups
    (codegen/cuda/groups/QuantGemm.cpp: their generated epilogue functor and
-   the sluice_int8_gemm call) and of the elementwise groups (the quantize
+   the sluice_int8_gemm or sluice_int8_conv call) and of the elementwise groups (the quantize
    kernels feeding them) are taken from model.cu as they are, launches
    turned into sluice_emu::launch (test/unit/CudaRowEmulation.h), compiled
    with the host compiler and run on the same inputs. sluice_int8_gemm is
@@ -25,7 +25,8 @@ test/codegen/Inputs/GENERATOR.py into WORKDIR and uses it.
    does it (u8 A shifted to s8, the s8 x s8 product -- on the host, in
    cuBLASLt's place --, device column sums when none are given, the
    zero-point-correcting epilogue) where the wrapper would (B [N, K], K
-   and N multiples of 4), the tile kernel elsewhere;
+   and N multiples of 4), the tile kernel elsewhere; sluice_int8_conv runs
+   the real im2col kernel, then that GEMM per group;
 4. every output those steps write is compared with the evaluator's.
 Exit 0 when at least --min-steps int8 steps ran and every output matched.
 """
@@ -121,6 +122,33 @@ static int32_t sluice_int8_gemm(const SluiceRunArgs *, SluiceCudaState *, const 
     sluice_int8_epilogue_body(acc.data(), colsum, g.strideB ? g.n : 0, zc, batch, g.m, g.n, epi);
   });
   return 0;
+}
+
+template <typename Epi> struct EmuConvGroup {
+  Epi epi;
+  int64_t group;
+  void operator()(int64_t, int64_t i, int64_t j, int32_t acc) const { epi(group, i, j, acc); }
+};
+// sluice_gen/cuda_quant.cuh's sluice_int8_conv: the im2col kernel, then the
+// GEMM above per group.
+template <typename Epi>
+static int32_t sluice_int8_conv(const SluiceRunArgs *args, SluiceCudaState *state,
+                                const char *kernel, const SluiceInt8ConvShape &c, const void *x,
+                                const int8_t *w, const Epi &epi, size_t, cudaStream_t stream) {
+  const SluiceInt8GemmShape g = sluice_int8_conv_gemm(c);
+  std::vector<uint8_t> rows(g.m * g.k);
+  for (int64_t group = 0; group < c.groups; ++group) {
+    sluice_emu::launch(4, 64, [&] {
+      if (c.aUnsigned)
+        sluice_int8_im2col_body((const uint8_t *)x, c, group, rows.data());
+      else
+        sluice_int8_im2col_body((const int8_t *)x, c, group, (int8_t *)rows.data());
+    });
+    if (sluice_int8_gemm(args, state, kernel, g, rows.data(), w + group * g.n * g.k, nullptr,
+                         EmuConvGroup<Epi>{epi, group}, 0, stream))
+      return 1;
+  }
+  return 0;
 }''']
 
 
@@ -141,7 +169,8 @@ def main():
         r"namespace (k\w+)_k \{\n.*?\n\} // namespace \1_k\n", source, re.S)}
     steps, run = common.step_functions(source)
     symbols = re.findall(r"SLUICE_SYMBOL\((k\w+)_k::(\w+)\);", source)
-    int8_steps = [k for k in steps if "sluice_int8_gemm(" in steps[k]]
+    int8_steps = [k for k in steps if "sluice_int8_gemm(" in steps[k] or
+                  "sluice_int8_conv(" in steps[k]]
     elementwise = [k for k in steps if re.search(r"\belementwise(_vec)?<<<", steps[k])]
     kept = int8_steps + elementwise
 

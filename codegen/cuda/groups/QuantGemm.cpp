@@ -19,9 +19,12 @@
 // B (QDQ attention matmuls) is read where it is: a transposed view is
 // already [N, K] (IMMA), plain rows [K, N] take the CUDA-core path.
 // Batches: one strided-batch call when the batches' offsets are uniform,
-// else a loop of calls. conv_integer groups stay host steps (the cpu
-// emitter's im2col + int8 GEMM), as does a group this file refuses (with
-// the reason in the report's remarks); their weights keep the cpu layout.
+// else a loop of calls. A conv_integer group (2-D NCHW) is one
+// sluice_int8_conv: per group, a device im2col of every image, then the same
+// GEMM with the group's weight rows as B (already [N, K]; stored raw), the
+// functor mapping (group, image * OH * OW + pixel, channel) into the NCHW
+// result. A group this file refuses is a host step (the reason in the
+// report's remarks), its weights in the cpu layout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,7 +88,10 @@ struct EpilogueOps {
 /// asks before any emitter runs, so nothing here depends on the emitter's
 /// context).
 struct Int8Gemm : EpilogueOps {
-  MatMulIntegerOp anchor;
+  Operation *anchor = nullptr;
+  /// A conv_integer: im2col + GEMM per group (sluice_int8_conv).
+  bool conv = false;
+  SluiceInt8ConvShape convShape = {};
   std::vector<int64_t> batchDims;
   bool aUnsigned = false;
   int64_t zeroA = 0;
@@ -154,18 +160,14 @@ std::optional<std::string> analyze(KernelOp kernel, Int8Gemm &g) {
   g.parts = splitGroupOps(kernel, [](Operation *op) { return kernel::isInt8Contraction(op); });
   if (!g.parts.anchor)
     return std::string("no int8 contraction in the GEMM group");
-  if (isa<ConvIntegerOp>(g.parts.anchor))
-    return std::string("int8 convolutions run through the cpu im2col kernel");
-  g.anchor = dyn_cast<MatMulIntegerOp>(g.parts.anchor);
-  if (!g.anchor)
-    return std::string("no int8 matmul in the GEMM group");
+  g.anchor = g.parts.anchor;
   if (!g.parts.before.empty())
-    return std::string("ops before the int8 matmul of a GEMM group");
+    return std::string("ops before the int8 contraction of a GEMM group");
   for (Operation *op : g.parts.after)
     if (!kernel::isElementwise(op))
       return "an int8 GEMM group's epilogue holds " + op->getName().getStringRef().str() +
              ", not elementwise";
-  g.result = g.anchor.getResult();
+  g.result = g.anchor->getResult(0);
   g.space = shapeOf(g.result);
   Value aValue = g.anchor->getOperand(0), bValue = g.anchor->getOperand(1);
   ArrayRef<int64_t> aShape = shapeOf(aValue), bShape = shapeOf(bValue);
@@ -187,6 +189,22 @@ std::optional<std::string> analyze(KernelOp kernel, Int8Gemm &g) {
     return std::string("an int8 GEMM operand is computed in the group");
   g.a = *a;
   g.b = *b;
+  if (auto conv = dyn_cast<ConvIntegerOp>(g.anchor)) {
+    // 2-D NCHW (kernel::isInt8Contraction): x [N, C, H, W], w [M, C/g, kh, kw].
+    if (!kernel::readsContiguously(*a, aValue) || !kernel::readsContiguously(*b, bValue))
+      return std::string("an int8 convolution operand is not contiguous");
+    ArrayRef<int64_t> strides = conv.getStrides(), dilations = conv.getDilations(),
+                      pads = conv.getPads();
+    if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
+      return std::string("an int8 convolution without 2-D strides, dilations and pads");
+    g.conv = true;
+    g.convShape = {
+        aShape[0],  aShape[1],           aShape[2],       aShape[3],    g.space[1],
+        bShape[2],  bShape[3],           g.space[2],      g.space[3],   (int64_t)conv.getGroup(),
+        strides[0], strides[1],          dilations[0],    dilations[1], pads[0],
+        pads[1],    g.aUnsigned ? 1 : 0, (int32_t)g.zeroA};
+    return analyzeEpilogue(kernel, g);
+  }
   int64_t ar = aShape.size(), br = bShape.size();
   g.m = aShape[ar - 2];
   g.k = aShape[ar - 1];
@@ -222,7 +240,8 @@ std::string nkKey(const Int8Gemm &g) {
 /// The kernel input B's leaf is, when B is a weight one packing serves.
 std::optional<unsigned> packableInput(KernelOp kernel, const Int8Gemm &g) {
   auto arg = dyn_cast<BlockArgument>(g.b.base);
-  if (!g.sharedB || !arg || arg.getOwner() != &kernel.getBody().front())
+  // A convolution's weight rows are already IMMA's [N, K]: stored raw.
+  if (g.conv || !g.sharedB || !arg || arg.getOwner() != &kernel.getBody().front())
     return std::nullopt;
   return arg.getArgNumber();
 }
@@ -240,9 +259,12 @@ struct FunctorAccess {
 /// The epilogue functor `<name>_epi`: members p<i> (one per access) and
 /// batch0; operator()(b, i, j, int32_t acc) (b the batch of the call,
 /// batch0 added) maps (b, i, j) to each access's element, evaluates the ops
-/// after the anchor from acc and stores every yield.
+/// after the anchor from acc and stores every yield. For a convolution
+/// (`conv`) b is the group, i = image * OH * OW + output pixel and j the
+/// channel in the group, over the NCHW result.
 struct Functor {
   CudaGroupContext &ctx;
+  const SluiceInt8ConvShape *conv = nullptr;
   const EpilogueOps &g;
   std::vector<FunctorAccess> accesses;
   llvm::MapVector<Value, unsigned> leafAccess;
@@ -306,6 +328,22 @@ struct Functor {
   /// the anchor's value is `anchorValue`.
   LogicalResult printBody(CodeWriter &w, const std::string &anchorValue) {
     int64_t rank = g.space.size();
+    if (conv) {
+      const int64_t pixels = conv->outH * conv->outW;
+      w.line("const int64_t n_ = i / {0}, oh_ = (i % {0}) / {1}, ow_ = i % {1};", cInt64(pixels),
+             cInt64(conv->outW));
+      w.line("const int64_t c_ = b * {0} + j;", cInt64(conv->outChannels / conv->groups));
+      w.line("(void)n_; (void)oh_; (void)ow_; (void)c_;");
+      const char *coords[4] = {"n_", "c_", "oh_", "ow_"};
+      for (auto [i, a] : llvm::enumerate(accesses)) {
+        std::string index = decimal(a.offset);
+        for (int64_t d = 0; d < 4; ++d)
+          if (g.space[d] != 1 && a.strides[d] != 0)
+            index += " + " + std::string(coords[d]) + " * " + cInt64(a.strides[d]);
+        w.line("const int64_t x{0} = {1};", i, index);
+      }
+      return printOps(w, anchorValue);
+    }
     // Batch coordinates (only those some access moves along).
     std::string rest = "b";
     for (int64_t d = rank - 3; d >= 0; --d) {
@@ -326,6 +364,11 @@ struct Functor {
         index += " + j * " + cInt64(a.strides[rank - 1]);
       w.line("const int64_t x{0} = {1};", i, index);
     }
+    return printOps(w, anchorValue);
+  }
+
+  /// The ops from the anchor's value and the stores.
+  LogicalResult printOps(CodeWriter &w, const std::string &anchorValue) {
     for (auto &[value, a] : leafAccess)
       expr[value] = loadExpr(elementOf(value), "p" + decimal(a) + "[x" + decimal(a) + "]");
     expr[g.result] = anchorValue;
@@ -363,6 +406,49 @@ struct Functor {
   }
 };
 
+/// A conv_integer group: one sluice_int8_conv (im2col + the int8 GEMM per
+/// group) with the functor over the NCHW result.
+CudaEmit emitInt8Conv(CudaGroupContext &ctx, const Int8Gemm &g) {
+  Functor functor(ctx, g);
+  functor.conv = &g.convShape;
+  if (failed(functor.plan())) {
+    ctx.kernel.emitOpError("cuda target: an epilogue operand of the int8 convolution is not "
+                           "addressable");
+    return CudaEmit::Error;
+  }
+  CodeWriter device, host(1);
+  if (failed(functor.print(device)))
+    return CudaEmit::Error;
+  auto x = ctx.leafPointer(g.a);
+  auto w = ctx.leafPointer(g.b);
+  if (failed(x) || failed(w))
+    return CudaEmit::Error;
+  const SluiceInt8ConvShape &c = g.convShape;
+  int64_t workspace = sluice_int8_conv_workspace(c);
+  {
+    auto call = host.block("");
+    host.line("static const SluiceInt8ConvShape conv = {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+              "{8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}};",
+              cInt64(c.images), cInt64(c.channels), cInt64(c.height), cInt64(c.width),
+              cInt64(c.outChannels), cInt64(c.kh), cInt64(c.kw), cInt64(c.outH), cInt64(c.outW),
+              cInt64(c.groups), cInt64(c.strideH), cInt64(c.strideW), cInt64(c.dilH),
+              cInt64(c.dilW), cInt64(c.padT), cInt64(c.padL), c.aUnsigned, c.aZeroPoint);
+    host.line("const {0}_epi epi = {1};", ctx.name, functor.initializer("0"));
+    host.line("if (int32_t status = sluice_int8_conv(args, state, {0}, conv, (const void *){1}, "
+              "(const int8_t *){2}, epi, (size_t){3}, stream))",
+              ctx.kernelName(), *x, *w, cInt64(workspace));
+    auto then = host.indented();
+    host.line("return status;");
+  }
+  ctx.include("sluice_gen/cuda_quant.cuh");
+  ctx.kind = "library";
+  *ctx.device += device.str();
+  *ctx.host += host.str();
+  if (ctx.workspaceBytes)
+    *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, workspace);
+  return CudaEmit::Done;
+}
+
 } // namespace
 
 std::optional<WeightTransform> cudaWeightTransform(KernelOp kernel, unsigned input) {
@@ -391,6 +477,8 @@ CudaEmit emitCudaInt8GemmGroup(CudaGroupContext &ctx) {
   Int8Gemm g;
   if (auto why = analyze(kernel, g))
     return ctx.unsupported(*why);
+  if (g.conv)
+    return emitInt8Conv(ctx, g);
 
   // B: packed at compile time (column sums, then [N, K]), or where it is.
   bool packed = false;

@@ -449,6 +449,65 @@ static inline int32_t sluice_int8_gemm(const SluiceRunArgs *args, SluiceCudaStat
   return sluice_int8_gemm_tiles(args, kernel, g, a, b, epi, stream);
 }
 
+template <typename TA>
+__global__ void __launch_bounds__(256)
+    sluice_int8_im2col_kernel(const TA *x, SluiceInt8ConvShape c, int64_t group, TA *dst) {
+  sluice_int8_im2col_body(x, c, group, dst);
+}
+
+/// The epilogue of group `group` of a convolution: epi(group, row, channel
+/// in the group, acc), row = image * OH * OW + output pixel.
+template <typename Epi> struct SluiceInt8ConvGroup {
+  Epi epi;
+  int64_t group;
+  __device__ __forceinline__ void operator()(int64_t, int64_t i, int64_t j, int32_t acc) const {
+    epi(group, i, j, acc);
+  }
+};
+
+/// Enqueues the 2-D int8 convolution `c` of x (NCHW, u8 or s8 with its zero
+/// point) by the s8 weight w ([M, C / groups, kh, kw], contiguous): per
+/// group, the im2col of every image into scratch (after the GEMM's part of
+/// the workspace), then sluice_int8_gemm with the group's weight rows as B
+/// (the column sums on the device when the zero point needs them); the
+/// epilogue receives epi(group, image * OH * OW + pixel, channel in the
+/// group, acc). `workspace`: sluice_int8_conv_workspace(c) for the IMMA
+/// path; with only room for the im2col rows the GEMMs take the CUDA-core
+/// path.
+template <typename Epi>
+static inline int32_t sluice_int8_conv(const SluiceRunArgs *args, SluiceCudaState *state,
+                                       const char *kernel, const SluiceInt8ConvShape &c,
+                                       const void *x, const int8_t *w, const Epi &epi,
+                                       size_t workspace, cudaStream_t stream) {
+  const SluiceInt8GemmShape g = sluice_int8_conv_gemm(c);
+  if (g.m <= 0 || g.n <= 0)
+    return 0;
+  if (workspace > state->workspaceBytes)
+    workspace = state->workspaceBytes;
+  const int64_t rows = sluice_quant_round256(g.m * g.k);
+  int64_t gemmBytes = sluice_int8_gemm_workspace(g);
+  if ((int64_t)workspace < gemmBytes + rows)
+    gemmBytes = 0; // the im2col rows first; the GEMMs without scratch
+  if ((int64_t)workspace < gemmBytes + rows)
+    return sluice_fail(args, kernel, "the device workspace is smaller than the int8 "
+                                     "convolution's im2col rows");
+  unsigned char *im2col = (unsigned char *)state->workspace + gemmBytes;
+  for (int64_t group = 0; group < c.groups; ++group) {
+    if (c.aUnsigned)
+      sluice_int8_im2col_kernel<uint8_t><<<sluice_grid(g.m * g.k, 256, 4), 256, 0, stream>>>(
+          (const uint8_t *)x, c, group, (uint8_t *)im2col);
+    else
+      sluice_int8_im2col_kernel<int8_t><<<sluice_grid(g.m * g.k, 256, 4), 256, 0, stream>>>(
+          (const int8_t *)x, c, group, (int8_t *)im2col);
+    SLUICE_LAUNCHED(kernel);
+    if (int32_t status = sluice_int8_gemm(args, state, kernel, g, im2col, w + group * g.n * g.k,
+                                          nullptr, SluiceInt8ConvGroup<Epi>{epi, group},
+                                          (size_t)gemmBytes, stream))
+      return status;
+  }
+  return 0;
+}
+
 /// Ready-made int8 epilogue: D(b, i, j) = act(acc * scale * colScale[j] *
 /// rowScale[b * m + i] + bias[j]) as T (f32, f16, bf16), each vector
 /// optional (null); the multiply-add is one fmaf as in cpu_int8.h. `relu`

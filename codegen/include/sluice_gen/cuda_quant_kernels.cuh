@@ -277,6 +277,41 @@ static inline int64_t sluice_wonly_workspace(const SluiceWonlyShape &g, int64_t 
          SLUICE_QUANT_LT_WORKSPACE;
 }
 
+/// A 2-D int8 convolution (NCHW, weight [M, C / groups, kh, kw]) as GEMMs:
+/// per group, A = im2col of every image ([images * OH * OW, K], K =
+/// C / groups * kh * kw) times B = the group's weight rows ([M / groups, K]:
+/// already the [N, K] layout IMMA takes).
+struct SluiceInt8ConvShape {
+  int64_t images, channels, height, width;
+  int64_t outChannels, kh, kw, outH, outW, groups;
+  int64_t strideH, strideW, dilH, dilW, padT, padL;
+  int32_t aUnsigned, aZeroPoint;
+};
+
+/// The GEMM of one group of `c`: M = images * OH * OW im2col rows, N = the
+/// group's output channels, B its weight rows ([N, K], row stride K).
+static inline SluiceInt8GemmShape sluice_int8_conv_gemm(const SluiceInt8ConvShape &c) {
+  const int64_t k = c.channels / c.groups * c.kh * c.kw;
+  SluiceInt8GemmShape g = {c.images * c.outH * c.outW,
+                           c.outChannels / c.groups,
+                           k,
+                           k,
+                           k,
+                           SLUICE_INT8_B_NK,
+                           c.aUnsigned,
+                           c.aZeroPoint,
+                           1,
+                           0,
+                           0};
+  return g;
+}
+
+/// Workspace bytes of sluice_int8_conv: the GEMM's, then the im2col rows.
+static inline int64_t sluice_int8_conv_workspace(const SluiceInt8ConvShape &c) {
+  const SluiceInt8GemmShape g = sluice_int8_conv_gemm(c);
+  return sluice_int8_gemm_workspace(g) + sluice_quant_round256(g.m * g.k);
+}
+
 // SLUICE_QUANT_HOST_ONLY: the part above alone, for the compiler (plain
 // C++: packing, column sums, plans, workspace sizes; no device code).
 #ifndef SLUICE_QUANT_HOST_ONLY
@@ -475,6 +510,28 @@ __device__ __forceinline__ void sluice_int8_shift_body(const uint8_t *src, int64
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < rows * k; e += stride) {
     const int64_t r = e / k, p = e % k;
     dst[e] = (int8_t)(src[(r / m) * strideA + (r % m) * lda + p] ^ 0x80u);
+  }
+}
+
+/// im2col of group `group` for every image: dst[(n * OH * OW + p) * K +
+/// (c * kh + i) * kw + j] = x[n][group * C/g + c][ih][iw], or the zero point
+/// for taps in the padding (they contribute 0, as in the evaluator).
+/// Grid-stride over images * OH * OW * K bytes.
+template <typename TA>
+__device__ __forceinline__ void sluice_int8_im2col_body(const TA *x, const SluiceInt8ConvShape &c,
+                                                        int64_t group, TA *dst) {
+  const int64_t cg = c.channels / c.groups, k = cg * c.kh * c.kw;
+  const int64_t pixels = c.outH * c.outW, total = c.images * pixels * k;
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+    const int64_t col = e % k, row = e / k;
+    const int64_t n = row / pixels, p = row % pixels;
+    const int64_t j = col % c.kw, i = (col / c.kw) % c.kh, ch = col / (c.kw * c.kh);
+    const int64_t ih = (p / c.outW) * c.strideH - c.padT + i * c.dilH;
+    const int64_t iw = (p % c.outW) * c.strideW - c.padL + j * c.dilW;
+    const bool inside = ih >= 0 && ih < c.height && iw >= 0 && iw < c.width;
+    dst[e] = inside ? x[((n * c.channels + group * cg + ch) * c.height + ih) * c.width + iw]
+                    : (TA)c.aZeroPoint;
   }
 }
 
