@@ -8,9 +8,10 @@
 //     device column sums, a batch folded into M, a batched B, the
 //     dequantizing, requantizing and raw epilogues, a first run under
 //     stream capture) and on the CUDA-core path (K not a multiple of 4, B
-//     stored [K, N]): int32 sums exact, so the epilogue's results match the
-//     host's same fmaf bit for bit; each case also checks which path ran
-//     (the plan cache's "qlt:" entry);
+//     stored [K, N]), and 2-D convolutions (im2col + GEMM): int32 sums
+//     exact, so the epilogue's results match the host's same fmaf bit for
+//     bit; each case also checks which path ran (the plan cache's "qlt:"
+//     entry);
 //   - the weight-only GEMM: the small-M kernel (M = 1, 3, 16; int8 per
 //     column and int4 in blocks of 128 or 32; f16 and f32 activations;
 //     decoding shapes with split K; odd N) at relative L2 1e-5, the large-M
@@ -275,6 +276,75 @@ const Int8Case kInt8Cases[] = {
   {"u8 N=70 (not a multiple of 4), requant", 1, 5, 70, 32, true, 10, SLUICE_INT8_B_NK, true, true, Int8Epi::Requant, false, false},
 };
 // clang-format on
+
+/// The int32 sums of a convolution into NCHW: the functor a bundle's
+/// generated one stands for (b: group, i: image * OH * OW + pixel, j:
+/// channel in the group).
+struct ConvStore {
+  int32_t *d;
+  int64_t pixels, channels, groupChannels;
+  __device__ void operator()(int64_t b, int64_t i, int64_t j, int32_t acc) const {
+    const int64_t n = i / pixels, p = i % pixels;
+    d[(n * channels + b * groupChannels + j) * pixels + p] = acc;
+  }
+};
+
+void runInt8Conv(Context &ctx, const SluiceInt8ConvShape &c, const char *name, bool expectLt) {
+  std::mt19937 rng(23);
+  const int64_t cg = c.channels / c.groups, mg = c.outChannels / c.groups;
+  std::vector<uint8_t> x(c.images * c.channels * c.height * c.width);
+  for (auto &v : x)
+    v = (uint8_t)(rng() % 256);
+  std::vector<int8_t> w(c.outChannels * cg * c.kh * c.kw);
+  for (auto &v : w)
+    v = (int8_t)(int)(rng() % 255 - 127);
+  const int64_t pixels = c.outH * c.outW, total = c.images * c.outChannels * pixels;
+  // Direct convolution; padding taps read the zero point (contribute 0).
+  std::vector<int32_t> ref(total);
+  for (int64_t n = 0; n < c.images; ++n)
+    for (int64_t m = 0; m < c.outChannels; ++m)
+      for (int64_t p = 0; p < pixels; ++p) {
+        int64_t sum = 0;
+        const int64_t oh = p / c.outW, ow = p % c.outW, g = m / mg;
+        for (int64_t ch = 0; ch < cg; ++ch)
+          for (int64_t i = 0; i < c.kh; ++i)
+            for (int64_t j = 0; j < c.kw; ++j) {
+              const int64_t ih = oh * c.strideH - c.padT + i * c.dilH;
+              const int64_t iw = ow * c.strideW - c.padL + j * c.dilW;
+              if (ih < 0 || ih >= c.height || iw < 0 || iw >= c.width)
+                continue;
+              const int64_t xv =
+                  c.aUnsigned
+                      ? (int64_t)x[((n * c.channels + g * cg + ch) * c.height + ih) * c.width + iw]
+                      : (int64_t)(int8_t)
+                            x[((n * c.channels + g * cg + ch) * c.height + ih) * c.width + iw];
+              sum += (xv - c.aZeroPoint) * w[((m * cg + ch) * c.kh + i) * c.kw + j];
+            }
+        ref[(n * c.outChannels + m) * pixels + p] = (int32_t)sum;
+      }
+  DeviceBuffer<uint8_t> dx(x);
+  DeviceBuffer<int8_t> dw(w);
+  DeviceBuffer<int32_t> dy(total);
+  ctx.state.algorithms.clear();
+  int32_t status = enqueue(ctx, false, [&] {
+    return sluice_int8_conv(&ctx.args, &ctx.state, "conv", c, dx.ptr, dw.ptr,
+                            ConvStore{dy.ptr, pixels, c.outChannels, mg},
+                            (size_t)sluice_int8_conv_workspace(c), ctx.state.stream);
+  });
+  const bool lt = ctx.ranLt();
+  int64_t bad = 0;
+  if (!status) {
+    const std::vector<int32_t> y = dy.read();
+    for (int64_t e = 0; e < total; ++e)
+      bad += y[e] != ref[e];
+  }
+  char what[160];
+  snprintf(what, sizeof(what), "int8 conv %s (%s path)", name, lt ? "IMMA" : "CUDA-core");
+  report(what, !status && bad == 0 && lt == expectLt,
+         status ? ctx.error
+                : std::to_string(bad) + " of " + std::to_string(total) + " differ" +
+                      (lt == expectLt ? "" : " (wrong path)"));
+}
 
 //===----------------------------------------------------------------------===//
 // Weight-only GEMM
@@ -547,6 +617,12 @@ int main() {
   runQuantize<sluice_f16, int8_t>(ctx, false);
   for (const Int8Case &c : kInt8Cases)
     runInt8(ctx, c);
+  // images, C, H, W, M, kh, kw, OH, OW, groups, strides, dilations, pads
+  // (top, left), u8, zero point.
+  runInt8Conv(ctx, {2, 8, 9, 9, 16, 3, 3, 9, 9, 2, 1, 1, 1, 1, 1, 1, 1, 100},
+              "2x8x9x9 -> 16, 3x3 pad 1, 2 groups", true);
+  runInt8Conv(ctx, {3, 3, 11, 10, 6, 3, 2, 5, 3, 1, 2, 3, 1, 2, 1, 0, 0, -5},
+              "s8 3 channels, strides 2/3, dilation 2 (K = 18: CUDA cores)", false);
   for (const WonlyCase &c : kWonlyCases)
     runWonly(ctx, c);
   int device = 0;
