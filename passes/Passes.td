@@ -170,7 +170,8 @@ def QuantizePass : Pass<"sluice-quantize", "mlir::ModuleOp"> {
     function's `sluice.quantization` attribute (what `--report` prints).
   }];
   let options = [
-    Option<"mode", "mode", "std::string", "\"int8\"", "int8">,
+    Option<"mode", "mode", "std::string", "\"int8\"",
+           "int8 (Form I8, needs calibration), or w8a16 / w4a16 (weight-only, Form W; guarded when calibration is given)">,
     Option<"calibration", "calibration", "std::string", "\"\"",
            "Folder of calibration sets">,
     Option<"method", "method", "std::string", "\"minmax\"",
@@ -232,6 +233,31 @@ def ConvertPrecisionPass : Pass<"sluice-convert-precision", "mlir::func::FuncOp"
   let options = [
     Option<"precision", "precision", "std::string", "\"fp16\"",
            "Target precision: fp16, bf16 or fp32 (no change)">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+def QuantizeWeightsPass : Pass<"sluice-quantize-weights", "mlir::func::FuncOp"> {
+  let summary = "Weight-only quantization (w8a16 / w4a16) of GEMMs with constant weights";
+  let description = [{
+    Rewrites every `sluice.matmul` whose B is a 2-D float constant [K, N]
+    (and whose A has rank >= 2) into QUANT-CONTRACT Form W: an integer
+    constant, f16 scales, a `sluice.dequantize_linear` (f16 result) and,
+    when the activations are not f16, a `sluice.cast` to their type.
+    `bits=8`: int8, symmetric per output column (scale [N], axis 1).
+    `bits=4`: signed int4 in blocks of G = min(group, K) rows along K
+    (scale [ceil(K / G), N], axis 0, block_size G). Scales are
+    max|w| / 127 (/ 7 for int4) rounded to f16 before the weights are
+    quantized (round half to even, clamped), so the stored scale is the one
+    the values were quantized with. The new ops take the matmul's location.
+    Runs after `sluice-convert-precision` (an fp16 model's DQ yields f16
+    directly). The fuse phase makes each Form W dequantization the GEMM's
+    prologue: the cpu kernel dequantizes inside (sluice_gen/cpu_wonly.h).
+  }];
+  let options = [
+    Option<"bits", "bits", "int64_t", "8", "Weight bits: 8 or 4">,
+    Option<"group", "group", "int64_t", "128",
+           "Rows of K per int4 scale (min(group, K) is used)">,
   ];
   let dependentDialects = ["sluice::SluiceDialect"];
 }

@@ -151,7 +151,7 @@ Operation *stepOp(KernelOp kernel) {
       firstView = firstView ? firstView : &inner;
       continue;
     }
-    if (!isElementwise(&inner))
+    if (!isElementwise(&inner) && !kernel::isWeightPrologue(&inner))
       return &inner;
     firstCompute = firstCompute ? firstCompute : &inner;
   }
@@ -189,6 +189,8 @@ LogicalResult collectWeights(func::FuncOp func, ModelFacts &model,
     auto shard = dyn_cast<ShardConstantOp>(op);
     if (!constant && !shard)
       continue;
+    if (shard && getElementTypeOrSelf(shard->getResult(0).getType()).isInteger(4))
+      return shard.emitOpError("4-bit weights cannot be split across ranks");
     if (shard && (int64_t)shard.getParts() != ranks)
       return shard.emitOpError() << "is split into " << shard.getParts()
                                  << " parts in a program for " << ranks << " ranks";
@@ -205,7 +207,12 @@ LogicalResult collectWeights(func::FuncOp func, ModelFacts &model,
         if (std::optional<WeightTransform> transform = storedTransform(constant, transforms)) {
           std::vector<unsigned char> bytes = transform->apply(*tensor);
           file.insert(file.end(), bytes.begin(), bytes.end());
-          model.weightTransforms[constant] = transform->key;
+          continue;
+        }
+        if (isNibbleDType(tensor->dtype())) {
+          // 4-bit weights: two per byte, low nibble first (as ONNX stores them).
+          std::vector<uint8_t> packed = packNibbles(tensor->rawData(), tensor->numElements());
+          file.insert(file.end(), packed.begin(), packed.end());
           continue;
         }
         const auto *from = static_cast<const unsigned char *>(tensor->rawData());

@@ -97,8 +97,6 @@ struct ModelFacts {
   std::vector<std::vector<unsigned char>> rankWeights;
   /// Top-level constants -> their byte offset in weights.bin (64-aligned).
   llvm::DenseMap<mlir::Value, int64_t> weightOffset;
-  /// Constants stored transformed (WeightTransform.h) -> the transform's key.
-  llvm::DenseMap<mlir::Value, std::string> weightTransforms;
   /// The grid (`main`'s sluice.tp, 1 without): ranks that run the bundle.
   int64_t worldSize = 1;
   bool sequenceParallel = false;

@@ -19,6 +19,8 @@ std::string storageType(Type t) {
   if (t.isF16()) return "sluice_f16";
   if (t.isBF16()) return "sluice_bf16";
   if (t.isInteger(1)) return "bool";
+  // 4-bit integers are bytes of packed nibbles in bundles (weights).
+  if (t.isInteger(4)) return "uint8_t";
   if (auto i = dyn_cast<IntegerType>(t))
     return std::string(i.isUnsigned() ? "uint" : "int") +
            std::to_string(i.getWidth()) + "_t";

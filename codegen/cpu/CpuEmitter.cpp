@@ -176,8 +176,8 @@ FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &hea
     break;
   case KernelForm::gemm:
     emitted = isInt8GemmGroup(kernel)    ? emitInt8GemmGroup(gctx)
-              : kernel::isLoneOp(kernel)  ? emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody)
-                                       : emitGemmGroup(gctx);
+              : kernel::isLoneOp(kernel) ? emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody)
+                                         : emitGemmGroup(gctx);
     break;
   case KernelForm::row:
     emitted = kernel::isLoneOp(kernel) ? emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody)

@@ -6,6 +6,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 
@@ -49,8 +50,7 @@ bool isElementwise(Operation *op) {
     Value integer = isa<QuantizeLinearOp>(op) ? op->getResult(0) : op->getOperand(0);
     auto element = dyn_cast<IntegerType>(cast<ShapedType>(integer.getType()).getElementType());
     unsigned width = element ? element.getWidth() : 0;
-    return (width == 8 || width == 16 || width == 32) &&
-           isPerTensorParameter(op->getOperand(1)) &&
+    return (width == 8 || width == 16 || width == 32) && isPerTensorParameter(op->getOperand(1)) &&
            (!zeroPoint || isPerTensorParameter(zeroPoint)) &&
            (!blockSize || blockSize.getInt() == 0);
   }
@@ -165,9 +165,81 @@ std::optional<StringRef> libraryFor(Operation *op) {
   return std::nullopt;
 }
 
+//===-- Form W --------------------------------------------------------------===//
+
+std::optional<WeightDequant> matchWeightDequant(DequantizeLinearOp op) {
+  auto input = dyn_cast<RankedTensorType>(op.getInput().getType());
+  auto scale = dyn_cast<RankedTensorType>(op.getScale().getType());
+  if (!input || !scale || input.getRank() != 2 || !input.hasStaticShape() ||
+      !scale.hasStaticShape() || !isLibraryFloat(scale.getElementType()) ||
+      scale.getElementType().isF64())
+    return std::nullopt;
+  // Zero points (ONNX QDQ models' asymmetric UINT4/UINT8 weights) are laid
+  // out like the scales; the verifier checks shape and element type.
+  if (Value zeroPoint = op.getZeroPoint())
+    if (cast<RankedTensorType>(zeroPoint.getType()).getShape() != scale.getShape())
+      return std::nullopt;
+  Type element = input.getElementType();
+  bool i8 = element.isInteger(8);
+  bool i4 = element.isInteger(4);
+  if (!i8 && !i4)
+    return std::nullopt;
+  int64_t k = input.getDimSize(0), n = input.getDimSize(1);
+  int64_t axis = (int64_t)op.getAxis();
+  axis = axis < 0 ? axis + 2 : axis;
+  int64_t blockSize = (int64_t)op.getBlockSize();
+  WeightDequant match{op, CastOp(), i8 ? 8 : 4, 0};
+  if (blockSize == 0 && i8 && axis == 1 && scale.getRank() == 1 && scale.getDimSize(0) == n)
+    match.group = k;
+  else if (blockSize > 0 && axis == 0 && scale.getRank() == 2 &&
+           scale.getDimSize(0) == (k + blockSize - 1) / blockSize && scale.getDimSize(1) == n)
+    match.group = blockSize;
+  else
+    return std::nullopt;
+  return match;
+}
+
+std::optional<WeightDequant> weightDequantOf(MatMulOp matmul) {
+  Value b = matmul.getRhs();
+  CastOp cast = b.getDefiningOp<CastOp>();
+  if (cast) {
+    if (!cast->hasOneUse() || !isLibraryFloat(getElementTypeOrSelf(cast.getOutput().getType())))
+      return std::nullopt;
+    b = cast.getInput();
+  }
+  auto dequant = b.getDefiningOp<DequantizeLinearOp>();
+  if (!dequant || !dequant->hasOneUse())
+    return std::nullopt;
+  auto match = matchWeightDequant(dequant);
+  if (match)
+    match->cast = cast;
+  return match;
+}
+
+bool isWeightPrologue(Operation *op) {
+  auto dequant = dyn_cast<DequantizeLinearOp>(op);
+  if (!dequant || !dequant->hasOneUse())
+    return false;
+  Operation *user = *dequant->getUsers().begin();
+  if (isa<CastOp>(user) && user->hasOneUse())
+    user = *user->getUsers().begin();
+  auto matmul = dyn_cast<MatMulOp>(user);
+  if (!matmul)
+    return false;
+  auto w = weightDequantOf(matmul);
+  return w && w->dequant == dequant;
+}
+
 //===-- Kernel forms --------------------------------------------------------===//
 
 FailureOr<KernelForm> judgeForm(ArrayRef<Operation *> ops, std::string &why) {
+  // The Form W dequantization of a GEMM's B in the same group is that
+  // GEMM's prologue (dequantized inside the GEMM), not an anchor.
+  llvm::SmallPtrSet<Operation *, 4> weightPrologue;
+  for (Operation *op : ops)
+    if (auto matmul = dyn_cast<MatMulOp>(op))
+      if (auto w = weightDequantOf(matmul); w && llvm::is_contained(ops, w->dequant.getOperation()))
+        weightPrologue.insert(w->dequant);
   SmallVector<Operation *> compute, views, anchors;
   for (Operation *op : ops) {
     if (isa<ConstantOp>(op))
@@ -177,7 +249,7 @@ FailureOr<KernelForm> judgeForm(ArrayRef<Operation *> ops, std::string &why) {
       continue;
     }
     compute.push_back(op);
-    if (!isElementwise(op))
+    if (!isElementwise(op) && !weightPrologue.contains(op))
       anchors.push_back(op);
   }
   auto layoutOnly = [&](Operation *except) {
@@ -252,7 +324,7 @@ Operation *anchorOf(KernelOp kernel) {
         moving = &op;
       continue;
     }
-    if (!isElementwise(&op))
+    if (!isElementwise(&op) && !isWeightPrologue(&op))
       return &op;
   }
   return kernel.getForm() == KernelForm::view ? moving : nullptr;

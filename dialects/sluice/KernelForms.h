@@ -70,6 +70,33 @@ bool isInt8Contraction(mlir::Operation *op);
 /// or MPI through the runtime's communicator).
 std::optional<llvm::StringRef> libraryFor(mlir::Operation *op);
 
+//===-- Form W: weight-only quantized GEMM operands ------------------------===//
+
+/// The B operand of a weight-only GEMM (QUANT-CONTRACT Form W): a
+/// dequantize_linear of a 2-D 8- or 4-bit integer weight [K, N] with one
+/// scale per column (8 bits, axis 1, scale [N]: group = K) or per block of
+/// `group` rows along K (axis 0, block_size = group, scale
+/// [ceil(K / group), N]); then at most one float cast. --quantize writes
+/// signed symmetric weights; ONNX QDQ models may bring unsigned ones with
+/// zero points shaped like the scales, which the kernels take too. The GEMM
+/// dequantizes it inside, so the group holds these ops as its prologue.
+struct WeightDequant {
+  DequantizeLinearOp dequant;
+  CastOp cast; ///< null when the matmul reads the dequantized value itself
+  int bits = 8;
+  int64_t group = 0;
+};
+/// The Form W dequantization `op` (a dequantize_linear) is, when its
+/// layout is one of the above (types only: whether the weight is a constant
+/// is the fusion's business).
+std::optional<WeightDequant> matchWeightDequant(DequantizeLinearOp op);
+/// The Form W dequantization `matmul` reads as B (B is its result, or a
+/// float cast of it, used by nothing else).
+std::optional<WeightDequant> weightDequantOf(MatMulOp matmul);
+/// Whether `op` is the dequantize_linear of a Form W B of the matmul that
+/// reads it (through its cast): a GEMM group's prologue, never an anchor.
+bool isWeightPrologue(mlir::Operation *op);
+
 //===-- Kernel forms --------------------------------------------------------===//
 
 /// The form of the group made of `ops` (any order; constants are passed
@@ -80,7 +107,8 @@ std::optional<llvm::StringRef> libraryFor(mlir::Operation *op);
 ///   - only views: `view` when exactly one of them moves data, else
 ///     `elementwise` (a strided copy);
 ///   - no op that is neither elementwise nor a view: `elementwise`;
-///   - one anchor: `attention`, `gemm` (float matmul), `library`
+///   - one anchor: `attention`, `gemm` (float matmul; the Form W
+///     dequantization of its B is a prologue, no second anchor), `library`
 ///     (convolution, alone), `collective` (alone), `row` (row op), else
 ///     `single` when it is alone with layout-preserving views.
 mlir::FailureOr<KernelForm> judgeForm(llvm::ArrayRef<mlir::Operation *> ops, std::string &why);

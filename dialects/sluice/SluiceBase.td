@@ -40,11 +40,14 @@ include "dialects/sluice/SluiceTraits.td"
 //===----------------------------------------------------------------------===//
 
 def Sluice_Bool : I<1>;
-def Sluice_ElementType : AnyTypeOf<[F16, BF16, F32, F64, I1, I8, I16, I32, I64,
-                                    UI8, UI16, UI32, UI64]>;
+// I4 / UI4: ONNX INT4 / UINT4, the storage of 4-bit weights (weight-only
+// quantization); one element per byte in the evaluator, packed two per byte
+// in bundles and ONNX files.
+def Sluice_ElementType : AnyTypeOf<[F16, BF16, F32, F64, I1, I<4>, I8, I16, I32, I64,
+                                    UI<4>, UI8, UI16, UI32, UI64]>;
 def Sluice_Tensor : TensorOf<[Sluice_ElementType]>;
 def Sluice_FloatTensor : TensorOf<[F16, BF16, F32, F64]>;
-def Sluice_IntegerTensor : TensorOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
+def Sluice_IntegerTensor : TensorOf<[I<4>, I8, I16, I32, I64, UI<4>, UI8, UI16, UI32, UI64]>;
 def Sluice_IndexTensor : TensorOf<[I32, I64]>;
 def Sluice_BoolTensor : TensorOf<[I1]>;
 

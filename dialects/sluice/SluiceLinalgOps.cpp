@@ -195,7 +195,8 @@ template <typename OpT> LogicalResult verifyConv(OpT op) {
 /// The shape of a per-axis quantization parameter must be a scalar or a 1-D
 /// tensor as long as the input's `axis` dim.
 LogicalResult verifyQuantParams(Operation *op, Value input, Value scale,
-                                Value zeroPoint, int64_t axis) {
+                                Value zeroPoint, int64_t axis,
+                                int64_t blockSize) {
   auto inputType = cast<TensorType>(input.getType());
   auto scaleType = cast<TensorType>(scale.getType());
   if (zeroPoint) {
@@ -203,6 +204,32 @@ LogicalResult verifyQuantParams(Operation *op, Value input, Value scale,
     if (scaleType.hasRank() && zpType.hasRank() &&
         scaleType.getShape() != zpType.getShape())
       return op->emitOpError("scale and zero point shapes differ");
+  }
+  if (blockSize < 0)
+    return op->emitOpError("block_size must be >= 0, got ") << blockSize;
+  if (blockSize > 0) {
+    // Blocked (opset 21): the scale has the input's rank, the blocked dim
+    // holds ceil(dim / block_size) entries, the others the input's dims.
+    if (!scaleType.hasRank() || !inputType.hasRank())
+      return success();
+    if (scaleType.getRank() != inputType.getRank())
+      return op->emitOpError("blocked scale has rank ")
+             << scaleType.getRank() << ", the input " << inputType.getRank();
+    auto normalized = normalizeAxis(axis, inputType.getRank());
+    if (failed(normalized))
+      return op->emitOpError("axis ")
+             << axis << " out of range for rank " << inputType.getRank();
+    for (int64_t d = 0; d < inputType.getRank(); ++d) {
+      int64_t dim = inputType.getDimSize(d), n = scaleType.getDimSize(d);
+      if (ShapedType::isDynamic(dim) || ShapedType::isDynamic(n))
+        continue;
+      int64_t expected = d == *normalized ? (dim + blockSize - 1) / blockSize : dim;
+      if (n != expected)
+        return op->emitOpError("blocked scale dim ")
+               << d << " is " << n << ", expected " << expected
+               << " (block_size " << blockSize << ")";
+    }
+    return success();
   }
   if (!scaleType.hasRank() || scaleType.getRank() == 0)
     return success();
@@ -716,7 +743,7 @@ QuantizeLinearOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
 
 LogicalResult QuantizeLinearOp::verify() {
   return verifyQuantParams(*this, getInput(), getScale(), getZeroPoint(),
-                           getAxis());
+                           getAxis(), getBlockSize());
 }
 
 LogicalResult
@@ -736,7 +763,7 @@ LogicalResult DequantizeLinearOp::verify() {
         cast<TensorType>(getInput().getType()).getElementType())
       return emitOpError("zero point element type differs from the input's");
   return verifyQuantParams(*this, getInput(), getScale(), getZeroPoint(),
-                           getAxis());
+                           getAxis(), getBlockSize());
 }
 
 //===----------------------------------------------------------------------===//

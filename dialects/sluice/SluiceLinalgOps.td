@@ -218,22 +218,32 @@ def Sluice_DetOp : Sluice_InferredOp<"det"> {
 def Sluice_QuantizeLinearOp : Sluice_InferredOp<"quantize_linear"> {
   let summary = "y = saturate(round_half_even(x / scale) + zero_point)";
   let description = [{
-    Scale and zero point are scalars (per tensor) or 1-D along `axis` (per
-    channel). The result type is the zero point's (ui8 when absent).
+    Scale and zero point are scalars (per tensor), 1-D along `axis` (per
+    channel), or, with `block_size` > 0, blocked (ONNX opset 21): of the
+    input's rank, with dim `axis` of size ceil(dim / block_size) and every
+    other dim the input's. The result type is the zero point's (ui8 when
+    absent).
   }];
   let arguments = (ins Sluice_Tensor:$input, Sluice_FloatTensor:$scale,
                    Optional<Sluice_IntegerTensor>:$zero_point,
                    DefaultValuedAttr<I64Attr, "1">:$axis,
-                   DefaultValuedAttr<BoolAttr, "true">:$saturate);
+                   DefaultValuedAttr<BoolAttr, "true">:$saturate,
+                   DefaultValuedAttr<I64Attr, "0">:$block_size);
   let results = (outs Sluice_IntegerTensor:$output);
   let hasVerifier = 1;
 }
 
 def Sluice_DequantizeLinearOp : Sluice_InferredOp<"dequantize_linear"> {
-  let summary = "y = (x - zero_point) * scale, per tensor or per channel along `axis`";
+  let summary = "y = (x - zero_point) * scale, per tensor, per channel or per block";
+  let description = [{
+    Scale and zero point as for quantize_linear: scalars, 1-D along `axis`,
+    or blocked along `axis` when `block_size` > 0 (element i of dim `axis`
+    uses entry i / block_size). The result type is the scale's.
+  }];
   let arguments = (ins Sluice_IntegerTensor:$input, Sluice_FloatTensor:$scale,
                    Optional<Sluice_IntegerTensor>:$zero_point,
-                   DefaultValuedAttr<I64Attr, "1">:$axis);
+                   DefaultValuedAttr<I64Attr, "1">:$axis,
+                   DefaultValuedAttr<I64Attr, "0">:$block_size);
   let results = (outs Sluice_FloatTensor:$output);
   let hasVerifier = 1;
 }

@@ -588,6 +588,11 @@ LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) 
   Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
 
   bool dense = keepsDenseAttr(dtype, count);
+  // 4-bit weights come packed two per byte; they unpack (one per byte)
+  // through tensorFromProto below.
+  if (external && isNibbleDType(dtype))
+    return fail("initializer '" + tensor.name() +
+                "': 4-bit tensors in external data are not supported");
   if (external) {
     auto blob = externalBlob(tensor, byteSize);
     if (failed(blob))
@@ -602,7 +607,7 @@ LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) 
     defineValue(tensor.name(), sluice::ConstantOp::create(builder, loc, attr));
     return success();
   }
-  if (tensor.has_raw_data() && !dense) {
+  if (tensor.has_raw_data() && !dense && !isNibbleDType(dtype)) {
     const std::string &raw = tensor.raw_data();
     if (raw.size() != byteSize)
       return fail("initializer '" + tensor.name() + "' holds " +

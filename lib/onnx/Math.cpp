@@ -10,6 +10,7 @@
 
 #include "lib/onnx/Binder.h"
 #include "lib/reference/Evaluator.h"
+#include "lib/support/TensorFiles.h"
 
 #include "dialects/sluice/SluiceOps.h"
 
@@ -409,19 +410,43 @@ Value perTensorParam(Binder &b, Value param) {
 LogicalResult quantizeHandler(Binder &b) {
   if (b.hasInput(2)) {
     Type zp = b.elementType(2);
-    if (!zp.isInteger(8))
-      return b.fail("QuantizeLinear supports int8 and uint8 zero points");
+    if (!zp.isInteger(8) && !zp.isInteger(4) && !zp.isInteger(16))
+      return b.fail("QuantizeLinear supports 4-, 8- and 16-bit integer zero points");
   }
-  return b.output(b.create<QuantizeLinearOp>(b.input(0), perTensorParam(b, b.input(1)),
-                                             perTensorParam(b, b.input(2)),
+  // block_size (opset 21): blocked scales keep the input's rank, so the
+  // one-element reshape of per-tensor parameters does not apply.
+  int64_t blockSize = b.attrInt("block_size", 0);
+  auto param = [&](unsigned i) {
+    return blockSize > 0 ? b.input(i) : perTensorParam(b, b.input(i));
+  };
+  // output_dtype (opset 21) without a zero point: a zero one of that type
+  // (the result type is the zero point's).
+  Value scale = param(1), zeroPoint = param(2);
+  if (!zeroPoint && b.attrInt("output_dtype", 0) != 0) {
+    DType dtype = DType::F32;
+    bool ok = dtypeFromOnnx(b.attrInt("output_dtype", 0), dtype);
+    bool integer = isNibbleDType(dtype) || dtype == DType::I8 || dtype == DType::U8 ||
+                   dtype == DType::I16 || dtype == DType::U16;
+    if (!ok || !integer)
+      return b.fail("QuantizeLinear output_dtype must be an integer type of 4 to 16 bits");
+    // Shaped like the scale (the verifier wants equal shapes).
+    std::vector<int64_t> shape;
+    if (auto type = dyn_cast<RankedTensorType>(scale.getType()); type && type.hasStaticShape())
+      shape.assign(type.getShape().begin(), type.getShape().end());
+    zeroPoint = b.constTensor(Tensor(dtype, shape));
+  }
+  return b.output(b.create<QuantizeLinearOp>(b.input(0), scale, zeroPoint,
                                              b.attrInt("axis", 1),
-                                             b.attrInt("saturate", 1) != 0));
+                                             b.attrInt("saturate", 1) != 0, blockSize));
 }
 
 LogicalResult dequantizeHandler(Binder &b) {
-  return b.output(b.create<DequantizeLinearOp>(b.input(0), perTensorParam(b, b.input(1)),
-                                               perTensorParam(b, b.input(2)),
-                                               b.attrInt("axis", 1)));
+  int64_t blockSize = b.attrInt("block_size", 0);
+  auto param = [&](unsigned i) {
+    return blockSize > 0 ? b.input(i) : perTensorParam(b, b.input(i));
+  };
+  return b.output(b.create<DequantizeLinearOp>(b.input(0), param(1), param(2),
+                                               b.attrInt("axis", 1), blockSize));
 }
 
 /// scale = (max(x, 0) - min(x, 0)) / 255, zero point = round(-min / scale)

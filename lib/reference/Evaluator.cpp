@@ -62,6 +62,7 @@ FailureOr<DType> dtypeFromType(Type type) {
     bool isUnsigned = integer.isUnsigned();
     switch (integer.getWidth()) {
     case 1: return DType::Bool;
+    case 4: return isUnsigned ? DType::U4 : DType::I4;
     case 8: return isUnsigned ? DType::U8 : DType::I8;
     case 16: return isUnsigned ? DType::U16 : DType::I16;
     case 32: return isUnsigned ? DType::U32 : DType::I32;
@@ -89,6 +90,8 @@ Type typeFromDType(MLIRContext *ctx, DType type) {
   case DType::U64: return b.getIntegerType(64, false);
   case DType::Bool: return b.getI1Type();
   case DType::String: return StringType::get(ctx);
+  case DType::I4: return b.getIntegerType(4);
+  case DType::U4: return b.getIntegerType(4, false);
   }
   return {};
 }

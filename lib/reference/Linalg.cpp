@@ -902,8 +902,32 @@ LogicalResult evalDet(Operation *op, ArrayRef<const Tensor *> operands,
 FailureOr<std::function<int64_t(int64_t)>> paramIndexer(Operation *op,
                                                         const Tensor &x,
                                                         const Tensor &param,
-                                                        int64_t axisAttr) {
+                                                        int64_t axisAttr,
+                                                        int64_t blockSize = 0) {
   int64_t count = param.numElements();
+  if (blockSize > 0) {
+    // Blocked (opset 21): param has x's rank, dim `axis` of ceil(dim /
+    // blockSize); element i of x uses the entry of its block there.
+    auto axis = normalizeAxis(op, axisAttr, x.rank());
+    if (failed(axis))
+      return failure();
+    if (param.rank() != x.rank())
+      return op->emitOpError("blocked quantization parameters have rank ")
+             << param.rank() << ", the input " << x.rank();
+    for (int64_t d = 0; d < x.rank(); ++d) {
+      int64_t expected = d == *axis ? (x.dim(d) + blockSize - 1) / blockSize : x.dim(d);
+      if (param.dim(d) != expected)
+        return op->emitOpError("blocked quantization parameter dim ")
+               << d << " is " << param.dim(d) << ", expected " << expected;
+    }
+    int64_t inner = product(ArrayRef<int64_t>(x.shape()).drop_front(*axis + 1));
+    int64_t extent = x.dim(*axis), blocks = param.dim(*axis);
+    return std::function<int64_t(int64_t)>(
+        [inner, extent, blocks, blockSize](int64_t i) {
+          int64_t outer = i / (inner * extent), along = (i / inner) % extent;
+          return (outer * blocks + along / blockSize) * inner + i % inner;
+        });
+  }
   if (param.rank() == 0 || (param.rank() == 1 && count == 1))
     return std::function<int64_t(int64_t)>([](int64_t) { return int64_t(0); });
   if (param.rank() != 1)
@@ -930,6 +954,10 @@ double roundHalfEven(double v) {
 
 std::pair<int64_t, int64_t> integerRange(DType type) {
   switch (type) {
+  case DType::I4:
+    return {-8, 7};
+  case DType::U4:
+    return {0, 15};
   case DType::I8:
     return {-128, 127};
   case DType::U8:
@@ -953,7 +981,7 @@ LogicalResult evalQuantizeLinear(Operation *op,
   auto q = cast<QuantizeLinearOp>(op);
   const Tensor &x = *operands[0], &scale = *operands[1];
   const Tensor *zero = q.getZeroPoint() ? operands[2] : nullptr;
-  auto scaleAt = paramIndexer(op, x, scale, q.getAxis());
+  auto scaleAt = paramIndexer(op, x, scale, q.getAxis(), q.getBlockSize());
   if (failed(scaleAt))
     return failure();
   DType type = resultDType(op);
@@ -981,7 +1009,7 @@ LogicalResult evalDequantizeLinear(Operation *op,
   auto dq = cast<DequantizeLinearOp>(op);
   const Tensor &x = *operands[0], &scale = *operands[1];
   const Tensor *zero = dq.getZeroPoint() ? operands[2] : nullptr;
-  auto scaleAt = paramIndexer(op, x, scale, dq.getAxis());
+  auto scaleAt = paramIndexer(op, x, scale, dq.getAxis(), dq.getBlockSize());
   if (failed(scaleAt))
     return failure();
   Tensor out(resultDType(op), x.shape());

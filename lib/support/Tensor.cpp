@@ -29,6 +29,8 @@ size_t dtypeSize(DType type) {
     return 2;
   case DType::I8:
   case DType::U8:
+  case DType::I4:
+  case DType::U4:
   case DType::Bool:
     return 1;
   case DType::String:
@@ -53,12 +55,14 @@ const char *dtypeName(DType type) {
   case DType::U64: return "u64";
   case DType::Bool: return "bool";
   case DType::String: return "string";
+  case DType::I4: return "i4";
+  case DType::U4: return "u4";
   }
   return "?";
 }
 
 std::optional<DType> parseDType(const std::string &name) {
-  for (int i = 0; i <= (int)DType::String; ++i)
+  for (int i = 0; i <= (int)DType::U4; ++i)
     if (name == dtypeName((DType)i))
       return (DType)i;
   return std::nullopt;
@@ -71,7 +75,26 @@ bool isFloatDType(DType type) {
 
 bool isUnsignedDType(DType type) {
   return type == DType::U8 || type == DType::U16 || type == DType::U32 ||
-         type == DType::U64 || type == DType::Bool;
+         type == DType::U64 || type == DType::Bool || type == DType::U4;
+}
+
+bool isNibbleDType(DType type) { return type == DType::I4 || type == DType::U4; }
+
+std::vector<uint8_t> packNibbles(const void *elements, int64_t count) {
+  const auto *in = static_cast<const uint8_t *>(elements);
+  std::vector<uint8_t> packed((count + 1) / 2, 0);
+  for (int64_t i = 0; i < count; ++i)
+    packed[i / 2] |= (uint8_t)((in[i] & 0xF) << (4 * (i % 2)));
+  return packed;
+}
+
+void unpackNibbles(const void *packed, int64_t count, bool isSigned, void *elements) {
+  const auto *in = static_cast<const uint8_t *>(packed);
+  auto *out = static_cast<uint8_t *>(elements);
+  for (int64_t i = 0; i < count; ++i) {
+    uint8_t nibble = (in[i / 2] >> (4 * (i % 2))) & 0xF;
+    out[i] = isSigned && (nibble & 0x8) ? (uint8_t)(nibble | 0xF0) : nibble;
+  }
 }
 
 float halfToFloat(uint16_t h) {
@@ -287,6 +310,10 @@ int64_t Tensor::getInt(int64_t i) const {
   case DType::U32: return static_cast<const uint32_t *>(p)[i];
   case DType::U64: return (int64_t) static_cast<const uint64_t *>(p)[i];
   case DType::Bool: return static_cast<const uint8_t *>(p)[i] != 0;
+  // The low nibble is the value, whatever the high one holds (an MLIR
+  // attribute's storage of i4 need not sign-extend).
+  case DType::I4: return (int8_t)(static_cast<const uint8_t *>(p)[i] << 4) >> 4;
+  case DType::U4: return static_cast<const uint8_t *>(p)[i] & 0xF;
   case DType::String: {
     // Integers parse exactly (no trip through double) when they can.
     const std::string &text = getString(i);
@@ -332,6 +359,9 @@ void Tensor::setInt(int64_t i, int64_t v) {
   case DType::U32: static_cast<uint32_t *>(p)[i] = (uint32_t)v; return;
   case DType::U64: static_cast<uint64_t *>(p)[i] = (uint64_t)v; return;
   case DType::Bool: static_cast<uint8_t *>(p)[i] = v != 0; return;
+  // Wraps like the other integer types (a cast to int4 keeps the low bits).
+  case DType::I4: static_cast<int8_t *>(p)[i] = (int8_t)((uint8_t)v << 4) >> 4; return;
+  case DType::U4: static_cast<uint8_t *>(p)[i] = (uint8_t)v & 0xF; return;
   case DType::String: setString(i, std::to_string(v)); return;
   default: setDouble(i, (double)v); return;
   }

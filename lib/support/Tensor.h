@@ -21,9 +21,11 @@ namespace sluice {
 /// Element types the evaluator supports. String tensors hold one
 /// std::string per element (ONNX STRING); only Cast and the tensor files see
 /// them, since the dialect lets no other op take strings, so the byte-wise
-/// paths (memcpy, rawData) never meet them.
+/// paths (memcpy, rawData) never meet them. I4 / U4 (ONNX INT4 / UINT4)
+/// take one byte per element here (sign- or zero-extended); ONNX files and
+/// bundles pack them two per byte, low nibble first (packNibbles).
 enum class DType : uint8_t {
-  F32, F16, BF16, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool, String
+  F32, F16, BF16, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool, String, I4, U4
 };
 
 size_t dtypeSize(DType type);
@@ -32,6 +34,15 @@ bool isFloatDType(DType type);
 bool isUnsignedDType(DType type);
 /// Parses names as dtypeName prints them ("f32", "i64", "bool", ...).
 std::optional<DType> parseDType(const std::string &name);
+
+/// Whether `type` is a 4-bit integer (I4, U4).
+bool isNibbleDType(DType type);
+/// The `count` 4-bit values of `elements` (one per byte, the low nibble
+/// used) packed two per byte, low nibble first: ceil(count / 2) bytes.
+std::vector<uint8_t> packNibbles(const void *elements, int64_t count);
+/// The inverse of packNibbles: one byte per element, sign-extended when
+/// `isSigned`, into `elements` (count bytes).
+void unpackNibbles(const void *packed, int64_t count, bool isSigned, void *elements);
 
 float halfToFloat(uint16_t bits);
 uint16_t floatToHalf(float value);

@@ -63,6 +63,8 @@ static const char *npyDescr(DType type) {
   case DType::Bool: return "|b1";
   case DType::BF16: return "<V2"; // NumPy has no bfloat16: raw 2-byte values
   case DType::String: return ""; // .npy strings are fixed-width or pickled
+  case DType::I4:
+  case DType::U4: return ""; // NumPy has no 4-bit integers
   }
   return "";
 }
@@ -172,6 +174,10 @@ bool writeNpy(const std::string &path, const Tensor &tensor, std::string &error)
     error = path + ": string tensors cannot be written as .npy; use .pb";
     return false;
   }
+  if (isNibbleDType(tensor.dtype())) {
+    error = path + ": 4-bit tensors cannot be written as .npy; use .pb";
+    return false;
+  }
   std::string shape = "(";
   for (size_t i = 0; i < tensor.shape().size(); ++i)
     shape += std::to_string(tensor.shape()[i]) + ", ";
@@ -223,6 +229,9 @@ bool dtypeFromOnnx(int onnxType, DType &dtype) {
   case TP::UINT64: dtype = DType::U64; return true;
   case TP::BOOL: dtype = DType::Bool; return true;
   case TP::STRING: dtype = DType::String; return true;
+  // INT4 / UINT4 (ONNX 1.16) postdate this protobuf's enum: their numbers.
+  case 21: dtype = DType::U4; return true;
+  case 22: dtype = DType::I4; return true;
   default: return false;
   }
 }
@@ -244,6 +253,8 @@ int onnxFromDType(DType dtype) {
   case DType::U64: return TP::UINT64;
   case DType::Bool: return TP::BOOL;
   case DType::String: return TP::STRING;
+  case DType::U4: return 21;
+  case DType::I4: return 22;
   }
   return TP::UNDEFINED;
 }
@@ -282,6 +293,16 @@ bool tensorFromProto(const onnx::TensorProto &proto, Tensor &tensor,
       return sizeError(proto.string_data_size());
     for (int64_t i = 0; i < n; ++i)
       t.setString(i, proto.string_data(i));
+  } else if (isNibbleDType(dtype)) {
+    // Packed two per byte, low nibble first: in raw_data, or one byte per
+    // int32_data entry.
+    std::string bytes = proto.raw_data();
+    if (!proto.has_raw_data())
+      for (int32_t v : proto.int32_data())
+        bytes.push_back((char)v);
+    if ((int64_t)bytes.size() != (n + 1) / 2)
+      return sizeError((int64_t)bytes.size() * 2);
+    unpackNibbles(bytes.data(), n, dtype == DType::I4, t.mutableData());
   } else if (proto.has_raw_data()) {
     if (proto.raw_data().size() != t.byteSize())
       return sizeError(proto.raw_data().size() / dtypeSize(dtype));
@@ -369,6 +390,9 @@ bool writeTensorProtoFile(const std::string &path, const Tensor &tensor,
   if (tensor.dtype() == DType::String) {
     for (int64_t i = 0; i < tensor.numElements(); ++i)
       proto.add_string_data(tensor.getString(i));
+  } else if (isNibbleDType(tensor.dtype())) {
+    std::vector<uint8_t> packed = packNibbles(tensor.rawData(), tensor.numElements());
+    proto.set_raw_data(std::string(packed.begin(), packed.end()));
   } else {
     proto.set_raw_data(std::string(static_cast<const char *>(tensor.rawData()),
                                    tensor.byteSize()));

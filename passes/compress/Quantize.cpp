@@ -29,6 +29,7 @@
 
 #include "passes/Passes.h"
 #include "passes/compress/Calibration.h"
+#include "passes/compress/QuantizeWeights.h"
 
 #include "lib/reference/Evaluator.h"
 #include "lib/support/Json.h"
@@ -62,6 +63,17 @@ namespace {
 /// Bumped when the cache's meaning changes.
 constexpr int kCacheVersion = 1;
 
+/// What a layer becomes: Form I8 (bits 0), or Form W with int8 / int4
+/// weights (bits 8 / 4, blocks of `group` along K).
+struct Scheme {
+  int weightBits = 0;
+  int64_t group = 128;
+  bool weightOnly() const { return weightBits != 0; }
+  const char *precision() const {
+    return weightBits == 8 ? "int8w" : weightBits == 4 ? "int4w" : "int8";
+  }
+};
+
 /// One quantizable op of the main function and what the pass learnt of it.
 struct Layer {
   std::string node;   ///< its ONNX node (the first, for fused ops)
@@ -94,9 +106,22 @@ bool isFloat32Tensor(Value v) {
 /// The quantizable ops of `func` in block order: f32 matmuls with a
 /// constant 2-D weight and a non-constant activation, f32 convs with a
 /// constant weight (and a constant bias or none).
-std::vector<Operation *> candidates(func::FuncOp func) {
+std::vector<Operation *> candidates(func::FuncOp func, const Scheme &scheme) {
   std::vector<Operation *> ops;
   for (Operation &op : func.getBody().front()) {
+    if (scheme.weightOnly()) {
+      // Form W: a matmul with a 2-D float constant weight, any float type
+      // (after --precision), as sluice-quantize-weights takes them.
+      if (auto mm = dyn_cast<MatMulOp>(op)) {
+        auto a = dyn_cast<RankedTensorType>(mm.getLhs().getType());
+        auto w = dyn_cast<RankedTensorType>(mm.getRhs().getType());
+        if (a && w && a.getRank() >= 2 && w.getRank() == 2 &&
+            isa<FloatType>(w.getElementType()) && matchPattern(mm.getRhs(), m_Constant()) &&
+            !matchPattern(mm.getLhs(), m_Constant()))
+          ops.push_back(&op);
+      }
+      continue;
+    }
     if (auto mm = dyn_cast<MatMulOp>(op)) {
       auto wType = dyn_cast<RankedTensorType>(mm.getRhs().getType());
       if (isFloat32Tensor(mm.getLhs()) && isFloat32Tensor(mm.getRhs()) && wType.getRank() == 2 &&
@@ -149,6 +174,22 @@ Tensor quantizeWeight(const Tensor &w, int channelAxis, std::vector<float> &scal
     out[i] = (int8_t)std::clamp(r, -127.0f, 127.0f);
   }
   return q;
+}
+
+Value rewriteToInt8(Operation *op, const AffineU8 &act, Layer *layer);
+
+/// Rewrites the candidate `op` of `func` by `scheme`; returns the value
+/// that replaces its result (Form W keeps the matmul, with a dequantized
+/// weight), or null with `error`.
+Value rewriteLayer(func::FuncOp func, Operation *op, const Scheme &scheme, Layer &layer,
+                   bool record, std::string &error) {
+  if (!scheme.weightOnly())
+    return rewriteToInt8(op, layer.act, record ? &layer : nullptr);
+  Value result = op->getResult(0);
+  if (failed(quantizeWeightsOnly(func, scheme.weightBits, scheme.group,
+                                 [&](Operation *o) { return o == op; }, error)))
+    return nullptr;
+  return result;
 }
 
 /// Rewrites `op` (a candidate) into Form I8 with activation parameters
@@ -206,6 +247,7 @@ struct Guard {
   std::vector<CalibrationSet> sets;
   std::vector<std::vector<Tensor>> reference; ///< [set][output]
   std::vector<std::string> outputNames;
+  Scheme scheme;
   bool progress = false;
 
   /// Evaluates a copy of the function with the layers `quantize` says
@@ -217,11 +259,17 @@ struct Guard {
                                   llvm::function_ref<void(size_t, size_t, const Tensor &)> observe =
                                       nullptr) {
     OwningOpRef<func::FuncOp> copy(func.clone());
-    std::vector<Operation *> ops = candidates(*copy);
+    std::vector<Operation *> ops = candidates(*copy, scheme);
     llvm::DenseMap<Value, size_t> layerOf;
     for (size_t i = 0; i < ops.size() && i < layers.size(); ++i)
-      if (quantize(i))
-        layerOf[rewriteToInt8(ops[i], layers[i].act, nullptr)] = i;
+      if (quantize(i)) {
+        Layer scratch = layers[i];
+        std::string error;
+        Value v = rewriteLayer(*copy, ops[i], scheme, scratch, false, error);
+        if (!v)
+          return func.emitError(error);
+        layerOf[v] = i;
+      }
     std::vector<ErrorSum> sums(outputNames.size());
     for (size_t s = 0; s < sets.size(); ++s) {
       ValueObserver observer;
@@ -300,9 +348,11 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
       module.emitError("sluice-quantize: the module has no main function");
       return signalPassFailure();
     }
-    if (mode != "int8") {
-      func.emitError("sluice-quantize: unknown mode '")
-          << mode << "' (this pass quantizes int8; w8a16/w4a16 are weight-only)";
+    Scheme scheme;
+    if (mode == "w8a16" || mode == "w4a16")
+      scheme.weightBits = mode == "w8a16" ? 8 : 4;
+    else if (mode != "int8") {
+      func.emitError("sluice-quantize: unknown mode '") << mode << "' (int8, w8a16, w4a16)";
       return signalPassFailure();
     }
     auto calMethod = parseMethod(method);
@@ -314,6 +364,28 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     if (!(budget >= 0) || !std::isfinite((double)budget)) {
       func.emitError("--accuracy-budget must be a relative error >= 0, got ") << budget;
       return signalPassFailure();
+    }
+    if (calibration.empty() && scheme.weightOnly()) {
+      // No data, no guard: every GEMM with a constant weight (what
+      // sluice-quantize-weights does), listed in the report unmeasured.
+      Guard unmeasured;
+      unmeasured.func = func;
+      unmeasured.scheme = scheme;
+      std::vector<Layer> layers;
+      for (Operation *op : candidates(func, scheme)) {
+        Layer layer;
+        layer.node = nodeOf(op);
+        layer.opName = op->getName().getStringRef().str();
+        layers.push_back(std::move(layer));
+      }
+      std::string error;
+      if (failed(quantizeWeightsOnly(func, scheme.weightBits, scheme.group,
+                                     [](Operation *) { return true; }, error))) {
+        func.emitError(error);
+        return signalPassFailure();
+      }
+      writeReport(func, layers, unmeasured, {}, false, *calMethod);
+      return;
     }
     if (calibration.empty()) {
       func.emitError("--quantize=int8 needs --calibration=DIR: activation scales come from "
@@ -328,6 +400,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
 
     Guard guard;
     guard.func = func;
+    guard.scheme = scheme;
     guard.progress = progress;
     std::string error;
     if (!loadCalibration(func, calibration, guard.sets, error)) {
@@ -341,13 +414,14 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     while (guard.outputNames.size() < results.size())
       guard.outputNames.push_back("output" + std::to_string(guard.outputNames.size()));
 
-    if (smoothQuant >= 0 && failed(smooth(func, guard)))
+    if (smoothQuant >= 0 && !scheme.weightOnly() && failed(smooth(func, guard)))
       return signalPassFailure();
 
-    std::vector<Operation *> ops = candidates(func);
+    std::vector<Operation *> ops = candidates(func, scheme);
     if (ops.empty()) {
-      func.emitError("--quantize=int8: the model has no float GEMM or convolution with "
-                     "constant weights to quantize");
+      func.emitError("--quantize=")
+          << mode << ": the model has no float GEMM"
+          << (scheme.weightOnly() ? "" : " or convolution") << " with constant weights to quantize";
       return signalPassFailure();
     }
     std::vector<Layer> layers(ops.size());
@@ -360,7 +434,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
       layers[i].opName = ops[i]->getName().getStringRef().str();
     }
 
-    std::string settings = std::string(methodName(*calMethod)) + " " +
+    std::string settings = mode + " " + std::string(methodName(*calMethod)) + " " +
                            std::to_string(percentile) + " smooth " +
                            std::to_string((double)smoothQuant);
     std::string key = digest(func, guard.sets, settings);
@@ -382,16 +456,23 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     }
 
     // The rewrite of the real function.
-    std::vector<Operation *> live = candidates(func);
+    std::vector<Operation *> live = candidates(func, scheme);
     if (live.size() != layers.size()) {
       func.emitError("sluice-quantize: internal error: the layers changed during calibration");
       return signalPassFailure();
     }
-    for (size_t i = 0; i < live.size(); ++i)
-      if (!layers[i].kept)
-        rewriteToInt8(live[i], layers[i].act, &layers[i]);
-      else
-        quantizeWeightScalesFor(live[i], layers[i]);
+    for (size_t i = 0; i < live.size(); ++i) {
+      if (layers[i].kept) {
+        if (!scheme.weightOnly())
+          quantizeWeightScalesFor(live[i], layers[i]);
+        continue;
+      }
+      std::string error;
+      if (!rewriteLayer(func, live[i], scheme, layers[i], true, error)) {
+        func.emitError(error);
+        return signalPassFailure();
+      }
+    }
     writeReport(func, layers, guard, finalErrors, cached, *calMethod);
     if (!cache.empty() && !writeCache(key, layers, finalErrors))
       func.emitWarning("sluice-quantize: cannot write the calibration cache ") << cache;
@@ -455,7 +536,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
         refs.push_back(v.isTensor() ? v.tensor() : Tensor());
       guard.reference.push_back(std::move(refs));
     }
-    if (calMethod != Method::MinMax) {
+    if (calMethod != Method::MinMax && !guard.scheme.weightOnly()) {
       for (size_t s = 0; s < guard.sets.size(); ++s) {
         note("histograms: set " + std::to_string(s + 1) + "/" + std::to_string(guard.sets.size()));
         ValueObserver observer = [&](Value v, const Tensor &t) {
@@ -495,7 +576,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     std::vector<std::vector<Tensor>> &floatOutputs = layerOutputs;
     if (floatOutputs.size() != layers.size()) {
       floatOutputs.assign(layers.size(), std::vector<Tensor>(guard.sets.size()));
-      std::vector<Operation *> ops = candidates(guard.func);
+      std::vector<Operation *> ops = candidates(guard.func, guard.scheme);
       llvm::DenseMap<Value, size_t> layerOf;
       for (size_t i = 0; i < ops.size(); ++i)
         layerOf[ops[i]->getResult(0)] = i;
@@ -509,7 +590,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
           return failure();
       }
     }
-    note("measuring the int8 model on " + std::to_string(guard.sets.size()) + " sets");
+    note("measuring the " + std::string(guard.scheme.precision()) + " model on " + std::to_string(guard.sets.size()) + " sets");
     if (failed(guard.evaluateQuantized(
             layers, [](size_t) { return true; }, errors,
             [&](size_t i, size_t s, const Tensor &t) {
@@ -547,8 +628,8 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     // Even one layer alone misses the budget: the table, and failure.
     std::string table;
     llvm::raw_string_ostream os(table);
-    os << "--accuracy-budget=" << fixed(budget)
-       << " cannot hold with any layer in int8 (relative L2 error of the outputs on "
+    os << "--accuracy-budget=" << fixed(budget) << " cannot hold with any layer in "
+       << guard.scheme.precision() << " (relative L2 error of the outputs on "
        << guard.sets.size() << " calibration sets); per layer, the output error with it "
           "alone quantized:\n";
     for (size_t i : order)
@@ -563,13 +644,16 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
   /// The function's `sluice.quantization` attribute: what --report prints.
   void writeReport(func::FuncOp func, const std::vector<Layer> &layers, const Guard &guard,
                    const std::vector<double> &errors, bool cached, Method calMethod) {
+    const Scheme &scheme = guard.scheme;
     Builder b(func.getContext());
     SmallVector<NamedAttribute> top;
-    top.push_back(b.getNamedAttr("mode", b.getStringAttr("int8")));
+    top.push_back(b.getNamedAttr("mode", b.getStringAttr(mode)));
     top.push_back(b.getNamedAttr("method", b.getStringAttr(methodName(calMethod))));
     top.push_back(b.getNamedAttr("budget", b.getF64FloatAttr(budget)));
     top.push_back(b.getNamedAttr("calibration_sets", b.getI64IntegerAttr(guard.sets.size())));
-    top.push_back(b.getNamedAttr("calibration", b.getStringAttr(cached ? "cache" : "measured")));
+    top.push_back(b.getNamedAttr(
+        "calibration",
+        b.getStringAttr(guard.sets.empty() ? "none" : cached ? "cache" : "measured")));
     if (smoothQuant >= 0)
       top.push_back(b.getNamedAttr("smooth_quant", b.getF64FloatAttr(smoothQuant)));
     SmallVector<Attribute> outs;
@@ -587,14 +671,22 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
       SmallVector<NamedAttribute> e;
       e.push_back(b.getNamedAttr("node", b.getStringAttr(l.node)));
       e.push_back(b.getNamedAttr("op", b.getStringAttr(l.opName)));
-      e.push_back(b.getNamedAttr("precision", b.getStringAttr(l.kept ? "f32" : "int8")));
-      e.push_back(b.getNamedAttr("input_scale", b.getF64FloatAttr(l.act.scale)));
-      e.push_back(b.getNamedAttr("input_zero_point", b.getI64IntegerAttr(l.act.zeroPoint)));
-      e.push_back(b.getNamedAttr("input_range", b.getArrayAttr({b.getF64FloatAttr(l.lo),
-                                                                 b.getF64FloatAttr(l.hi)})));
-      e.push_back(b.getNamedAttr("weight_scales", b.getArrayAttr({b.getF64FloatAttr(l.weightScaleMin),
-                                                                   b.getF64FloatAttr(l.weightScaleMax)})));
-      e.push_back(b.getNamedAttr("error", b.getF64FloatAttr(l.localError.value())));
+      e.push_back(b.getNamedAttr(
+          "precision", b.getStringAttr(l.kept ? "f32" : scheme.precision())));
+      if (!scheme.weightOnly()) {
+        e.push_back(b.getNamedAttr("input_scale", b.getF64FloatAttr(l.act.scale)));
+        e.push_back(b.getNamedAttr("input_zero_point", b.getI64IntegerAttr(l.act.zeroPoint)));
+        e.push_back(b.getNamedAttr("input_range", b.getArrayAttr({b.getF64FloatAttr(l.lo),
+                                                                   b.getF64FloatAttr(l.hi)})));
+        e.push_back(b.getNamedAttr("weight_scales",
+                                   b.getArrayAttr({b.getF64FloatAttr(l.weightScaleMin),
+                                                   b.getF64FloatAttr(l.weightScaleMax)})));
+      } else {
+        e.push_back(b.getNamedAttr("weight_bits", b.getI64IntegerAttr(scheme.weightBits)));
+        e.push_back(b.getNamedAttr("group", b.getI64IntegerAttr(scheme.weightBits == 4 ? scheme.group : 0)));
+      }
+      if (!guard.sets.empty())
+        e.push_back(b.getNamedAttr("error", b.getF64FloatAttr(l.localError.value())));
       if (l.sensitivity >= 0)
         e.push_back(b.getNamedAttr("sensitivity", b.getF64FloatAttr(l.sensitivity)));
       if (l.kept)
@@ -720,7 +812,7 @@ LogicalResult channelAbsMax(Guard &guard, const llvm::DenseMap<Value, size_t> &v
 
 LogicalResult QuantizePass::smooth(func::FuncOp func, Guard &guard) {
   // The norms whose every user is a quantizable matmul.
-  std::vector<Operation *> ops = candidates(func);
+  std::vector<Operation *> ops = candidates(func, guard.scheme);
   llvm::DenseSet<Operation *> isCandidate(ops.begin(), ops.end());
   std::vector<LayerNormOp> norms;
   llvm::DenseMap<Value, size_t> index;

@@ -114,7 +114,8 @@ private:
 
   static Operation *anchorOf(Group *g) {
     for (Operation *op : g->ops)
-      if (kindOf(op) != Kind::View && kindOf(op) != Kind::Elementwise)
+      if (kindOf(op) != Kind::View && kindOf(op) != Kind::Elementwise &&
+          !(g->ops.size() > 1 && kernel::isWeightPrologue(op)))
         return op;
     return nullptr;
   }
@@ -309,6 +310,8 @@ private:
         }
         absorbViews(g, anchor, i);
       }
+      if (auto matmul = dyn_cast<MatMulOp>(anchor))
+        absorbWeightDequant(g, matmul);
     } else {
       if (isa<LayerNormOp>(anchor) && (!anchor->getResult(1).use_empty() ||
                                        !anchor->getResult(2).use_empty())) {
@@ -328,6 +331,44 @@ private:
   /// unit-stride rows: both of a float matmul, the A of an int8 one.
   static bool needsUnitStrideRows(Operation *op, unsigned index) {
     return isa<MatMulOp>(op) || (isa<MatMulIntegerOp>(op) && index == 0);
+  }
+
+  /// Form W: the dequantization of a constant weight (and the cast after
+  /// it) that `matmul` reads as B joins its group, so that the GEMM
+  /// dequantizes inside and no float copy of the weight exists.
+  void absorbWeightDequant(Group *g, MatMulOp matmul) {
+    auto w = kernel::weightDequantOf(matmul);
+    if (!w)
+      return;
+    auto isConstant = [](Value v) { return !v || isa_and_nonnull<ConstantOp>(v.getDefiningOp()); };
+    DequantizeLinearOp dq = w->dequant;
+    if (!isConstant(dq.getInput()) || !isConstant(dq.getScale()) ||
+        !isConstant(dq.getZeroPoint()) || !groupOf.count(dq) ||
+        (w->cast && !groupOf.count(w->cast)))
+      return;
+    // Both at once: {dequantize, cast} alone is no form.
+    SmallVector<Group *, 2> from = {groupOf[dq]};
+    if (w->cast && groupOf[w->cast] != from[0])
+      from.push_back(groupOf[w->cast]);
+    SmallVector<Operation *> all(g->ops);
+    for (Group *f : from) {
+      if (f == g)
+        return;
+      all.append(f->ops.begin(), f->ops.end());
+    }
+    std::string why;
+    if (failed(checkForm(all, allowViews, why)) || !convex(all)) {
+      refuse(dq, "not fused into " + describeOp(matmul) + ": " +
+                     (why.empty() ? std::string("it would create a cycle") : why));
+      return;
+    }
+    for (Group *f : from) {
+      for (Operation *op : f->ops)
+        groupOf[op] = g;
+      g->duplicates += f->duplicates;
+      f->ops.clear();
+    }
+    g->ops = std::move(all);
   }
 
   /// Whether a GEMM operand, read through its chain of views, has unit

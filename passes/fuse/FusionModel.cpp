@@ -110,10 +110,20 @@ FailureOr<KernelForm> checkForm(ArrayRef<Operation *> opsIn, bool allowViews, st
   if (ops.size() <= 1)
     return kernel::judgeForm(ops, why);
 
+  // Form W: the dequantization (and its cast) of a GEMM's B in the group
+  // is that GEMM's prologue, not a second anchor.
+  llvm::SmallPtrSet<Operation *, 4> weightPrologue;
+  for (Operation *op : ops)
+    if (auto matmul = dyn_cast<MatMulOp>(op))
+      if (auto w = kernel::weightDequantOf(matmul); w && inGroup.contains(w->dequant)) {
+        weightPrologue.insert(w->dequant);
+        if (w->cast)
+          weightPrologue.insert(w->cast);
+      }
   Operation *anchor = nullptr;
   for (Operation *op : ops) {
     Kind kind = kindOf(op);
-    if (kind == Kind::View || kind == Kind::Elementwise)
+    if (kind == Kind::View || kind == Kind::Elementwise || weightPrologue.contains(op))
       continue;
     if (anchor) {
       why = "the group would hold two compute anchors (" + describeOp(anchor) +
@@ -183,10 +193,14 @@ FailureOr<KernelForm> checkForm(ArrayRef<Operation *> opsIn, bool allowViews, st
         return failure();
       } else
         r = Main;
+    } else if (weightPrologue.contains(op)) {
+      r = Prologue;
     } else {
       for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
         std::optional<Role> in = roleOf(operand);
-        if (in && *in == Prologue && !(anchorKind == Kind::Row && i == 0)) {
+        bool weightB = i == 1 && operand.getDefiningOp() &&
+                       weightPrologue.contains(operand.getDefiningOp());
+        if (in && *in == Prologue && !(anchorKind == Kind::Row && i == 0) && !weightB) {
           why = "only a row op's input may be computed in its group";
           return failure();
         }
@@ -272,7 +286,7 @@ FailureOr<KernelForm> checkForm(ArrayRef<Operation *> opsIn, bool allowViews, st
       return failure();
     }
     for (Operation *op : ops) {
-      if (op == anchor || kindOf(op) != Kind::Elementwise)
+      if (op == anchor || kindOf(op) != Kind::Elementwise || weightPrologue.contains(op))
         continue;
       Role r = role.lookup(op->getResult(0));
       if (r == Prologue && anchorKind == Kind::Gemm) {

@@ -9,6 +9,7 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/sluice/KernelForms.h"
 #include "lib/reference/Evaluator.h"
 
 #include "mlir/IR/Matchers.h"
@@ -32,6 +33,11 @@ bool foldWithEvaluator(Operation *op, int64_t maxElements, bool foldDequantize =
   if (isa<ConstantOp>(op) || op->getNumResults() == 0 ||
       op->getDialect() == nullptr ||
       !isa<SluiceDialect>(op->getDialect()))
+    return false;
+  // A weight-only quantized GEMM's B (QUANT-CONTRACT Form W) stays
+  // quantized: the GEMM dequantizes it inside; folded, it would be a float
+  // copy of the weight.
+  if (kernel::isWeightPrologue(op))
     return false;
   // A dequantized weight stays integer until the compress phase, whose
   // sluice-fold-qdq runs the GEMM that reads it in integer arithmetic

@@ -143,3 +143,19 @@ func.func @batch_norm_channels(%x: tensor<2x4x3xf32>, %c: tensor<3xf32>) -> tens
   %0 = sluice.batch_norm %x, %c, %c, %c, %c : (tensor<2x4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x4x3xf32>
   return %0 : tensor<2x4x3xf32>
 }
+
+// -----
+
+func.func @dequantize_blocked_shape(%x: tensor<5x4xi4>, %s: tensor<2x4xf16>) -> tensor<5x4xf16> {
+  // expected-error@+1 {{blocked scale dim 0 is 2, expected 3 (block_size 2)}}
+  %0 = sluice.dequantize_linear %x, %s {axis = 0 : i64, block_size = 2 : i64} : (tensor<5x4xi4>, tensor<2x4xf16>) -> tensor<5x4xf16>
+  return %0 : tensor<5x4xf16>
+}
+
+// -----
+
+func.func @dequantize_blocked_rank(%x: tensor<5x4xi8>, %s: tensor<4xf16>) -> tensor<5x4xf16> {
+  // expected-error@+1 {{blocked scale has rank 1, the input 2}}
+  %0 = sluice.dequantize_linear %x, %s {axis = 0 : i64, block_size = 2 : i64} : (tensor<5x4xi8>, tensor<4xf16>) -> tensor<5x4xf16>
+  return %0 : tensor<5x4xf16>
+}

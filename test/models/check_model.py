@@ -98,6 +98,9 @@ def main():
     ap.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
                     help="compile with --precision; half precisions are checked by "
                          "relative L2 error (--max-rel-l2) instead of rtol/atol")
+    ap.add_argument("--quantize", choices=["w8a16", "w4a16"],
+                    help="compile with --quantize (weight-only); checked by relative L2 "
+                         "error (--max-rel-l2) like the half precisions")
     ap.add_argument("--max-rel-l2", default="1e-2")
     ap.add_argument("--gpu-arch", help="cuda: sluice-compile --gpu-arch")
     ap.add_argument("--compile-only", action="store_true",
@@ -115,7 +118,8 @@ def main():
     inputs = [f"{n}={os.path.join(args.model_dir, 'inputs', n + '.npy')}"
               for n in manifest["inputs"]]
     shapes = [f"--shape={s}" for s in manifest["shapes"]]
-    tolerances = ([f"--rtol={args.rtol}", f"--atol={args.atol}"] if args.precision == "fp32"
+    tolerances = ([f"--rtol={args.rtol}", f"--atol={args.atol}"]
+                  if args.precision == "fp32" and not args.quantize
                   else [f"--max-rel-l2={args.max_rel_l2}"])
     sluice_run = os.path.join(args.bin, "sluice-run")
 
@@ -126,6 +130,8 @@ def main():
         extra = [f"--target={args.target}"]
         if args.precision != "fp32":
             extra.append(f"--precision={args.precision}")
+        if args.quantize:
+            extra.append(f"--quantize={args.quantize}")
         if args.gpu_arch:
             extra.append(f"--gpu-arch={args.gpu_arch}")
         if run([os.path.join(args.bin, "sluice-compile"), model, "-o", bundle, *shapes,

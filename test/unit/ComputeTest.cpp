@@ -87,9 +87,8 @@ TEST(Compute, ByAnchor) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kKernels, &context);
   ASSERT_TRUE(module);
   std::map<std::string, std::string> compute;
-  module->walk([&](KernelOp kernel) {
-    compute[kernel.getSymName().str()] = codegen::computeOf(kernel);
-  });
+  module->walk(
+      [&](KernelOp kernel) { compute[kernel.getSymName().str()] = codegen::computeOf(kernel); });
   EXPECT_EQ(compute["int8"], "int8");
   // B dequantized from an i8 weight (a block argument fed by a constant).
   EXPECT_EQ(compute["int8w"], "int8w");

@@ -97,11 +97,25 @@ void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
   // single ops by then, which the conversion keeps in half with fp32
   // statistics; their decomposed chains would hold exp/pow/reduce-sum ops
   // that stay fp32. Before fuse: groups form on the converted types.
-  if (options.precision == "fp32")
-    return;
-  ConvertPrecisionPassOptions precision;
-  precision.precision = options.precision;
-  pm.addNestedPass<func::FuncOp>(sluice::createConvertPrecisionPass(precision));
+  if (options.precision != "fp32") {
+    ConvertPrecisionPassOptions precision;
+    precision.precision = options.precision;
+    pm.addNestedPass<func::FuncOp>(sluice::createConvertPrecisionPass(precision));
+  }
+  // Weight-only quantization after the precision: an fp16 model's weights
+  // dequantize to f16 directly (no cast in the GEMM's prologue).
+  if (options.quantize == "w8a16" || options.quantize == "w4a16") {
+    // sluice-quantize in a weight-only mode: sluice-quantize-weights'
+    // rewrite, under the accuracy guard when calibration data is given.
+    QuantizePassOptions quantize;
+    quantize.mode = options.quantize;
+    quantize.calibration = options.calibration;
+    quantize.method = options.calibrationMethod;
+    quantize.budget = options.accuracyBudget;
+    quantize.cache = options.quantizationCache;
+    quantize.progress = options.progress;
+    pm.addPass(sluice::createQuantizePass(quantize));
+  }
 }
 
 void buildParallelizePipeline(OpPassManager &pm, const CompilerOptions &options) {
@@ -164,6 +178,9 @@ struct CompressPipelineOptions : public PassPipelineOptions<CompressPipelineOpti
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32 (no change), fp16 or bf16"),
                                 llvm::cl::init("fp32")};
+  Option<std::string> quantize{*this, "quantize",
+                               llvm::cl::desc("weight-only quantization: w8a16 or w4a16"),
+                               llvm::cl::init("")};
 };
 struct ParallelizePipelineOptions : public PassPipelineOptions<ParallelizePipelineOptions> {
   Option<int64_t> tp{*this, "tp", llvm::cl::desc("tensor-parallel ranks"), llvm::cl::init(1)};
@@ -179,6 +196,7 @@ void registerPipelines() {
         // Unknown names reach the pass, which reports them.
         options.precision = sluice::parsePrecision(pipelineOptions.precision)
                                 .value_or(std::string(pipelineOptions.precision));
+        options.quantize = pipelineOptions.quantize;
         buildCompressPipeline(pm, options);
       });
   PassPipelineRegistration<>(

@@ -119,8 +119,9 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         the launch count, and the fusion passes' remarks
                         (what did not fuse and why)
   --report=FILE.json    write kernels, library_calls, launches, arena_bytes,
-                        weights_bytes, steps (each launch with its ops and
-                        ONNX nodes), remarks and phase timings as JSON
+                        weights_bytes, steps (each launch with its ops,
+                        ONNX nodes and compute: f32, int8, int8w ...),
+                        remarks and phase timings as JSON
   --elide-weights       print weight blobs as '...' instead of hex
   --quiet               no progress lines on stderr
   -h, --help            this help

@@ -17,6 +17,7 @@
 
 #include "codegen/common/CodeWriter.h"
 #include "codegen/common/Format.h"
+#include "codegen/cpu/groups/WeightOnlyGemm.h"
 
 using namespace mlir;
 
@@ -247,6 +248,9 @@ FailureOr<bool> writeGemmEpilogue(CodeWriter &w, GroupContext &ctx, CpuGemmPlan 
 } // namespace
 
 LogicalResult emitGemmGroup(GroupContext &ctx) {
+  // Form W: B is a quantized weight the GEMM dequantizes inside.
+  if (isWeightOnlyGemmGroup(ctx.kernel))
+    return emitWeightOnlyGemmGroup(ctx);
   CpuGemmPlan plan;
   if (failed(planGemmOperands(ctx, plan)) || failed(planGemmResults(ctx, plan)))
     return failure();

@@ -164,7 +164,7 @@ struct Int8Plan {
   int64_t groups = 1, strideH = 1, strideW = 1, dilH = 1, dilW = 1, padT = 0, padL = 0;
   // epilogue
   Output output = Output::Int32;
-  Value cValue; ///< the IR value C holds
+  Value cValue;       ///< the IR value C holds
   std::string scaleB; ///< per-column scale pointer, or a scalar literal
   bool scalarScale = false;
   float rqScale = 1.0f;
@@ -385,8 +385,7 @@ LogicalResult planOperands(GroupContext &ctx, Int8Plan &p) {
   }
   if (p.bPacked)
     p.b = *packed;
-  bool sharedAcrossBatches =
-      llvm::all_of(p.bOff, [&](int64_t o) { return o == p.bOff[0]; });
+  bool sharedAcrossBatches = llvm::all_of(p.bOff, [&](int64_t o) { return o == p.bOff[0]; });
   p.bPerBatch = !sharedAcrossBatches;
   p.gemmBatches = batches;
   p.gemmM = m;
@@ -427,7 +426,8 @@ LogicalResult planResults(GroupContext &ctx, Int8Plan &p) {
   for (auto [i, v] : llvm::enumerate(yielded)) {
     auto view = resolveOutputView(p.roots[i], v);
     if (failed(view))
-      return kernel.emitOpError("cpu target: result ") << i << " is not a view of the GEMM's result";
+      return kernel.emitOpError("cpu target: result ")
+             << i << " is not a view of the GEMM's result";
     p.outViews.push_back(*view);
   }
   p.cElement = p.output == Output::Int32   ? elementOf(p.result)
@@ -538,7 +538,8 @@ void writeSetup(CodeWriter &w, const Int8Plan &p) {
   if (p.output != Output::Int32 && p.scalarScale) {
     int64_t columns = p.conv ? p.space[1] : p.n;
     w.line("std::unique_ptr<float[]> gemm_scale_buf(new float[{0}]);", columns);
-    w.line("for (int64_t c = 0; c < {0}; ++c) gemm_scale_buf[c] = (float)({1});", columns, p.scaleB);
+    w.line("for (int64_t c = 0; c < {0}; ++c) gemm_scale_buf[c] = (float)({1});", columns,
+           p.scaleB);
     w.line("const float *gemm_scale = gemm_scale_buf.get();");
   }
   if (p.output == Output::Requant)
@@ -571,16 +572,17 @@ void writeMatMul(CodeWriter &w, Int8Plan &p, bool anyStore) {
     packedB = "(const void *)(gemm_b.get() + batch * " + cInt64(packedBytes) + ")";
   }
   auto call = [&](const std::string &threads) {
-  std::string call = "sluice_int8_gemm_ep<" + p.ta + ", " + p.tc + ">(" + threads + ", " + cInt64(p.gemmM) + ", " +
-         cInt64(p.n) + ", " + cInt64(p.k) + ", " + a + " + a_off[batch], " + cInt64(p.lda) +
-         ", " + p.zeroA + ", 1.0f, " + packedB + ", ";
-  if (p.output == Output::Int32)
-    call += "nullptr, nullptr, nullptr, ";
-  else
-    call += std::string(p.scalarScale ? "gemm_scale" : p.scaleB) + ", nullptr, " +
-            (p.output == Output::Requant ? "&gemm_rq, " : "nullptr, ");
-  call += p.c + " + batch * " + cInt64(p.gemmM * p.n) + ", " + cInt64(p.n) + ", " + epi + ");";
-  return call;
+    std::string call = "sluice_int8_gemm_ep<" + p.ta + ", " + p.tc + ">(" + threads + ", " +
+                       cInt64(p.gemmM) + ", " + cInt64(p.n) + ", " + cInt64(p.k) + ", " + a +
+                       " + a_off[batch], " + cInt64(p.lda) + ", " + p.zeroA + ", 1.0f, " + packedB +
+                       ", ";
+    if (p.output == Output::Int32)
+      call += "nullptr, nullptr, nullptr, ";
+    else
+      call += std::string(p.scalarScale ? "gemm_scale" : p.scaleB) + ", nullptr, " +
+              (p.output == Output::Requant ? "&gemm_rq, " : "nullptr, ");
+    call += p.c + " + batch * " + cInt64(p.gemmM * p.n) + ", " + cInt64(p.n) + ", " + epi + ");";
+    return call;
   };
   if (p.gemmBatches == 1) {
     auto one = w.block("");
@@ -651,8 +653,10 @@ void writeConv(CodeWriter &w, Int8Plan &p) {
     call += "(" + scale + ") + g * " + cInt64(mg) + ", nullptr, " +
             (p.output == Output::Requant ? "&gemm_rq, " : "nullptr, ");
   call += p.c + " + image * " + cInt64(pixels * allChannels) + " + g * " + cInt64(mg) + ", " +
-          cInt64(allChannels) + ", [&](int64_t r0, int64_t rows, int64_t col0, int64_t cols) { "
-          "epilogue(image, g * " + cInt64(mg) + ", r0, rows, col0, cols); });";
+          cInt64(allChannels) +
+          ", [&](int64_t r0, int64_t rows, int64_t col0, int64_t cols) { "
+          "epilogue(image, g * " +
+          cInt64(mg) + ", r0, rows, col0, cols); });";
   w.line("{0}", call);
 }
 

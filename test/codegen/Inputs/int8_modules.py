@@ -13,7 +13,9 @@ matmul:  one quantized activation [64, 96] times weights with N = 80, 72, 48,
          bias + GELU (the BERT FF1 shape, small).
 batched: attention-style matmuls with an activation B (per-batch packing,
          a transposed view), a batched A with a shared weight (stacked into
-         M), a shared activation B, a small weight packed per run.
+         M), a shared activation B, a small weight packed per run, s8
+         activations requantized to i8 in the kernel, a weight two GEMMs
+         share (packed once) and one also read raw (packed per run).
 conv:    2-D conv_integer with groups, strides, asymmetric pads and
          dilations, u8 and s8 inputs, f32 / requantized / int32 outputs.
 qdq:     per-tensor quantize / dequantize as elementwise ops: in a float
@@ -178,6 +180,26 @@ def batched_module():
     acc = matmul_integer(rq, [4, 8, 32], "ui8", weight([32, 6]), [32, 6], 128, [4, 8, 6])
     y = dq(acc, [4, 8, 6], cols(6, 1e-4, 3e-4), [6])
     outs.append(("o3", ty([4, 8, 6], "ui8"), quantize(y, [4, 8, 6], 0.01, 128, "ui8")))
+    # s8 A, requantized to i8 in the kernel (no ReLU: the full range).
+    rs = quantize("%r", [4, 8, 32], 1 / 90, 3, "i8")
+    acc = matmul_integer(rs, [4, 8, 32], "i8", weight([32, 40]), [32, 40], 3, [4, 8, 40])
+    y = dq(acc, [4, 8, 40], cols(40, 1e-4, 3e-4), [40])
+    outs.append(("o4", ty([4, 8, 40], "i8"), quantize(y, [4, 8, 40], 0.004, -5, "i8")))
+    # One weight, two int8 GEMMs that pack it alike: stored packed once.
+    shared = weight([32, 24])
+    outs.append(("o5", ty([4, 8, 24], "i32"),
+                 matmul_integer(rq, [4, 8, 32], "ui8", shared, [32, 24], 128, [4, 8, 24])))
+    outs.append(("o6", ty([4, 8, 24], "i32"),
+                 matmul_integer(rs, [4, 8, 32], "i8", shared, [32, 24], 3, [4, 8, 24])))
+    # A weight also read raw (by a generic matmul_integer: its zero point is
+    # not 0): stored raw, packed per run by the int8 GEMM.
+    raw = weight([32, 16])
+    outs.append(("o7", ty([4, 8, 16], "i32"),
+                 matmul_integer(rq, [4, 8, 32], "ui8", raw, [32, 16], 128, [4, 8, 16])))
+    za, zb = const(np.array(128), "ui8"), const(np.array(1), "i8")
+    outs.append(("o8", ty([4, 8, 16], "i32"),
+                 op(f"sluice.matmul_integer {rq}, {raw}, {za}, {zb} : ({ty([4, 8, 32], 'ui8')}, "
+                    f"{ty([32, 16], 'i8')}, tensor<ui8>, tensor<i8>)", ty([4, 8, 16], "i32"))))
     emit([("q", ty([2, 3, 8, 16], "f32")), ("k", ty([2, 3, 12, 16], "f32")),
           ("r", ty([4, 8, 32], "f32")), ("b", ty([16, 20], "f32"))], outs)
 
