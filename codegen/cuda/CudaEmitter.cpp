@@ -97,6 +97,8 @@ CudaEmit emitGroup(CudaGroupContext &ctx) {
   case KernelForm::gemm:
     if (Operation *anchor = kernel::anchorOf(kernel); anchor && kernel::isInt8Contraction(anchor))
       return emitCudaInt8GemmGroup(ctx);
+    if (isCudaWonlyGemmGroup(kernel))
+      return emitCudaWonlyGemmGroup(ctx);
     return emitCudaGemmGroup(ctx);
   case KernelForm::row:
     return emitCudaRowGroup(ctx);

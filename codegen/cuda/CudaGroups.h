@@ -107,6 +107,13 @@ CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx);
 /// sluice_int8_gemm (cuBLASLt IMMA) with a generated epilogue functor
 /// (groups/QuantGemm.cpp); Unsupported (a host step) for the rest.
 CudaEmit emitCudaInt8GemmGroup(CudaGroupContext &ctx);
+/// Whether `kernel` (a GEMM group) holds the Form W dequantization of its
+/// matmul's B as its prologue.
+bool isCudaWonlyGemmGroup(KernelOp kernel);
+/// Form W: such a group as one sluice_wonly_gemm (the small-M GEMV kernel,
+/// or dequantize + cuBLASLt for larger M) with a generated epilogue functor
+/// (groups/QuantGemm.cpp); Unsupported (a host step) for the rest.
+CudaEmit emitCudaWonlyGemmGroup(CudaGroupContext &ctx);
 /// How the cuda target stores kernel input `input`: packed for IMMA when it
 /// is the weight of a device int8 GEMM, else as the cpu kernels of host
 /// steps read it (cpuWeightTransform).

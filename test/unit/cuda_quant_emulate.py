@@ -1,24 +1,27 @@
 #!/usr/bin/env python3
 """Runs the quantized GEMM steps of a cuda bundle's generated model.cu on the host.
 
-usage: cuda_quant_emulate.py MODEL.mlir|GENERATOR:NAME WORKDIR
+usage: cuda_quant_emulate.py MODEL.mlir|GENERATOR:NAME[:QUANTIZE] WORKDIR
            --compile=SLUICE_COMPILE
            --run=SLUICE_RUN --cxx=CXX --include=DIR ... --path=imma|tiles
            [--min-steps=N] [--rtol=R --atol=A]
 
-GENERATOR:NAME (int8_modules) writes module NAME of
-test/codegen/Inputs/GENERATOR.py into WORKDIR and uses it.
+GENERATOR:NAME (int8_modules or wonly_modules) writes module NAME of
+test/codegen/Inputs/GENERATOR.py into WORKDIR and uses it; QUANTIZE
+(w8a16, w4a16; w4a16,fp16 with --precision=fp16) runs sluice-opt's
+compress phase with it first.
 
 1. random inputs (numpy, fixed seed) go through the reference evaluator
    (sluice-run --reference);
 2. sluice-compile --target=cuda writes model.cu (built by nvcc as usual)
    and weights.bin (the int8 weights packed for IMMA: column sums, B^T);
-3. the device namespaces and step functions of the int8 GEMM groups
+3. the device namespaces and step functions of the quantized GEMM groups
    (codegen/cuda/groups/QuantGemm.cpp: their generated epilogue functor and
-   the sluice_int8_gemm or sluice_int8_conv call) and of the elementwise groups (the quantize
-   kernels feeding them) are taken from model.cu as they are, launches
-   turned into sluice_emu::launch (test/unit/CudaRowEmulation.h), compiled
-   with the host compiler and run on the same inputs. sluice_int8_gemm is
+   the sluice_int8_gemm, sluice_int8_conv or sluice_wonly_gemm call) and of
+   the elementwise groups (the quantize kernels feeding them) are taken
+   from model.cu as they are, launches turned into sluice_emu::launch
+   (test/unit/CudaRowEmulation.h), compiled with the host compiler and run
+   on the same inputs. sluice_int8_gemm is
    the stand-in below, built from the real device templates of
    sluice_gen/cuda_quant_kernels.cuh: --path=tiles runs the CUDA-core tile
    kernel; --path=imma runs the IMMA path as sluice_gen/cuda_quant.cuh
@@ -26,9 +29,13 @@ test/codegen/Inputs/GENERATOR.py into WORKDIR and uses it.
    cuBLASLt's place --, device column sums when none are given, the
    zero-point-correcting epilogue) where the wrapper would (B [N, K], K
    and N multiples of 4), the tile kernel elsewhere; sluice_int8_conv runs
-   the real im2col kernel, then that GEMM per group;
+   the real im2col kernel, then that GEMM per group. The weight-only GEMM
+   groups' steps (their functor and the sluice_wonly_gemm call) run with a
+   stand-in too: the real GEMV kernel (with its split-K reduce) for M <= 16,
+   and above it the dequantize kernel and a host GEMM in cuBLASLt's place;
 4. every output those steps write is compared with the evaluator's.
-Exit 0 when at least --min-steps int8 steps ran and every output matched.
+Exit 0 when at least --min-steps quantized GEMM steps ran and every output
+matched.
 """
 import os
 import re
@@ -149,6 +156,83 @@ static int32_t sluice_int8_conv(const SluiceRunArgs *args, SluiceCudaState *stat
       return 1;
   }
   return 0;
+}
+
+static int emu_gemv_calls = 0, emu_large_calls = 0;
+static struct EmuWonlyReport {
+  ~EmuWonlyReport() {
+    if (emu_gemv_calls + emu_large_calls)
+      printf("weight-only GEMM calls: %d GEMV, %d dequantize + GEMM\n", emu_gemv_calls,
+             emu_large_calls);
+  }
+} emu_wonly_report;
+template <typename Epi> struct EmuRows {
+  Epi epi;
+  int64_t row0;
+  void operator()(int64_t i, int64_t j, float y) const { epi(i + row0, j, y); }
+};
+template <int BITS, int MT, typename TA, typename TS, typename Epi>
+static void emu_wonly_rows(const SluiceWonlyShape &g, int64_t row0, int64_t m, const TA *a,
+                           const uint8_t *b, const TS *scales, const Epi &epi) {
+  // As sluice_wonly_rows on a GPU of 132 SMs with ample workspace.
+  const SluiceWonlyPlan plan = sluice_wonly_plan(m, g.n, g.k, BITS, 132);
+  SluiceWonlyArgs p;
+  p.m = m; p.n = g.n; p.k = g.k; p.lda = g.lda; p.ldb = BITS == 8 ? g.ldb : g.n;
+  p.group = g.group > 0 ? g.group : g.k; p.kPerSplit = plan.kPerSplit;
+  p.zeroPoint = g.zeroPoint; p.isSigned = g.isSigned != 0;
+  p.vec = (uintptr_t)b % 16 == 0 && (BITS == 8 ? g.ldb % 16 == 0 : g.n % 32 == 0);
+  const EmuRows<Epi> rows{epi, row0};
+  const TA *ar = a + row0 * g.lda;
+  std::vector<float> partial(plan.splits > 1 ? plan.splits * m * g.n : 0);
+  sluice_emu::launch((unsigned)(plan.colTiles * plan.splits), SLUICE_WONLY_THREADS, [&] {
+    const int64_t bid = sluice_emu::blockIdx.x;
+    sluice_wonly_block<BITS, MT>(ar, b, scales, p, plan.splits > 1 ? partial.data() : nullptr,
+                                 bid % plan.colTiles, bid / plan.colTiles, rows);
+  });
+  if (plan.splits > 1)
+    sluice_emu::launch(2, 64, [&] {
+      sluice_wonly_reduce_body(partial.data(), plan.splits, m, g.n, rows);
+    });
+}
+template <int BITS, typename TA, typename TS, typename Epi>
+static int32_t emu_wonly(const SluiceWonlyShape &g, const TA *a, const uint8_t *b,
+                         const TS *scales, const Epi &epi) {
+  if (g.m > SLUICE_WONLY_MAX_M) {
+    // The large-M path: B dequantized into scratch (A's type), the GEMM
+    // (on the host, in cuBLASLt's place, f32 sums), the store kernel.
+    ++emu_large_calls;
+    SluiceWonlyArgs p;
+    memset(&p, 0, sizeof(p));
+    p.m = g.m; p.n = g.n; p.k = g.k; p.ldb = BITS == 8 ? g.ldb : g.n;
+    p.group = g.group > 0 ? g.group : g.k; p.zeroPoint = g.zeroPoint; p.isSigned = g.isSigned != 0;
+    std::vector<TA> w(g.k * g.n);
+    sluice_emu::launch(4, 64, [&] { sluice_wonly_dequant_body<BITS>(b, scales, p, w.data()); });
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        float y = 0.0f;
+        for (int64_t q = 0; q < g.k; ++q)
+          y += sluice_quant_load(a[i * g.lda + q]) * sluice_quant_load(w[q * g.n + j]);
+        epi(i, j, y);
+      }
+    return 0;
+  }
+  ++emu_gemv_calls;
+  switch (sluice_wonly_m_tile(g.m)) {
+  case 1: emu_wonly_rows<BITS, 1>(g, 0, g.m, a, b, scales, epi); break;
+  case 2: emu_wonly_rows<BITS, 2>(g, 0, g.m, a, b, scales, epi); break;
+  case 4: emu_wonly_rows<BITS, 4>(g, 0, g.m, a, b, scales, epi); break;
+  case 8: emu_wonly_rows<BITS, 8>(g, 0, g.m, a, b, scales, epi); break;
+  default: emu_wonly_rows<BITS, 16>(g, 0, g.m, a, b, scales, epi); break;
+  }
+  return 0;
+}
+// sluice_gen/cuda_quant.cuh's sluice_wonly_gemm, on the emulated device.
+template <typename TA, typename TS, typename Epi>
+static int32_t sluice_wonly_gemm(const SluiceRunArgs *, SluiceCudaState *, const char *,
+                                 const SluiceWonlyShape &g, const TA *a, const void *b,
+                                 const TS *scales, const Epi &epi, size_t, cudaStream_t) {
+  return g.bits == 8 ? emu_wonly<8>(g, a, (const uint8_t *)b, scales, epi)
+                     : emu_wonly<4>(g, a, (const uint8_t *)b, scales, epi);
 }''']
 
 
@@ -156,12 +240,25 @@ def main():
     args = common.arguments(lambda p: p.add_argument("--path", choices=["imma", "tiles"],
                                                      required=True))
     spec = args.model.split(":")
-    if spec[0] == "int8_modules":
+    if spec[0] in ("int8_modules", "wonly_modules"):
         generator = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "codegen",
                                  "Inputs", spec[0] + ".py")
         args.model = os.path.join(args.work, "model.mlir")
         with open(args.model, "w") as f:
             subprocess.run([sys.executable, generator, spec[1]], stdout=f, check=True)
+        if len(spec) > 2:
+            # The compress phase's weight-only quantization, so that the
+            # evaluator runs the same Form W module the bundle computes.
+            opt = os.path.join(os.path.dirname(args.compile), "sluice-opt")
+            quantized = os.path.join(args.work, "quantized.mlir")
+            options = spec[2].split(",")
+            pipeline = "quantize=" + options[0]
+            if len(options) > 1:
+                pipeline += " precision=" + options[1]
+            with open(quantized, "w") as f:
+                subprocess.run([opt, args.model, "--sluice-compress-pipeline=" + pipeline],
+                               stdout=f, check=True)
+            args.model = quantized
     bundle, manifest, source = common.compile_bundle(args)
     inputs = common.reference_run(args, manifest)
 
@@ -170,7 +267,7 @@ def main():
     steps, run = common.step_functions(source)
     symbols = re.findall(r"SLUICE_SYMBOL\((k\w+)_k::(\w+)\);", source)
     int8_steps = [k for k in steps if "sluice_int8_gemm(" in steps[k] or
-                  "sluice_int8_conv(" in steps[k]]
+                  "sluice_int8_conv(" in steps[k] or "sluice_wonly_gemm(" in steps[k]]
     elementwise = [k for k in steps if re.search(r"\belementwise(_vec)?<<<", steps[k])]
     kept = int8_steps + elementwise
 
@@ -189,7 +286,7 @@ def main():
     code.append(common.harness_main(manifest, setup))
     out_files = common.build_and_run(args, code, bundle, manifest, inputs)
     compared, failures = common.compare(args, manifest, out_files, skipped, "an int8 GEMM group")
-    print("%d int8 GEMM steps (%s path) and %d elementwise steps emulated, "
+    print("%d quantized GEMM steps (%s path for int8) and %d elementwise steps emulated, "
           "%d outputs compared, %d mismatched" % (len(int8_steps), args.path, len(elementwise),
                                                   compared, failures))
     return 0 if failures == 0 and len(int8_steps) >= args.min_steps else 1

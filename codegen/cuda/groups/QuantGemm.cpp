@@ -26,6 +26,13 @@
 // result. A group this file refuses is a host step (the reason in the
 // report's remarks), its weights in the cpu layout.
 //
+// A GEMM group with a Form W prologue (the dequantize_linear, and cast, of
+// an int8 / int4 constant weight: kernel::weightDequantOf) is one
+// sluice_wonly_gemm: the GEMV kernel for up to 16 rows, dequantize +
+// cuBLASLt above; the functor gets (row, column, f32 sum) and rounds a
+// half-precision matmul result to its type first, as the evaluator. The
+// bundle keeps the int8 / packed int4 weight and its scales as they are.
+//
 //===----------------------------------------------------------------------===//
 
 #define SLUICE_QUANT_HOST_ONLY
@@ -257,14 +264,19 @@ struct FunctorAccess {
 };
 
 /// The epilogue functor `<name>_epi`: members p<i> (one per access) and
-/// batch0; operator()(b, i, j, int32_t acc) (b the batch of the call,
-/// batch0 added) maps (b, i, j) to each access's element, evaluates the ops
-/// after the anchor from acc and stores every yield. For a convolution
-/// (`conv`) b is the group, i = image * OH * OW + output pixel and j the
-/// channel in the group, over the NCHW result.
+/// batch0; operator() maps its element to each access's element, evaluates
+/// the ops after the anchor from the anchor's value and stores every
+/// yield. Int8: operator()(b, i, j, int32_t acc), b the batch of the call
+/// (batch0 added); for a convolution (`conv`) b is the group, i = image *
+/// OH * OW + output pixel and j the channel in the group, over the NCHW
+/// result. Weight-only (`weightOnly`): operator()(r, j, float y), r a row
+/// of the call's rows (the batches stacked along M, `rowsPerCall` rows per
+/// call, batch0 the call).
 struct Functor {
   CudaGroupContext &ctx;
   const SluiceInt8ConvShape *conv = nullptr;
+  bool weightOnly = false;
+  int64_t rowsPerCall = 0;
   const EpilogueOps &g;
   std::vector<FunctorAccess> accesses;
   llvm::MapVector<Value, unsigned> leafAccess;
@@ -318,6 +330,13 @@ struct Functor {
     for (auto [i, a] : llvm::enumerate(accesses))
       w.line("{0}{1} *p{2};", a.written ? "" : "const ", storageType(a.type), i);
     w.line("int64_t batch0;");
+    if (weightOnly) {
+      auto call = w.block(
+          "__device__ __forceinline__ void operator()(int64_t r, int64_t j, float y_) const");
+      w.line("const int64_t row = batch0 * {0} + r;", cInt64(rowsPerCall));
+      w.line("const int64_t b = row / {0}, i = row % {0};", cInt64(g.space[g.space.size() - 2]));
+      return printBody(w, "y_");
+    }
     auto call = w.block("__device__ __forceinline__ void operator()(int64_t b, int64_t i, "
                         "int64_t j, int32_t acc_) const");
     w.line("b += batch0;");
@@ -371,7 +390,11 @@ struct Functor {
   LogicalResult printOps(CodeWriter &w, const std::string &anchorValue) {
     for (auto &[value, a] : leafAccess)
       expr[value] = loadExpr(elementOf(value), "p" + decimal(a) + "[x" + decimal(a) + "]");
-    expr[g.result] = anchorValue;
+    // A half-precision matmul result is rounded to its type first, as the
+    // evaluator's matmul does.
+    Type et = elementOf(g.result);
+    expr[g.result] =
+        et.isF16() || et.isBF16() ? loadExpr(et, storeExpr(et, anchorValue)) : anchorValue;
     int locals = 0;
     for (Operation *op : g.parts.after) {
       std::vector<std::string> operands;
@@ -447,6 +470,84 @@ CudaEmit emitInt8Conv(CudaGroupContext &ctx, const Int8Gemm &g) {
   if (ctx.workspaceBytes)
     *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, workspace);
   return CudaEmit::Done;
+}
+
+/// Form W on the device, from the IR alone.
+struct WonlyGemm : EpilogueOps {
+  MatMulOp matmul;
+  kernel::WeightDequant weight;
+  int64_t m = 0, n = 0, k = 0, lda = 0;
+  StridedView a;
+  /// Per-call offsets of A: one call with the batches stacked along M when
+  /// they are evenly spaced (B is one 2-D weight), else one per batch.
+  std::vector<int64_t> aOff;
+  int64_t rowsPerCall = 0;
+};
+
+/// Analyzes `kernel` as a device weight-only GEMM group; the reason when
+/// the device cannot run it.
+std::optional<std::string> analyzeWonly(KernelOp kernel, WonlyGemm &g) {
+  g.parts = splitGroupOps(kernel, [](Operation *op) { return isa<MatMulOp>(op); });
+  g.matmul = dyn_cast_or_null<MatMulOp>(g.parts.anchor);
+  if (!g.matmul)
+    return std::string("no matmul in the GEMM group");
+  auto weight = kernel::weightDequantOf(g.matmul);
+  if (!weight)
+    return std::string("the matmul's B is not a weight-only dequantization");
+  g.weight = *weight;
+  for (Operation *op : g.parts.before)
+    if (op != weight->dequant.getOperation() && op != weight->cast.getOperation())
+      return std::string("ops before the matmul besides the weight's dequantization");
+  for (Operation *op : g.parts.after)
+    if (!kernel::isElementwise(op))
+      return "a GEMM group's epilogue holds " + op->getName().getStringRef().str() +
+             ", not elementwise";
+  g.result = g.matmul.getResult();
+  g.space = shapeOf(g.result);
+  Type et = elementOf(g.result);
+  if (!et.isF32() && !et.isF16() && !et.isBF16())
+    return std::string("weight-only GEMMs take f32, f16 or bf16 activations");
+  DequantizeLinearOp dq = weight->dequant;
+  Type scaleType = elementOf(dq.getScale());
+  if (!scaleType.isF16() && !scaleType.isF32())
+    return std::string("weight-only scales are f16 or f32 on the device");
+  Value q = dq.getInput();
+  if (!isLeaf(kernel, q) || !isLeaf(kernel, dq.getScale()))
+    return std::string("the weight or its scales are computed in the group");
+  // In-group constants keep one byte per element on the device; the kernel
+  // reads int4 packed two per byte, as the bundle stores weights.
+  if (weight->bits == 4 && q.getDefiningOp<ConstantOp>())
+    return std::string("an int4 weight inside the group (not a bundle weight)");
+  Value aValue = g.matmul.getLhs();
+  ArrayRef<int64_t> aShape = shapeOf(aValue);
+  if (aShape.size() < 2 || g.space.size() < 2)
+    return std::string("weight-only GEMMs of a vector (rank 1) run on the host");
+  if (product(g.space) == 0)
+    return std::string("an empty weight-only GEMM");
+  g.m = aShape[aShape.size() - 2];
+  g.k = aShape.back();
+  g.n = shapeOf(q)[1];
+  auto a = resolveView(aValue, /*emitErrors=*/false);
+  if (failed(a) || !isLeaf(kernel, a->base))
+    return std::string("the weight-only GEMM's A is not a view of a group input");
+  g.a = *a;
+  int64_t ar = aShape.size();
+  if (g.k > 1 && a->strides[ar - 1] != 1)
+    return std::string("the weight-only GEMM's A is not contiguous along K");
+  g.lda = g.m > 1 ? a->strides[ar - 2] : g.k;
+  if (g.lda < g.k)
+    return std::string("the weight-only GEMM's A rows overlap");
+  std::vector<int64_t> batchDims(g.space.begin(), g.space.end() - 2);
+  int64_t batches = product(batchDims);
+  for (int64_t i = 0; i < batches; ++i)
+    g.aOff.push_back(a->offset + batchOffset(batchDims, i, aShape, a->strides));
+  bool stack = true;
+  for (int64_t i = 0; i < batches && stack; ++i)
+    stack = g.aOff[i] == g.aOff[0] + i * g.m * g.lda;
+  g.rowsPerCall = stack ? g.m * batches : g.m;
+  if (stack)
+    g.aOff.resize(1);
+  return analyzeEpilogue(kernel, g);
 }
 
 } // namespace
@@ -568,6 +669,59 @@ CudaEmit emitCudaInt8GemmGroup(CudaGroupContext &ctx) {
   }
   ctx.include("sluice_gen/cuda_quant.cuh");
   ctx.kind = "library";
+  *ctx.device += device.str();
+  *ctx.host += host.str();
+  if (ctx.workspaceBytes)
+    *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, workspace);
+  return CudaEmit::Done;
+}
+
+bool isCudaWonlyGemmGroup(KernelOp kernel) {
+  for (Operation &op : kernel.getBody().front().without_terminator())
+    if (kernel::isWeightPrologue(&op))
+      return true;
+  return false;
+}
+
+CudaEmit emitCudaWonlyGemmGroup(CudaGroupContext &ctx) {
+  WonlyGemm g;
+  if (auto why = analyzeWonly(ctx.kernel, g))
+    return ctx.unsupported(*why);
+  DequantizeLinearOp dq = g.weight.dequant;
+  Type et = elementOf(g.result);
+  Functor functor(ctx, g);
+  functor.weightOnly = true;
+  functor.rowsPerCall = g.rowsPerCall;
+  if (failed(functor.plan()))
+    return ctx.unsupported("an epilogue operand of the weight-only GEMM is not addressable");
+  CodeWriter device, host(1);
+  if (failed(functor.print(device)))
+    return CudaEmit::Error;
+  auto aPtr = ctx.leafPointer(StridedView{g.a.base, 0, {}});
+  auto qPtr = ctx.leafPointer(StridedView{dq.getInput(), 0, {}});
+  auto sPtr = ctx.leafPointer(StridedView{dq.getScale(), 0, {}});
+  if (failed(aPtr) || failed(qPtr) || failed(sPtr))
+    return CudaEmit::Error;
+  SluiceWonlyShape shape{g.rowsPerCall, g.n, g.k, g.lda, g.n, g.weight.bits, 1, 0, g.weight.group};
+  int64_t workspace = sluice_wonly_workspace(shape, storageBytes(et));
+  std::string ta = storageType(et), ts = storageType(elementOf(dq.getScale()));
+  {
+    auto call = host.block("");
+    host.line("static const SluiceWonlyShape gemm = {{{0}, {1}, {2}, {3}, {4}, {5}, 1, 0, {6}};",
+              cInt64(shape.m), cInt64(shape.n), cInt64(shape.k), cInt64(shape.lda),
+              cInt64(shape.ldb), shape.bits, cInt64(shape.group));
+    host.line("{0}", cInt64ArrayDecl("a_off", g.aOff));
+    host.line("for (int64_t o = 0; o < {0}; ++o)", cInt64((int64_t)g.aOff.size()));
+    auto loop = host.block("");
+    host.line("const {0}_epi epi = {1};", ctx.name, functor.initializer("o"));
+    host.line("if (int32_t status = sluice_wonly_gemm(args, state, {0}, gemm, (const {1} *){2} + "
+              "a_off[o], (const void *){3}, (const {4} *){5}, epi, (size_t){6}, stream))",
+              ctx.kernelName(), ta, *aPtr, *qPtr, ts, *sPtr, cInt64(workspace));
+    auto then = host.indented();
+    host.line("return status;");
+  }
+  ctx.include("sluice_gen/cuda_quant.cuh");
+  ctx.kind = "kernel";
   *ctx.device += device.str();
   *ctx.host += host.str();
   if (ctx.workspaceBytes)
