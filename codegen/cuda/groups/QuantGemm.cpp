@@ -482,6 +482,9 @@ struct WonlyGemm : EpilogueOps {
   /// they are evenly spaced (B is one 2-D weight), else one per batch.
   std::vector<int64_t> aOff;
   int64_t rowsPerCall = 0;
+  /// The weight's signedness and its zero point (one for the whole weight).
+  bool isSigned = true;
+  int64_t zeroPoint = 0;
 };
 
 /// Analyzes `kernel` as a device weight-only GEMM group; the reason when
@@ -514,6 +517,15 @@ std::optional<std::string> analyzeWonly(KernelOp kernel, WonlyGemm &g) {
   Value q = dq.getInput();
   if (!isLeaf(kernel, q) || !isLeaf(kernel, dq.getScale()))
     return std::string("the weight or its scales are computed in the group");
+  g.isSigned = !elementOf(q).isUnsignedInteger();
+  if (Value zero = dq.getZeroPoint()) {
+    // One zero point for the whole weight is the kernel's; per column or
+    // per block (ONNX Runtime's asymmetric weight-only models) it has none.
+    auto zeros = getConstantIntValues(zero);
+    if (!zeros || llvm::any_of(*zeros, [&](int64_t z) { return z != (*zeros)[0]; }))
+      return std::string("weight zero points per column or block run on the host");
+    g.zeroPoint = (*zeros)[0];
+  }
   // In-group constants keep one byte per element on the device; the kernel
   // reads int4 packed two per byte, as the bundle stores weights.
   if (weight->bits == 4 && q.getDefiningOp<ConstantOp>())
@@ -702,14 +714,17 @@ CudaEmit emitCudaWonlyGemmGroup(CudaGroupContext &ctx) {
   auto sPtr = ctx.leafPointer(StridedView{dq.getScale(), 0, {}});
   if (failed(aPtr) || failed(qPtr) || failed(sPtr))
     return CudaEmit::Error;
-  SluiceWonlyShape shape{g.rowsPerCall, g.n, g.k, g.lda, g.n, g.weight.bits, 1, 0, g.weight.group};
+  SluiceWonlyShape shape{
+      g.rowsPerCall,        g.n,           g.k, g.lda, g.n, g.weight.bits, g.isSigned ? 1 : 0,
+      (int32_t)g.zeroPoint, g.weight.group};
   int64_t workspace = sluice_wonly_workspace(shape, storageBytes(et));
   std::string ta = storageType(et), ts = storageType(elementOf(dq.getScale()));
   {
     auto call = host.block("");
-    host.line("static const SluiceWonlyShape gemm = {{{0}, {1}, {2}, {3}, {4}, {5}, 1, 0, {6}};",
+    host.line("static const SluiceWonlyShape gemm = {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+              "{8}};",
               cInt64(shape.m), cInt64(shape.n), cInt64(shape.k), cInt64(shape.lda),
-              cInt64(shape.ldb), shape.bits, cInt64(shape.group));
+              cInt64(shape.ldb), shape.bits, shape.isSigned, shape.zeroPoint, cInt64(shape.group));
     host.line("{0}", cInt64ArrayDecl("a_off", g.aOff));
     host.line("for (int64_t o = 0; o < {0}; ++o)", cInt64((int64_t)g.aOff.size()));
     auto loop = host.block("");
