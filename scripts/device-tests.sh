@@ -8,7 +8,9 @@
 #   env               nvidia-smi, nvcc, python/torch versions, ldd of the tools
 #   runtime           the gpu-labelled runtime tests (a computing fake bundle
 #                     through sluice-run and the runtime API)
-#   kernels           the other gpu-labelled unit tests (test/gpu binaries)
+#   kernels           the other gpu-labelled unit tests (test/gpu binaries:
+#                     cuBLASLt/cuDNN, row ops, attention, and gpu-quant, the
+#                     int8 / weight-only / fp8 GEMMs with their timings)
 #   models            test/models/check_model.py --target cuda for the four
 #                     models at fp32, fp16 and bf16
 #   conformance[:K/N] shard K of N (1-based) of the ONNX backend cases on cuda

@@ -67,7 +67,8 @@ std::string computeOf(KernelOp kernel) {
   Block &body = kernel.getBody().front();
   Operation *anchor = nullptr;
   for (Operation &op : body.without_terminator())
-    if (!isa<ConstantOp>(op) && !kernel::isViewOp(&op) && !kernel::isElementwise(&op)) {
+    if (!isa<ConstantOp>(op) && !kernel::isViewOp(&op) && !kernel::isElementwise(&op) &&
+        !kernel::isWeightPrologue(&op)) {
       anchor = &op;
       break;
     }

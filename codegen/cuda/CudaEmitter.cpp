@@ -95,6 +95,10 @@ CudaEmit emitGroup(CudaGroupContext &ctx) {
   case KernelForm::attention:
     return emitCudaAttentionGroup(ctx);
   case KernelForm::gemm:
+    if (Operation *anchor = kernel::anchorOf(kernel); anchor && kernel::isInt8Contraction(anchor))
+      return emitCudaInt8GemmGroup(ctx);
+    if (isCudaWonlyGemmGroup(kernel))
+      return emitCudaWonlyGemmGroup(ctx);
     return emitCudaGemmGroup(ctx);
   case KernelForm::row:
     return emitCudaRowGroup(ctx);
@@ -464,9 +468,9 @@ std::string deviceSource(const CudaModel &model, const CudaSources &sources, int
 
 FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
   CudaModel model;
-  // Weights stored as the cpu kernels read them: int8 GEMMs run as host
-  // steps (their packed B in host_weights).
-  if (failed(collectModelFacts(module, model, "cuda", cpuImplements, cpuWeightTransform)))
+  // Weights stored as the kernels read them: packed for IMMA where an int8
+  // GEMM runs on the device, else as the cpu kernels of host steps do.
+  if (failed(collectModelFacts(module, model, "cuda", cpuImplements, cudaWeightTransform)))
     return failure();
   Block &block = model.func.getBody().front();
   auto ret = cast<func::ReturnOp>(block.getTerminator());

@@ -24,6 +24,7 @@
 #define SLUICE_CODEGEN_CUDA_CUDAGROUPS_H
 
 #include "codegen/common/KernelModel.h"
+#include "codegen/common/WeightTransform.h"
 #include "dialects/sluice/SluiceOps.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -102,6 +103,21 @@ int64_t rowVectorWidth(int64_t len, int64_t widestBytes);
 
 CudaEmit emitCudaElementwiseGroup(CudaGroupContext &ctx);
 CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx);
+/// Form I8: a GEMM group with an int8 matmul_integer anchor as one
+/// sluice_int8_gemm (cuBLASLt IMMA) with a generated epilogue functor
+/// (groups/QuantGemm.cpp); Unsupported (a host step) for the rest.
+CudaEmit emitCudaInt8GemmGroup(CudaGroupContext &ctx);
+/// Whether `kernel` (a GEMM group) holds the Form W dequantization of its
+/// matmul's B as its prologue.
+bool isCudaWonlyGemmGroup(KernelOp kernel);
+/// Form W: such a group as one sluice_wonly_gemm (the small-M GEMV kernel,
+/// or dequantize + cuBLASLt for larger M) with a generated epilogue functor
+/// (groups/QuantGemm.cpp); Unsupported (a host step) for the rest.
+CudaEmit emitCudaWonlyGemmGroup(CudaGroupContext &ctx);
+/// How the cuda target stores kernel input `input`: packed for IMMA when it
+/// is the weight of a device int8 GEMM, else as the cpu kernels of host
+/// steps read it (cpuWeightTransform).
+std::optional<WeightTransform> cudaWeightTransform(KernelOp kernel, unsigned input);
 CudaEmit emitCudaRowGroup(CudaGroupContext &ctx);
 CudaEmit emitCudaAttentionGroup(CudaGroupContext &ctx);
 /// F5 single ops with a cuda implementation (conv through cuDNN, pooling,

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Writes float GEMM modules that --quantize=w8a16|w4a16 turns into Form W
+(QUANT-CONTRACT.md: dequantize_linear of an int8 / int4 constant weight as
+the GEMM group's prologue), for test/codegen/cuda-wonly.test and the
+emulation ctests of test/unit/cuda_int8_emulate.py (seeded: every run
+writes the same module).
+
+  wonly_modules.py decode > MODULE.mlir
+
+decode: the weight-only GEMM's cases on the cuda target: M = 1 (GPT-2
+        decoding) with a bias and GELU, M = 3 with odd N and K > 128 (two
+        int4 blocks, the second partial), M = 16, a batched A [2, 3, K]
+        stacked into M = 6, and M = 40 (the large-M path: dequantize +
+        cuBLASLt) with a residual add.
+"""
+import sys
+
+import numpy as np
+
+rng = np.random.default_rng(21)
+lines = []
+counter = [0]
+
+
+def ty(shape, et="f32"):
+    return "tensor<" + "".join(f"{d}x" for d in shape) + et + ">"
+
+
+def fresh():
+    counter[0] += 1
+    return f"%v{counter[0]}"
+
+
+def weight(shape):
+    v = fresh()
+    arr = rng.normal(0.0, 0.2, size=shape).astype("<f4")
+    lines.append(f'    {v} = sluice.constant dense<"0x{arr.tobytes().hex().upper()}"> : {ty(shape)}')
+    return v
+
+
+def op(text, result_shape, name=None):
+    v = fresh()
+    loc = f' loc("{name}")' if name else ""
+    lines.append(f"    {v} = {text} -> {ty(result_shape)}{loc}")
+    return v
+
+
+def linear(x, xshape, k, n, name, bias=True):
+    out = list(xshape[:-1]) + [n]
+    w = weight([k, n])
+    y = op(f"sluice.matmul {x}, {w} : ({ty(xshape)}, {ty([k, n])})", out, name)
+    if bias:
+        b = weight([n])
+        y = op(f"sluice.add {y}, {b} : ({ty(out)}, {ty([n])})", out)
+    return y, out
+
+
+def decode():
+    args = [("x1", [1, 256]), ("x3", [3, 200]), ("x16", [16, 64]), ("xb", [2, 3, 96]),
+            ("x40", [40, 96]), ("r40", [40, 48])]
+    outs = []
+    y, s = linear("%x1", [1, 256], 256, 384, "fc_decode")
+    outs.append((op(f"sluice.gelu {y} : ({ty(s)})", s), s))
+    outs.append(linear("%x3", [3, 200], 200, 75, "fc_odd", bias=False))
+    y, s = linear("%x16", [16, 64], 64, 160, "fc_m16")
+    outs.append((op(f"sluice.relu {y} : ({ty(s)})", s), s))
+    outs.append(linear("%xb", [2, 3, 96], 96, 32, "fc_batched"))
+    y, s = linear("%x40", [40, 96], 96, 48, "fc_large")
+    outs.append((op(f"sluice.add {y}, %r40 : ({ty(s)}, {ty([40, 48])})", s), s))
+    sig = ", ".join(f"%{n}: {ty(s)}" for n, s in args)
+    res = ", ".join(ty(s) for _, s in outs)
+    in_names = ", ".join(f'"{n}"' for n, _ in args)
+    out_names = ", ".join(f'"o{i}"' for i in range(len(outs)))
+    print("module {")
+    print(f"  func.func @main({sig}) -> ({res}) attributes {{sluice.input_names = [{in_names}], "
+          f"sluice.output_names = [{out_names}]}} {{")
+    print("\n".join(lines))
+    print("    return " + ", ".join(v for v, _ in outs) + " : " + res)
+    print("  }")
+    print("}")
+
+
+if __name__ == "__main__":
+    {"decode": decode}[sys.argv[1]]()
