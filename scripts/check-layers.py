@@ -90,6 +90,9 @@ INCLUDE_EXCEPTIONS = {
     # generated code's own packing routine (its SLUICE_INT8_PACK_ONLY part:
     # portable C++), so the layout has one definition.
     ("codegen/cpu", "codegen/include/sluice_gen/cpu_int8.h"),
+    # Likewise the cuda target packs int8 weights for cuBLASLt IMMA ([colsum |
+    # B^T]) with the generated code's host-only part (SLUICE_QUANT_HOST_ONLY).
+    ("codegen/cuda", "codegen/include/sluice_gen/cuda_quant_kernels.cuh"),
     # The element-type codes generated collective calls pass to the runtime's
     # communicator (SluiceCommDType) are the bundle ABI's own constants.
     ("codegen/common", "include/sluice/bundle_abi.h"),
