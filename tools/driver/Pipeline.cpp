@@ -70,6 +70,19 @@ std::string modulePrecision(ModuleOp module) {
   return "fp32";
 }
 
+/// sluice-quantize's options from the driver's (--quantize and friends).
+static QuantizePassOptions quantizeOptions(const CompilerOptions &options) {
+  QuantizePassOptions quantize;
+  quantize.mode = options.quantize;
+  quantize.calibration = options.calibration;
+  quantize.method = options.calibrationMethod;
+  quantize.budget = options.accuracyBudget;
+  quantize.smoothQuant = options.smoothQuant;
+  quantize.cache = options.quantizationCache;
+  quantize.progress = options.progress;
+  return quantize;
+}
+
 void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
   // Explicit quantization first: a QDQ model's GEMMs become integer ops on
   // the int8 weights (simplify left them unfolded), then whatever
@@ -81,15 +94,7 @@ void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
   // Calibrated int8 on the f32 graph, before any precision conversion
   // (which then narrows what stays float).
   if (options.quantize == "int8") {
-    QuantizePassOptions quantize;
-    quantize.mode = options.quantize;
-    quantize.calibration = options.calibration;
-    quantize.method = options.calibrationMethod;
-    quantize.budget = options.accuracyBudget;
-    quantize.smoothQuant = options.smoothQuant;
-    quantize.cache = options.quantizationCache;
-    quantize.progress = options.progress;
-    pm.addPass(sluice::createQuantizePass(quantize));
+    pm.addPass(sluice::createQuantizePass(quantizeOptions(options)));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
@@ -107,14 +112,7 @@ void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
   if (options.quantize == "w8a16" || options.quantize == "w4a16") {
     // sluice-quantize in a weight-only mode: sluice-quantize-weights'
     // rewrite, under the accuracy guard when calibration data is given.
-    QuantizePassOptions quantize;
-    quantize.mode = options.quantize;
-    quantize.calibration = options.calibration;
-    quantize.method = options.calibrationMethod;
-    quantize.budget = options.accuracyBudget;
-    quantize.cache = options.quantizationCache;
-    quantize.progress = options.progress;
-    pm.addPass(sluice::createQuantizePass(quantize));
+    pm.addPass(sluice::createQuantizePass(quantizeOptions(options)));
   }
 }
 
