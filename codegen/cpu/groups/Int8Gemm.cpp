@@ -37,6 +37,7 @@
 //===----------------------------------------------------------------------===//
 
 #define SLUICE_INT8_PACK_ONLY
+#include "codegen/common/GemmBatches.h"
 #include "codegen/include/sluice_gen/cpu_int8.h"
 #undef SLUICE_INT8_PACK_ONLY
 
@@ -51,23 +52,6 @@ using namespace mlir;
 
 namespace sluice::codegen {
 namespace {
-
-/// Offset of batch `flat` (row-major over `batch`) in an operand of shape
-/// `shape` (its last two dims are the matrix) with `strides`; the operand's
-/// batch dims are right-aligned and broadcast.
-int64_t batchOffset(ArrayRef<int64_t> batch, int64_t flat, ArrayRef<int64_t> shape,
-                    ArrayRef<int64_t> strides) {
-  int64_t offset = 0, rest = flat;
-  int64_t opBatch = (int64_t)shape.size() - 2;
-  for (int64_t d = (int64_t)batch.size() - 1; d >= 0; --d) {
-    int64_t c = rest % batch[d];
-    rest /= batch[d];
-    int64_t od = d - ((int64_t)batch.size() - opBatch);
-    if (od >= 0 && shape[od] != 1)
-      offset += c * strides[od];
-  }
-  return offset;
-}
 
 /// The int8 anchor of a GEMM group, or null.
 Operation *int8Anchor(KernelOp kernel) {

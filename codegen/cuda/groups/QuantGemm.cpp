@@ -36,6 +36,7 @@
 //===----------------------------------------------------------------------===//
 
 #define SLUICE_QUANT_HOST_ONLY
+#include "codegen/common/GemmBatches.h"
 #include "codegen/include/sluice_gen/cuda_quant_kernels.cuh"
 #undef SLUICE_QUANT_HOST_ONLY
 
@@ -54,23 +55,6 @@ using namespace mlir;
 
 namespace sluice::codegen {
 namespace {
-
-/// Offset of batch `flat` (row-major over `batch`) in an operand of shape
-/// `shape` with `strides` (its last two dims are the matrix, its batch dims
-/// right-aligned and broadcast).
-int64_t batchOffset(ArrayRef<int64_t> batch, int64_t flat, ArrayRef<int64_t> shape,
-                    ArrayRef<int64_t> strides) {
-  int64_t offset = 0, rest = flat;
-  int64_t opBatch = (int64_t)shape.size() - 2;
-  for (int64_t d = (int64_t)batch.size() - 1; d >= 0; --d) {
-    int64_t c = rest % batch[d];
-    rest /= batch[d];
-    int64_t od = d - ((int64_t)batch.size() - opBatch);
-    if (od >= 0 && shape[od] != 1)
-      offset += c * strides[od];
-  }
-  return offset;
-}
 
 /// Whether `v` is a leaf the step can address: a block argument of the
 /// kernel's body or a constant in it.
