@@ -3,7 +3,10 @@
 #include "runtime/comm/MpiTransport.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <thread>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -34,6 +37,49 @@ std::string secondsText(double seconds) {
   std::snprintf(text, sizeof text, "%g s", seconds);
   return text;
 }
+
+namespace {
+
+using PauseClock = std::chrono::steady_clock;
+
+/// When this process last resumed from a pause (stopped by SIGSTOP, or
+/// starved of a core) and for how long it was paused, as nanoseconds of
+/// PauseClock; 0: never. A watcher thread ticks every 100 ms and takes a gap
+/// of more than half a second between ticks for a pause: all threads of a
+/// stopped process stop, so the pause is seen wherever the rank was (in a
+/// kernel, between collectives, or inside one).
+std::atomic<int64_t> lastResumeNs{0}, lastPauseNs{0};
+
+void startPauseWatch() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::thread([] {
+      PauseClock::time_point last = PauseClock::now();
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        PauseClock::time_point now = PauseClock::now();
+        if (now - last > std::chrono::milliseconds(500)) {
+          lastPauseNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count();
+          lastResumeNs =
+              std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+        }
+        last = now;
+      }
+    }).detach();
+  });
+}
+
+/// The pause this process resumed from within the last `window` before
+/// `now`, in seconds (0: none).
+double recentPause(PauseClock::time_point now, PauseClock::duration window) {
+  int64_t resumed = lastResumeNs.load();
+  if (!resumed)
+    return 0;
+  auto since = now.time_since_epoch() - std::chrono::nanoseconds(resumed);
+  return since <= window ? lastPauseNs.load() * 1e-9 : 0;
+}
+
+} // namespace
 
 std::string mpiMessage(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -155,6 +201,7 @@ bool Exchange::wait(const char *what, std::string &error) {
   // timeout is.
   Clock::time_point deadline = Clock::now() + timeoutDuration;
   Clock::time_point lastPoll = Clock::now();
+  startPauseWatch();
   for (unsigned polls = 0; pending > 0; ++polls) {
     // Time this process did not run (stopped, or starved of a core) is no
     // peer's fault: a rank resumed after SIGSTOP must not blame the others
@@ -196,6 +243,17 @@ bool Exchange::wait(const char *what, std::string &error) {
         if (requests[i] != MPI_REQUEST_NULL &&
             std::find(silent.begin(), silent.end(), peers[i]) == silent.end())
           silent.push_back(peers[i]);
+      // A rank that was itself paused shortly before (within two timeouts:
+      // the others waited one on it, then this one waited one on them) was
+      // the silent one: they have most likely timed out on it and are gone.
+      // Say so instead of blaming them.
+      if (double paused = recentPause(Clock::now(), 2 * timeoutDuration + std::chrono::seconds(1))) {
+        error = std::string(what) + ": this rank was paused for " +
+                secondsText(std::round(paused * 10) / 10) +
+                " (stopped, or starved of a core), and after it resumed " + rankList(silent) +
+                " stayed silent for " + secondsText(timeout) + ": they have likely given up on it";
+        return false;
+      }
       error = std::string(what) + ": no answer from " + rankList(silent) +
               " within " + secondsText(timeout);
       return false;
