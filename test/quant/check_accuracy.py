@@ -28,6 +28,8 @@ its top-1 against the numbers the manifest recorded when the models were made.
      "precision" other than KIND). Without it a missing "compute" is shown
      as "-". --max-weights-ratio=X compiles the fp32 model too and bounds
      the bundle's weights_bytes by X times the fp32 bundle's.
+     Pruning (issue 16, test/prune): --min-sparse-gemms=N needs the report's
+     sparsity.gemms_2_4 >= N; the report's pruning/sparsity layers are shown.
   5. --expect-compile-error=TEXT: the compile must fail with TEXT in its
      output (a known import failure kept as a test that notices the fix).
 
@@ -265,11 +267,37 @@ def main_check(args):
     if weights_ratio is not None and weights_ratio > args.max_weights_ratio:
         problems.append(f"weights are {weights_ratio:.2f}x the fp32 bundle's, more than "
                         f"--max-weights-ratio={args.max_weights_ratio}")
+    problems += show_pruning(report, args.min_sparse_gemms)
     for problem in problems:
         print("FAIL:", problem)
     if not problems:
         print("PASS")
     return 1 if problems else 0
+
+
+def show_pruning(report, min_sparse_gemms):
+    """Prints the report's pruning and sparsity outcome; the problems with
+    --min-sparse-gemms."""
+    problems = []
+    pruning = report.get("pruning")
+    if pruning:
+        print(f"pruning: params {pruning['params_before']} -> {pruning['params_after']} "
+              f"({pruning['params_after'] / max(pruning['params_before'], 1):.2f}x), flops "
+              f"{pruning['flops_before']} -> {pruning['flops_after']} "
+              f"({pruning['flops_after'] / max(pruning['flops_before'], 1):.2f}x)")
+        for e in pruning.get("layers", []):
+            print(f"  {e['node']}: {e['kind']} kept {e['kept']}/{e['original']} "
+                  f"sensitivity {e.get('sensitivity', float('nan')):.4f} ({e.get('reason', '')})")
+    sparsity = report.get("sparsity")
+    if sparsity:
+        print(f"sparsity {sparsity.get('pattern')}: {sparsity.get('gemms_2_4')} GEMMs 2:4, "
+              f"{sparsity.get('gemms_dense')} dense")
+    if min_sparse_gemms is not None:
+        got = (sparsity or {}).get("gemms_2_4", 0)
+        if got < min_sparse_gemms:
+            problems.append(f"{got} GEMMs are 2:4, fewer than --min-sparse-gemms="
+                            f"{min_sparse_gemms}")
+    return problems
 
 
 def check_data(data):
@@ -407,6 +435,8 @@ def main():
                     help="every GEMM/conv step must compute in int8 unless kept")
     ap.add_argument("--require-compute", help="as --require-int8 with another compute kind "
                     "(int8w, int4w, fp8)")
+    ap.add_argument("--min-sparse-gemms", type=int,
+                    help="the report's sparsity.gemms_2_4 at least this")
     ap.add_argument("--max-weights-ratio", type=float,
                     help="weights_bytes at most this times the fp32 bundle's")
     ap.add_argument("--expect-compile-error", help="the compile must fail with this text")

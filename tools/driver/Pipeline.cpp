@@ -84,6 +84,30 @@ static QuantizePassOptions quantizeOptions(const CompilerOptions &options) {
 }
 
 void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
+  // Pruning before quantization (the order): the calibration ranges
+  // and the int8 guard then see the pruned model, and the pruned GEMMs are
+  // the ones quantized. Structured pruning first, so that 2:4 picks its
+  // weights among the units that stay.
+  if (options.pruneHeads > 0 || options.pruneFfn > 0 || options.pruneChannels > 0) {
+    PrunePassOptions prune;
+    prune.heads = options.pruneHeads;
+    prune.ffn = options.pruneFfn;
+    prune.channels = options.pruneChannels;
+    prune.calibration = options.calibration;
+    prune.budget = options.accuracyBudget;
+    prune.progress = options.progress;
+    pm.addPass(sluice::createPrunePass(prune));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+  if (!options.sparsity.empty()) {
+    SparsifyPassOptions sparsify;
+    sparsify.pattern = options.sparsity;
+    sparsify.calibration = options.calibration;
+    sparsify.budget = options.accuracyBudget;
+    sparsify.progress = options.progress;
+    pm.addPass(sluice::createSparsifyPass(sparsify));
+  }
   // Explicit quantization first: a QDQ model's GEMMs become integer ops on
   // the int8 weights (simplify left them unfolded), then whatever
   // dequantized weight is left folds to float.

@@ -70,6 +70,16 @@ struct CompilerOptions {
   double accuracyBudget = 0.05;
   /// Where the calibration table is cached (JSON); empty: not cached.
   std::string quantizationCache;
+  /// `--prune=heads=F,ffn=F,channels=F`: fractions of each attention
+  /// layer's heads, each MLP's hidden units and each convolution's output
+  /// channels to remove (structured pruning, docs/pruning.md); 0: none.
+  double pruneHeads = 0, pruneFfn = 0, pruneChannels = 0;
+  /// `--sparsity=2:4`: semi-structured sparsity of the GEMM weights; "": off.
+  std::string sparsity;
+  /// Whether any pruning or sparsity was asked for.
+  bool prunes() const {
+    return pruneHeads > 0 || pruneFfn > 0 || pruneChannels > 0 || !sparsity.empty();
+  }
   /// Progress lines of long passes (calibration) on stderr.
   bool progress = false;
 };
@@ -82,8 +92,10 @@ void buildSimplifyPipeline(mlir::OpPassManager &pm, const CompilerOptions &optio
 /// composite ops (passes/recognize).
 void buildRecognizePipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
 
-/// compress: with a half `precision`, the graph in f16/bf16 with fp32
-/// where numerics need it (sluice-convert-precision); nothing otherwise.
+/// compress: structured pruning and 2:4 sparsity (sluice-prune,
+/// sluice-sparsify), explicit and calibrated quantization, and with a half
+/// `precision` the graph in f16/bf16 with fp32 where numerics need it
+/// (sluice-convert-precision). Prune first, then quantize.
 void buildCompressPipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
 
 /// The precision `module`'s main function was converted to (its

@@ -84,10 +84,23 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         memory-bound GEMMs; see docs/quantization.md.
                         QDQ models need no flag: their QuantizeLinear /
                         DequantizeLinear pairs already say what is int8
+  --prune=KIND=F[,...]  structured pruning (docs/pruning.md): remove the
+                        fraction F (in [0, 1)) of each attention layer's
+                        heads (heads=F), each MLP's hidden units (ffn=F)
+                        or each convolution's output channels
+                        (channels=F), chosen by importance measured on
+                        --calibration; weights, GEMM shapes and FLOPs
+                        shrink; the most sensitive layers are spared
+                        until --accuracy-budget holds
+  --sparsity=2:4        semi-structured sparsity: two of every four weights
+                        along K of each GEMM kept by calibrated importance
+                        (cuda: cuSPARSELt where it is present and faster;
+                        cpu: dense on the pruned weights); needs
+                        --calibration
   --calibration=DIR     sample inputs: DIR/NAME.npy per model input (one
                         set), or sub-folders of such sets, with the
-                        compile shapes; int8 needs it, weight-only uses it
-                        for the accuracy guard
+                        compile shapes; int8, --prune and --sparsity need
+                        it, weight-only uses it for the accuracy guard
   --calibration-method=M
                         minmax (the default, as ONNX Runtime's),
                         percentile (99.999) or entropy (KL divergence)
@@ -98,8 +111,9 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --accuracy-budget=X   largest relative L2 error of any output on the
                         calibration sets against the float model (default
                         0.05); the most sensitive layers stay in float
-                        until it holds, and a budget that no quantized
-                        layer meets fails the compile with the table
+                        (or unpruned, dense) until it holds, and a budget
+                        that no quantized layer meets fails the compile
+                        with the table
   --quantization-cache=FILE
                         the calibration table (JSON; default: beside the
                         bundle, BUNDLE.quantization.json; none: off):
@@ -201,6 +215,33 @@ void writeAttributeJson(llvm::json::OStream &json, mlir::Attribute attr) {
   }
 }
 
+/// `--prune=heads=F,ffn=F,channels=F` (any subset, any order) into
+/// `options`; a kind the pass does not know or a fraction outside [0, 1)
+/// ends the compile with one error.
+void parsePrune(const std::string &text, sluice::CompilerOptions &options) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(text).split(parts, ',', -1, false);
+  if (parts.empty())
+    die("bad --prune '" + text + "' (expected heads=F,ffn=F,channels=F, F in [0, 1))");
+  for (llvm::StringRef part : parts) {
+    auto [kind, value] = part.trim().split('=');
+    double *slot = kind == "heads"      ? &options.pruneHeads
+                   : kind == "ffn"      ? &options.pruneFfn
+                   : kind == "channels" ? &options.pruneChannels
+                                        : nullptr;
+    if (!slot)
+      die("unknown --prune kind '" + kind.str() +
+          "' (heads: attention heads, ffn: MLP hidden units, channels: conv output channels)");
+    std::string number = value.str();
+    char *end = nullptr;
+    double fraction = std::strtod(number.c_str(), &end);
+    if (number.empty() || *end || !(fraction >= 0 && fraction < 1))
+      die("bad --prune fraction '" + number + "' for " + kind.str() +
+          " (expected a fraction in [0, 1), e.g. " + kind.str() + "=0.25)");
+    *slot = fraction;
+  }
+}
+
 std::string defaultBundlePath(const std::string &model) {
   llvm::SmallString<256> p(llvm::sys::path::filename(model));
   llvm::sys::path::replace_extension(p, ".sluice");
@@ -263,6 +304,13 @@ int main(int argc, char **argv) {
       if (options.quantize != "int8" && options.quantize != "w8a16" &&
           options.quantize != "w4a16" && options.quantize != "fp8")
         die("unknown --quantize '" + options.quantize + "' (int8, fp8, w8a16, w4a16)");
+    } else if (args.is("--prune")) {
+      parsePrune(args.flagValue("--prune"), options);
+    } else if (args.is("--sparsity")) {
+      options.sparsity = args.flagValue("--sparsity");
+      if (options.sparsity != "2:4")
+        die("unknown --sparsity '" + options.sparsity +
+            "' (supported: 2:4, two of every four weights along K)");
     } else if (args.is("--calibration")) {
       options.calibration = args.flagValue("--calibration");
       calibrationGiven = true;
@@ -326,13 +374,23 @@ int main(int argc, char **argv) {
   if (options.quantize == "int8" && !calibrationGiven)
     die("--quantize=int8 needs --calibration=DIR: the activations' int8 scales come from "
         "running sample inputs (DIR/NAME.npy per model input) through the model");
-  if (options.quantize.empty() && (calibrationGiven || methodGiven || budgetGiven ||
-                                   options.smoothQuant >= 0))
+  if (options.prunes() && !calibrationGiven)
+    die(std::string(options.sparsity.empty() ? "--prune" : "--sparsity") +
+        " needs --calibration=DIR: which heads, units, channels or weights matter is measured "
+        "by running sample inputs (DIR/NAME.npy per model input) through the model");
+  if (options.quantize.empty() && !options.prunes() &&
+      (calibrationGiven || methodGiven || budgetGiven || options.smoothQuant >= 0))
     die(std::string(calibrationGiven ? "--calibration"
                     : methodGiven    ? "--calibration-method"
                     : budgetGiven    ? "--accuracy-budget"
                                      : "--smooth-quant") +
-        " applies to quantization: give --quantize=int8|w8a16|w4a16 too");
+        " applies to quantization and pruning: give --quantize=int8|w8a16|w4a16, --prune or "
+        "--sparsity too");
+  if (methodGiven && options.quantize.empty())
+    die("--calibration-method chooses int8 ranges: it needs --quantize=int8");
+  if (options.prunes() && options.tp > 1)
+    die("--prune/--sparsity with --tp is not supported yet: prune a single-device bundle "
+        "(pruned head counts need not divide by the ranks)");
   if (options.smoothQuant >= 0 && options.quantize != "int8")
     die("--smooth-quant balances int8 activations against weights: it needs --quantize=int8");
   if (!options.quantize.empty() && options.tp > 1)
@@ -537,11 +595,12 @@ int main(int argc, char **argv) {
         });
       }
       if (auto func = module->lookupSymbol<mlir::func::FuncOp>("main"))
-        if (auto q = func->getAttrOfType<mlir::DictionaryAttr>("sluice.quantization")) {
-          json.attributeBegin("quantization");
-          writeAttributeJson(json, q);
-          json.attributeEnd();
-        }
+        for (const char *key : {"quantization", "pruning", "sparsity"})
+          if (auto q = func->getAttrOfType<mlir::DictionaryAttr>(std::string("sluice.") + key)) {
+            json.attributeBegin(key);
+            writeAttributeJson(json, q);
+            json.attributeEnd();
+          }
       sluice::writeJsonStrings(json, "remarks", remarks);
       if (bundled)
         json.attribute("bundle",
