@@ -262,6 +262,48 @@ def QuantizeWeightsPass : Pass<"sluice-quantize-weights", "mlir::func::FuncOp"> 
   let dependentDialects = ["sluice::SluiceDialect"];
 }
 
+def PrunePass : Pass<"sluice-prune", "mlir::ModuleOp"> {
+  let summary = "Structured pruning of attention heads, MLP units and conv channels, guarded by calibration data";
+  let description = [{
+    Removes whole units from `main`: attention heads (from Q, K, V, the
+    output projection and the attention op's head axis), hidden units of
+    MLPs (GEMM columns and biases, the next GEMM's rows) and convolution
+    output channels (with their bias and batch norm, and the next layer's
+    input channels). Dimensions tied by a residual, a norm, a concat or a
+    function boundary are found by following every use and definition
+    (DepGraph-style groups, passes/compress/PruneGroups.h) and are pruned
+    together or not at all. The fractions `heads`, `ffn` and `channels`
+    (in [0, 1)) say how much of each group to remove; `calibration=DIR`
+    (required) runs sample sets through the reference evaluator: a unit's
+    importance is the mean |activation| its consumers read times the norm
+    of their weights for it. The guard measures each group alone at its
+    fraction; when all together move an output by more than `budget`
+    (relative L2 on the calibration sets), the most sensitive group is
+    spared and its units are taken from the least sensitive groups of its
+    kind instead (up to twice the fraction), until the budget holds.
+    Weights shrink and nothing runs on zeros; the function's interface does
+    not change. The outcome is `main`'s `sluice.pruning` attribute (what
+    `--report` prints). `mask-only` (for tests) zeros the removed units'
+    weights instead of removing them: the same decisions at the old shapes.
+  }];
+  let options = [
+    Option<"heads", "heads", "double", "0",
+           "Fraction of each attention layer's heads to remove, in [0, 1)">,
+    Option<"ffn", "ffn", "double", "0",
+           "Fraction of each MLP's hidden units to remove, in [0, 1)">,
+    Option<"channels", "channels", "double", "0",
+           "Fraction of each convolution's output channels to remove, in [0, 1)">,
+    Option<"calibration", "calibration", "std::string", "\"\"",
+           "Folder of calibration sets (required when a fraction is > 0)">,
+    Option<"budget", "budget", "double", "0.05",
+           "Largest relative L2 error of any output on the calibration sets">,
+    Option<"progress", "progress", "bool", "false", "Progress lines on stderr">,
+    Option<"maskOnly", "mask-only", "bool", "false",
+           "Zero the removed units' weights instead of removing them (tests)">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // parallelize
 //===----------------------------------------------------------------------===//
