@@ -189,6 +189,37 @@ def QuantizePass : Pass<"sluice-quantize", "mlir::ModuleOp"> {
   let dependentDialects = ["sluice::SluiceDialect"];
 }
 
+def SparsifyPass : Pass<"sluice-sparsify", "mlir::ModuleOp"> {
+  let summary = "2:4 semi-structured sparsity of GEMM weights by calibrated importance, guarded by measured accuracy";
+  let description = [{
+    `pattern=2:4` (the only one): in every f32 / f16 / bf16 `sluice.matmul`
+    of `main` with a constant 2-D weight [K, N] (K % 4 == 0, K >= 64,
+    N >= 16; smaller GEMMs get a remark and stay dense), two of every four
+    consecutive weights along K (same column n) become zero: the two least
+    important by Wanda's score |W[k, n]| x ||X_k||_2, where ||X_k|| is the
+    L2 norm of input feature k of the GEMM's activation over every
+    calibration set (`calibration=DIR`, required; the format of
+    sluice-quantize), observed with the reference evaluator. Sparse GEMMs
+    carry the unit attribute `sluice.sparsity_2_4` (the cuda target runs
+    them through cuSPARSELt when it is present and faster). The guard
+    measures each GEMM's sensitivity (the largest relative L2 error of the
+    outputs with only it sparse) and, while the fully sparse model misses
+    `budget` on the calibration sets, makes the most sensitive sparse GEMM
+    dense again. The outcome is the function's `sluice.sparsity` attribute
+    (what `--report` prints).
+  }];
+  let options = [
+    Option<"pattern", "pattern", "std::string", "\"2:4\"",
+           "Sparsity pattern (only 2:4)">,
+    Option<"calibration", "calibration", "std::string", "\"\"",
+           "Folder of calibration sets (required)">,
+    Option<"budget", "budget", "double", "0.05",
+           "Largest relative L2 error of any output on the calibration sets">,
+    Option<"progress", "progress", "bool", "false", "Progress lines on stderr">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
 def FoldQdqPass : Pass<"sluice-fold-qdq", "mlir::func::FuncOp"> {
   let summary = "Explicitly quantized (QDQ) GEMMs and convolutions as real integer ops";
   let description = [{
