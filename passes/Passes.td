@@ -189,6 +189,37 @@ def QuantizePass : Pass<"sluice-quantize", "mlir::ModuleOp"> {
   let dependentDialects = ["sluice::SluiceDialect"];
 }
 
+def SparsifyPass : Pass<"sluice-sparsify", "mlir::ModuleOp"> {
+  let summary = "2:4 semi-structured sparsity of GEMM weights by calibrated importance, guarded by measured accuracy";
+  let description = [{
+    `pattern=2:4` (the only one): in every f32 / f16 / bf16 `sluice.matmul`
+    of `main` with a constant 2-D weight [K, N] (K % 4 == 0, K >= 64,
+    N >= 16; smaller GEMMs get a remark and stay dense), two of every four
+    consecutive weights along K (same column n) become zero: the two least
+    important by Wanda's score |W[k, n]| x ||X_k||_2, where ||X_k|| is the
+    L2 norm of input feature k of the GEMM's activation over every
+    calibration set (`calibration=DIR`, required; the format of
+    sluice-quantize), observed with the reference evaluator. Sparse GEMMs
+    carry the unit attribute `sluice.sparsity_2_4` (the cuda target runs
+    them through cuSPARSELt when it is present and faster). The guard
+    measures each GEMM's sensitivity (the largest relative L2 error of the
+    outputs with only it sparse) and, while the fully sparse model misses
+    `budget` on the calibration sets, makes the most sensitive sparse GEMM
+    dense again. The outcome is the function's `sluice.sparsity` attribute
+    (what `--report` prints).
+  }];
+  let options = [
+    Option<"pattern", "pattern", "std::string", "\"2:4\"",
+           "Sparsity pattern (only 2:4)">,
+    Option<"calibration", "calibration", "std::string", "\"\"",
+           "Folder of calibration sets (required)">,
+    Option<"budget", "budget", "double", "0.05",
+           "Largest relative L2 error of any output on the calibration sets">,
+    Option<"progress", "progress", "bool", "false", "Progress lines on stderr">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
 def FoldQdqPass : Pass<"sluice-fold-qdq", "mlir::func::FuncOp"> {
   let summary = "Explicitly quantized (QDQ) GEMMs and convolutions as real integer ops";
   let description = [{
@@ -258,6 +289,48 @@ def QuantizeWeightsPass : Pass<"sluice-quantize-weights", "mlir::func::FuncOp"> 
     Option<"bits", "bits", "int64_t", "8", "Weight bits: 8 or 4">,
     Option<"group", "group", "int64_t", "128",
            "Rows of K per int4 scale (min(group, K) is used)">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+def PrunePass : Pass<"sluice-prune", "mlir::ModuleOp"> {
+  let summary = "Structured pruning of attention heads, MLP units and conv channels, guarded by calibration data";
+  let description = [{
+    Removes whole units from `main`: attention heads (from Q, K, V, the
+    output projection and the attention op's head axis), hidden units of
+    MLPs (GEMM columns and biases, the next GEMM's rows) and convolution
+    output channels (with their bias and batch norm, and the next layer's
+    input channels). Dimensions tied by a residual, a norm, a concat or a
+    function boundary are found by following every use and definition
+    (DepGraph-style groups, passes/compress/PruneGroups.h) and are pruned
+    together or not at all. The fractions `heads`, `ffn` and `channels`
+    (in [0, 1)) say how much of each group to remove; `calibration=DIR`
+    (required) runs sample sets through the reference evaluator: a unit's
+    importance is the mean |activation| its consumers read times the norm
+    of their weights for it. The guard measures each group alone at its
+    fraction; when all together move an output by more than `budget`
+    (relative L2 on the calibration sets), the most sensitive group is
+    spared and its units are taken from the least sensitive groups of its
+    kind instead (up to twice the fraction), until the budget holds.
+    Weights shrink and nothing runs on zeros; the function's interface does
+    not change. The outcome is `main`'s `sluice.pruning` attribute (what
+    `--report` prints). `mask-only` (for tests) zeros the removed units'
+    weights instead of removing them: the same decisions at the old shapes.
+  }];
+  let options = [
+    Option<"heads", "heads", "double", "0",
+           "Fraction of each attention layer's heads to remove, in [0, 1)">,
+    Option<"ffn", "ffn", "double", "0",
+           "Fraction of each MLP's hidden units to remove, in [0, 1)">,
+    Option<"channels", "channels", "double", "0",
+           "Fraction of each convolution's output channels to remove, in [0, 1)">,
+    Option<"calibration", "calibration", "std::string", "\"\"",
+           "Folder of calibration sets (required when a fraction is > 0)">,
+    Option<"budget", "budget", "double", "0.05",
+           "Largest relative L2 error of any output on the calibration sets">,
+    Option<"progress", "progress", "bool", "false", "Progress lines on stderr">,
+    Option<"maskOnly", "mask-only", "bool", "false",
+           "Zero the removed units' weights instead of removing them (tests)">,
   ];
   let dependentDialects = ["sluice::SluiceDialect"];
 }

@@ -1,0 +1,160 @@
+//===- CompressGuard.cpp - what the calibrated compressions share ---------===//
+//
+// See CompressGuard.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/compress/CompressGuard.h"
+
+#include "dialects/sluice/SluiceOps.h"
+#include "lib/support/Locations.h"
+
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Matchers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir;
+
+namespace sluice::compress {
+
+bool loadReference(func::FuncOp func, const std::string &dir, ReferenceRun &run,
+                   std::string &error) {
+  if (!quant::loadCalibration(func, dir, run.sets, error))
+    return false;
+  run.outputNames.clear();
+  if (auto names = func->getAttrOfType<ArrayAttr>("sluice.output_names"))
+    for (Attribute a : names)
+      if (auto s = dyn_cast<StringAttr>(a))
+        run.outputNames.push_back(s.str());
+  size_t results = func.getFunctionType().getNumResults();
+  while (run.outputNames.size() < results)
+    run.outputNames.push_back("output" + std::to_string(run.outputNames.size()));
+  return true;
+}
+
+LogicalResult runReference(func::FuncOp func, ReferenceRun &run,
+                           llvm::function_ref<void(size_t, Value, const Tensor &)> observe) {
+  run.outputs.clear();
+  for (size_t s = 0; s < run.sets.size(); ++s) {
+    ValueObserver observer;
+    if (observe)
+      observer = [&](Value v, const Tensor &t) { observe(s, v, t); };
+    auto outputs = evaluate(func, run.sets[s].inputs, observer);
+    if (failed(outputs))
+      return failure();
+    std::vector<Tensor> refs;
+    for (RuntimeValue &v : *outputs)
+      refs.push_back(v.isTensor() ? v.tensor() : Tensor());
+    run.outputs.push_back(std::move(refs));
+  }
+  return success();
+}
+
+LogicalResult measureErrors(func::FuncOp candidate, const ReferenceRun &run,
+                            std::vector<double> &errors) {
+  std::vector<quant::ErrorSum> sums(run.outputNames.size());
+  for (size_t s = 0; s < run.sets.size(); ++s) {
+    auto outputs = evaluate(candidate, run.sets[s].inputs);
+    if (failed(outputs))
+      return failure();
+    for (size_t o = 0; o < outputs->size() && o < sums.size(); ++o)
+      if ((*outputs)[o].isTensor() && o < run.outputs[s].size())
+        sums[o].add((*outputs)[o].tensor(), run.outputs[s][o]);
+  }
+  errors.clear();
+  for (const quant::ErrorSum &e : sums)
+    errors.push_back(e.value());
+  return success();
+}
+
+double maxOf(const std::vector<double> &values) {
+  double m = 0;
+  for (double v : values)
+    m = std::max(m, v);
+  return m;
+}
+
+std::string fixed(double value, int digits) {
+  if (!std::isfinite(value))
+    return "inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
+std::string nodeNameOf(Operation *op) {
+  std::vector<std::string> names = onnxNodeNames(op->getLoc());
+  if (!names.empty())
+    return names.front();
+  int64_t rank = 0;
+  for (Operation &other : *op->getBlock()) {
+    if (&other == op)
+      break;
+    rank += other.getName() == op->getName();
+  }
+  return op->getName().getStringRef().str() + " #" + std::to_string(rank);
+}
+
+std::optional<Tensor> constantTensor(Value v) {
+  Attribute attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)))
+    return std::nullopt;
+  auto t = tensorFromAttr(attr);
+  if (failed(t))
+    return std::nullopt;
+  return *t;
+}
+
+int64_t countParams(func::FuncOp func) {
+  int64_t params = 0;
+  func.walk([&](ConstantOp c) {
+    auto type = dyn_cast<RankedTensorType>(c.getType());
+    if (type && isa<FloatType>(type.getElementType()) && type.hasStaticShape())
+      params += type.getNumElements();
+  });
+  return params;
+}
+
+int64_t countFlops(func::FuncOp func) {
+  int64_t flops = 0;
+  func.walk([&](Operation *op) {
+    if (auto mm = dyn_cast<MatMulOp>(op)) {
+      auto a = dyn_cast<RankedTensorType>(mm.getLhs().getType());
+      auto r = dyn_cast<RankedTensorType>(mm.getOutput().getType());
+      if (!a || !r || !a.hasStaticShape() || !r.hasStaticShape())
+        return;
+      // The result holds batch x M x N elements, each a K-long dot product.
+      flops += 2 * r.getNumElements() * a.getShape().back();
+    } else if (auto conv = dyn_cast<ConvOp>(op)) {
+      auto w = dyn_cast<RankedTensorType>(conv.getWeight().getType());
+      auto r = dyn_cast<RankedTensorType>(conv.getOutput().getType());
+      if (!w || !r || !w.hasStaticShape() || !r.hasStaticShape() || w.getRank() < 2)
+        return;
+      // Every output element is C/group x kernel multiply-accumulates: the
+      // weight's elements per output channel.
+      flops += 2 * r.getNumElements() * (w.getNumElements() / w.getShape()[0]);
+    }
+  });
+  return flops;
+}
+
+ScratchBlobs::~ScratchBlobs() {
+  for (DenseResourceElementsAttr attr : attrs)
+    if (attr.getRawHandle().getResource())
+      attr.getRawHandle().getResource()->setBlob(AsmResourceBlob());
+}
+
+Value makeConstant(OpBuilder &b, Location loc, const Tensor &tensor, ScratchBlobs *scratch) {
+  auto type = RankedTensorType::get(tensor.shape(), typeFromDType(b.getContext(), tensor.dtype()));
+  ElementsAttr attr = attrFromTensor(b.getContext(), tensor, type);
+  if (scratch)
+    if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr))
+      scratch->add(resource);
+  return ConstantOp::create(b, loc, attr);
+}
+
+} // namespace sluice::compress
