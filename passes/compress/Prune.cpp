@@ -48,6 +48,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 namespace sluice {
@@ -100,6 +101,13 @@ int64_t keptAfter(int64_t units, int64_t removed, int64_t inner) {
   return roundKept(units, std::max<int64_t>(1, units - removed), inner);
 }
 
+/// `value` as a person writes it (1, 0.25, -1), for messages.
+std::string plain(double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", value);
+  return buf;
+}
+
 int64_t removedAt(int64_t units, double fraction) {
   return (int64_t)std::floor(fraction * (double)units + 0.5);
 }
@@ -126,23 +134,24 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>("main");
+    Operation *anchor = func ? func.getOperation() : module.getOperation();
     for (auto [name, value] : {std::pair<const char *, double>{"heads", heads},
                                {"ffn", ffn},
                                {"channels", channels}})
       if (!(value >= 0 && value < 1)) {
-        module.emitError("--prune: ") << name << "=" << value
-                                      << " is not a fraction in [0, 1) of the units to remove";
+        anchor->emitError("--prune: ") << name << "=" << plain(value)
+                                       << " is not a fraction in [0, 1) of the units to remove";
         return signalPassFailure();
       }
     if (heads == 0 && ffn == 0 && channels == 0)
       return; // nothing asked
-    auto func = module.lookupSymbol<func::FuncOp>("main");
     if (!func) {
       module.emitError("sluice-prune: the module has no main function");
       return signalPassFailure();
     }
     if (!(budget >= 0) || !std::isfinite((double)budget)) {
-      func.emitError("--accuracy-budget must be a relative error >= 0, got ") << budget;
+      func.emitError("--accuracy-budget must be a relative error >= 0, got ") << plain(budget);
       return signalPassFailure();
     }
     if (calibration.empty()) {
