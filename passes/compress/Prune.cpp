@@ -350,8 +350,9 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
   }
 
   /// Hands the units the spared groups of each kind would have lost to the
-  /// least sensitive unspared groups of that kind.
-  void redistribute(std::vector<Candidate> &cands) {
+  /// least sensitive unspared groups of that kind; whether any took some.
+  bool redistribute(std::vector<Candidate> &cands) {
+    bool raised = false;
     for (GroupKind kind : {GroupKind::Heads, GroupKind::Ffn, GroupKind::Channels}) {
       int64_t left = 0;
       std::vector<size_t> open;
@@ -385,11 +386,13 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
           continue;
         left -= c.requestedKept - kept;
         c.kept = kept;
+        raised = true;
         c.reason = "raised to keep the total: " + std::to_string(c.units() - kept) + " of " +
                    std::to_string(c.units()) + " removed instead of " +
                    std::to_string(removed) + " for the spared groups";
       }
     }
+    return raised;
   }
 
   LogicalResult guard(func::FuncOp func, const compress::ReferenceRun &ref,
@@ -407,12 +410,15 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
            " (" + std::to_string(c.units() - c.requestedKept) + " of " +
            std::to_string(c.units()) + " removed): " + fixed(c.sensitivity));
     }
-    while (true) {
+    auto measureAll = [&]() {
       if (failed(measure(func, ref, cands, [&](size_t j) { return cands[j].kept; }, errors)))
-        return failure();
+        return false;
       note("output error " + fixed(maxOf(errors)) + " (budget " + fixed(budget) + ")");
-      if (maxOf(errors) <= budget)
-        return success();
+      return true;
+    };
+    if (!measureAll())
+      return failure();
+    while (maxOf(errors) > budget) {
       Candidate *worst = nullptr;
       for (Candidate &c : cands)
         if (!c.spared && c.kept < c.units() && (!worst || c.sensitivity > worst->sensitivity))
@@ -423,8 +429,23 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
       worst->kept = worst->units();
       worst->reason = "spared: most sensitive (error " + fixed(worst->sensitivity) + " alone)";
       note("spared " + compress::nodeNameOf(worst->group->seeds.front()) + ": " + worst->reason);
-      redistribute(cands);
+      bool raised = redistribute(cands);
+      if (!measureAll())
+        return failure();
+      if (maxOf(errors) <= budget || !raised)
+        continue;
+      // The raised groups miss the budget: the others at their request,
+      // before sparing more (the total is kept where the budget allows it).
+      for (Candidate &c : cands)
+        if (!c.spared && c.kept != c.requestedKept) {
+          c.kept = c.requestedKept;
+          c.reason = "as requested";
+        }
+      note("without raising the others");
+      if (!measureAll())
+        return failure();
     }
+    return success();
   }
 
   void writeReport(func::FuncOp func, const std::vector<PruneGroup> &groups,
