@@ -136,12 +136,11 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
     ModuleOp module = getOperation();
     auto func = module.lookupSymbol<func::FuncOp>("main");
     Operation *anchor = func ? func.getOperation() : module.getOperation();
-    for (auto [name, value] : {std::pair<const char *, double>{"heads", heads},
-                               {"ffn", ffn},
-                               {"channels", channels}})
+    for (auto [name, value] :
+         {std::pair<const char *, double>{"heads", heads}, {"ffn", ffn}, {"channels", channels}})
       if (!(value >= 0 && value < 1)) {
-        anchor->emitError("--prune: ") << name << "=" << plain(value)
-                                       << " is not a fraction in [0, 1) of the units to remove";
+        anchor->emitError("--prune: ")
+            << name << "=" << plain(value) << " is not a fraction in [0, 1) of the units to remove";
         return signalPassFailure();
       }
     if (heads == 0 && ffn == 0 && channels == 0)
@@ -388,8 +387,8 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
         c.kept = kept;
         raised = true;
         c.reason = "raised to keep the total: " + std::to_string(c.units() - kept) + " of " +
-                   std::to_string(c.units()) + " removed instead of " +
-                   std::to_string(removed) + " for the spared groups";
+                   std::to_string(c.units()) + " removed instead of " + std::to_string(removed) +
+                   " for the spared groups";
       }
     }
     return raised;
@@ -400,18 +399,19 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
     for (size_t i = 0; i < cands.size(); ++i) {
       Candidate &c = cands[i];
       std::vector<double> alone;
-      if (failed(measure(func, ref, cands,
-                         [&](size_t j) { return j == i ? c.requestedKept : cands[j].units(); },
-                         alone)))
+      if (failed(measure(
+              func, ref, cands,
+              [&](size_t j) { return j == i ? c.requestedKept : cands[j].units(); }, alone)))
         return failure();
       c.sensitivity = maxOf(alone);
       note("sensitivity " + std::to_string(i + 1) + "/" + std::to_string(cands.size()) + " " +
-           kindName(c.group->kind) + " " + compress::nodeNameOf(c.group->seeds.front()) +
-           " (" + std::to_string(c.units() - c.requestedKept) + " of " +
-           std::to_string(c.units()) + " removed): " + fixed(c.sensitivity));
+           kindName(c.group->kind) + " " + compress::nodeNameOf(c.group->seeds.front()) + " (" +
+           std::to_string(c.units() - c.requestedKept) + " of " + std::to_string(c.units()) +
+           " removed): " + fixed(c.sensitivity));
     }
     auto measureAll = [&]() {
-      if (failed(measure(func, ref, cands, [&](size_t j) { return cands[j].kept; }, errors)))
+      if (failed(measure(
+              func, ref, cands, [&](size_t j) { return cands[j].kept; }, errors)))
         return false;
       note("output error " + fixed(maxOf(errors)) + " (budget " + fixed(budget) + ")");
       return true;
@@ -450,22 +450,22 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
 
   void writeReport(func::FuncOp func, const std::vector<PruneGroup> &groups,
                    const std::vector<Candidate> &cands, const compress::ReferenceRun &ref,
-                   const std::vector<double> &errors, int64_t paramsBefore,
-                   int64_t flopsBefore) {
+                   const std::vector<double> &errors, int64_t paramsBefore, int64_t flopsBefore) {
     Builder b(func.getContext());
     auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
     auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
     SmallVector<NamedAttribute> top;
     top.push_back(b.getNamedAttr(
-        "requested", b.getDictionaryAttr({b.getNamedAttr("heads", f64(heads)),
-                                          b.getNamedAttr("ffn", f64(ffn)),
-                                          b.getNamedAttr("channels", f64(channels))})));
+        "requested",
+        b.getDictionaryAttr({b.getNamedAttr("heads", f64(heads)), b.getNamedAttr("ffn", f64(ffn)),
+                             b.getNamedAttr("channels", f64(channels))})));
     top.push_back(b.getNamedAttr("budget", f64(budget)));
     top.push_back(b.getNamedAttr("calibration_sets", i64(ref.sets.size())));
     SmallVector<Attribute> outs;
     for (size_t o = 0; o < errors.size() && o < ref.outputNames.size(); ++o)
-      outs.push_back(b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(ref.outputNames[o])),
-                                          b.getNamedAttr("error", f64(errors[o]))}));
+      outs.push_back(
+          b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(ref.outputNames[o])),
+                               b.getNamedAttr("error", f64(errors[o]))}));
     top.push_back(b.getNamedAttr("outputs", b.getArrayAttr(outs)));
     SmallVector<Attribute> layers;
     for (const PruneGroup &g : groups) {
@@ -487,15 +487,15 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
       e.push_back(b.getNamedAttr("original", i64(g.units)));
       e.push_back(b.getNamedAttr("kept", i64(kept)));
       e.push_back(b.getNamedAttr("requested_fraction", f64(requested)));
-      e.push_back(b.getNamedAttr(
-          "fraction", f64(g.units ? 1.0 - (double)kept / (double)g.units : 0.0)));
+      e.push_back(
+          b.getNamedAttr("fraction", f64(g.units ? 1.0 - (double)kept / (double)g.units : 0.0)));
       e.push_back(b.getNamedAttr("sensitivity", f64(c ? c->sensitivity : 0.0)));
       SmallVector<Attribute> units;
       for (int64_t u : keptUnits)
         units.push_back(i64(u));
       e.push_back(b.getNamedAttr("kept_units", b.getArrayAttr(units)));
-      e.push_back(b.getNamedAttr(
-          "reason", b.getStringAttr(c ? c->reason : "unprunable: " + g.unprunable)));
+      e.push_back(
+          b.getNamedAttr("reason", b.getStringAttr(c ? c->reason : "unprunable: " + g.unprunable)));
       layers.push_back(b.getDictionaryAttr(e));
     }
     top.push_back(b.getNamedAttr("layers", b.getArrayAttr(layers)));

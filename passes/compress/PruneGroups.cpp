@@ -86,9 +86,7 @@ bool isSeed(Operation *op) {
   return false;
 }
 
-int64_t seedAxis(Operation *op) {
-  return isa<ConvOp>(op) ? 1 : rankOf(op->getResult(0)) - 1;
-}
+int64_t seedAxis(Operation *op) { return isa<ConvOp>(op) ? 1 : rankOf(op->getResult(0)) - 1; }
 
 /// The fixpoint from one seed with a fixed unit count.
 struct Explorer {
@@ -329,8 +327,7 @@ bool Explorer::relateReshape(ReshapeOp op, const End &from, int64_t inner,
   return true;
 }
 
-bool Explorer::relateMatMul(MatMulOp op, const End &from, int64_t inner,
-                            SmallVectorImpl<End> &to) {
+bool Explorer::relateMatMul(MatMulOp op, const End &from, int64_t inner, SmallVectorImpl<End> &to) {
   int64_t ra = rankOf(op.getLhs()), rb = rankOf(op.getRhs()), rr = rankOf(op.getOutput());
   if (ra < 2 || rb < 2)
     return fail("it reaches " + describeOp(op) + ", a product with a vector");
@@ -459,7 +456,9 @@ bool Explorer::relateRowOp(Operation *op, const End &from, SmallVectorImpl<End> 
   int64_t rank = rankOf(input);
   if (!from.result && from.index != 0)
     return fail("it reaches a parameter of " + describeOp(op));
-  auto stop = [&] { return fail("it reaches the normalized or reduced axis of " + describeOp(op)); };
+  auto stop = [&] {
+    return fail("it reaches the normalized or reduced axis of " + describeOp(op));
+  };
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
     llvm::SmallVector<bool> reduced(rank, false);
     bool any = false;

@@ -89,8 +89,7 @@ PruneGroup mapGroup(const PruneGroup &group, mlir::IRMapping &mapping);
 /// reshape targets rewritten, dead constants erased. The function's
 /// interface never changes. Fails with `error` when the result does not
 /// verify (an internal error).
-mlir::LogicalResult applyPruning(mlir::func::FuncOp func,
-                                 llvm::ArrayRef<const PruneGroup *> groups,
+mlir::LogicalResult applyPruning(mlir::func::FuncOp func, llvm::ArrayRef<const PruneGroup *> groups,
                                  llvm::ArrayRef<std::vector<int64_t>> kept,
                                  compress::ScratchBlobs *scratch, std::string &error);
 
