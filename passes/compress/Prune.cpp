@@ -27,9 +27,11 @@
 //    errors, parameters and FLOPs before and after.
 //
 // Kept counts are rounded up so that a group's kept positions are a
-// multiple of 8 elements where that still removes something (the GEMM
-// kernels like it). Every decision is deterministic: ties in scores and
-// sensitivities break by position.
+// multiple of 8 elements (the GEMM kernels like it) where that still removes
+// at least half of what was asked (PruneGroups.h, keptAfter). Every decision
+// is deterministic: ties in scores and sensitivities break by position.
+// When the groups raised for a spared one miss the budget, they go back to
+// their request before another group is spared.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,29 +89,11 @@ struct Candidate {
   }
 };
 
-/// `kept` raised until kept * inner is a multiple of 8 elements, where that
-/// still removes a unit.
-int64_t roundKept(int64_t units, int64_t kept, int64_t inner) {
-  int64_t k = kept;
-  while (k < units && (k * inner) % 8 != 0)
-    ++k;
-  return k < units ? k : kept;
-}
-
-/// Kept units of `units` when `removed` go (at least one stays).
-int64_t keptAfter(int64_t units, int64_t removed, int64_t inner) {
-  return roundKept(units, std::max<int64_t>(1, units - removed), inner);
-}
-
 /// `value` as a person writes it (1, 0.25, -1), for messages.
 std::string plain(double value) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%g", value);
   return buf;
-}
-
-int64_t removedAt(int64_t units, double fraction) {
-  return (int64_t)std::floor(fraction * (double)units + 0.5);
 }
 
 struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {

@@ -35,6 +35,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <set>
 #include <tuple>
@@ -267,41 +269,6 @@ bool Explorer::relateElementwise(Operation *op, const End &from, SmallVectorImpl
   return true;
 }
 
-/// Maps `axis` (units of `inner`) of `from` through a reshape to `to`: the
-/// output axis whose leading dims hold the same outer elements; a unit must
-/// cover whole rows of it. Returns false with `rows` > 0 when it does not
-/// (the group must coarsen to whole rows), with `rows` 0 when no output axis
-/// starts where the unit axis does (the reshape mixes it with the dims
-/// before it).
-bool mapReshape(ArrayRef<int64_t> from, ArrayRef<int64_t> to, int64_t axis, int64_t inner,
-                int64_t &outAxis, int64_t &outInner, int64_t &rows) {
-  rows = 0;
-  int64_t outer = 1, after = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= from[d];
-  for (size_t d = axis + 1; d < from.size(); ++d)
-    after *= from[d];
-  int64_t prefix = 1;
-  for (size_t j = 0; j < to.size(); ++j) {
-    if (prefix == outer && to[j] > 1) {
-      int64_t afterOut = 1;
-      for (size_t d = j + 1; d < to.size(); ++d)
-        afterOut *= to[d];
-      if ((inner * after) % afterOut != 0) {
-        rows = to[j];
-        return false;
-      }
-      outAxis = (int64_t)j;
-      outInner = inner * after / afterOut;
-      return true;
-    }
-    prefix *= to[j];
-    if (prefix > outer)
-      break;
-  }
-  return false;
-}
-
 bool Explorer::relateReshape(ReshapeOp op, const End &from, int64_t inner,
                              SmallVectorImpl<End> &to) {
   auto in = cast<RankedTensorType>(op.getInput().getType());
@@ -313,7 +280,7 @@ bool Explorer::relateReshape(ReshapeOp op, const End &from, int64_t inner,
   ArrayRef<int64_t> src = from.result ? out.getShape() : in.getShape();
   ArrayRef<int64_t> dst = from.result ? in.getShape() : out.getShape();
   int64_t axis = 0, newInner = 0, rows = 0;
-  if (!mapReshape(src, dst, from.axis, inner, axis, newInner, rows)) {
+  if (!mapReshapeAxis(src, dst, from.axis, inner, axis, newInner, rows)) {
     if (rows > 0)
       return coarsen(rows, op);
     return fail("it reaches " + describeOp(op) + ", which mixes its dim with the dims before it");
@@ -676,4 +643,46 @@ void sluice::prune::maskPruned(func::FuncOp func, ArrayRef<const PruneGroup *> g
     }
   }
   (void)func;
+}
+
+int64_t sluice::prune::removedAt(int64_t units, double fraction) {
+  return (int64_t)std::floor(fraction * (double)units + 0.5);
+}
+
+int64_t sluice::prune::keptAfter(int64_t units, int64_t removed, int64_t inner) {
+  int64_t kept = std::max<int64_t>(1, units - removed), k = kept;
+  while (k < units && (k * inner) % 8 != 0)
+    ++k;
+  // Whole vectors are a kernel nicety: never worth half of the removal.
+  return k < units && 2 * (k - kept) <= units - kept ? k : kept;
+}
+
+bool sluice::prune::mapReshapeAxis(ArrayRef<int64_t> from, ArrayRef<int64_t> to, int64_t axis,
+                                   int64_t inner, int64_t &outAxis, int64_t &outInner,
+                                   int64_t &rows) {
+  rows = 0;
+  int64_t outer = 1, after = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= from[d];
+  for (size_t d = axis + 1; d < from.size(); ++d)
+    after *= from[d];
+  int64_t prefix = 1;
+  for (size_t j = 0; j < to.size(); ++j) {
+    if (prefix == outer && to[j] > 1) {
+      int64_t afterOut = 1;
+      for (size_t d = j + 1; d < to.size(); ++d)
+        afterOut *= to[d];
+      if ((inner * after) % afterOut != 0) {
+        rows = to[j];
+        return false;
+      }
+      outAxis = (int64_t)j;
+      outInner = inner * after / afterOut;
+      return true;
+    }
+    prefix *= to[j];
+    if (prefix > outer)
+      break;
+  }
+  return false;
 }

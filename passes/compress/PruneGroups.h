@@ -99,6 +99,24 @@ mlir::LogicalResult applyPruning(mlir::func::FuncOp func, llvm::ArrayRef<const P
 void maskPruned(mlir::func::FuncOp func, llvm::ArrayRef<const PruneGroup *> groups,
                 llvm::ArrayRef<std::vector<int64_t>> kept);
 
+/// Units removed from `units` at `fraction`: fraction * units rounded.
+int64_t removedAt(int64_t units, double fraction);
+
+/// Kept units of `units` when `removed` go: at least one, raised until the
+/// kept positions (kept * inner) are a multiple of 8 elements (the GEMM
+/// kernels' vectors like it) where that still removes at least half of the
+/// units it would have.
+int64_t keptAfter(int64_t units, int64_t removed, int64_t inner);
+
+/// Maps `axis` of a tensor of shape `from`, whose units are `inner`
+/// positions, through a reshape to `to`: the output axis whose leading dims
+/// hold the same outer elements, with the unit's positions there. False
+/// when there is none: `rows` > 0 when units must coarsen to whole rows of
+/// that axis (a unit count dividing `rows`), 0 when the reshape mixes the
+/// axis with the dims before it.
+bool mapReshapeAxis(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to, int64_t axis,
+                    int64_t inner, int64_t &outAxis, int64_t &outInner, int64_t &rows);
+
 } // namespace sluice::prune
 
 #endif // SLUICE_PASSES_COMPRESS_PRUNEGROUPS_H
