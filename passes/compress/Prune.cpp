@@ -263,11 +263,11 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
         int64_t axis = acc.sink->inputAxis, dim = t.dim(axis), stride = 1;
         for (int64_t d = axis + 1; d < t.rank(); ++d)
           stride *= t.dim(d);
-        int64_t n = t.numElements(), inner = acc.sink->inner;
+        int64_t n = t.numElements(), inner = acc.sink->inner, units = cands[acc.cand].units();
         bool f32 = t.dtype() == DType::F32;
         for (int64_t i = 0; i < n; ++i) {
           double x = f32 ? (double)t.data<float>()[i] : t.getDouble(i);
-          int64_t unit = ((i / stride) % dim) / inner;
+          int64_t unit = unitAt((i / stride) % dim, units, inner);
           acc.absSum[unit] += std::fabs(x);
           acc.count[unit] += 1;
         }
@@ -288,7 +288,7 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
         stride *= w->dim(d);
       for (int64_t i = 0; i < w->numElements(); ++i) {
         double x = w->getDouble(i);
-        norm2[((i / stride) % dim) / acc.sink->inner] += x * x;
+        norm2[unitAt((i / stride) % dim, c.units(), acc.sink->inner)] += x * x;
       }
       for (int64_t u = 0; u < c.units(); ++u)
         if (acc.count[u] > 0)

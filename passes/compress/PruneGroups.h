@@ -36,11 +36,14 @@ namespace sluice::prune {
 enum class GroupKind { Heads, Ffn, Channels };
 const char *kindName(GroupKind kind);
 
-/// `axis` of `value` holds the group's units, `inner` positions each.
+/// `axis` of `value` holds the group's units, `inner` positions each, in
+/// `blocks` consecutive pieces of `units * inner` positions (a fused QKV
+/// projection's output is 3 blocks of the same heads; everything else 1).
 struct PruneNode {
   mlir::Value value;
   int64_t axis = 0;
   int64_t inner = 1;
+  int64_t blocks = 1;
 };
 
 /// Operand `operand` of `user` is a constant sliced along `axis`.
@@ -49,16 +52,19 @@ struct ConstantSlice {
   unsigned operand = 0;
   int64_t axis = 0;
   int64_t inner = 1;
+  int64_t blocks = 1;
 };
 
 /// A GEMM or convolution that consumes the group's dimension as its K /
 /// input channels: operand 0 along `inputAxis`, its constant weight
-/// (operand 1) along `weightAxis`, `inner` positions per unit in both.
+/// (operand 1) along `weightAxis`, `inner` positions per unit and `blocks`
+/// pieces in both.
 struct Sink {
   mlir::Operation *op = nullptr;
   int64_t inputAxis = 0;
   int64_t weightAxis = 0;
   int64_t inner = 1;
+  int64_t blocks = 1;
 };
 
 struct PruneGroup {
@@ -86,7 +92,7 @@ PruneGroup mapGroup(const PruneGroup &group, mlir::IRMapping &mapping);
 
 /// Removes every unit of each group not in its `kept` list (ascending,
 /// original numbering): constants sliced where used, values retyped,
-/// reshape targets rewritten, dead constants erased. The function's
+/// reshape targets and split sizes rewritten, dead constants erased. The function's
 /// interface never changes. Fails with `error` when the result does not
 /// verify (an internal error).
 mlir::LogicalResult applyPruning(mlir::func::FuncOp func, llvm::ArrayRef<const PruneGroup *> groups,
@@ -98,6 +104,12 @@ mlir::LogicalResult applyPruning(mlir::func::FuncOp func, llvm::ArrayRef<const P
 /// test's oracle, `mask-only`).
 void maskPruned(mlir::func::FuncOp func, llvm::ArrayRef<const PruneGroup *> groups,
                 llvm::ArrayRef<std::vector<int64_t>> kept);
+
+/// The unit of position `p` along an axis of `blocks` pieces of `units`
+/// units of `inner` positions.
+inline int64_t unitAt(int64_t p, int64_t units, int64_t inner) {
+  return (p % (units * inner)) / inner;
+}
 
 /// Units removed from `units` at `fraction`: fraction * units rounded.
 int64_t removedAt(int64_t units, double fraction);
