@@ -24,7 +24,9 @@
 // 4. The rewrite (PruneGroups' applyPruning), and `sluice.pruning` on
 //    `main`: requested fractions, per group its node, kind, counts, kept
 //    units, sensitivity and why it deviates from the request, the final
-//    errors, parameters and FLOPs before and after.
+//    errors, parameters and FLOPs before and after; and, beyond the
+//    contract's keys, `unprunable`: the groups of the kinds asked for that
+//    cannot shrink, with the reason (a residual stream, a norm, ...).
 //
 // Kept counts are rounded up so that a group's kept positions are a
 // multiple of 8 elements (the GEMM kernels like it) where that still removes
@@ -451,38 +453,42 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
           b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(ref.outputNames[o])),
                                b.getNamedAttr("error", f64(errors[o]))}));
     top.push_back(b.getNamedAttr("outputs", b.getArrayAttr(outs)));
-    SmallVector<Attribute> layers;
+    // The groups of the kinds asked for: what the guard decided for each
+    // candidate, and why the others cannot shrink.
+    SmallVector<Attribute> layers, unprunable;
     for (const PruneGroup &g : groups) {
       double requested = fractionOf(g.kind);
       if (requested <= 0)
         continue;
+      std::string node = compress::nodeNameOf(g.seeds.front());
       const Candidate *c = nullptr;
       for (const Candidate &cand : cands)
         if (cand.group == &g)
           c = &cand;
-      int64_t kept = c ? c->kept : g.units;
-      std::vector<int64_t> keptUnits(g.units);
-      std::iota(keptUnits.begin(), keptUnits.end(), 0);
-      if (c)
-        keptUnits = c->keptUnits(kept);
+      if (!c) {
+        unprunable.push_back(
+            b.getDictionaryAttr({b.getNamedAttr("node", b.getStringAttr(node)),
+                                 b.getNamedAttr("kind", b.getStringAttr(kindName(g.kind))),
+                                 b.getNamedAttr("reason", b.getStringAttr(g.unprunable))}));
+        continue;
+      }
       SmallVector<NamedAttribute> e;
-      e.push_back(b.getNamedAttr("node", b.getStringAttr(compress::nodeNameOf(g.seeds.front()))));
+      e.push_back(b.getNamedAttr("node", b.getStringAttr(node)));
       e.push_back(b.getNamedAttr("kind", b.getStringAttr(kindName(g.kind))));
       e.push_back(b.getNamedAttr("original", i64(g.units)));
-      e.push_back(b.getNamedAttr("kept", i64(kept)));
+      e.push_back(b.getNamedAttr("kept", i64(c->kept)));
       e.push_back(b.getNamedAttr("requested_fraction", f64(requested)));
-      e.push_back(
-          b.getNamedAttr("fraction", f64(g.units ? 1.0 - (double)kept / (double)g.units : 0.0)));
-      e.push_back(b.getNamedAttr("sensitivity", f64(c ? c->sensitivity : 0.0)));
+      e.push_back(b.getNamedAttr("fraction", f64(1.0 - (double)c->kept / (double)g.units)));
+      e.push_back(b.getNamedAttr("sensitivity", f64(c->sensitivity)));
       SmallVector<Attribute> units;
-      for (int64_t u : keptUnits)
+      for (int64_t u : c->keptUnits(c->kept))
         units.push_back(i64(u));
       e.push_back(b.getNamedAttr("kept_units", b.getArrayAttr(units)));
-      e.push_back(
-          b.getNamedAttr("reason", b.getStringAttr(c ? c->reason : "unprunable: " + g.unprunable)));
+      e.push_back(b.getNamedAttr("reason", b.getStringAttr(c->reason)));
       layers.push_back(b.getDictionaryAttr(e));
     }
     top.push_back(b.getNamedAttr("layers", b.getArrayAttr(layers)));
+    top.push_back(b.getNamedAttr("unprunable", b.getArrayAttr(unprunable)));
     top.push_back(b.getNamedAttr("params_before", i64(paramsBefore)));
     top.push_back(b.getNamedAttr("params_after", i64(compress::countParams(func))));
     top.push_back(b.getNamedAttr("flops_before", i64(flopsBefore)));

@@ -4,13 +4,13 @@
 // channel importance is mean|relu(bn(conv))| x the norm of the second
 // convolution's weights for the channel: channels 1 and 3 (the heavy input
 // channels of conv2, and the larger biases) stay. The second convolution's
-// channels reach the function's result: unprunable, and listed so.
+// channels reach the function's result: unprunable, and listed so (apart).
 // RUN: rm -rf %t && %python %S/Inputs/prune_data.py %t/cal x=1x2x5x5
 // RUN: sluice-opt %s --sluice-prune="channels=0.5 calibration=%t/cal budget=10" -o %t/pruned.mlir
 // RUN: FileCheck %s < %t/pruned.mlir
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: layers = [{{[{]}}fraction = 5.000000e-01 : f64, kept = 2 : i64, kept_units = [1, 3], kind = "channels", node = "conv1", original = 4 : i64, reason = "as requested"
-// CHECK-SAME: kept = 3 : i64, kept_units = [0, 1, 2], kind = "channels", node = "conv2", original = 3 : i64, reason = "unprunable: it reaches the function's result"
+// CHECK-SAME: unprunable = [{kind = "channels", node = "conv2", reason = "it reaches the function's result"}]
 // CHECK: %[[C1:.+]] = sluice.conv %arg0, %{{.+}}, %{{.+}} {{.+}} : (tensor<1x2x5x5xf32>, tensor<2x2x3x3xf32>, tensor<2xf32>) -> tensor<1x2x5x5xf32>
 // CHECK: %[[BN:.+]] = sluice.batch_norm %[[C1]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : (tensor<1x2x5x5xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x5x5xf32>
 // CHECK: %[[R:.+]] = sluice.relu %[[BN]] : (tensor<1x2x5x5xf32>) -> tensor<1x2x5x5xf32>
