@@ -12,7 +12,9 @@
 //     projection: 3 blocks of the heads); concat of equal pieces the same
 //     way; other axes of both pass through;
 //   - matmul A[.., M, K] x B[.., K, N]: A's K with B's K (a constant B is
-//     a sink), B's N with the result's N, M and batch dims through;
+//     a sink), B's N with the result's N, M and batch dims through (a
+//     batch axis of a product of two activations holds heads: attention
+//     written out);
 //   - conv: output channels with the weight's axis 0 and the bias, input
 //     channels with the weight's axis 1 (a sink); group != 1 stops;
 //   - batch_norm: channels with its per-channel parameters; pool: batch
@@ -377,6 +379,9 @@ bool Explorer::relateMatMul(MatMulOp op, const End &from, const PruneNode &node,
     return fail("it reaches " + describeOp(op) + ", a product with a vector");
   // Batch dims, counted from the end (2 is the last batch dim), broadcast.
   auto batch = [&](int64_t fromEnd, int64_t full) {
+    // A product of two activations batched over this axis is attention
+    // written out (Q K^T, P V): the axis holds heads.
+    heads |= !isConstant(op.getLhs()) && !isConstant(op.getRhs());
     int64_t ar = rr - 1 - fromEnd, aa = ra - 1 - fromEnd, ab = rb - 1 - fromEnd;
     to.push_back({true, 0, ar});
     if (aa >= 0 && dimOf(op.getLhs(), aa) == full)
