@@ -303,7 +303,8 @@ def PrunePass : Pass<"sluice-prune", "mlir::ModuleOp"> {
     input channels). Dimensions tied by a residual, a norm, a concat or a
     function boundary are found by following every use and definition
     (DepGraph-style groups, passes/compress/PruneGroups.h) and are pruned
-    together or not at all. The fractions `heads`, `ffn` and `channels`
+    together or not at all; a fused QKV projection split in three prunes by
+    heads. The fractions `heads`, `ffn` and `channels`
     (in [0, 1)) say how much of each group to remove; `calibration=DIR`
     (required) runs sample sets through the reference evaluator: a unit's
     importance is the mean |activation| its consumers read times the norm
@@ -314,8 +315,11 @@ def PrunePass : Pass<"sluice-prune", "mlir::ModuleOp"> {
     kind instead (up to twice the fraction), until the budget holds.
     Weights shrink and nothing runs on zeros; the function's interface does
     not change. The outcome is `main`'s `sluice.pruning` attribute (what
-    `--report` prints). `mask-only` (for tests) zeros the removed units'
-    weights instead of removing them: the same decisions at the old shapes.
+    `--report` prints): per candidate group its first GEMM or convolution's
+    ONNX node, kind, kept and original units, sensitivity and the reason of
+    any deviation from the request, and apart the groups that cannot shrink
+    with why. `mask-only` (for tests) zeros the removed units' weights
+    instead of removing them: the same decisions at the old shapes.
   }];
   let options = [
     Option<"heads", "heads", "double", "0",

@@ -93,6 +93,9 @@ INCLUDE_EXCEPTIONS = {
     # Likewise the cuda target packs int8 weights for cuBLASLt IMMA ([colsum |
     # B^T]) with the generated code's host-only part (SLUICE_QUANT_HOST_ONLY).
     ("codegen/cuda", "codegen/include/sluice_gen/cuda_quant_kernels.cuh"),
+    # And checks a weight is 2:4 before emitting a cuSPARSELt GEMM with the
+    # check the bundle shares (cuda_sparse.cuh's SLUICE_SPARSE_HOST_ONLY part).
+    ("codegen/cuda", "codegen/include/sluice_gen/cuda_sparse.cuh"),
     # The element-type codes generated collective calls pass to the runtime's
     # communicator (SluiceCommDType) are the bundle ABI's own constants.
     ("codegen/common", "include/sluice/bundle_abi.h"),

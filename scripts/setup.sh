@@ -3,7 +3,8 @@
 # (LLVM/MLIR 22, ONNX, protobuf, OpenBLAS, OpenMPI, torch, scikit-learn for
 # the quantization accuracy data, ninja, gtest) and a
 # Python virtual environment (.venv) with onnx, onnxruntime and numpy that also
-# sees Debian's torch (--system-site-packages).
+# sees Debian's torch (--system-site-packages), and, where it installs,
+# nvidia-cusparselt-cu13 (cuSPARSELt for the cuda target's 2:4 GEMMs).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -37,5 +38,15 @@ if ! "$venv/bin/python" -c "import onnx, onnxruntime, numpy, torch" 2>/dev/null;
   echo "[setup] installing Python packages into $venv"
   # torch 1.13 (Debian) is built against numpy 1.x.
   "$venv/bin/pip" install -q --disable-pip-version-check "numpy<2" "onnx" "onnxruntime"
+fi
+# cuSPARSELt (issue 16): the cuda target's 2:4 GEMMs compile against its
+# header and dlopen its library at run time (codegen/cuda/groups/Gemm.cpp,
+# sluice_gen/cuda_sparse.cuh). Optional: where the package cannot be
+# installed, bundles still build and run their 2:4 GEMMs dense, so a failure
+# here is a note, not a failed setup.
+if ! compgen -G "$venv/lib/python3*/site-packages/nvidia/*/include/cusparseLt.h" >/dev/null; then
+  echo "[setup] installing nvidia-cusparselt-cu13 into $venv (optional: 2:4 GEMMs on cuda)"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps nvidia-cusparselt-cu13 ||
+    echo "[setup] note: nvidia-cusparselt-cu13 is unavailable; cuda 2:4 GEMMs will run dense"
 fi
 echo "[setup] done"

@@ -31,6 +31,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 namespace sluice::codegen {
 
@@ -66,6 +67,8 @@ struct CudaGroupContext {
   int64_t *workspaceBytes = nullptr;
   /// Why a group was left to the host (Unsupported).
   std::string reason;
+  /// The compile report's remarks (what an emitter decided and why).
+  std::vector<std::string> *remarks = nullptr;
   /// The step's kind for the manifest: "kernel" (generated) or "library"
   /// (cuBLASLt, cuDNN); emitters of library calls set "library".
   std::string kind = "kernel";
@@ -103,6 +106,11 @@ int64_t rowVectorWidth(int64_t len, int64_t widestBytes);
 
 CudaEmit emitCudaElementwiseGroup(CudaGroupContext &ctx);
 CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx);
+/// The header of 2:4 GEMMs (groups/Gemm.cpp), and the defines model.cu puts
+/// before it: where cusparseLt.h and the pip package's library folder are,
+/// when the compiler found them (sluice_gen/cuda_sparse.cuh).
+inline constexpr const char *kCudaSparseHeader = "sluice_gen/cuda_sparse.cuh";
+std::string cudaSparsePreamble();
 /// Form I8: a GEMM group with an int8 matmul_integer anchor as one
 /// sluice_int8_gemm (cuBLASLt IMMA) with a generated epilogue functor
 /// (groups/QuantGemm.cpp); Unsupported (a host step) for the rest.

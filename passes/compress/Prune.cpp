@@ -24,12 +24,16 @@
 // 4. The rewrite (PruneGroups' applyPruning), and `sluice.pruning` on
 //    `main`: requested fractions, per group its node, kind, counts, kept
 //    units, sensitivity and why it deviates from the request, the final
-//    errors, parameters and FLOPs before and after.
+//    errors, parameters and FLOPs before and after; and, beyond the
+//    contract's keys, `unprunable`: the groups of the kinds asked for that
+//    cannot shrink, with the reason (a residual stream, a norm, ...).
 //
 // Kept counts are rounded up so that a group's kept positions are a
-// multiple of 8 elements where that still removes something (the GEMM
-// kernels like it). Every decision is deterministic: ties in scores and
-// sensitivities break by position.
+// multiple of 8 elements (the GEMM kernels like it) where that still removes
+// at least half of what was asked (PruneGroups.h, keptAfter). Every decision
+// is deterministic: ties in scores and sensitivities break by position.
+// When the groups raised for a spared one miss the budget, they go back to
+// their request before another group is spared.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +52,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 namespace sluice {
@@ -86,22 +91,11 @@ struct Candidate {
   }
 };
 
-/// `kept` raised until kept * inner is a multiple of 8 elements, where that
-/// still removes a unit.
-int64_t roundKept(int64_t units, int64_t kept, int64_t inner) {
-  int64_t k = kept;
-  while (k < units && (k * inner) % 8 != 0)
-    ++k;
-  return k < units ? k : kept;
-}
-
-/// Kept units of `units` when `removed` go (at least one stays).
-int64_t keptAfter(int64_t units, int64_t removed, int64_t inner) {
-  return roundKept(units, std::max<int64_t>(1, units - removed), inner);
-}
-
-int64_t removedAt(int64_t units, double fraction) {
-  return (int64_t)std::floor(fraction * (double)units + 0.5);
+/// `value` as a person writes it (1, 0.25, -1), for messages.
+std::string plain(double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", value);
+  return buf;
 }
 
 struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
@@ -126,23 +120,23 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    for (auto [name, value] : {std::pair<const char *, double>{"heads", heads},
-                               {"ffn", ffn},
-                               {"channels", channels}})
+    auto func = module.lookupSymbol<func::FuncOp>("main");
+    Operation *anchor = func ? func.getOperation() : module.getOperation();
+    for (auto [name, value] :
+         {std::pair<const char *, double>{"heads", heads}, {"ffn", ffn}, {"channels", channels}})
       if (!(value >= 0 && value < 1)) {
-        module.emitError("--prune: ") << name << "=" << value
-                                      << " is not a fraction in [0, 1) of the units to remove";
+        anchor->emitError("--prune: ")
+            << name << "=" << plain(value) << " is not a fraction in [0, 1) of the units to remove";
         return signalPassFailure();
       }
     if (heads == 0 && ffn == 0 && channels == 0)
       return; // nothing asked
-    auto func = module.lookupSymbol<func::FuncOp>("main");
     if (!func) {
       module.emitError("sluice-prune: the module has no main function");
       return signalPassFailure();
     }
     if (!(budget >= 0) || !std::isfinite((double)budget)) {
-      func.emitError("--accuracy-budget must be a relative error >= 0, got ") << budget;
+      func.emitError("--accuracy-budget must be a relative error >= 0, got ") << plain(budget);
       return signalPassFailure();
     }
     if (calibration.empty()) {
@@ -271,11 +265,11 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
         int64_t axis = acc.sink->inputAxis, dim = t.dim(axis), stride = 1;
         for (int64_t d = axis + 1; d < t.rank(); ++d)
           stride *= t.dim(d);
-        int64_t n = t.numElements(), inner = acc.sink->inner;
+        int64_t n = t.numElements(), inner = acc.sink->inner, units = cands[acc.cand].units();
         bool f32 = t.dtype() == DType::F32;
         for (int64_t i = 0; i < n; ++i) {
           double x = f32 ? (double)t.data<float>()[i] : t.getDouble(i);
-          int64_t unit = ((i / stride) % dim) / inner;
+          int64_t unit = unitAt((i / stride) % dim, units, inner);
           acc.absSum[unit] += std::fabs(x);
           acc.count[unit] += 1;
         }
@@ -296,7 +290,7 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
         stride *= w->dim(d);
       for (int64_t i = 0; i < w->numElements(); ++i) {
         double x = w->getDouble(i);
-        norm2[((i / stride) % dim) / acc.sink->inner] += x * x;
+        norm2[unitAt((i / stride) % dim, c.units(), acc.sink->inner)] += x * x;
       }
       for (int64_t u = 0; u < c.units(); ++u)
         if (acc.count[u] > 0)
@@ -341,8 +335,9 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
   }
 
   /// Hands the units the spared groups of each kind would have lost to the
-  /// least sensitive unspared groups of that kind.
-  void redistribute(std::vector<Candidate> &cands) {
+  /// least sensitive unspared groups of that kind; whether any took some.
+  bool redistribute(std::vector<Candidate> &cands) {
+    bool raised = false;
     for (GroupKind kind : {GroupKind::Heads, GroupKind::Ffn, GroupKind::Channels}) {
       int64_t left = 0;
       std::vector<size_t> open;
@@ -376,11 +371,13 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
           continue;
         left -= c.requestedKept - kept;
         c.kept = kept;
+        raised = true;
         c.reason = "raised to keep the total: " + std::to_string(c.units() - kept) + " of " +
-                   std::to_string(c.units()) + " removed instead of " +
-                   std::to_string(removed) + " for the spared groups";
+                   std::to_string(c.units()) + " removed instead of " + std::to_string(removed) +
+                   " for the spared groups";
       }
     }
+    return raised;
   }
 
   LogicalResult guard(func::FuncOp func, const compress::ReferenceRun &ref,
@@ -388,22 +385,26 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
     for (size_t i = 0; i < cands.size(); ++i) {
       Candidate &c = cands[i];
       std::vector<double> alone;
-      if (failed(measure(func, ref, cands,
-                         [&](size_t j) { return j == i ? c.requestedKept : cands[j].units(); },
-                         alone)))
+      if (failed(measure(
+              func, ref, cands,
+              [&](size_t j) { return j == i ? c.requestedKept : cands[j].units(); }, alone)))
         return failure();
       c.sensitivity = maxOf(alone);
       note("sensitivity " + std::to_string(i + 1) + "/" + std::to_string(cands.size()) + " " +
-           kindName(c.group->kind) + " " + compress::nodeNameOf(c.group->seeds.front()) +
-           " (" + std::to_string(c.units() - c.requestedKept) + " of " +
-           std::to_string(c.units()) + " removed): " + fixed(c.sensitivity));
+           kindName(c.group->kind) + " " + compress::nodeNameOf(c.group->seeds.front()) + " (" +
+           std::to_string(c.units() - c.requestedKept) + " of " + std::to_string(c.units()) +
+           " removed): " + fixed(c.sensitivity));
     }
-    while (true) {
-      if (failed(measure(func, ref, cands, [&](size_t j) { return cands[j].kept; }, errors)))
-        return failure();
+    auto measureAll = [&]() {
+      if (failed(measure(
+              func, ref, cands, [&](size_t j) { return cands[j].kept; }, errors)))
+        return false;
       note("output error " + fixed(maxOf(errors)) + " (budget " + fixed(budget) + ")");
-      if (maxOf(errors) <= budget)
-        return success();
+      return true;
+    };
+    if (!measureAll())
+      return failure();
+    while (maxOf(errors) > budget) {
       Candidate *worst = nullptr;
       for (Candidate &c : cands)
         if (!c.spared && c.kept < c.units() && (!worst || c.sensitivity > worst->sensitivity))
@@ -414,61 +415,80 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
       worst->kept = worst->units();
       worst->reason = "spared: most sensitive (error " + fixed(worst->sensitivity) + " alone)";
       note("spared " + compress::nodeNameOf(worst->group->seeds.front()) + ": " + worst->reason);
-      redistribute(cands);
+      bool raised = redistribute(cands);
+      if (!measureAll())
+        return failure();
+      if (maxOf(errors) <= budget || !raised)
+        continue;
+      // The raised groups miss the budget: the others at their request,
+      // before sparing more (the total is kept where the budget allows it).
+      for (Candidate &c : cands)
+        if (!c.spared && c.kept != c.requestedKept) {
+          c.kept = c.requestedKept;
+          c.reason = "as requested";
+        }
+      note("without raising the others");
+      if (!measureAll())
+        return failure();
     }
+    return success();
   }
 
   void writeReport(func::FuncOp func, const std::vector<PruneGroup> &groups,
                    const std::vector<Candidate> &cands, const compress::ReferenceRun &ref,
-                   const std::vector<double> &errors, int64_t paramsBefore,
-                   int64_t flopsBefore) {
+                   const std::vector<double> &errors, int64_t paramsBefore, int64_t flopsBefore) {
     Builder b(func.getContext());
     auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
     auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
     SmallVector<NamedAttribute> top;
     top.push_back(b.getNamedAttr(
-        "requested", b.getDictionaryAttr({b.getNamedAttr("heads", f64(heads)),
-                                          b.getNamedAttr("ffn", f64(ffn)),
-                                          b.getNamedAttr("channels", f64(channels))})));
+        "requested",
+        b.getDictionaryAttr({b.getNamedAttr("heads", f64(heads)), b.getNamedAttr("ffn", f64(ffn)),
+                             b.getNamedAttr("channels", f64(channels))})));
     top.push_back(b.getNamedAttr("budget", f64(budget)));
     top.push_back(b.getNamedAttr("calibration_sets", i64(ref.sets.size())));
     SmallVector<Attribute> outs;
     for (size_t o = 0; o < errors.size() && o < ref.outputNames.size(); ++o)
-      outs.push_back(b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(ref.outputNames[o])),
-                                          b.getNamedAttr("error", f64(errors[o]))}));
+      outs.push_back(
+          b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(ref.outputNames[o])),
+                               b.getNamedAttr("error", f64(errors[o]))}));
     top.push_back(b.getNamedAttr("outputs", b.getArrayAttr(outs)));
-    SmallVector<Attribute> layers;
+    // The groups of the kinds asked for: what the guard decided for each
+    // candidate, and why the others cannot shrink.
+    SmallVector<Attribute> layers, unprunable;
     for (const PruneGroup &g : groups) {
       double requested = fractionOf(g.kind);
       if (requested <= 0)
         continue;
+      std::string node = compress::nodeNameOf(g.seeds.front());
       const Candidate *c = nullptr;
       for (const Candidate &cand : cands)
         if (cand.group == &g)
           c = &cand;
-      int64_t kept = c ? c->kept : g.units;
-      std::vector<int64_t> keptUnits(g.units);
-      std::iota(keptUnits.begin(), keptUnits.end(), 0);
-      if (c)
-        keptUnits = c->keptUnits(kept);
+      if (!c) {
+        unprunable.push_back(
+            b.getDictionaryAttr({b.getNamedAttr("node", b.getStringAttr(node)),
+                                 b.getNamedAttr("kind", b.getStringAttr(kindName(g.kind))),
+                                 b.getNamedAttr("reason", b.getStringAttr(g.unprunable))}));
+        continue;
+      }
       SmallVector<NamedAttribute> e;
-      e.push_back(b.getNamedAttr("node", b.getStringAttr(compress::nodeNameOf(g.seeds.front()))));
+      e.push_back(b.getNamedAttr("node", b.getStringAttr(node)));
       e.push_back(b.getNamedAttr("kind", b.getStringAttr(kindName(g.kind))));
       e.push_back(b.getNamedAttr("original", i64(g.units)));
-      e.push_back(b.getNamedAttr("kept", i64(kept)));
+      e.push_back(b.getNamedAttr("kept", i64(c->kept)));
       e.push_back(b.getNamedAttr("requested_fraction", f64(requested)));
-      e.push_back(b.getNamedAttr(
-          "fraction", f64(g.units ? 1.0 - (double)kept / (double)g.units : 0.0)));
-      e.push_back(b.getNamedAttr("sensitivity", f64(c ? c->sensitivity : 0.0)));
+      e.push_back(b.getNamedAttr("fraction", f64(1.0 - (double)c->kept / (double)g.units)));
+      e.push_back(b.getNamedAttr("sensitivity", f64(c->sensitivity)));
       SmallVector<Attribute> units;
-      for (int64_t u : keptUnits)
+      for (int64_t u : c->keptUnits(c->kept))
         units.push_back(i64(u));
       e.push_back(b.getNamedAttr("kept_units", b.getArrayAttr(units)));
-      e.push_back(b.getNamedAttr(
-          "reason", b.getStringAttr(c ? c->reason : "unprunable: " + g.unprunable)));
+      e.push_back(b.getNamedAttr("reason", b.getStringAttr(c->reason)));
       layers.push_back(b.getDictionaryAttr(e));
     }
     top.push_back(b.getNamedAttr("layers", b.getArrayAttr(layers)));
+    top.push_back(b.getNamedAttr("unprunable", b.getArrayAttr(unprunable)));
     top.push_back(b.getNamedAttr("params_before", i64(paramsBefore)));
     top.push_back(b.getNamedAttr("params_after", i64(compress::countParams(func))));
     top.push_back(b.getNamedAttr("flops_before", i64(flopsBefore)));

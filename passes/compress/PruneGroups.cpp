@@ -7,8 +7,14 @@
 //   - transpose permutes the axis; reshape maps it by size products (a
 //     split whose leading dim cannot hold whole units coarsens the group:
 //     64 columns of a Q projection become 4 heads of 16);
+//   - split into equal pieces along the axis: the pieces hold the same
+//     units and the input is that many blocks of them (a fused QKV
+//     projection: 3 blocks of the heads); concat of equal pieces the same
+//     way; other axes of both pass through;
 //   - matmul A[.., M, K] x B[.., K, N]: A's K with B's K (a constant B is
-//     a sink), B's N with the result's N, M and batch dims through;
+//     a sink), B's N with the result's N, M and batch dims through (a
+//     batch axis of a product of two activations holds heads: attention
+//     written out);
 //   - conv: output channels with the weight's axis 0 and the bias, input
 //     channels with the weight's axis 1 (a sink); group != 1 stops;
 //   - batch_norm: channels with its per-channel parameters; pool: batch
@@ -35,6 +41,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <set>
 #include <tuple>
@@ -86,20 +94,20 @@ bool isSeed(Operation *op) {
   return false;
 }
 
-int64_t seedAxis(Operation *op) {
-  return isa<ConvOp>(op) ? 1 : rankOf(op->getResult(0)) - 1;
-}
+int64_t seedAxis(Operation *op) { return isa<ConvOp>(op) ? 1 : rankOf(op->getResult(0)) - 1; }
 
 /// The fixpoint from one seed with a fixed unit count.
 struct Explorer {
   int64_t units;
   PruneGroup group;
-  llvm::DenseMap<std::pair<Value, int64_t>, int64_t> innerOf;
+  llvm::DenseMap<std::pair<Value, int64_t>, std::pair<int64_t, int64_t>> layoutOf;
   std::vector<PruneNode> worklist;
   std::set<std::tuple<Operation *, unsigned, int64_t>> sliced;
   llvm::DenseSet<Operation *> sinkOps;
   /// A unit count that divides `units` and that a reshape needs (0: none).
   int64_t coarsenTo = 0;
+  /// Pieces the seed's axis must be seen as (a split of it; 0: none).
+  int64_t blocksTo = 0;
   bool heads = false;
 
   explicit Explorer(int64_t units) : units(units) { group.units = units; }
@@ -112,49 +120,49 @@ struct Explorer {
     return false;
   }
 
-  void addNode(Value v, int64_t axis, int64_t inner) {
+  void addNode(Value v, int64_t axis, int64_t inner, int64_t blocks) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
     if (!type || !type.hasStaticShape() || axis < 0 || axis >= type.getRank()) {
       fail("it reaches a value without a static shape");
       return;
     }
-    if (type.getDimSize(axis) != units * inner) {
+    if (type.getDimSize(axis) != blocks * units * inner) {
       fail("its units do not line up along a dim of " + std::to_string(type.getDimSize(axis)));
       return;
     }
-    auto [it, inserted] = innerOf.try_emplace({v, axis}, inner);
+    auto [it, inserted] = layoutOf.try_emplace({v, axis}, std::pair{inner, blocks});
     if (!inserted) {
-      if (it->second != inner)
-        fail("one dim is reached with two different unit sizes");
+      if (it->second != std::pair{inner, blocks})
+        fail("one dim is reached with two different unit layouts");
       return;
     }
-    group.nodes.push_back({v, axis, inner});
-    worklist.push_back({v, axis, inner});
+    group.nodes.push_back({v, axis, inner, blocks});
+    worklist.push_back({v, axis, inner, blocks});
   }
 
-  void addSlice(Operation *user, unsigned operand, int64_t axis, int64_t inner) {
+  void addSlice(Operation *user, unsigned operand, int64_t axis, int64_t inner, int64_t blocks) {
     Value c = user->getOperand(operand);
     auto type = dyn_cast<RankedTensorType>(c.getType());
-    if (!type || !type.hasStaticShape() || type.getDimSize(axis) != units * inner) {
+    if (!type || !type.hasStaticShape() || type.getDimSize(axis) != blocks * units * inner) {
       fail("a constant of " + describeOp(user) + " does not hold whole units");
       return;
     }
     if (sliced.insert({user, operand, axis}).second)
-      group.slices.push_back({user, operand, axis, inner});
+      group.slices.push_back({user, operand, axis, inner, blocks});
   }
 
-  void run(Value seed, int64_t axis, int64_t inner) {
-    addNode(seed, axis, inner);
-    while (!worklist.empty() && !coarsenTo) {
+  void run(Value seed, int64_t axis, int64_t inner, int64_t blocks) {
+    addNode(seed, axis, inner, blocks);
+    while (!worklist.empty() && !coarsenTo && !blocksTo) {
       PruneNode n = worklist.back();
       worklist.pop_back();
       if (isa<BlockArgument>(n.value))
         fail("it reaches the function's input");
       else
         visit(n.value.getDefiningOp(), {true, cast<OpResult>(n.value).getResultNumber(), n.axis},
-              n.inner);
+              n);
       for (OpOperand &use : llvm::make_early_inc_range(n.value.getUses()))
-        visit(use.getOwner(), {false, use.getOperandNumber(), n.axis}, n.inner);
+        visit(use.getOwner(), {false, use.getOperandNumber(), n.axis}, n);
     }
   }
 
@@ -162,18 +170,19 @@ struct Explorer {
     return e.result ? op->getResult(e.index) : op->getOperand(e.index);
   }
 
-  /// Applies `op`'s rule to the end `from` and follows what it ties.
-  void visit(Operation *op, const End &from, int64_t inner) {
+  /// Applies `op`'s rule to the end `from` (of `node`) and follows what it
+  /// ties, with the node's layout.
+  void visit(Operation *op, const End &from, const PruneNode &node) {
     SmallVector<End> to;
-    if (!relate(op, from, inner, to))
+    if (!relate(op, from, node, to))
       return;
     for (const End &e : to) {
       if (e.result) {
-        addNode(op->getResult(e.index), e.axis, inner);
+        addNode(op->getResult(e.index), e.axis, node.inner, node.blocks);
       } else if (isConstant(op->getOperand(e.index))) {
-        addSlice(op, e.index, e.axis, inner);
+        addSlice(op, e.index, e.axis, node.inner, node.blocks);
       } else {
-        addNode(op->getOperand(e.index), e.axis, inner);
+        addNode(op->getOperand(e.index), e.axis, node.inner, node.blocks);
       }
     }
   }
@@ -188,16 +197,19 @@ struct Explorer {
     return false;
   }
 
-  bool relate(Operation *op, const End &from, int64_t inner, SmallVectorImpl<End> &to);
+  bool relate(Operation *op, const End &from, const PruneNode &node, SmallVectorImpl<End> &to);
   bool relateElementwise(Operation *op, const End &from, SmallVectorImpl<End> &to);
-  bool relateReshape(ReshapeOp op, const End &from, int64_t inner, SmallVectorImpl<End> &to);
-  bool relateMatMul(MatMulOp op, const End &from, int64_t inner, SmallVectorImpl<End> &to);
-  bool relateConv(ConvOp op, const End &from, int64_t inner, SmallVectorImpl<End> &to);
+  bool relateReshape(ReshapeOp op, const End &from, const PruneNode &node);
+  bool relateSplit(SplitOp op, const End &from, const PruneNode &node);
+  bool relateConcat(ConcatOp op, const End &from, const PruneNode &node);
+  bool relateMatMul(MatMulOp op, const End &from, const PruneNode &node, SmallVectorImpl<End> &to);
+  bool relateConv(ConvOp op, const End &from, const PruneNode &node, SmallVectorImpl<End> &to);
   bool relateAttention(AttentionOp op, const End &from, SmallVectorImpl<End> &to);
   bool relateRowOp(Operation *op, const End &from, SmallVectorImpl<End> &to);
 };
 
-bool Explorer::relate(Operation *op, const End &from, int64_t inner, SmallVectorImpl<End> &to) {
+bool Explorer::relate(Operation *op, const End &from, const PruneNode &node,
+                      SmallVectorImpl<End> &to) {
   if (isa<func::ReturnOp>(op))
     return fail("it reaches the function's result");
   if (op->hasTrait<OpCategory::Elementwise>())
@@ -214,13 +226,20 @@ bool Explorer::relate(Operation *op, const End &from, int64_t inner, SmallVector
     return true;
   }
   if (auto r = dyn_cast<ReshapeOp>(op))
-    return relateReshape(r, from, inner, to);
+    return relateReshape(r, from, node);
+  if (auto split = dyn_cast<SplitOp>(op))
+    return relateSplit(split, from, node);
+  if (auto concat = dyn_cast<ConcatOp>(op))
+    return relateConcat(concat, from, node);
   if (auto mm = dyn_cast<MatMulOp>(op))
-    return relateMatMul(mm, from, inner, to);
+    return relateMatMul(mm, from, node, to);
   if (auto conv = dyn_cast<ConvOp>(op))
-    return relateConv(conv, from, inner, to);
-  if (auto att = dyn_cast<AttentionOp>(op))
+    return relateConv(conv, from, node, to);
+  if (auto att = dyn_cast<AttentionOp>(op)) {
+    if (node.blocks != 1)
+      return fail("it reaches " + describeOp(op) + " along an axis made of pieces");
     return relateAttention(att, from, to);
+  }
   if (auto bn = dyn_cast<BatchNormOp>(op)) {
     bool channel = from.result || from.index == 0 ? from.axis == 1 : true;
     if (!channel) {
@@ -269,53 +288,20 @@ bool Explorer::relateElementwise(Operation *op, const End &from, SmallVectorImpl
   return true;
 }
 
-/// Maps `axis` (units of `inner`) of `from` through a reshape to `to`: the
-/// output axis whose leading dims hold the same outer elements; a unit must
-/// cover whole rows of it. Returns false with `rows` > 0 when it does not
-/// (the group must coarsen to whole rows), with `rows` 0 when no output axis
-/// starts where the unit axis does (the reshape mixes it with the dims
-/// before it).
-bool mapReshape(ArrayRef<int64_t> from, ArrayRef<int64_t> to, int64_t axis, int64_t inner,
-                int64_t &outAxis, int64_t &outInner, int64_t &rows) {
-  rows = 0;
-  int64_t outer = 1, after = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= from[d];
-  for (size_t d = axis + 1; d < from.size(); ++d)
-    after *= from[d];
-  int64_t prefix = 1;
-  for (size_t j = 0; j < to.size(); ++j) {
-    if (prefix == outer && to[j] > 1) {
-      int64_t afterOut = 1;
-      for (size_t d = j + 1; d < to.size(); ++d)
-        afterOut *= to[d];
-      if ((inner * after) % afterOut != 0) {
-        rows = to[j];
-        return false;
-      }
-      outAxis = (int64_t)j;
-      outInner = inner * after / afterOut;
-      return true;
-    }
-    prefix *= to[j];
-    if (prefix > outer)
-      break;
-  }
-  return false;
-}
-
-bool Explorer::relateReshape(ReshapeOp op, const End &from, int64_t inner,
-                             SmallVectorImpl<End> &to) {
+bool Explorer::relateReshape(ReshapeOp op, const End &from, const PruneNode &node) {
   auto in = cast<RankedTensorType>(op.getInput().getType());
   auto out = cast<RankedTensorType>(op.getOutput().getType());
   if (!in.hasStaticShape() || !out.hasStaticShape())
     return fail("it reaches " + describeOp(op) + " without static shapes");
   if (!from.result && from.index != 0)
     return fail("it reaches the shape of " + describeOp(op));
+  if (node.blocks != 1)
+    return fail("it reaches " + describeOp(op) + " along an axis made of pieces");
+  int64_t inner = node.inner;
   ArrayRef<int64_t> src = from.result ? out.getShape() : in.getShape();
   ArrayRef<int64_t> dst = from.result ? in.getShape() : out.getShape();
   int64_t axis = 0, newInner = 0, rows = 0;
-  if (!mapReshape(src, dst, from.axis, inner, axis, newInner, rows)) {
+  if (!mapReshapeAxis(src, dst, from.axis, inner, axis, newInner, rows)) {
     if (rows > 0)
       return coarsen(rows, op);
     return fail("it reaches " + describeOp(op) + ", which mixes its dim with the dims before it");
@@ -323,19 +309,79 @@ bool Explorer::relateReshape(ReshapeOp op, const End &from, int64_t inner,
   // The inner size changes across a reshape: the other end is added here
   // with its own inner (not through visit, which keeps the caller's).
   if (from.result)
-    addNode(op.getInput(), axis, newInner);
+    addNode(op.getInput(), axis, newInner, 1);
   else
-    addNode(op.getOutput(), axis, newInner);
+    addNode(op.getOutput(), axis, newInner, 1);
   return true;
 }
 
-bool Explorer::relateMatMul(MatMulOp op, const End &from, int64_t inner,
+/// The axis `axis` of a value of rank `rank`, counted from 0.
+int64_t normalizedAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+bool Explorer::relateSplit(SplitOp op, const End &from, const PruneNode &node) {
+  int64_t rank = rankOf(op.getInput()), axis = normalizedAxis((int64_t)op.getAxis(), rank);
+  if (!from.result && from.index != 0)
+    return fail("it reaches the sizes of " + describeOp(op));
+  if (from.axis != axis) {
+    // Another axis: every piece has it whole.
+    addNode(op.getInput(), from.axis, node.inner, node.blocks);
+    for (Value piece : op.getOutputs())
+      addNode(piece, from.axis, node.inner, node.blocks);
+    return true;
+  }
+  int64_t pieces = op.getNumResults(), dim = dimOf(op.getInput(), axis);
+  for (Value piece : op.getOutputs())
+    if (dimOf(piece, axis) * pieces != dim)
+      return fail("it reaches " + describeOp(op) + ", whose pieces differ in size");
+  if (from.result) {
+    if (node.blocks != 1)
+      return fail("it reaches " + describeOp(op) + " along an axis made of pieces");
+  } else if (node.blocks != pieces) {
+    // The pieces hold the same units (Q, K and V of a fused projection):
+    // the axis is that many blocks of them.
+    if (node.blocks != 1 || units % pieces != 0 || !group.prunable())
+      return fail("it reaches " + describeOp(op) + ", whose pieces do not hold whole units");
+    blocksTo = pieces;
+    return false;
+  }
+  addNode(op.getInput(), axis, node.inner, pieces);
+  for (Value piece : op.getOutputs())
+    addNode(piece, axis, node.inner, 1);
+  return true;
+}
+
+bool Explorer::relateConcat(ConcatOp op, const End &from, const PruneNode &node) {
+  int64_t rank = rankOf(op.getOutput()), axis = normalizedAxis((int64_t)op.getAxis(), rank);
+  if (from.axis != axis) {
+    addNode(op.getOutput(), from.axis, node.inner, node.blocks);
+    for (Value input : op.getInputs())
+      addNode(input, from.axis, node.inner, node.blocks);
+    return true;
+  }
+  // Equal pieces of the same units, concatenated: the result is blocks of
+  // them (what a split of it would give back).
+  int64_t pieces = op.getInputs().size();
+  if (from.result ? node.blocks != pieces : node.blocks != 1)
+    return fail("it reaches " + describeOp(op) + " along its axis");
+  for (Value input : op.getInputs())
+    if (dimOf(input, axis) * pieces != dimOf(op.getOutput(), axis) || isConstant(input))
+      return fail("it reaches " + describeOp(op) + " along its axis");
+  addNode(op.getOutput(), axis, node.inner, pieces);
+  for (Value input : op.getInputs())
+    addNode(input, axis, node.inner, 1);
+  return true;
+}
+
+bool Explorer::relateMatMul(MatMulOp op, const End &from, const PruneNode &node,
                             SmallVectorImpl<End> &to) {
   int64_t ra = rankOf(op.getLhs()), rb = rankOf(op.getRhs()), rr = rankOf(op.getOutput());
   if (ra < 2 || rb < 2)
     return fail("it reaches " + describeOp(op) + ", a product with a vector");
   // Batch dims, counted from the end (2 is the last batch dim), broadcast.
   auto batch = [&](int64_t fromEnd, int64_t full) {
+    // A product of two activations batched over this axis is attention
+    // written out (Q K^T, P V): the axis holds heads.
+    heads |= !isConstant(op.getLhs()) && !isConstant(op.getRhs());
     int64_t ar = rr - 1 - fromEnd, aa = ra - 1 - fromEnd, ab = rb - 1 - fromEnd;
     to.push_back({true, 0, ar});
     if (aa >= 0 && dimOf(op.getLhs(), aa) == full)
@@ -357,7 +403,7 @@ bool Explorer::relateMatMul(MatMulOp op, const End &from, int64_t inner,
       // K: the weight's rows. A constant weight ends the group here.
       to.push_back({false, 1, rb - 2});
       if (isConstant(op.getRhs()) && sinkOps.insert(op).second)
-        group.sinks.push_back({op, from.axis, rb - 2, inner});
+        group.sinks.push_back({op, from.axis, rb - 2, node.inner, node.blocks});
     } else if (fromEnd == 1) {
       to.push_back({true, 0, rr - 2});
     } else {
@@ -374,7 +420,8 @@ bool Explorer::relateMatMul(MatMulOp op, const End &from, int64_t inner,
   return true;
 }
 
-bool Explorer::relateConv(ConvOp op, const End &from, int64_t inner, SmallVectorImpl<End> &to) {
+bool Explorer::relateConv(ConvOp op, const End &from, const PruneNode &node,
+                          SmallVectorImpl<End> &to) {
   if (from.axis > 1)
     return fail("it reaches a spatial axis of " + describeOp(op));
   if (from.axis == 0 && (from.result || from.index == 0)) {
@@ -395,7 +442,7 @@ bool Explorer::relateConv(ConvOp op, const End &from, int64_t inner, SmallVector
     return fail("it reaches the weight of " + describeOp(op));
   to.push_back({false, 1, 1});
   if (sinkOps.insert(op).second)
-    group.sinks.push_back({op, 1, 1, inner});
+    group.sinks.push_back({op, 1, 1, node.inner, node.blocks});
   return true;
 }
 
@@ -459,7 +506,9 @@ bool Explorer::relateRowOp(Operation *op, const End &from, SmallVectorImpl<End> 
   int64_t rank = rankOf(input);
   if (!from.result && from.index != 0)
     return fail("it reaches a parameter of " + describeOp(op));
-  auto stop = [&] { return fail("it reaches the normalized or reduced axis of " + describeOp(op)); };
+  auto stop = [&] {
+    return fail("it reaches the normalized or reduced axis of " + describeOp(op));
+  };
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
     llvm::SmallVector<bool> reduced(rank, false);
     bool any = false;
@@ -523,12 +572,17 @@ bool Explorer::relateRowOp(Operation *op, const End &from, SmallVectorImpl<End> 
 /// ask.
 PruneGroup exploreFrom(Operation *seed, bool &isHeads) {
   Value v = seed->getResult(0);
-  int64_t axis = seedAxis(seed), dim = dimOf(v, axis), units = dim;
+  int64_t axis = seedAxis(seed), dim = dimOf(v, axis), units = dim, blocks = 1;
   while (true) {
     Explorer ex(units);
-    ex.run(v, axis, dim / units);
+    ex.run(v, axis, dim / (units * blocks), blocks);
     if (ex.coarsenTo) {
       units = ex.coarsenTo;
+      continue;
+    }
+    if (ex.blocksTo) {
+      blocks *= ex.blocksTo;
+      units /= ex.blocksTo;
       continue;
     }
     isHeads = ex.heads;
@@ -586,14 +640,17 @@ PruneGroup sluice::prune::mapGroup(const PruneGroup &group, IRMapping &mapping) 
 namespace {
 
 /// Positions [lo, hi) of the kept units, runs of consecutive units merged.
-std::vector<std::pair<int64_t, int64_t>> keptRanges(ArrayRef<int64_t> kept, int64_t inner) {
+std::vector<std::pair<int64_t, int64_t>> keptRanges(ArrayRef<int64_t> kept, int64_t units,
+                                                    int64_t inner, int64_t blocks) {
   std::vector<std::pair<int64_t, int64_t>> ranges;
-  for (int64_t u : kept) {
-    if (!ranges.empty() && ranges.back().second == u * inner)
-      ranges.back().second += inner;
-    else
-      ranges.push_back({u * inner, (u + 1) * inner});
-  }
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t u : kept) {
+      int64_t lo = (b * units + u) * inner;
+      if (!ranges.empty() && ranges.back().second == lo)
+        ranges.back().second += inner;
+      else
+        ranges.push_back({lo, lo + inner});
+    }
   return ranges;
 }
 
@@ -609,7 +666,7 @@ LogicalResult sluice::prune::applyPruning(func::FuncOp func, ArrayRef<const Prun
     if ((int64_t)kept[g].size() == group.units)
       continue;
     for (const PruneNode &n : group.nodes)
-      newDims[n.value].push_back({n.axis, (int64_t)kept[g].size() * n.inner});
+      newDims[n.value].push_back({n.axis, n.blocks * (int64_t)kept[g].size() * n.inner});
     for (const ConstantSlice &s : group.slices) {
       Value operand = s.user->getOperand(s.operand);
       std::optional<Tensor> t = compress::constantTensor(operand);
@@ -618,7 +675,7 @@ LogicalResult sluice::prune::applyPruning(func::FuncOp func, ArrayRef<const Prun
                 " is not a constant";
         return failure();
       }
-      Tensor slice = t->takeAlong(s.axis, keptRanges(kept[g], s.inner));
+      Tensor slice = t->takeAlong(s.axis, keptRanges(kept[g], group.units, s.inner, s.blocks));
       OpBuilder b(s.user);
       replaced.insert(operand.getDefiningOp());
       s.user->setOperand(s.operand, compress::makeConstant(b, operand.getLoc(), slice, scratch));
@@ -642,6 +699,25 @@ LogicalResult sluice::prune::applyPruning(func::FuncOp func, ArrayRef<const Prun
       if (Operation *def = old.getDefiningOp())
         replaced.insert(def);
     }
+  // Split sizes: the (now static) pieces.
+  llvm::SetVector<SplitOp> splits;
+  for (auto &[value, dims] : newDims)
+    if (auto split = value.getDefiningOp<SplitOp>())
+      splits.insert(split);
+  for (SplitOp split : splits) {
+    Value sizes = split.getSizes();
+    if (!sizes)
+      continue;
+    int64_t axis = normalizedAxis((int64_t)split.getAxis(), rankOf(split.getInput()));
+    std::vector<int64_t> pieces;
+    for (Value piece : split.getOutputs())
+      pieces.push_back(dimOf(piece, axis));
+    OpBuilder b(split);
+    split.getSizesMutable().assign(
+        compress::makeConstant(b, sizes.getLoc(), Tensor::fromInt64(pieces), scratch));
+    if (Operation *def = sizes.getDefiningOp())
+      replaced.insert(def);
+  }
   for (Operation *op : replaced)
     if (op->use_empty())
       op->erase();
@@ -670,11 +746,53 @@ void sluice::prune::maskPruned(func::FuncOp func, ArrayRef<const PruneGroup *> g
         stride *= z.dim(d);
       int64_t dim = z.dim(s.weightAxis);
       for (int64_t i = 0; i < z.numElements(); ++i)
-        if (!keep[((i / stride) % dim) / s.inner])
+        if (!keep[unitAt((i / stride) % dim, group.units, s.inner)])
           z.setDouble(i, 0.0);
       OpBuilder b(s.op);
       s.op->setOperand(1, compress::makeConstant(b, w.getLoc(), z));
     }
   }
   (void)func;
+}
+
+int64_t sluice::prune::removedAt(int64_t units, double fraction) {
+  return (int64_t)std::floor(fraction * (double)units + 0.5);
+}
+
+int64_t sluice::prune::keptAfter(int64_t units, int64_t removed, int64_t inner) {
+  int64_t kept = std::max<int64_t>(1, units - removed), k = kept;
+  while (k < units && (k * inner) % 8 != 0)
+    ++k;
+  // Whole vectors are a kernel nicety: never worth half of the removal.
+  return k < units && 2 * (k - kept) <= units - kept ? k : kept;
+}
+
+bool sluice::prune::mapReshapeAxis(ArrayRef<int64_t> from, ArrayRef<int64_t> to, int64_t axis,
+                                   int64_t inner, int64_t &outAxis, int64_t &outInner,
+                                   int64_t &rows) {
+  rows = 0;
+  int64_t outer = 1, after = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= from[d];
+  for (size_t d = axis + 1; d < from.size(); ++d)
+    after *= from[d];
+  int64_t prefix = 1;
+  for (size_t j = 0; j < to.size(); ++j) {
+    if (prefix == outer && to[j] > 1) {
+      int64_t afterOut = 1;
+      for (size_t d = j + 1; d < to.size(); ++d)
+        afterOut *= to[d];
+      if ((inner * after) % afterOut != 0) {
+        rows = to[j];
+        return false;
+      }
+      outAxis = (int64_t)j;
+      outInner = inner * after / afterOut;
+      return true;
+    }
+    prefix *= to[j];
+    if (prefix > outer)
+      break;
+  }
+  return false;
 }

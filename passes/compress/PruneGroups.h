@@ -36,11 +36,14 @@ namespace sluice::prune {
 enum class GroupKind { Heads, Ffn, Channels };
 const char *kindName(GroupKind kind);
 
-/// `axis` of `value` holds the group's units, `inner` positions each.
+/// `axis` of `value` holds the group's units, `inner` positions each, in
+/// `blocks` consecutive pieces of `units * inner` positions (a fused QKV
+/// projection's output is 3 blocks of the same heads; everything else 1).
 struct PruneNode {
   mlir::Value value;
   int64_t axis = 0;
   int64_t inner = 1;
+  int64_t blocks = 1;
 };
 
 /// Operand `operand` of `user` is a constant sliced along `axis`.
@@ -49,16 +52,19 @@ struct ConstantSlice {
   unsigned operand = 0;
   int64_t axis = 0;
   int64_t inner = 1;
+  int64_t blocks = 1;
 };
 
 /// A GEMM or convolution that consumes the group's dimension as its K /
 /// input channels: operand 0 along `inputAxis`, its constant weight
-/// (operand 1) along `weightAxis`, `inner` positions per unit in both.
+/// (operand 1) along `weightAxis`, `inner` positions per unit and `blocks`
+/// pieces in both.
 struct Sink {
   mlir::Operation *op = nullptr;
   int64_t inputAxis = 0;
   int64_t weightAxis = 0;
   int64_t inner = 1;
+  int64_t blocks = 1;
 };
 
 struct PruneGroup {
@@ -86,11 +92,10 @@ PruneGroup mapGroup(const PruneGroup &group, mlir::IRMapping &mapping);
 
 /// Removes every unit of each group not in its `kept` list (ascending,
 /// original numbering): constants sliced where used, values retyped,
-/// reshape targets rewritten, dead constants erased. The function's
+/// reshape targets and split sizes rewritten, dead constants erased. The function's
 /// interface never changes. Fails with `error` when the result does not
 /// verify (an internal error).
-mlir::LogicalResult applyPruning(mlir::func::FuncOp func,
-                                 llvm::ArrayRef<const PruneGroup *> groups,
+mlir::LogicalResult applyPruning(mlir::func::FuncOp func, llvm::ArrayRef<const PruneGroup *> groups,
                                  llvm::ArrayRef<std::vector<int64_t>> kept,
                                  compress::ScratchBlobs *scratch, std::string &error);
 
@@ -99,6 +104,30 @@ mlir::LogicalResult applyPruning(mlir::func::FuncOp func,
 /// test's oracle, `mask-only`).
 void maskPruned(mlir::func::FuncOp func, llvm::ArrayRef<const PruneGroup *> groups,
                 llvm::ArrayRef<std::vector<int64_t>> kept);
+
+/// The unit of position `p` along an axis of `blocks` pieces of `units`
+/// units of `inner` positions.
+inline int64_t unitAt(int64_t p, int64_t units, int64_t inner) {
+  return (p % (units * inner)) / inner;
+}
+
+/// Units removed from `units` at `fraction`: fraction * units rounded.
+int64_t removedAt(int64_t units, double fraction);
+
+/// Kept units of `units` when `removed` go: at least one, raised until the
+/// kept positions (kept * inner) are a multiple of 8 elements (the GEMM
+/// kernels' vectors like it) where that still removes at least half of the
+/// units it would have.
+int64_t keptAfter(int64_t units, int64_t removed, int64_t inner);
+
+/// Maps `axis` of a tensor of shape `from`, whose units are `inner`
+/// positions, through a reshape to `to`: the output axis whose leading dims
+/// hold the same outer elements, with the unit's positions there. False
+/// when there is none: `rows` > 0 when units must coarsen to whole rows of
+/// that axis (a unit count dividing `rows`), 0 when the reshape mixes the
+/// axis with the dims before it.
+bool mapReshapeAxis(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to, int64_t axis,
+                    int64_t inner, int64_t &outAxis, int64_t &outInner, int64_t &rows);
 
 } // namespace sluice::prune
 

@@ -27,6 +27,9 @@ using namespace sluice;
 
 namespace {
 
+/// The unit attribute sluice-sparsify puts on 2:4 GEMMs.
+constexpr llvm::StringLiteral kSparsity24 = "sluice.sparsity_2_4";
+
 /// The 2-D constant weight of `matmul`'s RHS, or null.
 ConstantOp weightOf(MatMulOp matmul) {
   auto constant = matmul.getRhs().getDefiningOp<ConstantOp>();
@@ -114,13 +117,16 @@ struct FuseHorizontalGemmsPass
       SmallVector<MatMulOp> same;
       for (MatMulOp m : matmuls) {
         auto t = cast<RankedTensorType>(m.getRhs().getType());
+        // 2:4 GEMMs (sluice-sparsify) fuse only with each other: the
+        // concatenated weight stays 2:4 along K, a mixed one would not be.
         if (t.getDimSize(0) == firstType.getDimSize(0) &&
-            t.getElementType() == firstType.getElementType())
+            t.getElementType() == firstType.getElementType() &&
+            m->hasAttr(kSparsity24) == matmuls.front()->hasAttr(kSparsity24))
           same.push_back(m);
         else
           m->emitRemark() << "not fused horizontally with "
                           << fusion::describeOp(matmuls.front())
-                          << ": its weight has another K or element type";
+                          << ": its weight has another K, element type or sparsity";
       }
       if (same.size() >= 2)
         fuse(same);
@@ -184,6 +190,8 @@ struct FuseHorizontalGemmsPass
         DenseIntElementsAttr::get(sizesType, ArrayRef<int64_t>(sizes)));
     auto matmul =
         MatMulOp::create(builder, loc, fusedType, first.getLhs(), w);
+    if (first->hasAttr(kSparsity24))
+      matmul->setAttr(kSparsity24, builder.getUnitAttr());
     Value fused = matmul.getResult();
     if (withBias) {
       // The add keeps the first branch's operand order and location.

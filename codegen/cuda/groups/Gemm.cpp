@@ -27,19 +27,35 @@
 // stride that is not a transpose, broadcast rows) leave the group to the
 // host.
 //
+// 2:4 GEMMs (issue 16): a matmul sluice-sparsify marked
+// `sluice.sparsity_2_4` whose B is that constant 2-D f16/bf16 weight, read
+// as stored, is one sluice_sparse_gemm (sluice_gen/cuda_sparse.cuh: the same
+// call through cuSPARSELt when it is present at run time and faster on the
+// shape, else sluice_gemm). The compiler looks for cusparseLt.h once
+// (cudaSparsePreamble); without it the bundle still builds, dense, and a
+// remark says so, as it does for f32 (cuSPARSELt's f32 is TF32) or a
+// weight that is not 2:4 as stored.
+//
 //===----------------------------------------------------------------------===//
+
+#define SLUICE_SPARSE_HOST_ONLY
+#include "codegen/include/sluice_gen/cuda_sparse.cuh"
+#undef SLUICE_SPARSE_HOST_ONLY
 
 #include "codegen/cuda/CudaGroups.h"
 
 #include "codegen/common/CodeWriter.h"
 #include "codegen/common/Format.h"
-#include "codegen/common/ScalarEmitter.h"
-#include "codegen/common/ModelFacts.h"
 #include "codegen/common/GroupContext.h"
+#include "codegen/common/ModelFacts.h"
+#include "codegen/common/ScalarEmitter.h"
 #include "lib/kernel/Access.h"
+#include "lib/reference/Evaluator.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include <optional>
 
@@ -527,6 +543,8 @@ struct GemmPlan {
   int64_t strideA = 0, strideB = 0, strideC = 0, strideD = 0;
   std::vector<int64_t> aOff, bOff, cOff, dOff;
   int epilogue = 0; ///< SLUICE_EPI_*
+  /// A 2:4 GEMM through sluice_sparse_gemm (planSparse).
+  bool sparse = false;
 
   /// A result-space stride vector as strides over [batch.., M, N].
   std::vector<int64_t> toGemmSpace(ArrayRef<int64_t> s) const {
@@ -829,13 +847,115 @@ void printGemmCall(CodeWriter &h, CudaGroupContext &ctx, const GemmPlan &p) {
       p.chain.residual ? "(const void *)(" + c.access.pointer + " + c_off[o])" : "nullptr";
   h.line("for (int64_t o = 0; o < {0}; ++o)", cInt64(p.outer));
   auto loop = h.indented();
-  h.line("if (int32_t status = sluice_gemm(args, state, {0}, gemm, (const void *)({1} + a_off[o]), "
+  h.line("if (int32_t status = {8}(args, state, {0}, gemm, (const void *)({1} + a_off[o]), "
          "(const void *)({2} + b_off[o]), {3}, (void *)({4} + d_off[o]), {5}, {6}, (size_t){7}, "
          "stream))",
          ctx.kernelName(), a.access.pointer, b.access.pointer, cPtr, d.access.pointer, biasPtr,
-         p.chain.alpha, cInt64(kLtWorkspace));
+         p.chain.alpha, cInt64(kLtWorkspace), p.sparse ? "sluice_sparse_gemm" : "sluice_gemm");
   auto then = h.indented();
   h.line("return status;");
+}
+
+//===----------------------------------------------------------------------===//
+// 2:4 GEMMs
+//===----------------------------------------------------------------------===//
+
+/// Where the compiler found cuSPARSELt's header and library folder.
+struct CusparseLtFiles {
+  std::string header, libDir;
+};
+
+/// The nvidia-cusparselt package's files under a Python environment `venv`
+/// (lib/python3.X/site-packages/nvidia/cu13 for the cu13 wheels,
+/// nvidia/cusparselt for older ones), or nullopt.
+std::optional<CusparseLtFiles> cusparseLtInVenv(const std::string &venv) {
+  std::error_code ec;
+  std::string lib = venv + "/lib";
+  for (llvm::sys::fs::directory_iterator it(lib, ec), end; !ec && it != end; it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (!name.starts_with("python3"))
+      continue;
+    for (const char *folder : {"cu13", "cusparselt"}) {
+      std::string base = it->path() + "/site-packages/nvidia/" + folder;
+      if (llvm::sys::fs::exists(base + "/include/cusparseLt.h"))
+        return CusparseLtFiles{base + "/include/cusparseLt.h", base + "/lib"};
+    }
+  }
+  return std::nullopt;
+}
+
+/// cusparseLt.h and its library folder: $SLUICE_CUSPARSELT_DIR (a folder
+/// with include/cusparseLt.h and lib/; any other value, such as "none",
+/// finds nothing), else the active $VIRTUAL_ENV, else the source tree's
+/// .venv (scripts/setup.sh installs nvidia-cusparselt-cu13 there). Looked
+/// up once per compiler process.
+const std::optional<CusparseLtFiles> &cusparseLtFiles() {
+  static const std::optional<CusparseLtFiles> files = []() -> std::optional<CusparseLtFiles> {
+    if (const char *dir = std::getenv("SLUICE_CUSPARSELT_DIR"); dir && *dir) {
+      std::string base = dir;
+      if (llvm::sys::fs::exists(base + "/include/cusparseLt.h"))
+        return CusparseLtFiles{base + "/include/cusparseLt.h", base + "/lib"};
+      return std::nullopt;
+    }
+    if (const char *venv = std::getenv("VIRTUAL_ENV"); venv && *venv)
+      if (auto found = cusparseLtInVenv(venv))
+        return found;
+    // SLUICE_SOURCE_INCLUDE_DIRS starts with <source>/codegen/include.
+    llvm::StringRef first = llvm::StringRef(SLUICE_SOURCE_INCLUDE_DIRS).split(':').first;
+    if (first.consume_back("/codegen/include"))
+      return cusparseLtInVenv(first.str() + "/.venv");
+    return std::nullopt;
+  }();
+  return files;
+}
+
+/// The constant a leaf view's base stands for (a kernel input defined by a
+/// constant, or a constant in the body), or null.
+ElementsAttr leafConstant(KernelOp kernel, Value base) {
+  if (auto arg = dyn_cast<BlockArgument>(base)) {
+    if (arg.getOwner() != &kernel.getBody().front())
+      return nullptr;
+    base = kernel.getInputs()[arg.getArgNumber()];
+  }
+  auto constant = base.getDefiningOp<ConstantOp>();
+  return constant ? dyn_cast<ElementsAttr>(constant.getValue()) : nullptr;
+}
+
+/// Whether the group's matmul runs as a 2:4 GEMM: marked by the compress
+/// phase, f16/bf16, one GEMM over a weight read as stored ([K, N], rows
+/// contiguous) that is 2:4 along K. A remark says why a marked GEMM stays
+/// dense.
+bool planSparse(CudaGroupContext &ctx, const GemmPlan &p) {
+  if (!p.matmul->hasAttr("sluice.sparsity_2_4"))
+    return false;
+  auto remark = [&](const std::string &what) {
+    if (ctx.remarks)
+      ctx.remarks->push_back(ctx.name + " (sluice.matmul): " + what);
+  };
+  auto dense = [&](const std::string &why) {
+    remark("2:4 GEMM runs dense on cuda: " + why);
+    return false;
+  };
+  if (!p.et.isF16() && !p.et.isBF16())
+    return dense("cuSPARSELt computes f32 in TF32; compile with --precision=fp16 or bf16 for the "
+                 "sparse tensor cores");
+  if (p.bVector || p.aVector || p.outer != 1 || p.innerBatch != 1 || p.b.layout.transposed)
+    return dense("the weight is not one [K, N] matrix read as stored");
+  auto view = resolveView(p.matmul->getOperand(1), /*emitErrors=*/false);
+  ElementsAttr weight = succeeded(view) ? leafConstant(ctx.kernel, view->base) : nullptr;
+  auto tensor = weight ? tensorFromAttr(weight) : FailureOr<Tensor>(failure());
+  if (failed(tensor) || tensor->rank() != 2 || view->offset != 0)
+    return dense("the weight is not a constant");
+  if (!sluice_is_2_4(tensor->rawData(), (int)dtypeSize(tensor->dtype()), tensor->dim(0),
+                     tensor->dim(1), tensor->dim(1)))
+    return dense("the weight is not 2:4 along K");
+  if (!cusparseLtFiles())
+    dense("cusparseLt.h was not found at compile time (pip install nvidia-cusparselt-cu13 into "
+          "the environment, or set SLUICE_CUSPARSELT_DIR)");
+  else
+    remark("2:4 GEMM through cuSPARSELt where it loads at run time and is faster than dense on "
+           "the shape");
+  return true;
 }
 
 } // namespace
@@ -848,6 +968,7 @@ CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx) {
     return r;
   if (CudaEmit r = planGemmBatches(ctx, plan); r != CudaEmit::Done)
     return r;
+  plan.sparse = planSparse(ctx, plan);
   EpilogueKernel epi(ctx, plan.space);
   std::string why;
   FailureOr<bool> needKernel = planGemmEpilogue(ctx, plan, epi, why);
@@ -859,12 +980,22 @@ CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx) {
   if (*needKernel && failed(epi.print(plan.rest, device, host)))
     return CudaEmit::Error;
   ctx.include("sluice_gen/cuda_blas.h");
+  if (plan.sparse)
+    ctx.include(kCudaSparseHeader);
   ctx.kind = "library";
   *ctx.device += device.str();
   *ctx.host += host.str();
   if (ctx.workspaceBytes)
     *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, plan.workspace);
   return CudaEmit::Done;
+}
+
+std::string cudaSparsePreamble() {
+  const std::optional<CusparseLtFiles> &files = cusparseLtFiles();
+  if (!files)
+    return "// cusparseLt.h was not found at compile time: 2:4 GEMMs run dense\n";
+  return "#define SLUICE_WITH_CUSPARSELT 1\n#define SLUICE_CUSPARSELT_HEADER \"" + files->header +
+         "\"\n#define SLUICE_CUSPARSELT_LIBDIR \"" + files->libDir + "\"\n";
 }
 
 } // namespace sluice::codegen
