@@ -164,9 +164,15 @@ def module_path(node):
 
 
 def prune_transformer(model, layers):
+    # torch.onnx names a ModuleDict's modules by their key alone ('/q/MatMul',
+    # '/q_1/MatMul' for the second layer's): the groups of each kind come in
+    # program order, one per layer.
+    seen = {}
     for entry in layers:
-        path = module_path(entry["node"])
-        index = int(path.split(".")[1])
+        if entry["kept"] == entry["original"]:
+            continue
+        index = seen.get(entry["kind"], 0)
+        seen[entry["kind"]] = index + 1
         layer = model.layers[index]
         kept = entry["kept_units"]
         if entry["kind"] == "heads":
@@ -185,6 +191,8 @@ def prune_transformer(model, layers):
 def prune_cnn(model, layers):
     for entry in layers:
         path, kept = module_path(entry["node"]), entry["kept_units"]
+        if entry["kept"] == entry["original"]:
+            continue
         if path == "conv1":
             model.conv1 = keep_conv(model.conv1, out_ch=kept)
             model.conv2 = keep_conv(model.conv2, in_ch=kept)

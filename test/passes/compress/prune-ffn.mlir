@@ -2,9 +2,11 @@
 // W2's rows together. Unit u's importance is mean|relu(h_u)| x ||W2[u]||:
 // activations grow with u (W1's columns 1..4) and W2's rows 1 and 3 are the
 // heavy ones, so units 1 and 3 stay. The output GEMM reaches the function's
-// result and is not a candidate. The pruned function computes what the
-// hand-pruned model computes (numpy), and what the unpruned one computes
-// with the removed units' W2 rows zeroed (mask-only).
+// result and is not a candidate. The removed units' mean activation over
+// the calibration sets times their W2 rows moves into b2 (compensation).
+// The pruned function computes what the hand-pruned model computes (numpy),
+// and what the unpruned one computes with the removed units' W2 rows zeroed
+// and the same compensation (mask-only).
 // RUN: rm -rf %t && %python %S/Inputs/prune_data.py %t/cal x=2x3
 // RUN: sluice-opt %s --sluice-prune="ffn=0.5 calibration=%t/cal budget=10" -o %t/pruned.mlir
 // RUN: FileCheck %s < %t/pruned.mlir
