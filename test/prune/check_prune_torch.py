@@ -18,7 +18,12 @@ residual block):
      units, a convolution's kept output channels together with its
      BatchNorm, the next convolution's input channels, the flattened
      features of the next Linear, and every layer tied to them by the
-     residual add;
+     residual add; and first the compensation sluice-prune makes (each
+     removed input's mean over the calibration sets, measured here with
+     forward hooks on the unpruned model, times its weights, added to the
+     consuming layer's bias, or subtracted from the running mean of the
+     BatchNorm after a convolution without bias, which is the same once
+     torch.onnx folds the BatchNorm into the convolution);
   4. run the pruned program (sluice-run FILE.mlir --reference) and the pruned
      torch model on the same fresh input: the outputs must agree (rtol 1e-4,
      atol 1e-5), and the report's kept counts must be what was requested
@@ -157,13 +162,55 @@ def keep_bn(bn, ch):
     return out.eval()
 
 
+def input_means(model, names, batches):
+    """Mean of the input of each module in `names` over `batches`, per
+    feature: the last axis for a Linear, the channel axis for a Conv2d."""
+    sums, counts, hooks = {}, {}, []
+    modules = dict(model.named_modules())
+    for name in names:
+        def hook(module, inputs, _out, name=name):
+            x = inputs[0].detach().double()
+            axis = 1 if isinstance(module, nn.Conv2d) else x.dim() - 1
+            dims = [d for d in range(x.dim()) if d != axis]
+            sums[name] = sums.get(name, 0) + x.sum(dim=dims)
+            counts[name] = counts.get(name, 0) + x.numel() // x.shape[axis]
+        hooks.append(modules[name].register_forward_hook(hook))
+    with torch.no_grad():
+        for b in batches:
+            model(torch.from_numpy(b))
+    for h in hooks:
+        h.remove()
+    return {n: sums[n] / counts[n] for n in names}
+
+
+def compensation(module, mean, kept_positions):
+    """What sluice-prune adds to `module`'s bias for the inputs not in
+    `kept_positions`: sum over them of mean * their weights."""
+    removed = sorted(set(range(mean.numel())) - set(kept_positions))
+    w = module.weight.data.double()
+    if isinstance(module, nn.Conv2d):
+        w = w.sum(dim=(2, 3))
+    return (w[:, removed] @ mean[removed]).float()
+
+
+def add_to_bias(module, delta, bn=None):
+    if module.bias is not None:
+        module.bias.data += delta
+    else:  # the BatchNorm after it (folded into the convolution on export)
+        bn.running_mean -= delta
+
+
 def module_path(node):
     """'/layers.0/q/MatMul' -> 'layers.0.q' (torch.onnx's scoped names)."""
     parts = [p for p in node.split("/") if p]
     return ".".join(parts[:-1])
 
 
-def prune_transformer(model, layers):
+TRANSFORMER_SINKS = [f"layers.{i}.{m}" for i in range(2) for m in ("o", "fc2")]
+CNN_SINKS = ["conv2", "conv3", "conv4", "fc1"]
+
+
+def prune_transformer(model, layers, means):
     # torch.onnx names a ModuleDict's modules by their key alone ('/q/MatMul',
     # '/q_1/MatMul' for the second layer's): the groups of each kind come in
     # program order, one per layer.
@@ -178,17 +225,33 @@ def prune_transformer(model, layers):
         if entry["kind"] == "heads":
             d = model.head_dim
             cols = [h * d + i for h in kept for i in range(d)]
+            add_to_bias(layer["o"], compensation(layer["o"], means[f"layers.{index}.o"], cols))
             for name in ("q", "k", "v"):
                 layer[name] = keep_linear(layer[name], rows=cols)
             layer["o"] = keep_linear(layer["o"], cols=cols)
         elif entry["kind"] == "ffn":
+            add_to_bias(layer["fc2"], compensation(layer["fc2"], means[f"layers.{index}.fc2"], kept))
             layer["fc1"] = keep_linear(layer["fc1"], rows=kept)
             layer["fc2"] = keep_linear(layer["fc2"], cols=kept)
         else:
             raise ValueError(f"unexpected kind {entry['kind']} at {entry['node']}")
 
 
-def prune_cnn(model, layers):
+def prune_cnn(model, layers, means):
+    # Every compensation from the unpruned weights first: conv3's and
+    # conv4's weights are sliced by two groups each.
+    for entry in layers:
+        path, kept = module_path(entry["node"]), entry["kept_units"]
+        if entry["kept"] == entry["original"]:
+            continue
+        if path == "conv1":
+            add_to_bias(model.conv2, compensation(model.conv2, means["conv2"], kept))
+        elif path == "conv2":
+            add_to_bias(model.conv3, compensation(model.conv3, means["conv3"], kept), model.bn3)
+            feats = [c * 16 + i for c in kept for i in range(16)]
+            add_to_bias(model.fc1, compensation(model.fc1, means["fc1"], feats))
+        elif path == "conv3":
+            add_to_bias(model.conv4, compensation(model.conv4, means["conv4"], kept), model.bn4)
     for entry in layers:
         path, kept = module_path(entry["node"]), entry["kept_units"]
         if entry["kept"] == entry["original"]:
@@ -217,9 +280,11 @@ def prune_cnn(model, layers):
 
 
 CASES = [
-    # name, constructor, pruner, --prune, input shape
-    ("transformer", TinyTransformer, prune_transformer, "heads=0.25,ffn=0.5", (4, 1, 8, 8)),
-    ("cnn", TinyCnn, prune_cnn, "channels=0.25", (4, 1, 8, 8)),
+    # name, constructor, pruner, the modules whose input means compensate,
+    # --prune, input shape
+    ("transformer", TinyTransformer, prune_transformer, TRANSFORMER_SINKS,
+     "heads=0.25,ffn=0.5", (4, 1, 8, 8)),
+    ("cnn", TinyCnn, prune_cnn, CNN_SINKS, "channels=0.25", (4, 1, 8, 8)),
 ]
 
 
@@ -227,7 +292,7 @@ def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 
 
-def check_case(args, work, name, ctor, pruner, prune, shape):
+def check_case(args, work, name, ctor, pruner, sinks, prune, shape):
     problems = []
     model = ctor().eval()
     randomize_bn(model)
@@ -236,10 +301,10 @@ def check_case(args, work, name, ctor, pruner, prune, shape):
                       output_names=["logits"], opset_version=17)
     rng = np.random.default_rng(0)
     calib = os.path.join(work, f"{name}_calibration")
-    for s in range(2):
-        os.makedirs(os.path.join(calib, f"set{s}"), exist_ok=True)
-        np.save(os.path.join(calib, f"set{s}", "image.npy"),
-                rng.random(shape, dtype=np.float32))
+    batches = [rng.random(shape, dtype=np.float32) for _ in range(2)]
+    for k, batch in enumerate(batches):
+        os.makedirs(os.path.join(calib, f"set{k}"), exist_ok=True)
+        np.save(os.path.join(calib, f"set{k}", "image.npy"), batch)
     mlir = os.path.join(work, f"{name}_pruned.mlir")
     report_path = os.path.join(work, f"{name}_report.json")
     shape_flag = "x".join(str(d) for d in shape)
@@ -265,7 +330,7 @@ def check_case(args, work, name, ctor, pruner, prune, shape):
                             f"{entry['original']}, requested {want}, and no reason given")
     pruned = ctor().eval()
     pruned.load_state_dict(model.state_dict())
-    pruner(pruned, pruning["layers"])
+    pruner(pruned, pruning["layers"], input_means(model, sinks, batches))
     pruned.eval()
     x = rng.random(shape, dtype=np.float32)
     xin = os.path.join(work, f"{name}_x.npy")

@@ -29,7 +29,8 @@ its top-1 against the numbers the manifest recorded when the models were made.
      as "-". --max-weights-ratio=X compiles the fp32 model too and bounds
      the bundle's weights_bytes by X times the fp32 bundle's.
      Pruning (issue 16, test/prune): --min-sparse-gemms=N needs the report's
-     sparsity.gemms_2_4 >= N; the report's pruning/sparsity layers are shown.
+     sparsity.gemms_2_4 >= N, --min-spared=N at least N pruning.layers whose
+     reason says the guard spared them; the pruning/sparsity layers are shown.
   5. --expect-compile-error=TEXT: the compile must fail with TEXT in its
      output (a known import failure kept as a test that notices the fix).
 
@@ -267,7 +268,7 @@ def main_check(args):
     if weights_ratio is not None and weights_ratio > args.max_weights_ratio:
         problems.append(f"weights are {weights_ratio:.2f}x the fp32 bundle's, more than "
                         f"--max-weights-ratio={args.max_weights_ratio}")
-    problems += show_pruning(report, args.min_sparse_gemms)
+    problems += show_pruning(report, args.min_sparse_gemms, args.min_spared)
     for problem in problems:
         print("FAIL:", problem)
     if not problems:
@@ -275,7 +276,7 @@ def main_check(args):
     return 1 if problems else 0
 
 
-def show_pruning(report, min_sparse_gemms):
+def show_pruning(report, min_sparse_gemms, min_spared=None):
     """Prints the report's pruning and sparsity outcome; the problems with
     --min-sparse-gemms."""
     problems = []
@@ -292,6 +293,12 @@ def show_pruning(report, min_sparse_gemms):
     if sparsity:
         print(f"sparsity {sparsity.get('pattern')}: {sparsity.get('gemms_2_4')} GEMMs 2:4, "
               f"{sparsity.get('gemms_dense')} dense")
+    if min_spared is not None:
+        spared = [e for e in (pruning or {}).get("layers", [])
+                  if e.get("reason", "").startswith("spared")]
+        if len(spared) < min_spared:
+            problems.append(f"{len(spared)} pruning groups were spared by the guard, fewer "
+                            f"than --min-spared={min_spared}")
     if min_sparse_gemms is not None:
         got = (sparsity or {}).get("gemms_2_4", 0)
         if got < min_sparse_gemms:
@@ -435,6 +442,8 @@ def main():
                     help="every GEMM/conv step must compute in int8 unless kept")
     ap.add_argument("--require-compute", help="as --require-int8 with another compute kind "
                     "(int8w, int4w, fp8)")
+    ap.add_argument("--min-spared", type=int,
+                    help="at least this many pruning groups spared by the guard")
     ap.add_argument("--min-sparse-gemms", type=int,
                     help="the report's sparsity.gemms_2_4 at least this")
     ap.add_argument("--max-weights-ratio", type=float,
