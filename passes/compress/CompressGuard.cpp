@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/Threading.h"
 
 #include <algorithm>
 #include <cmath>
@@ -56,18 +57,32 @@ LogicalResult runReference(func::FuncOp func, ReferenceRun &run,
 
 LogicalResult measureErrors(func::FuncOp candidate, const ReferenceRun &run,
                             std::vector<double> &errors) {
-  std::vector<quant::ErrorSum> sums(run.outputNames.size());
-  for (size_t s = 0; s < run.sets.size(); ++s) {
-    auto outputs = evaluate(candidate, run.sets[s].inputs);
-    if (failed(outputs))
-      return failure();
-    for (size_t o = 0; o < outputs->size() && o < sums.size(); ++o)
-      if ((*outputs)[o].isTensor() && o < run.outputs[s].size())
-        sums[o].add((*outputs)[o].tensor(), run.outputs[s][o]);
-  }
+  // The sets run in parallel (the evaluator is reentrant); each set's sums
+  // are kept apart and added in set order, so that the errors do not depend
+  // on the threads.
+  size_t outputs = run.outputNames.size();
+  std::vector<std::vector<quant::ErrorSum>> perSet(run.sets.size(),
+                                                   std::vector<quant::ErrorSum>(outputs));
+  if (failed(failableParallelForEachN(candidate.getContext(), 0, run.sets.size(),
+                                      [&](size_t s) -> LogicalResult {
+                                        auto got = evaluate(candidate, run.sets[s].inputs);
+                                        if (failed(got))
+                                          return failure();
+                                        for (size_t o = 0; o < got->size() && o < outputs; ++o)
+                                          if ((*got)[o].isTensor() && o < run.outputs[s].size())
+                                            perSet[s][o].add((*got)[o].tensor(), run.outputs[s][o]);
+                                        return success();
+                                      })))
+    return failure();
   errors.clear();
-  for (const quant::ErrorSum &e : sums)
-    errors.push_back(e.value());
+  for (size_t o = 0; o < outputs; ++o) {
+    quant::ErrorSum sum;
+    for (const std::vector<quant::ErrorSum> &set : perSet) {
+      sum.diff2 += set[o].diff2;
+      sum.ref2 += set[o].ref2;
+    }
+    errors.push_back(sum.value());
+  }
   return success();
 }
 

@@ -50,6 +50,8 @@ runReference(mlir::func::FuncOp func, ReferenceRun &run,
 
 /// The relative L2 error of each output of `candidate` against the
 /// reference, accumulated over every set (quant::ErrorSum), in `errors`.
+/// The sets are evaluated in parallel where the context allows threads;
+/// the result does not depend on it.
 mlir::LogicalResult measureErrors(mlir::func::FuncOp candidate, const ReferenceRun &run,
                                   std::vector<double> &errors);
 

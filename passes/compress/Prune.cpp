@@ -50,6 +50,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Threading.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
@@ -57,6 +58,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <numeric>
 
 namespace sluice {
@@ -489,19 +491,28 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
 
   LogicalResult guard(func::FuncOp func, const compress::ReferenceRun &ref,
                       std::vector<Candidate> &cands, std::vector<double> &errors) {
-    for (size_t i = 0; i < cands.size(); ++i) {
-      Candidate &c = cands[i];
-      std::vector<double> alone;
-      if (failed(measure(
-              func, ref, cands,
-              [&](size_t j) { return j == i ? c.requestedKept : cands[j].units(); }, alone)))
-        return failure();
-      c.sensitivity = maxOf(alone);
-      note("sensitivity " + std::to_string(i + 1) + "/" + std::to_string(cands.size()) + " " +
-           kindName(c.group->kind) + " " + compress::nodeNameOf(c.group->seeds.front()) + " (" +
-           std::to_string(c.units() - c.requestedKept) + " of " + std::to_string(c.units()) +
-           " removed): " + fixed(c.sensitivity));
-    }
+    // Each group alone: independent trials, run in parallel where the
+    // context allows threads (each clones the function).
+    std::mutex notes;
+    if (failed(failableParallelForEachN(
+            func.getContext(), 0, cands.size(), [&](size_t i) -> LogicalResult {
+              Candidate &c = cands[i];
+              std::vector<double> alone;
+              if (failed(measure(
+                      func, ref, cands,
+                      [&](size_t j) { return j == i ? c.requestedKept : cands[j].units(); },
+                      alone)))
+                return failure();
+              c.sensitivity = maxOf(alone);
+              std::lock_guard<std::mutex> lock(notes);
+              note("sensitivity " + std::to_string(i + 1) + "/" + std::to_string(cands.size()) +
+                   " " + kindName(c.group->kind) + " " +
+                   compress::nodeNameOf(c.group->seeds.front()) + " (" +
+                   std::to_string(c.units() - c.requestedKept) + " of " +
+                   std::to_string(c.units()) + " removed): " + fixed(c.sensitivity));
+              return success();
+            })))
+      return failure();
     auto measureAll = [&]() {
       if (failed(measure(
               func, ref, cands, [&](size_t j) { return cands[j].kept; }, errors)))

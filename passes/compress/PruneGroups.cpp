@@ -190,7 +190,7 @@ struct Explorer {
   /// Requests a coarser unit (whole rows of a reshape's `rows`).
   bool coarsen(int64_t rows, Operation *op) {
     int64_t g = std::gcd(units, rows);
-    if (!group.prunable() || g < 2)
+    if (!group.prunable() || g < 2 || g == units)
       return fail("units of " + std::to_string(group.nodes.front().inner) + " cannot follow " +
                   describeOp(op));
     coarsenTo = g;
