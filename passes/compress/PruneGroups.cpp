@@ -16,7 +16,9 @@
 //     batch axis of a product of two activations holds heads: attention
 //     written out);
 //   - conv: output channels with the weight's axis 0 and the bias, input
-//     channels with the weight's axis 1 (a sink); group != 1 stops;
+//     channels with the weight's axis 1 (a sink); a depthwise convolution
+//     (a group per channel) passes channels through with their filters;
+//     other groups stop;
 //   - batch_norm: channels with its per-channel parameters; pool: batch
 //     and channel axes through;
 //   - layer_norm, rms_norm, softmax, reduce: their normalized / reduced
@@ -92,6 +94,19 @@ bool isSeed(Operation *op) {
     return conv.getGroup() == 1 && isConstant(conv.getWeight()) && !isConstant(conv.getInput()) &&
            cast<RankedTensorType>(conv.getType()).hasStaticShape();
   return false;
+}
+
+/// A depthwise convolution: as many groups as input and output channels
+/// (one filter per channel, weight [C, 1, k...]).
+bool isDepthwise(ConvOp op) {
+  auto in = dyn_cast<RankedTensorType>(op.getInput().getType());
+  auto out = dyn_cast<RankedTensorType>(op.getOutput().getType());
+  auto w = dyn_cast<RankedTensorType>(op.getWeight().getType());
+  if (!in || !out || !w || in.getRank() < 3 || w.getRank() < 2)
+    return false;
+  int64_t channels = in.getDimSize(1);
+  return op.getGroup() > 1 && (int64_t)op.getGroup() == channels && out.getDimSize(1) == channels &&
+         w.getDimSize(0) == channels && w.getDimSize(1) == 1;
 }
 
 int64_t seedAxis(Operation *op) { return isa<ConvOp>(op) ? 1 : rankOf(op->getResult(0)) - 1; }
@@ -428,10 +443,21 @@ bool Explorer::relateConv(ConvOp op, const End &from, const PruneNode &node,
     to.push_back({!from.result, 0, 0});
     return true;
   }
-  if (op.getGroup() != 1)
-    return fail("it reaches the channels of " + describeOp(op) + ", a grouped convolution");
   if (!isConstant(op.getWeight()) || (op.getBias() && !isConstant(op.getBias())))
     return fail("it reaches " + describeOp(op) + ", whose weight is computed");
+  if (isDepthwise(op)) {
+    // One filter per channel: channels pass through, with their filters
+    // and biases (and the group count follows, see applyPruning).
+    if (!from.result && from.index != 0)
+      return fail("it reaches the weight of " + describeOp(op));
+    to.push_back({!from.result, 0, 1});
+    to.push_back({false, 1, 0});
+    if (op.getBias())
+      to.push_back({false, 2, 0});
+    return true;
+  }
+  if (op.getGroup() != 1)
+    return fail("it reaches the channels of " + describeOp(op) + ", a grouped convolution");
   if (from.result) {
     to.push_back({false, 1, 0});
     if (op.getBias())
@@ -699,6 +725,14 @@ LogicalResult sluice::prune::applyPruning(func::FuncOp func, ArrayRef<const Prun
       if (Operation *def = old.getDefiningOp())
         replaced.insert(def);
     }
+  // Depthwise convolutions: a group per (kept) channel.
+  for (auto &[value, dims] : newDims)
+    for (Operation *user : value.getUsers())
+      if (auto conv = dyn_cast<ConvOp>(user); conv && conv.getInput() == value)
+        if (int64_t channels = dimOf(value, 1); conv.getGroup() > 1 &&
+                                                dimOf(conv.getWeight(), 0) == channels &&
+                                                dimOf(conv.getWeight(), 1) == 1)
+          conv.setGroup(channels);
   // Split sizes: the (now static) pieces.
   llvm::SetVector<SplitOp> splits;
   for (auto &[value, dims] : newDims)
