@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/compress/CompressGuard.h"
 
 #include "lib/reference/Evaluator.h"
 
@@ -44,15 +45,7 @@ using namespace sluice;
 
 namespace {
 
-std::optional<Tensor> constantTensor(Value v) {
-  Attribute attr;
-  if (!v || !matchPattern(v, m_Constant(&attr)))
-    return std::nullopt;
-  auto t = tensorFromAttr(attr);
-  if (failed(t))
-    return std::nullopt;
-  return *t;
-}
+using compress::constantTensor;
 
 bool is8Bit(Type type) {
   auto t = dyn_cast<RankedTensorType>(type);
@@ -200,8 +193,7 @@ bool foldMatMul(MatMulOp mm) {
     return false;
   Value acc = MatMulIntegerOp::create(b, loc, a->input, c->input, zeroPointOf(b, loc, *a),
                                       zeroPointOf(b, loc, *c));
-  mm.getResult().replaceAllUsesWith(
-      dequantize(b, loc, acc, {a->scales[0] * c->scales[0]}, {}));
+  mm.getResult().replaceAllUsesWith(dequantize(b, loc, acc, {a->scales[0] * c->scales[0]}, {}));
   mm.erase();
   return true;
 }
@@ -211,8 +203,7 @@ bool foldConv(ConvOp conv) {
   if (!x || !x->perTensor() || x->zeros.size() != 1)
     return false;
   auto w = matchDq(conv.getWeight());
-  if (!w || !isSigned8(w->input.getType()) || !w->zeroFree() ||
-      (!w->perTensor() && w->axis != 0))
+  if (!w || !isSigned8(w->input.getType()) || !w->zeroFree() || (!w->perTensor() && w->axis != 0))
     return false;
   auto wq = constantTensor(w->input);
   if (!wq)
@@ -245,10 +236,10 @@ bool foldConv(ConvOp conv) {
   }
   OpBuilder b(conv);
   Location loc = conv.getLoc();
-  Value acc = ConvIntegerOp::create(b, loc, x->input, w->input, zeroPointOf(b, loc, *x),
-                                    constantOf(b, loc, Tensor::scalar(DType::I8, 0)),
-                                    conv.getStridesAttr(), conv.getDilationsAttr(),
-                                    conv.getPadsAttr(), conv.getGroupAttr());
+  Value acc =
+      ConvIntegerOp::create(b, loc, x->input, w->input, zeroPointOf(b, loc, *x),
+                            constantOf(b, loc, Tensor::scalar(DType::I8, 0)), conv.getStridesAttr(),
+                            conv.getDilationsAttr(), conv.getPadsAttr(), conv.getGroupAttr());
   std::vector<int64_t> shape = {m};
   for (int64_t d = 2; d < rank; ++d)
     shape.push_back(1);

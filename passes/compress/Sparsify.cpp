@@ -31,6 +31,7 @@
 
 #include "passes/Passes.h"
 #include "passes/compress/Calibration.h"
+#include "passes/compress/CompressGuard.h"
 
 #include "lib/reference/Evaluator.h"
 #include "lib/support/Locations.h"
@@ -52,6 +53,8 @@ namespace sluice {
 } // namespace sluice
 
 using namespace mlir;
+using sluice::compress::fixed;
+using sluice::compress::maxOf;
 using namespace sluice;
 using namespace sluice::quant;
 
@@ -145,31 +148,15 @@ Tensor prune24(const Tensor &w, const std::vector<double> &featureNorm, int64_t 
   return out;
 }
 
-double maxOf(const std::vector<double> &v) {
-  double m = 0;
-  for (double x : v)
-    m = std::max(m, x);
-  return m;
-}
-
-std::string fixed(double v, int digits = 4) {
-  if (!std::isfinite(v))
-    return "inf";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-/// The calibration sets, the dense model's outputs on them, and the
-/// evaluation of a copy with some GEMMs sparse.
+/// The calibration sets with the dense model's outputs on them
+/// (CompressGuard's ReferenceRun), and the evaluation of a copy with some
+/// GEMMs sparse.
 struct Guard {
   func::FuncOp func;
-  std::vector<CalibrationSet> sets;
-  std::vector<std::vector<Tensor>> reference; ///< [set][output]
-  std::vector<std::string> outputNames;
+  compress::ReferenceRun ref;
 
-  /// Per-output errors (against `reference`) of a copy of the function whose
-  /// GEMMs `sparse` says hold their 2:4 weights.
+  /// Per-output errors (against the dense outputs) of a copy of the
+  /// function whose GEMMs `sparse` says hold their 2:4 weights.
   LogicalResult evaluateSparse(const std::vector<Gemm> &gemms,
                                llvm::function_ref<bool(size_t)> sparse,
                                std::vector<double> &errors) {
@@ -183,19 +170,7 @@ struct Guard {
         auto weight = ConstantOp::create(b, ops[i].getLoc(), gemms[i].pruned);
         ops[i]->setOperand(1, weight);
       }
-    std::vector<ErrorSum> sums(outputNames.size());
-    for (size_t s = 0; s < sets.size(); ++s) {
-      auto outputs = evaluate(*copy, sets[s].inputs);
-      if (failed(outputs))
-        return failure();
-      for (size_t o = 0; o < outputs->size() && o < sums.size(); ++o)
-        if ((*outputs)[o].isTensor())
-          sums[o].add((*outputs)[o].tensor(), reference[s][o]);
-    }
-    errors.clear();
-    for (const ErrorSum &e : sums)
-      errors.push_back(e.value());
-    return success();
+    return compress::measureErrors(*copy, ref, errors);
   }
 };
 
@@ -236,15 +211,10 @@ struct SparsifyPass : public sluice::impl::SparsifyPassBase<SparsifyPass> {
     Guard guard;
     guard.func = func;
     std::string error;
-    if (!loadCalibration(func, calibration, guard.sets, error)) {
+    if (!compress::loadReference(func, calibration, guard.ref, error)) {
       func.emitError(error);
       return signalPassFailure();
     }
-    if (auto names = func->getAttrOfType<ArrayAttr>("sluice.output_names"))
-      for (Attribute a : names)
-        guard.outputNames.push_back(cast<StringAttr>(a).str());
-    while (guard.outputNames.size() < func.getFunctionType().getNumResults())
-      guard.outputNames.push_back("output" + std::to_string(guard.outputNames.size()));
 
     std::vector<MatMulOp> ops = gemmsOf(func);
     if (ops.empty()) {
@@ -273,29 +243,22 @@ struct SparsifyPass : public sluice::impl::SparsifyPassBase<SparsifyPass> {
 
     // The dense model on every set: the outputs, each candidate's input
     // feature norms.
-    for (size_t s = 0; s < guard.sets.size(); ++s) {
-      note("calibrating: set " + std::to_string(s + 1) + "/" + std::to_string(guard.sets.size()));
-      ValueObserver observer = [&](Value v, const Tensor &t) {
-        auto it = readers.find(v);
-        if (it == readers.end())
-          return;
-        for (size_t i : it->second) {
-          std::vector<double> &sq = gemms[i].featureSquares;
-          int64_t k = sq.size(), total = t.numElements();
-          for (int64_t e = 0; e < total; ++e) {
-            double x = t.getDouble(e);
-            sq[e % k] += x * x;
-          }
+    note("calibrating on " + std::to_string(guard.ref.sets.size()) + " sets");
+    auto observe = [&](size_t, Value v, const Tensor &t) {
+      auto it = readers.find(v);
+      if (it == readers.end())
+        return;
+      for (size_t i : it->second) {
+        std::vector<double> &sq = gemms[i].featureSquares;
+        int64_t k = sq.size(), total = t.numElements();
+        for (int64_t e = 0; e < total; ++e) {
+          double x = t.getDouble(e);
+          sq[e % k] += x * x;
         }
-      };
-      auto outputs = evaluate(func, guard.sets[s].inputs, observer);
-      if (failed(outputs))
-        return signalPassFailure();
-      std::vector<Tensor> refs;
-      for (RuntimeValue &v : *outputs)
-        refs.push_back(v.isTensor() ? v.tensor() : Tensor());
-      guard.reference.push_back(std::move(refs));
-    }
+      }
+    };
+    if (failed(compress::runReference(func, guard.ref, observe)))
+      return signalPassFailure();
 
     // The 2:4 weights.
     int64_t candidates = 0;
@@ -321,7 +284,7 @@ struct SparsifyPass : public sluice::impl::SparsifyPassBase<SparsifyPass> {
     if (candidates && failed(runGuard(gemms, guard, errors)))
       return signalPassFailure();
     if (!candidates)
-      errors.assign(guard.outputNames.size(), 0.0);
+      errors.assign(guard.ref.outputNames.size(), 0.0);
 
     // The rewrite of the real function.
     MLIRContext *ctx = func.getContext();
@@ -396,14 +359,14 @@ struct SparsifyPass : public sluice::impl::SparsifyPassBase<SparsifyPass> {
       layers.push_back(b.getDictionaryAttr(e));
     }
     SmallVector<Attribute> outputs;
-    for (size_t o = 0; o < errors.size() && o < guard.outputNames.size(); ++o)
+    for (size_t o = 0; o < errors.size() && o < guard.ref.outputNames.size(); ++o)
       outputs.push_back(
-          b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(guard.outputNames[o])),
+          b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(guard.ref.outputNames[o])),
                                b.getNamedAttr("error", b.getF64FloatAttr(errors[o]))}));
     SmallVector<NamedAttribute> top;
     top.push_back(b.getNamedAttr("pattern", b.getStringAttr("2:4")));
     top.push_back(b.getNamedAttr("budget", b.getF64FloatAttr(budget)));
-    top.push_back(b.getNamedAttr("calibration_sets", b.getI64IntegerAttr(guard.sets.size())));
+    top.push_back(b.getNamedAttr("calibration_sets", b.getI64IntegerAttr(guard.ref.sets.size())));
     top.push_back(b.getNamedAttr("gemms_2_4", b.getI64IntegerAttr(sparse)));
     top.push_back(
         b.getNamedAttr("gemms_dense", b.getI64IntegerAttr((int64_t)gemms.size() - sparse)));

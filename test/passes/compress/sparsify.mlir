@@ -37,8 +37,7 @@
 // Budget 0.15: W1 alone moves y1 by about 0.2, W3 alone y4 by about 0.09:
 // the guard makes W1 dense again and keeps W3 2:4.
 // RUN: sluice-opt %t/model.mlir --sluice-sparsify="calibration=%t/cal budget=0.15 progress=true" -o %t/guard.mlir 2>&1 | FileCheck %s --check-prefix=PROGRESS
-// PROGRESS: sparsify: calibrating: set 1/2
-// PROGRESS: sparsify: calibrating: set 2/2
+// PROGRESS: sparsify: calibrating on 2 sets
 // PROGRESS: sparsify: sensitivity sluice.matmul #0 (K 64, N 16): 0.2
 // PROGRESS: sparsify: sensitivity sluice.matmul #2 (K 64, N 32): 0.0
 // PROGRESS: sparsify: all 2 candidate GEMMs 2:4: output error 0.2{{[0-9]+}} (budget 0.1500)
