@@ -79,14 +79,16 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --quantize=MODE       int8: GEMMs and convolutions in int8 (weights per
                         output channel, activations per tensor from
                         --calibration, int32 accumulation, scales in the
-                        epilogue); w8a16 / w4a16: weight-only int8 / int4
+                        epilogue); fp8: GEMMs in E4M3 (per-tensor
+                        scales from --calibration; convolutions stay
+                        f32; emulated on the cpu target); w8a16 / w4a16: weight-only int8 / int4
                         (groups of 128 along K, half scales) for
                         memory-bound GEMMs; see docs/quantization.md.
                         QDQ models need no flag: their QuantizeLinear /
                         DequantizeLinear pairs already say what is int8
   --calibration=DIR     sample inputs: DIR/NAME.npy per model input (one
                         set), or sub-folders of such sets, with the
-                        compile shapes; int8 needs it, weight-only uses it
+                        compile shapes; int8 / fp8 need it, weight-only uses it
                         for the accuracy guard
   --calibration-method=M
                         minmax (the default, as ONNX Runtime's),
@@ -320,19 +322,17 @@ int main(int argc, char **argv) {
   if (target != "cpu" && target != "cuda")
     die("unknown target '" + target + "' (targets: cpu, cuda)");
   options.target = target;
-  if (options.quantize == "fp8")
-    die("--quantize=fp8 is not available yet: the E4M3 path (cuBLASLt fp8 GEMMs with scale "
-        "pointers) is not wired into the compiler; use --quantize=int8 (docs/quantization.md)");
-  if (options.quantize == "int8" && !calibrationGiven)
-    die("--quantize=int8 needs --calibration=DIR: the activations' int8 scales come from "
-        "running sample inputs (DIR/NAME.npy per model input) through the model");
+  if ((options.quantize == "int8" || options.quantize == "fp8") && !calibrationGiven)
+    die("--quantize=" + options.quantize + " needs --calibration=DIR: the activations' " +
+        options.quantize + " scales come from running sample inputs (DIR/NAME.npy per model "
+        "input) through the model");
   if (options.quantize.empty() && (calibrationGiven || methodGiven || budgetGiven ||
                                    options.smoothQuant >= 0))
     die(std::string(calibrationGiven ? "--calibration"
                     : methodGiven    ? "--calibration-method"
                     : budgetGiven    ? "--accuracy-budget"
                                      : "--smooth-quant") +
-        " applies to quantization: give --quantize=int8|w8a16|w4a16 too");
+        " applies to quantization: give --quantize=int8|fp8|w8a16|w4a16 too");
   if (options.smoothQuant >= 0 && options.quantize != "int8")
     die("--smooth-quant balances int8 activations against weights: it needs --quantize=int8");
   if (!options.quantize.empty() && options.tp > 1)
@@ -417,6 +417,11 @@ int main(int argc, char **argv) {
           kernels = cpuModel.kernels;
           libraryCalls = cpuModel.libraryCalls;
         }
+        // The cpu has no fp8 arithmetic: Form F8 runs as what it means.
+        if (options.quantize == "fp8")
+          remarks.push_back("--quantize=fp8: fp8 emulated on cpu (activations rounded to E4M3 "
+                            "in the producing kernel, E4M3 weights dequantized by an "
+                            "elementwise kernel, f32 GEMMs; docs/quantization.md)");
       }
     }
     if (!ok)
