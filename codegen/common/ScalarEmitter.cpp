@@ -135,8 +135,8 @@ FailureOr<std::string> emitScalar(Operation *op, ArrayRef<std::string> in) {
               std::string quotient = "((float)(" + in[0] + ") / (float)(" + in[1] + "))";
               if (q.getZeroPoint())
                 quotient = "(" + quotient + " + (float)(" + in[2] + "))";
-              return "sl_f8e4m3_round(" + quotient + ", " +
-                     (q.getSaturate() ? "true" : "false") + ")";
+              return "sl_f8e4m3_round(" + quotient + ", " + (q.getSaturate() ? "true" : "false") +
+                     ")";
             }
             auto to = cast<IntegerType>(elementTypeOf(q.getOutput()));
             unsigned width = to.getWidth();

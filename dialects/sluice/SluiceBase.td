@@ -44,8 +44,8 @@ def Sluice_Bool : I<1>;
 // quantization); one element per byte in the evaluator, packed two per byte
 // in bundles and ONNX files.
 // F8E4M3FN: ONNX FLOAT8E4M3FN, the storage of fp8 quantization (Form F8):
-// produced by quantize_linear and cast, read by dequantize_linear and cast;
-// no arithmetic op takes it.
+// produced by quantize_linear and cast, read by dequantize_linear and cast
+// (and moved by views); the importer and the passes give it to no other op.
 def Sluice_ElementType : AnyTypeOf<[F16, BF16, F32, F64, I1, I<4>, I8, I16, I32, I64,
                                     UI<4>, UI8, UI16, UI32, UI64, F8E4M3FN]>;
 def Sluice_Tensor : TensorOf<[Sluice_ElementType]>;

@@ -410,8 +410,7 @@ Value perTensorParam(Binder &b, Value param) {
 LogicalResult quantizeHandler(Binder &b) {
   if (b.hasInput(2)) {
     Type zp = b.elementType(2);
-    if (!zp.isInteger(8) && !zp.isInteger(4) && !zp.isInteger(16) &&
-        !isa<Float8E4M3FNType>(zp))
+    if (!zp.isInteger(8) && !zp.isInteger(4) && !zp.isInteger(16) && !isa<Float8E4M3FNType>(zp))
       return b.fail("QuantizeLinear supports 4-, 8- and 16-bit integer and "
                     "float8e4m3fn zero points");
   }

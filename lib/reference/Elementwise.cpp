@@ -128,8 +128,7 @@ LogicalResult evalCast(Operation *op, ArrayRef<const Tensor *> operands,
     results.push_back(std::move(out));
     return success();
   }
-  if (to == DType::F8E4M3 && x.dtype() != DType::String &&
-      !cast<CastOp>(op).getSaturate()) {
+  if (to == DType::F8E4M3 && x.dtype() != DType::String && !cast<CastOp>(op).getSaturate()) {
     // Out-of-range values become NaN instead of +-448 (ONNX saturate = 0).
     Tensor out(to, x.shape());
     auto *bits = out.mutableData<uint8_t>();

@@ -71,8 +71,8 @@ std::optional<DType> parseDType(const std::string &name) {
 }
 
 bool isFloatDType(DType type) {
-  return type == DType::F32 || type == DType::F16 || type == DType::BF16 ||
-         type == DType::F64 || type == DType::F8E4M3;
+  return type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::F64 ||
+         type == DType::F8E4M3;
 }
 
 bool isUnsignedDType(DType type) {
@@ -189,12 +189,14 @@ uint8_t floatToFloat8E4M3(float value, bool saturate) {
   // E4M3's codes are monotonic in the value, so counting ulps from zero and
   // adding them gives the code even when rounding carries into the next
   // binade. Below 2^-6 the ulp is 2^-9 (subnormals), above it 2^(e-3).
+  // 2^-6 is the smallest normal; a = f * 2^exponent with f in [0.5, 1), so
+  // a lies in [2^e, 2^(e+1)) and spans 8 to 16 steps of 2^(e-3).
   int exponent;
-  std::frexp(a, &exponent); // a = f * 2^exponent, f in [0.5, 1)
-  if (a < 0.015625f) // 2^-6, the smallest normal
+  std::frexp(a, &exponent);
+  if (a < 0.015625f)
     return sign | (uint8_t)std::nearbyint(std::ldexp(a, 9));
-  int e = exponent - 1; // a in [2^e, 2^(e+1))
-  auto steps = (int)std::nearbyint(std::ldexp(a, 3 - e)); // in [8, 16]
+  int e = exponent - 1;
+  auto steps = (int)std::nearbyint(std::ldexp(a, 3 - e));
   return sign | (uint8_t)(((e + 7) << 3) + (steps - 8));
 }
 

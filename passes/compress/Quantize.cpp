@@ -291,9 +291,9 @@ Value rewriteToFp8(Operation *op, float inputScale, Layer *layer) {
   Tensor wq = quantizeWeightFp8(*constantTensor(mm.getRhs()), sw);
   if (layer)
     layer->weightScaleMin = layer->weightScaleMax = sw;
-  Value wd = DequantizeLinearOp::create(b, loc, constantOf(b, loc, wq),
-                                        constantOf(b, loc, Tensor::scalar(DType::F32, sw)),
-                                        Value(), 1, 0);
+  Value wd =
+      DequantizeLinearOp::create(b, loc, constantOf(b, loc, wq),
+                                 constantOf(b, loc, Tensor::scalar(DType::F32, sw)), Value(), 1, 0);
   Value y = MatMulOp::create(b, loc, xd, wd);
   op->getResult(0).replaceAllUsesWith(y);
   op->erase();
@@ -495,10 +495,9 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
 
     std::vector<Operation *> ops = candidates(func, scheme);
     if (ops.empty()) {
-      func.emitError("--quantize=")
-          << mode << ": the model has no float GEMM"
-          << (scheme.weightOnly() || scheme.fp8 ? "" : " or convolution")
-          << " with constant weights to quantize";
+      func.emitError("--quantize=") << mode << ": the model has no float GEMM"
+                                    << (scheme.weightOnly() || scheme.fp8 ? "" : " or convolution")
+                                    << " with constant weights to quantize";
       return signalPassFailure();
     }
     std::vector<Layer> layers(ops.size());

@@ -80,19 +80,19 @@ TEST(Float8E4M3, RoundsToNearestEvenAndSaturates) {
     uint8_t saturating, notSaturating;
   };
   const Case cases[] = {
-      {1.0625f, 0x38, 0x38},    // halfway 1 and 1.125: even (1)
-      {1.1875f, 0x3A, 0x3A},    // halfway 1.125 and 1.25: even (1.25)
-      {448.0f, 0x7E, 0x7E},     //
-      {464.0f, 0x7E, 0x7E},     // the tie above 448 goes to 448 (even)
-      {465.0f, 0x7E, 0x7F},     // out of range
-      {1e6f, 0x7E, 0x7F},       //
-      {-1e6f, 0xFE, 0xFF},      //
-      {INFINITY, 0x7E, 0x7F},   //
-      {-INFINITY, 0xFE, 0xFF},  //
-      {0.00390625f, 0x02, 0x02}, // 2^-8: a subnormal (2 * 2^-9)
-      {0.0009765625f, 0x00, 0x00}, // 2^-10: halfway 0 and 2^-9 -> 0
+      {1.0625f, 0x38, 0x38},        // halfway 1 and 1.125: even (1)
+      {1.1875f, 0x3A, 0x3A},        // halfway 1.125 and 1.25: even (1.25)
+      {448.0f, 0x7E, 0x7E},         //
+      {464.0f, 0x7E, 0x7E},         // the tie above 448 goes to 448 (even)
+      {465.0f, 0x7E, 0x7F},         // out of range
+      {1e6f, 0x7E, 0x7F},           //
+      {-1e6f, 0xFE, 0xFF},          //
+      {INFINITY, 0x7E, 0x7F},       //
+      {-INFINITY, 0xFE, 0xFF},      //
+      {0.00390625f, 0x02, 0x02},    // 2^-8: a subnormal (2 * 2^-9)
+      {0.0009765625f, 0x00, 0x00},  // 2^-10: halfway 0 and 2^-9 -> 0
       {0.00146484375f, 0x01, 0x01}, // 1.5 * 2^-10 -> 2^-9
-      {0.015136719f, 0x08, 0x08}, // rounds up out of the subnormals
+      {0.015136719f, 0x08, 0x08},   // rounds up out of the subnormals
       {-0.0f, 0x80, 0x80},
   };
   for (const Case &c : cases) {

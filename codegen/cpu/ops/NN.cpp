@@ -251,8 +251,8 @@ LogicalResult emitDequantizeLinear(CpuOpContext &ctx) {
     return failure();
   bool fp8 = isa<Float8E4M3FNType>(elementOf(dq.getInput()));
   std::string zero = dq.getZeroPoint() ? ctx.in[2]
-                     : fp8            ? "(const sluice_f8e4m3 *)nullptr"
-                                      : "(const int64_t *)nullptr";
+                     : fp8             ? "(const sluice_f8e4m3 *)nullptr"
+                                       : "(const int64_t *)nullptr";
   ctx.include("sluice_gen/cpu_nn.h");
   ctx.code.line("{0};", cCall(fp8 ? "sluice_dequantize_f8" : "sluice_dequantize",
                               {"args->num_threads", decimal(numElements(shapeOf(dq.getInput()))),
