@@ -165,13 +165,17 @@ def QuantizePass : Pass<"sluice-quantize", "mlir::ModuleOp"> {
     it holds, and when no quantized layer can, the pass fails with the
     per-layer table. `smooth-quant=ALPHA` (>= 0) first migrates activation
     outliers of layer norms that feed only GEMMs into the GEMMs' weights.
+    `mode=fp8` writes Form F8 instead, on the matmuls only: the activation
+    `quantize_linear` to f8E4M3FN and back with the per-tensor scale
+    amax / 448, the weight an f8E4M3FN constant (scale amax(|W|) / 448)
+    behind a `dequantize_linear`, the matmul itself in f32.
     `cache=FILE` keeps the ranges and the guard's outcome (JSON) for the
     next compile of the same function and data. The outcome is the
     function's `sluice.quantization` attribute (what `--report` prints).
   }];
   let options = [
     Option<"mode", "mode", "std::string", "\"int8\"",
-           "int8 (Form I8, needs calibration), or w8a16 / w4a16 (weight-only, Form W; guarded when calibration is given)">,
+           "int8 (Form I8, needs calibration), fp8 (Form F8, needs calibration), or w8a16 / w4a16 (weight-only, Form W; guarded when calibration is given)">,
     Option<"calibration", "calibration", "std::string", "\"\"",
            "Folder of calibration sets">,
     Option<"method", "method", "std::string", "\"minmax\"",

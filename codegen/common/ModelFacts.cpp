@@ -114,6 +114,8 @@ std::string numpyDtype(Type t) {
   if (t.isF64()) return "float64";
   if (t.isF16()) return "float16";
   if (t.isBF16()) return "bfloat16";
+  // ml_dtypes' name (NumPy itself has no float8).
+  if (isa<Float8E4M3FNType>(t)) return "float8_e4m3fn";
   if (t.isInteger(1)) return "bool";
   if (auto i = dyn_cast<IntegerType>(t))
     return std::string(i.isUnsigned() ? "uint" : "int") + std::to_string(i.getWidth());

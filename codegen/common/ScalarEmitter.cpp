@@ -18,6 +18,7 @@ std::string storageType(Type t) {
   if (t.isF64()) return "double";
   if (t.isF16()) return "sluice_f16";
   if (t.isBF16()) return "sluice_bf16";
+  if (isa<Float8E4M3FNType>(t)) return "sluice_f8e4m3";
   if (t.isInteger(1)) return "bool";
   // 4-bit integers are bytes of packed nibbles in bundles (weights).
   if (t.isInteger(4)) return "uint8_t";
@@ -28,7 +29,7 @@ std::string storageType(Type t) {
 }
 
 std::string computeType(Type t) {
-  if (t.isF32() || t.isF16() || t.isBF16()) return "float";
+  if (t.isF32() || t.isF16() || t.isBF16() || isa<Float8E4M3FNType>(t)) return "float";
   if (t.isF64()) return "double";
   if (t.isInteger(1)) return "bool";
   if (isa<IntegerType>(t)) return "int64_t";
@@ -42,7 +43,7 @@ int64_t storageBytes(Type t) {
 }
 
 std::string loadExpr(Type t, const std::string &expr) {
-  if (t.isF16() || t.isBF16())
+  if (t.isF16() || t.isBF16() || isa<Float8E4M3FNType>(t))
     return "sluice_load(" + expr + ")";
   // Every integer type computes in int64_t, as the evaluator does (uint64
   // wraps there too).
@@ -110,6 +111,11 @@ FailureOr<std::string> emitScalar(Operation *op, ArrayRef<std::string> in) {
             Type to = elementTypeOf(cast.getOutput());
             if (isa<StringType>(from) || isa<StringType>(to))
               return "";
+            // fp8 results are rounded here: a fused consumer reads the
+            // E4M3 value, not the wider one.
+            if (isa<Float8E4M3FNType>(to))
+              return "sl_f8e4m3_round((float)(" + in[0] + "), " +
+                     (cast.getSaturate() ? "true" : "false") + ")";
             if (to.isBF16() && isa<FloatType>(from) && cast.getTruncateBf16())
               return "sluice_load(sluice_to_bf16_truncate((float)" + in[0] + "))";
             if (isa<IntegerType>(to) && !to.isInteger(1) && isa<FloatType>(from))
@@ -123,6 +129,15 @@ FailureOr<std::string> emitScalar(Operation *op, ArrayRef<std::string> in) {
             // in f32 unless the input is f64, rounds half to even, adds the
             // zero point and saturates; NaN gives 0.
             Type from = elementTypeOf(q.getInput());
+            if (isa<Float8E4M3FNType>(elementTypeOf(q.getOutput()))) {
+              // fp8 (Form F8): x / scale in f32 (+ the zero point, 0),
+              // rounded to E4M3, saturating as the op says.
+              std::string quotient = "((float)(" + in[0] + ") / (float)(" + in[1] + "))";
+              if (q.getZeroPoint())
+                quotient = "(" + quotient + " + (float)(" + in[2] + "))";
+              return "sl_f8e4m3_round(" + quotient + ", " + (q.getSaturate() ? "true" : "false") +
+                     ")";
+            }
             auto to = cast<IntegerType>(elementTypeOf(q.getOutput()));
             unsigned width = to.getWidth();
             bool wide = from.isF64() || width > 16;
@@ -147,6 +162,9 @@ FailureOr<std::string> emitScalar(Operation *op, ArrayRef<std::string> in) {
             Type from = elementTypeOf(dq.getInput());
             Type to = elementTypeOf(dq.getOutput());
             std::string diff = dq.getZeroPoint() ? "(" + in[0] + " - " + in[2] + ")" : in[0];
+            // fp8: (x - zero point) * scale in f32, as the evaluator.
+            if (isa<Float8E4M3FNType>(from))
+              return "(" + computeType(to) + ")((float)" + diff + " * (float)(" + in[1] + "))";
             if (!to.isF64() && from.getIntOrFloatBitWidth() <= 16)
               return "((float)" + diff + " * (float)(" + in[1] + "))";
             return "(" + computeType(to) + ")((double)" + diff + " * (double)(" + in[1] + "))";

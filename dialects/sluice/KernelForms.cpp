@@ -46,10 +46,11 @@ bool isElementwise(Operation *op) {
                                                 : cast<DequantizeLinearOp>(op).getZeroPoint();
     auto blockSize = op->getAttrOfType<IntegerAttr>("block_size");
     // The integer side is a byte, short or word type the generated code
-    // stores natively (not i4 / i64).
+    // stores natively (not i4 / i64), or fp8 (Form F8: sluice_f8e4m3).
     Value integer = isa<QuantizeLinearOp>(op) ? op->getResult(0) : op->getOperand(0);
-    auto element = dyn_cast<IntegerType>(cast<ShapedType>(integer.getType()).getElementType());
-    unsigned width = element ? element.getWidth() : 0;
+    Type quantized = cast<ShapedType>(integer.getType()).getElementType();
+    auto element = dyn_cast<IntegerType>(quantized);
+    unsigned width = element ? element.getWidth() : isa<Float8E4M3FNType>(quantized) ? 8 : 0;
     return (width == 8 || width == 16 || width == 32) && isPerTensorParameter(op->getOperand(1)) &&
            (!zeroPoint || isPerTensorParameter(zeroPoint)) &&
            (!blockSize || blockSize.getInt() == 0);

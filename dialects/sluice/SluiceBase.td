@@ -43,11 +43,18 @@ def Sluice_Bool : I<1>;
 // I4 / UI4: ONNX INT4 / UINT4, the storage of 4-bit weights (weight-only
 // quantization); one element per byte in the evaluator, packed two per byte
 // in bundles and ONNX files.
+// F8E4M3FN: ONNX FLOAT8E4M3FN, the storage of fp8 quantization (Form F8):
+// produced by quantize_linear and cast, read by dequantize_linear and cast
+// (and moved by views); the importer and the passes give it to no other op.
 def Sluice_ElementType : AnyTypeOf<[F16, BF16, F32, F64, I1, I<4>, I8, I16, I32, I64,
-                                    UI<4>, UI8, UI16, UI32, UI64]>;
+                                    UI<4>, UI8, UI16, UI32, UI64, F8E4M3FN]>;
 def Sluice_Tensor : TensorOf<[Sluice_ElementType]>;
 def Sluice_FloatTensor : TensorOf<[F16, BF16, F32, F64]>;
 def Sluice_IntegerTensor : TensorOf<[I<4>, I8, I16, I32, I64, UI<4>, UI8, UI16, UI32, UI64]>;
+/// What quantize_linear produces and dequantize_linear reads: integers, or
+/// E4M3FN floats (fp8 quantization).
+def Sluice_QuantizedTensor : TensorOf<[I<4>, I8, I16, I32, I64, UI<4>, UI8, UI16, UI32,
+                                       UI64, F8E4M3FN]>;
 def Sluice_IndexTensor : TensorOf<[I32, I64]>;
 def Sluice_BoolTensor : TensorOf<[I1]>;
 

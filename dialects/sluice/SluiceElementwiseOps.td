@@ -34,6 +34,8 @@ def Sluice_CastOp : Sluice_Op<"cast", [Sluice_Elementwise, SameOperandsAndResult
     Floats narrow with round-to-nearest-even. With `truncate_bf16`, a float
     to bfloat16 conversion instead drops the low 16 bits, as ONNX's reference
     did before opset 19 (its backend test data for Cast expects that).
+    `saturate` (ONNX opset 19) applies to conversions to f8E4M3FN only:
+    values beyond +-448 (and infinities) become +-448, or NaN when false.
     Operand and result may also be tensors of `!sluice.string`: numbers
     become shortest round-trip text, text parses as a number (`NaN`, `INF`,
     `-INF` accepted).
@@ -41,7 +43,8 @@ def Sluice_CastOp : Sluice_Op<"cast", [Sluice_Elementwise, SameOperandsAndResult
   // The only op that takes string tensors: ONNX Cast converts numbers to
   // their shortest round-trip text and parses text back into numbers.
   let arguments = (ins Sluice_CastTensor:$input,
-                   DefaultValuedAttr<BoolAttr, "false">:$truncate_bf16);
+                   DefaultValuedAttr<BoolAttr, "false">:$truncate_bf16,
+                   DefaultValuedAttr<BoolAttr, "true">:$saturate);
   let results = (outs Sluice_CastTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasFolder = 1;

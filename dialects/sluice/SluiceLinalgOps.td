@@ -222,14 +222,16 @@ def Sluice_QuantizeLinearOp : Sluice_InferredOp<"quantize_linear"> {
     channel), or, with `block_size` > 0, blocked (ONNX opset 21): of the
     input's rank, with dim `axis` of size ceil(dim / block_size) and every
     other dim the input's. The result type is the zero point's (ui8 when
-    absent).
+    absent). With an f8E4M3FN zero point (0) the result is fp8: x / scale
+    rounded to the nearest E4M3FN value, beyond +-448 saturated (or NaN
+    when `saturate` is false).
   }];
   let arguments = (ins Sluice_Tensor:$input, Sluice_FloatTensor:$scale,
-                   Optional<Sluice_IntegerTensor>:$zero_point,
+                   Optional<Sluice_QuantizedTensor>:$zero_point,
                    DefaultValuedAttr<I64Attr, "1">:$axis,
                    DefaultValuedAttr<BoolAttr, "true">:$saturate,
                    DefaultValuedAttr<I64Attr, "0">:$block_size);
-  let results = (outs Sluice_IntegerTensor:$output);
+  let results = (outs Sluice_QuantizedTensor:$output);
   let hasVerifier = 1;
 }
 
@@ -240,8 +242,8 @@ def Sluice_DequantizeLinearOp : Sluice_InferredOp<"dequantize_linear"> {
     or blocked along `axis` when `block_size` > 0 (element i of dim `axis`
     uses entry i / block_size). The result type is the scale's.
   }];
-  let arguments = (ins Sluice_IntegerTensor:$input, Sluice_FloatTensor:$scale,
-                   Optional<Sluice_IntegerTensor>:$zero_point,
+  let arguments = (ins Sluice_QuantizedTensor:$input, Sluice_FloatTensor:$scale,
+                   Optional<Sluice_QuantizedTensor>:$zero_point,
                    DefaultValuedAttr<I64Attr, "1">:$axis,
                    DefaultValuedAttr<I64Attr, "0">:$block_size);
   let results = (outs Sluice_FloatTensor:$output);

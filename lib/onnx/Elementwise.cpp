@@ -105,6 +105,17 @@ LogicalResult compareHandler(Binder &b) {
   return b.output(b.create<OpTy>(lhs, legacyBroadcastRhs(b, lhs, rhs)));
 }
 
+/// Cast / CastLike to `element`; `saturate` = 0 (opset 19) matters only for
+/// float8 results, which then hold NaN for out-of-range values.
+LogicalResult castWithSaturate(Binder &b, Value x, Type element) {
+  if (isa<Float8E4M3FNType>(element) && b.attrInt("saturate", 1) == 0) {
+    auto type = cast<TensorType>(x.getType()).clone(element);
+    return b.output(CastOp::create(b.b, b.loc, type, x, /*truncate_bf16=*/false,
+                                   /*saturate=*/false));
+  }
+  return b.output(b.castTo(x, element));
+}
+
 LogicalResult castHandler(Binder &b) {
   int to = b.attrInt("to", 0);
   DType dtype;
@@ -126,11 +137,11 @@ LogicalResult castHandler(Binder &b) {
     auto type = cast<TensorType>(x.getType()).clone(element);
     return b.output(CastOp::create(b.b, b.loc, type, x, /*truncate_bf16=*/true));
   }
-  return b.output(b.castTo(x, element));
+  return castWithSaturate(b, x, element);
 }
 
 LogicalResult castLikeHandler(Binder &b) {
-  return b.output(b.castTo(b.input(0), b.elementType(1)));
+  return castWithSaturate(b, b.input(0), b.elementType(1));
 }
 
 LogicalResult identityHandler(Binder &b) { return b.output(b.input(0)); }

@@ -410,8 +410,9 @@ Value perTensorParam(Binder &b, Value param) {
 LogicalResult quantizeHandler(Binder &b) {
   if (b.hasInput(2)) {
     Type zp = b.elementType(2);
-    if (!zp.isInteger(8) && !zp.isInteger(4) && !zp.isInteger(16))
-      return b.fail("QuantizeLinear supports 4-, 8- and 16-bit integer zero points");
+    if (!zp.isInteger(8) && !zp.isInteger(4) && !zp.isInteger(16) && !isa<Float8E4M3FNType>(zp))
+      return b.fail("QuantizeLinear supports 4-, 8- and 16-bit integer and "
+                    "float8e4m3fn zero points");
   }
   // block_size (opset 21): blocked scales keep the input's rank, so the
   // one-element reshape of per-tensor parameters does not apply.
@@ -427,8 +428,9 @@ LogicalResult quantizeHandler(Binder &b) {
     bool ok = dtypeFromOnnx(b.attrInt("output_dtype", 0), dtype);
     bool integer = isNibbleDType(dtype) || dtype == DType::I8 || dtype == DType::U8 ||
                    dtype == DType::I16 || dtype == DType::U16;
-    if (!ok || !integer)
-      return b.fail("QuantizeLinear output_dtype must be an integer type of 4 to 16 bits");
+    if (!ok || !(integer || dtype == DType::F8E4M3))
+      return b.fail("QuantizeLinear output_dtype must be an integer type of 4 to 16 bits "
+                    "or FLOAT8E4M3FN");
     // Shaped like the scale (the verifier wants equal shapes).
     std::vector<int64_t> shape;
     if (auto type = dyn_cast<RankedTensorType>(scale.getType()); type && type.hasStaticShape())

@@ -128,6 +128,15 @@ LogicalResult evalCast(Operation *op, ArrayRef<const Tensor *> operands,
     results.push_back(std::move(out));
     return success();
   }
+  if (to == DType::F8E4M3 && x.dtype() != DType::String && !cast<CastOp>(op).getSaturate()) {
+    // Out-of-range values become NaN instead of +-448 (ONNX saturate = 0).
+    Tensor out(to, x.shape());
+    auto *bits = out.mutableData<uint8_t>();
+    for (int64_t i = 0; i < x.numElements(); ++i)
+      bits[i] = floatToFloat8E4M3((float)x.getDouble(i), /*saturate=*/false);
+    results.push_back(std::move(out));
+    return success();
+  }
   if (x.dtype() == DType::String && to != DType::String)
     for (int64_t i = 0; i < x.numElements(); ++i)
       if (!parseNumber(x.getString(i)))

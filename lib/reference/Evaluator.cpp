@@ -57,6 +57,7 @@ FailureOr<DType> dtypeFromType(Type type) {
   if (type.isF16()) return DType::F16;
   if (type.isBF16()) return DType::BF16;
   if (type.isF64()) return DType::F64;
+  if (isa<Float8E4M3FNType>(type)) return DType::F8E4M3;
   if (isa<StringType>(type)) return DType::String;
   if (auto integer = dyn_cast<IntegerType>(type)) {
     bool isUnsigned = integer.isUnsigned();
@@ -92,6 +93,7 @@ Type typeFromDType(MLIRContext *ctx, DType type) {
   case DType::String: return StringType::get(ctx);
   case DType::I4: return b.getIntegerType(4);
   case DType::U4: return b.getIntegerType(4, false);
+  case DType::F8E4M3: return b.getType<Float8E4M3FNType>();
   }
   return {};
 }

@@ -990,6 +990,21 @@ LogicalResult evalQuantizeLinear(Operation *op,
   // the same way.
   bool singlePrecision = x.dtype() != DType::F64;
   Tensor out(type, x.shape());
+  if (type == DType::F8E4M3) {
+    // Float8: x / scale (+ the zero point, 0 in any valid model) rounded to
+    // the nearest E4M3FN value, saturating or NaN beyond 448 as `saturate`
+    // says (ONNX's reference divides in fp32 too).
+    auto *bits = out.mutableData<uint8_t>();
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      int64_t p = (*scaleAt)(i);
+      float v = float(x.getDouble(i)) / float(scale.getDouble(p));
+      if (zero)
+        v += float(zero->getDouble(p));
+      bits[i] = floatToFloat8E4M3(v, q.getSaturate());
+    }
+    results.push_back(std::move(out));
+    return success();
+  }
   for (int64_t i = 0; i < x.numElements(); ++i) {
     int64_t p = (*scaleAt)(i);
     double s = scale.getDouble(p);
@@ -1013,6 +1028,16 @@ LogicalResult evalDequantizeLinear(Operation *op,
   if (failed(scaleAt))
     return failure();
   Tensor out(resultDType(op), x.shape());
+  if (x.dtype() == DType::F8E4M3) {
+    // Float8 values are floats already: (x - zero point) * scale in fp32.
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      int64_t p = (*scaleAt)(i);
+      float z = zero ? float(zero->getDouble(p)) : 0.0f;
+      out.setDouble(i, (float(x.getDouble(i)) - z) * float(scale.getDouble(p)));
+    }
+    results.push_back(std::move(out));
+    return success();
+  }
   for (int64_t i = 0; i < x.numElements(); ++i) {
     int64_t p = (*scaleAt)(i);
     int64_t z = zero ? zero->getInt(p) : 0;

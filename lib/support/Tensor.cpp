@@ -31,6 +31,7 @@ size_t dtypeSize(DType type) {
   case DType::U8:
   case DType::I4:
   case DType::U4:
+  case DType::F8E4M3:
   case DType::Bool:
     return 1;
   case DType::String:
@@ -57,20 +58,21 @@ const char *dtypeName(DType type) {
   case DType::String: return "string";
   case DType::I4: return "i4";
   case DType::U4: return "u4";
+  case DType::F8E4M3: return "f8e4m3fn";
   }
   return "?";
 }
 
 std::optional<DType> parseDType(const std::string &name) {
-  for (int i = 0; i <= (int)DType::U4; ++i)
+  for (int i = 0; i <= (int)DType::F8E4M3; ++i)
     if (name == dtypeName((DType)i))
       return (DType)i;
   return std::nullopt;
 }
 
 bool isFloatDType(DType type) {
-  return type == DType::F32 || type == DType::F16 || type == DType::BF16 ||
-         type == DType::F64;
+  return type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::F64 ||
+         type == DType::F8E4M3;
 }
 
 bool isUnsignedDType(DType type) {
@@ -161,6 +163,41 @@ uint16_t floatToBfloat16(float value) {
     return (x >> 16) | 0x40; // quiet NaN
   uint32_t rounding = 0x7fff + ((x >> 16) & 1);
   return (x + rounding) >> 16;
+}
+
+float float8E4M3ToFloat(uint8_t bits) {
+  int exponent = (bits >> 3) & 0xF, mantissa = bits & 0x7;
+  float magnitude;
+  if ((bits & 0x7F) == 0x7F)
+    magnitude = std::numeric_limits<float>::quiet_NaN();
+  else if (exponent == 0) // subnormal: mantissa * 2^-9
+    magnitude = std::ldexp((float)mantissa, -9);
+  else
+    magnitude = std::ldexp((float)(8 + mantissa), exponent - 10);
+  return bits & 0x80 ? -magnitude : magnitude;
+}
+
+uint8_t floatToFloat8E4M3(float value, bool saturate) {
+  uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  float a = std::fabs(value);
+  if (std::isnan(a))
+    return sign | 0x7F;
+  // 464 is the tie between 448 (0x7E) and the NaN code: it rounds to even,
+  // 448; anything larger is out of range.
+  if (a > 464.0f)
+    return sign | (saturate ? 0x7E : 0x7F);
+  // E4M3's codes are monotonic in the value, so counting ulps from zero and
+  // adding them gives the code even when rounding carries into the next
+  // binade. Below 2^-6 the ulp is 2^-9 (subnormals), above it 2^(e-3).
+  // 2^-6 is the smallest normal; a = f * 2^exponent with f in [0.5, 1), so
+  // a lies in [2^e, 2^(e+1)) and spans 8 to 16 steps of 2^(e-3).
+  int exponent;
+  std::frexp(a, &exponent);
+  if (a < 0.015625f)
+    return sign | (uint8_t)std::nearbyint(std::ldexp(a, 9));
+  int e = exponent - 1;
+  auto steps = (int)std::nearbyint(std::ldexp(a, 3 - e));
+  return sign | (uint8_t)(((e + 7) << 3) + (steps - 8));
 }
 
 std::string shapeToString(const std::vector<int64_t> &shape) {
@@ -288,6 +325,7 @@ double Tensor::getDouble(int64_t i) const {
   case DType::F32: return static_cast<const float *>(p)[i];
   case DType::F16: return halfToFloat(static_cast<const uint16_t *>(p)[i]);
   case DType::BF16: return bfloat16ToFloat(static_cast<const uint16_t *>(p)[i]);
+  case DType::F8E4M3: return float8E4M3ToFloat(static_cast<const uint8_t *>(p)[i]);
   case DType::F64: return static_cast<const double *>(p)[i];
   case DType::U64: return (double)static_cast<const uint64_t *>(p)[i];
   case DType::String: {
@@ -335,6 +373,9 @@ void Tensor::setDouble(int64_t i, double v) {
   case DType::F32: static_cast<float *>(p)[i] = (float)v; return;
   case DType::F16: static_cast<uint16_t *>(p)[i] = floatToHalf((float)v); return;
   case DType::BF16: static_cast<uint16_t *>(p)[i] = floatToBfloat16((float)v); return;
+  // ONNX Cast's default (saturate = 1); Cast with saturate = 0 converts
+  // through floatToFloat8E4M3 itself.
+  case DType::F8E4M3: static_cast<uint8_t *>(p)[i] = floatToFloat8E4M3((float)v); return;
   case DType::F64: static_cast<double *>(p)[i] = v; return;
   case DType::Bool: static_cast<uint8_t *>(p)[i] = v != 0; return;
   case DType::String: setString(i, formatNumber(DType::F64, v)); return;

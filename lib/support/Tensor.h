@@ -23,9 +23,13 @@ namespace sluice {
 /// them, since the dialect lets no other op take strings, so the byte-wise
 /// paths (memcpy, rawData) never meet them. I4 / U4 (ONNX INT4 / UINT4)
 /// take one byte per element here (sign- or zero-extended); ONNX files and
-/// bundles pack them two per byte, low nibble first (packNibbles).
+/// bundles pack them two per byte, low nibble first (packNibbles). F8E4M3
+/// is ONNX FLOAT8E4M3FN (one byte: sign, 4 exponent bits with bias 7, 3
+/// mantissa bits; no infinities, NaN 0x7F / 0xFF, largest finite 448), the
+/// fp8 format of quantization; it is a float type (getDouble / setDouble).
 enum class DType : uint8_t {
-  F32, F16, BF16, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool, String, I4, U4
+  F32, F16, BF16, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool, String, I4, U4,
+  F8E4M3
 };
 
 size_t dtypeSize(DType type);
@@ -48,6 +52,12 @@ float halfToFloat(uint16_t bits);
 uint16_t floatToHalf(float value);
 float bfloat16ToFloat(uint16_t bits);
 uint16_t floatToBfloat16(float value);
+/// The value of an E4M3FN byte (NaN for 0x7F / 0xFF).
+float float8E4M3ToFloat(uint8_t bits);
+/// `value` rounded to E4M3FN as ONNX Cast specifies: to nearest, ties to
+/// even. Beyond the largest finite value (448; 464 still rounds to it):
+/// +-448 when `saturate`, else NaN; infinities likewise; NaN stays NaN.
+uint8_t floatToFloat8E4M3(float value, bool saturate = true);
 
 /// Renders a shape as "2x3x4" ("scalar" for rank 0).
 std::string shapeToString(const std::vector<int64_t> &shape);

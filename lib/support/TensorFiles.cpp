@@ -65,6 +65,8 @@ static const char *npyDescr(DType type) {
   case DType::String: return ""; // .npy strings are fixed-width or pickled
   case DType::I4:
   case DType::U4: return ""; // NumPy has no 4-bit integers
+  // ml_dtypes' float8_e4m3fn saves as raw bytes too; read back as such.
+  case DType::F8E4M3: return "|V1";
   }
   return "";
 }
@@ -232,6 +234,8 @@ bool dtypeFromOnnx(int onnxType, DType &dtype) {
   // INT4 / UINT4 (ONNX 1.16) postdate this protobuf's enum: their numbers.
   case 21: dtype = DType::U4; return true;
   case 22: dtype = DType::I4; return true;
+  // FLOAT8E4M3FN (ONNX 1.14) likewise.
+  case 17: dtype = DType::F8E4M3; return true;
   default: return false;
   }
 }
@@ -255,6 +259,7 @@ int onnxFromDType(DType dtype) {
   case DType::String: return TP::STRING;
   case DType::U4: return 21;
   case DType::I4: return 22;
+  case DType::F8E4M3: return 17;
   }
   return TP::UNDEFINED;
 }
@@ -347,6 +352,15 @@ bool tensorFromProto(const onnx::TensorProto &proto, Tensor &tensor,
       auto *bits = t.mutableData<uint16_t>();
       for (int64_t i = 0; i < n; ++i)
         bits[i] = (uint16_t)proto.int32_data(i);
+      break;
+    }
+    case DType::F8E4M3: {
+      // Float8 values likewise: one bit pattern per int32_data entry.
+      if (proto.int32_data_size() != n)
+        return sizeError(proto.int32_data_size());
+      auto *bits = t.mutableData<uint8_t>();
+      for (int64_t i = 0; i < n; ++i)
+        bits[i] = (uint8_t)proto.int32_data(i);
       break;
     }
     default: // int8/16/32, uint8/16, bool in int32_data

@@ -63,16 +63,20 @@ namespace {
 /// Bumped when the cache's meaning changes.
 constexpr int kCacheVersion = 1;
 
-/// What a layer becomes: Form I8 (bits 0), or Form W with int8 / int4
-/// weights (bits 8 / 4, blocks of `group` along K).
+/// What a layer becomes: Form I8 (bits 0), Form F8 (`fp8`), or Form W with
+/// int8 / int4 weights (bits 8 / 4, blocks of `group` along K).
 struct Scheme {
   int weightBits = 0;
   int64_t group = 128;
+  bool fp8 = false;
   bool weightOnly() const { return weightBits != 0; }
   const char *precision() const {
-    return weightBits == 8 ? "int8w" : weightBits == 4 ? "int4w" : "int8";
+    return fp8 ? "fp8" : weightBits == 8 ? "int8w" : weightBits == 4 ? "int4w" : "int8";
   }
 };
+
+/// E4M3FN's largest finite value: per-tensor fp8 scales map amax onto it.
+constexpr float kFp8Max = 448.0f;
 
 /// One quantizable op of the main function and what the pass learnt of it.
 struct Layer {
@@ -124,11 +128,14 @@ std::vector<Operation *> candidates(func::FuncOp func, const Scheme &scheme) {
     }
     if (auto mm = dyn_cast<MatMulOp>(op)) {
       auto wType = dyn_cast<RankedTensorType>(mm.getRhs().getType());
+      // Form F8 covers GEMMs only: convolutions stay f32 in fp8 mode
+      // (TensorRT's fp8 convolutions are not cuBLASLt's, and the cuda
+      // target has no fp8 convolution).
       if (isFloat32Tensor(mm.getLhs()) && isFloat32Tensor(mm.getRhs()) && wType.getRank() == 2 &&
           cast<RankedTensorType>(mm.getLhs().getType()).getRank() >= 2 &&
           !matchPattern(mm.getLhs(), m_Constant()) && matchPattern(mm.getRhs(), m_Constant()))
         ops.push_back(&op);
-    } else if (auto conv = dyn_cast<ConvOp>(op)) {
+    } else if (auto conv = dyn_cast<ConvOp>(op); conv && !scheme.fp8) {
       if (isFloat32Tensor(conv.getInput()) && isFloat32Tensor(conv.getWeight()) &&
           !matchPattern(conv.getInput(), m_Constant()) &&
           matchPattern(conv.getWeight(), m_Constant()) &&
@@ -177,12 +184,38 @@ Tensor quantizeWeight(const Tensor &w, int channelAxis, std::vector<float> &scal
 }
 
 Value rewriteToInt8(Operation *op, const AffineU8 &act, Layer *layer);
+Value rewriteToFp8(Operation *op, float inputScale, Layer *layer);
+
+/// The per-tensor fp8 scale of a range: amax / 448 (1 for an empty or
+/// non-finite range, which then quantizes nothing away).
+float fp8Scale(double lo, double hi) {
+  double amax = std::max(std::fabs(lo), std::fabs(hi));
+  return amax > 0 && std::isfinite(amax) ? (float)(amax / kFp8Max) : 1.0f;
+}
+
+/// The weight's per-tensor fp8 scale amax(|W|) / 448 and W / scale in
+/// E4M3FN (round to nearest even; nothing saturates, |W / scale| <= 448).
+Tensor quantizeWeightFp8(const Tensor &w, float &scale) {
+  Tensor wf = w.dtype() == DType::F32 ? w : w.castTo(DType::F32);
+  const float *p = wf.data<float>();
+  float amax = 0.0f;
+  for (int64_t i = 0; i < wf.numElements(); ++i)
+    amax = std::max(amax, std::fabs(p[i]));
+  scale = fp8Scale(0, amax);
+  Tensor q(DType::F8E4M3, w.shape());
+  uint8_t *out = q.mutableData<uint8_t>();
+  for (int64_t i = 0; i < wf.numElements(); ++i)
+    out[i] = floatToFloat8E4M3(p[i] / scale);
+  return q;
+}
 
 /// Rewrites the candidate `op` of `func` by `scheme`; returns the value
 /// that replaces its result (Form W keeps the matmul, with a dequantized
 /// weight), or null with `error`.
 Value rewriteLayer(func::FuncOp func, Operation *op, const Scheme &scheme, Layer &layer,
                    bool record, std::string &error) {
+  if (scheme.fp8)
+    return rewriteToFp8(op, layer.act.scale, record ? &layer : nullptr);
   if (!scheme.weightOnly())
     return rewriteToInt8(op, layer.act, record ? &layer : nullptr);
   Value result = op->getResult(0);
@@ -235,6 +268,33 @@ Value rewriteToInt8(Operation *op, const AffineU8 &act, Layer *layer) {
     Tensor bias = constantTensor(conv.getBias())->castTo(DType::F32).reshaped(perChannel);
     y = AddOp::create(b, loc, y, constantOf(b, loc, bias));
   }
+  op->getResult(0).replaceAllUsesWith(y);
+  op->erase();
+  return y;
+}
+
+/// Rewrites the matmul `op` (a candidate) into Form F8, TensorRT's explicit
+/// fp8: matmul(dequantize_linear(quantize_linear(x, sx) -> f8E4M3FN, sx),
+/// dequantize_linear(W8 f8E4M3FN constant, sw)), both scales per tensor
+/// (sx from calibration, sw = amax(W) / 448). Returns the new matmul.
+Value rewriteToFp8(Operation *op, float inputScale, Layer *layer) {
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  auto mm = cast<MatMulOp>(op);
+  Value x = mm.getLhs();
+  Value sx = constantOf(b, loc, Tensor::scalar(DType::F32, inputScale));
+  // The zero point (0) gives quantize_linear its f8 result type.
+  Value zx = constantOf(b, loc, Tensor::scalar(DType::F8E4M3, 0));
+  Value xq = QuantizeLinearOp::create(b, loc, x, sx, zx, 1, true);
+  Value xd = DequantizeLinearOp::create(b, loc, xq, sx, Value(), 1, 0);
+  float sw = 1.0f;
+  Tensor wq = quantizeWeightFp8(*constantTensor(mm.getRhs()), sw);
+  if (layer)
+    layer->weightScaleMin = layer->weightScaleMax = sw;
+  Value wd =
+      DequantizeLinearOp::create(b, loc, constantOf(b, loc, wq),
+                                 constantOf(b, loc, Tensor::scalar(DType::F32, sw)), Value(), 1, 0);
+  Value y = MatMulOp::create(b, loc, xd, wd);
   op->getResult(0).replaceAllUsesWith(y);
   op->erase();
   return y;
@@ -363,8 +423,10 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     Scheme scheme;
     if (mode == "w8a16" || mode == "w4a16")
       scheme.weightBits = mode == "w8a16" ? 8 : 4;
+    else if (mode == "fp8")
+      scheme.fp8 = true;
     else if (mode != "int8") {
-      func.emitError("sluice-quantize: unknown mode '") << mode << "' (int8, w8a16, w4a16)";
+      func.emitError("sluice-quantize: unknown mode '") << mode << "' (int8, fp8, w8a16, w4a16)";
       return signalPassFailure();
     }
     auto calMethod = parseMethod(method);
@@ -400,8 +462,10 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
       return;
     }
     if (calibration.empty()) {
-      func.emitError("--quantize=int8 needs --calibration=DIR: activation scales come from "
-                     "running sample inputs (NAME.npy per model input) through the model");
+      func.emitError("--quantize=")
+          << mode
+          << " needs --calibration=DIR: activation scales come from "
+             "running sample inputs (NAME.npy per model input) through the model";
       return signalPassFailure();
     }
     if (func->hasAttr("sluice.quantization") ||
@@ -431,9 +495,9 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
 
     std::vector<Operation *> ops = candidates(func, scheme);
     if (ops.empty()) {
-      func.emitError("--quantize=")
-          << mode << ": the model has no float GEMM"
-          << (scheme.weightOnly() ? "" : " or convolution") << " with constant weights to quantize";
+      func.emitError("--quantize=") << mode << ": the model has no float GEMM"
+                                    << (scheme.weightOnly() || scheme.fp8 ? "" : " or convolution")
+                                    << " with constant weights to quantize";
       return signalPassFailure();
     }
     std::vector<Layer> layers(ops.size());
@@ -476,7 +540,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     for (size_t i = 0; i < live.size(); ++i) {
       if (layers[i].kept) {
         if (!scheme.weightOnly())
-          quantizeWeightScalesFor(live[i], layers[i]);
+          quantizeWeightScalesFor(live[i], layers[i], scheme);
         continue;
       }
       std::string error;
@@ -492,7 +556,13 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
 
   /// For a layer the guard kept in float, the scales it would have had
   /// (the report lists them).
-  void quantizeWeightScalesFor(Operation *op, Layer &layer) {
+  void quantizeWeightScalesFor(Operation *op, Layer &layer, const Scheme &scheme) {
+    if (scheme.fp8) {
+      float sw = 1.0f;
+      quantizeWeightFp8(*constantTensor(op->getOperand(1)), sw);
+      layer.weightScaleMin = layer.weightScaleMax = sw;
+      return;
+    }
     std::vector<float> sw;
     quantizeWeight(*constantTensor(op->getOperand(1)), isa<ConvOp>(op) ? 0 : 1, sw);
     if (!sw.empty()) {
@@ -564,6 +634,9 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     for (Layer &layer : layers) {
       std::tie(layer.lo, layer.hi) = chooseRange(layer.stats, calMethod, percentile);
       layer.act = affineU8(layer.lo, layer.hi);
+      // fp8: symmetric, per tensor, amax onto E4M3's 448 (TensorRT's).
+      if (guard.scheme.fp8)
+        layer.act = AffineU8{fp8Scale(layer.lo, layer.hi), 0};
     }
     note("calibrated " + std::to_string(layers.size()) + " layers on " +
          std::to_string(guard.sets.size()) + " sets in " +
@@ -771,8 +844,8 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     llvm::json::OStream json(file, 2);
     json.object([&] {
       json.attribute("version", kCacheVersion);
-      json.attribute("what", "sluice-compile --quantize=int8 calibration table (delete to "
-                             "recalibrate)");
+      json.attribute("what", "sluice-compile --quantize=" + mode +
+                                 " calibration table (delete to recalibrate)");
       json.attribute("key", key);
       json.attribute("method", method);
       json.attribute("budget", (double)budget);

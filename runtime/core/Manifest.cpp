@@ -28,7 +28,7 @@ size_t dtypeBytes(const std::string &name) {
   } kTable[] = {{"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2},
                 {"int8", 1},    {"int16", 2},   {"int32", 4},   {"int64", 8},
                 {"uint8", 1},   {"uint16", 2},  {"uint32", 4},  {"uint64", 8},
-                {"bool", 1}};
+                {"bool", 1},    {"float8_e4m3fn", 1}};
   for (const auto &entry : kTable)
     if (name == entry.name)
       return entry.bytes;

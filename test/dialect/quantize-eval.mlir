@@ -37,3 +37,30 @@ func.func @blocked_uint4_last_axis() -> tensor<2x4xui4> {
   %q = sluice.quantize_linear %x, %s, %z {axis = 1 : i64, block_size = 3 : i64} : (tensor<2x4xf32>, tensor<2x2xf32>, tensor<2x2xui4>) -> tensor<2x4xui4>
   return %q : tensor<2x4xui4>
 }
+
+// -----
+
+// fp8 (f8E4M3FN, Form F8): quantize_linear rounds x / scale to the nearest
+// E4M3 value, ties to even (34 lies halfway between 32 and 36: 32), and
+// saturates at 448 (2000 -> 448); dequantize_linear multiplies back; a cast
+// with saturate = false gives NaN (0x7F) out of range, 1.0625 rounds to 1.
+// CHECK-LABEL: func @fp8_scalars
+// CHECK-DAG: %[[Q:.+]] = sluice.constant dense<3.200000e+01> : tensor<f8E4M3FN>
+// CHECK-DAG: %[[SAT:.+]] = sluice.constant dense<4.480000e+02> : tensor<f8E4M3FN>
+// CHECK-DAG: %[[D:.+]] = sluice.constant dense<1.600000e+01> : tensor<f32>
+// CHECK-DAG: %[[NAN:.+]] = sluice.constant dense<0x7F> : tensor<f8E4M3FN>
+// CHECK-DAG: %[[ONE:.+]] = sluice.constant dense<1.000000e+00> : tensor<f8E4M3FN>
+// CHECK: return %[[Q]], %[[SAT]], %[[D]], %[[NAN]], %[[ONE]]
+func.func @fp8_scalars() -> (tensor<f8E4M3FN>, tensor<f8E4M3FN>, tensor<f32>, tensor<f8E4M3FN>, tensor<f8E4M3FN>) {
+  %x = sluice.constant dense<17.0> : tensor<f32>
+  %big = sluice.constant dense<1000.0> : tensor<f32>
+  %s = sluice.constant dense<0.5> : tensor<f32>
+  %z = sluice.constant dense<0.0> : tensor<f8E4M3FN>
+  %q = sluice.quantize_linear %x, %s, %z : (tensor<f32>, tensor<f32>, tensor<f8E4M3FN>) -> tensor<f8E4M3FN>
+  %sat = sluice.quantize_linear %big, %s, %z : (tensor<f32>, tensor<f32>, tensor<f8E4M3FN>) -> tensor<f8E4M3FN>
+  %d = sluice.dequantize_linear %q, %s : (tensor<f8E4M3FN>, tensor<f32>) -> tensor<f32>
+  %nan = sluice.cast %big {saturate = false} : tensor<f32> -> tensor<f8E4M3FN>
+  %v = sluice.constant dense<1.0625> : tensor<f32>
+  %one = sluice.cast %v : tensor<f32> -> tensor<f8E4M3FN>
+  return %q, %sat, %d, %nan, %one : tensor<f8E4M3FN>, tensor<f8E4M3FN>, tensor<f32>, tensor<f8E4M3FN>, tensor<f8E4M3FN>
+}

@@ -105,6 +105,32 @@ def check_compute(report, compute):
     return problems
 
 
+def check_layers(report, precision):
+    """Problems with the rule: quantization.layers lists the quantized GEMMs,
+    each in `precision` or kept in float by the guard (a "reason"), at least
+    one in `precision`. For modes a target emulates (fp8 on the cpu), whose
+    launches compute in f32, the layers say what the arithmetic means."""
+    layers = (report.get("quantization") or {}).get("layers") or []
+    if not layers:
+        return ["the report's quantization lists no layer"]
+    problems = []
+    for layer in layers:
+        got = layer.get("precision")
+        if got != precision and "reason" not in layer:
+            problems.append(f"layer {layer.get('node')}: precision {got}, not {precision}, "
+                            "and no reason the guard kept it")
+    if not any(layer.get("precision") == precision for layer in layers):
+        problems.append(f"no layer in {precision}")
+    return problems
+
+
+def check_remark(report, text):
+    """A problem when no remark of the report contains `text`."""
+    if any(text in r for r in report.get("remarks", [])):
+        return []
+    return [f"no remark says {text!r}"]
+
+
 def top1(logits, labels):
     """(correct count, top-1 in percent, predictions)."""
     predictions = np.argmax(logits, axis=1)
@@ -238,7 +264,7 @@ def main_check(args):
             weights_ratio = report["weights_bytes"] / json.load(f)["weights_bytes"]
 
     compute = args.require_compute or ("int8" if args.require_int8 else None)
-    steps = gemm_steps(report, compute or "int8")
+    steps = gemm_steps(report, compute or args.require_layers or "int8")
     print()
     print("| model | flags | sluice top-1 | ORT top-1 (manifest / now) | fp32 top-1 | "
           "drop | agrees with ORT |")
@@ -265,6 +291,10 @@ def main_check(args):
     problems = judge(bundle_top1, fp32_top1, model_ort_top1, args.max_drop, args.match_ort)
     if compute:
         problems += check_compute(report, compute)
+    if args.require_layers:
+        problems += check_layers(report, args.require_layers)
+    if args.require_remark:
+        problems += check_remark(report, args.require_remark)
     if weights_ratio is not None and weights_ratio > args.max_weights_ratio:
         problems.append(f"weights are {weights_ratio:.2f}x the fp32 bundle's, more than "
                         f"--max-weights-ratio={args.max_weights_ratio}")
@@ -407,6 +437,20 @@ def self_test():
     expect("--require-compute=int4w", check_compute(w4, "int4w"), [])
     expect("int4w is not int8", check_compute(w4, "int8"), ["computes in int4w"])
 
+    fp8 = {"quantization": {"layers": [{"node": "/fc1/Gemm", "precision": "fp8"},
+                                       {"node": "/fc2/Gemm", "precision": "f32",
+                                        "reason": "kept in f32 by the accuracy guard"}]},
+           "remarks": ["--quantize=fp8: fp8 emulated on cpu (...)"]}
+    expect("fp8 layers, one kept", check_layers(fp8, "fp8"), [])
+    expect("the remark", check_remark(fp8, "fp8 emulated on cpu"), [])
+    expect("no such remark", check_remark({"remarks": []}, "fp8 emulated"), ["no remark says"])
+    unkept = json.loads(json.dumps(fp8))
+    del unkept["quantization"]["layers"][1]["reason"]
+    expect("an f32 layer without a reason", check_layers(unkept, "fp8"), ["/fc2/Gemm"])
+    expect("int8 layers are not fp8", check_layers(int8 | {"quantization": {"layers": [
+        {"node": "/fc1/Gemm", "precision": "int8"}]}}, "fp8"), ["no layer in fp8"])
+    expect("no layers", check_layers({}, "fp8"), ["lists no layer"])
+
     expect("within both bounds", judge(97.5, 98.0, 97.0, 1.0, 1.0), [])
     expect("better than fp32", judge(99.0, 98.0, 99.0, 0.0, 0.0), [])
     expect("drop too large", judge(96.5, 98.0, 96.5, 1.0, 1.0), ["below fp32"])
@@ -446,6 +490,9 @@ def main():
                     help="at least this many pruning groups spared by the guard")
     ap.add_argument("--min-sparse-gemms", type=int,
                     help="the report's sparsity.gemms_2_4 at least this")
+    ap.add_argument("--require-layers", help="every entry of the report's "
+                    "quantization.layers in this precision (fp8) or kept by the guard")
+    ap.add_argument("--require-remark", help="a remark of the report contains this text")
     ap.add_argument("--max-weights-ratio", type=float,
                     help="weights_bytes at most this times the fp32 bundle's")
     ap.add_argument("--expect-compile-error", help="the compile must fail with this text")

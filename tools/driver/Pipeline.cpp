@@ -115,9 +115,9 @@ void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
   FoldConstantsPassOptions fold;
   fold.foldDequantize = true;
   pm.addNestedPass<func::FuncOp>(sluice::createFoldConstantsPass(fold));
-  // Calibrated int8 on the f32 graph, before any precision conversion
+  // Calibrated int8 / fp8 on the f32 graph, before any precision conversion
   // (which then narrows what stays float).
-  if (options.quantize == "int8") {
+  if (options.quantize == "int8" || options.quantize == "fp8") {
     pm.addPass(sluice::createQuantizePass(quantizeOptions(options)));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());

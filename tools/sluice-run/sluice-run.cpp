@@ -508,7 +508,7 @@ const std::pair<const char *, sluice::DType> kNumpyDTypes[] = {
     {"int32", sluice::DType::I32},   {"int64", sluice::DType::I64},
     {"uint8", sluice::DType::U8},    {"uint16", sluice::DType::U16},
     {"uint32", sluice::DType::U32},  {"uint64", sluice::DType::U64},
-    {"bool", sluice::DType::Bool}};
+    {"bool", sluice::DType::Bool},   {"float8_e4m3fn", sluice::DType::F8E4M3}};
 
 std::optional<sluice::DType> dtypeFromNumpy(const std::string &name) {
   for (const auto &entry : kNumpyDTypes)

@@ -210,6 +210,16 @@ LogicalResult emitQuantizeLinear(CpuOpContext &ctx) {
   if (failed(layout))
     return failure();
   Type rt = elementOf(q.getOutput());
+  if (isa<Float8E4M3FNType>(rt)) {
+    std::string zero = q.getZeroPoint() ? ctx.in[2] : "(const sluice_f8e4m3 *)nullptr";
+    ctx.include("sluice_gen/cpu_nn.h");
+    ctx.code.line("{0};", cCall("sluice_quantize_f8",
+                                {"args->num_threads", decimal(numElements(shapeOf(q.getInput()))),
+                                 decimal(layout->first), decimal(layout->second),
+                                 q.getSaturate() ? "true" : "false", ctx.in[0], ctx.in[1], zero,
+                                 ctx.out[0]}));
+    return success();
+  }
   unsigned width = rt.getIntOrFloatBitWidth();
   bool isUnsigned = rt.isUnsignedInteger();
   double lo, hi;
@@ -239,9 +249,12 @@ LogicalResult emitDequantizeLinear(CpuOpContext &ctx) {
   auto layout = paramLayout(ctx.op, dq.getInput(), dq.getScale(), dq.getAxis());
   if (failed(layout))
     return failure();
-  std::string zero = dq.getZeroPoint() ? ctx.in[2] : "(const int64_t *)nullptr";
+  bool fp8 = isa<Float8E4M3FNType>(elementOf(dq.getInput()));
+  std::string zero = dq.getZeroPoint() ? ctx.in[2]
+                     : fp8             ? "(const sluice_f8e4m3 *)nullptr"
+                                       : "(const int64_t *)nullptr";
   ctx.include("sluice_gen/cpu_nn.h");
-  ctx.code.line("{0};", cCall("sluice_dequantize",
+  ctx.code.line("{0};", cCall(fp8 ? "sluice_dequantize_f8" : "sluice_dequantize",
                               {"args->num_threads", decimal(numElements(shapeOf(dq.getInput()))),
                                decimal(layout->first), decimal(layout->second), ctx.in[0],
                                ctx.in[1], zero, ctx.out[0]}));

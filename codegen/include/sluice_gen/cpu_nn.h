@@ -340,6 +340,36 @@ static inline void sluice_dequantize(int threads, int64_t count, int64_t inner, 
   }
 }
 
+/// fp8 (E4M3FN) results: x / scale in fp32 (+ the zero point, 0), rounded
+/// to the nearest E4M3 value; beyond 448 saturated, or NaN unless
+/// `saturate` (the evaluator's quantize_linear to f8E4M3FN).
+template <typename X, typename S>
+static inline void sluice_quantize_f8(int threads, int64_t count, int64_t inner, int64_t params,
+                                      bool saturate, const X *x, const S *scale,
+                                      const sluice_f8e4m3 *zero, sluice_f8e4m3 *out) {
+#pragma omp parallel for num_threads(threads) if (count > 32768)
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t p = params == 1 ? 0 : (i / inner) % params;
+    float v = (float)sluice_load(x[i]) / (float)sluice_load(scale[p]);
+    if (zero)
+      v += sluice_load(zero[p]);
+    out[i] = sluice_to_f8e4m3(v, saturate);
+  }
+}
+
+/// y = (x - zero) * scale in fp32 for fp8 (E4M3FN) inputs.
+template <typename S, typename O>
+static inline void sluice_dequantize_f8(int threads, int64_t count, int64_t inner, int64_t params,
+                                        const sluice_f8e4m3 *x, const S *scale,
+                                        const sluice_f8e4m3 *zero, O *out) {
+#pragma omp parallel for num_threads(threads) if (count > 32768)
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t p = params == 1 ? 0 : (i / inner) % params;
+    const float z = zero ? sluice_load(zero[p]) : 0.0f;
+    out[i] = SLUICE_STORE(O, (sluice_load(x[i]) - z) * (float)sluice_load(scale[p]));
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Integer matmul, determinant, einsum, max unpooling
 //===----------------------------------------------------------------------===//

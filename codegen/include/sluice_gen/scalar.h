@@ -102,6 +102,50 @@ SLUICE_HD sluice_f16 sluice_to_f16(float f) {
   return r;
 }
 
+/// ONNX FLOAT8E4M3FN storage (fp8 quantization, Form F8): sign, 4 exponent
+/// bits (bias 7), 3 mantissa bits; no infinities, NaN 0x7f / 0xff, largest
+/// finite 448. Arithmetic happens in float.
+struct sluice_f8e4m3 { uint8_t bits; };
+
+SLUICE_HD float sluice_load(sluice_f8e4m3 v) {
+  int exponent = (v.bits >> 3) & 0xf, mantissa = v.bits & 0x7;
+  float magnitude = (v.bits & 0x7f) == 0x7f ? NAN
+                    : exponent == 0         ? ldexpf((float)mantissa, -9)
+                                            : ldexpf((float)(8 + mantissa), exponent - 10);
+  return (v.bits & 0x80) ? -magnitude : magnitude;
+}
+/// float -> E4M3FN as ONNX Cast / QuantizeLinear (and the evaluator's
+/// floatToFloat8E4M3): round to nearest even; beyond 464 (the tie between
+/// 448 and the NaN code) +-448 when `saturate`, else NaN; NaN stays NaN.
+/// E4M3's codes grow with the value, so the code is the count of ulps from
+/// zero (ulp 2^-9 below 2^-6, else 2^(e-3)), carries included.
+SLUICE_HD uint8_t sluice_f8e4m3_bits(float f, bool saturate) {
+  uint8_t sign = signbit(f) ? 0x80 : 0;
+  float a = fabsf(f);
+  if (a != a)
+    return sign | 0x7f;
+  if (a > 464.0f)
+    return sign | (saturate ? 0x7e : 0x7f);
+  if (a < 0.015625f)
+    return sign | (uint8_t)nearbyintf(ldexpf(a, 9));
+  int exponent;
+  frexpf(a, &exponent);
+  int e = exponent - 1;
+  int steps = (int)nearbyintf(ldexpf(a, 3 - e));
+  return sign | (uint8_t)(((e + 7) << 3) + (steps - 8));
+}
+SLUICE_HD sluice_f8e4m3 sluice_to_f8e4m3(float f, bool saturate = true) {
+  sluice_f8e4m3 r;
+  r.bits = sluice_f8e4m3_bits(f, saturate);
+  return r;
+}
+/// `f` rounded to the nearest E4M3FN value, as a float: the value of a cast
+/// or quantize_linear to fp8 inside a fused expression (storing it again is
+/// exact).
+SLUICE_HD float sl_f8e4m3_round(float f, bool saturate) {
+  return sluice_load(sluice_to_f8e4m3(f, saturate));
+}
+
 /// Stores a computed value into a storage type.
 template <typename T> struct sluice_store_t {
   template <typename V> SLUICE_HD static T apply(V v) { return (T)v; }
@@ -111,6 +155,11 @@ template <> struct sluice_store_t<sluice_f16> {
 };
 template <> struct sluice_store_t<sluice_bf16> {
   template <typename V> SLUICE_HD static sluice_bf16 apply(V v) { return sluice_to_bf16((float)v); }
+};
+template <> struct sluice_store_t<sluice_f8e4m3> {
+  template <typename V> SLUICE_HD static sluice_f8e4m3 apply(V v) {
+    return sluice_to_f8e4m3((float)v);
+  }
 };
 template <> struct sluice_store_t<bool> {
   template <typename V> SLUICE_HD static bool apply(V v) { return v != 0; }
