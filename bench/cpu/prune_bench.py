@@ -16,8 +16,14 @@ that lets every layer be pruned as requested (--accuracy-budget, default
 1e9); the digits tests (test/prune) measure accuracy on a real task. A
 program, not a test: nothing asserts timings.
 
-  .venv/bin/python bench/cpu/prune_bench.py [--threads T] [--iters N]
-        [--heads F] [--ffn F] [--with-int8] [--bin build/bin] [--out build/bench]
+  .venv/bin/python bench/cpu/prune_bench.py [--threads T] [--iters N] [--rounds R]
+        [--heads F] [--ffn F] [--with-int8] [--reuse] [--bin build/bin] [--out build/bench]
+
+The variants are timed in R alternating rounds (fp32, pruned, ..., fp32,
+pruned, ...) and each one's median over its rounds is reported, so that a
+machine that gets busier or quieter during the run does not favour one.
+`--reuse` keeps bundles a previous run compiled with the same flags (the
+pruned compile runs the guard's 24 trials on BERT-base: minutes).
 """
 
 import argparse
@@ -34,11 +40,30 @@ import bench_cpu as bc  # noqa: E402
 from quant_bench import make_calibration, rel_l2, run_outputs, time_ort_model  # noqa: E402
 
 
+def reused(p, label, extra):
+    """The bundle an earlier run compiled for `label` with the same flags,
+    as compile_sluice describes one; None when there is none."""
+    bundle = os.path.join(p["folder"], f"{label}.sluice")
+    try:
+        with open(os.path.join(bundle, "bench-flags.json")) as f:
+            if json.load(f) != extra:
+                return None
+        with open(os.path.join(p["folder"], f"{label}.report.json")) as f:
+            json.load(f)
+    except (OSError, ValueError):
+        return None
+    bc.log(f"bert: reusing {bundle}")
+    return dict(ok=True, bundle=bundle)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse bundles compiled by an earlier run with the same flags")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--heads", type=float, default=0.25)
     ap.add_argument("--ffn", type=float, default=0.4)
@@ -64,15 +89,25 @@ def main():
     common = argparse.Namespace(bin=args.bin, compile_timeout=7200, run_timeout=3600,
                                 iters=args.iters, warmup=args.warmup, threads=args.threads,
                                 rtol=1e9, atol=1e9)
-    rows, outputs = [], {}
+    rows, outputs, compiled = [], {}, []
     for label, extra in variants:
         common.label, common.compile_arg = label, extra
-        comp = bc.compile_sluice("bert", args.out, stamp, common)
+        comp = reused(p, label, extra) if args.reuse else None
+        comp = comp or bc.compile_sluice("bert", args.out, stamp, common)
         if not comp["ok"]:
             bc.log(f"sluice {label}: {comp['status']}")
             rows.append((f"Sluice {label}", None, label, comp["status"]))
             continue
-        timing = bc.time_sluice("bert", args.out, stamp, comp, common)
+        with open(os.path.join(comp["bundle"], "bench-flags.json"), "w") as f:
+            json.dump(extra, f)
+        compiled.append((label, comp))
+    medians = {label: [] for label, _ in compiled}
+    for r in range(args.rounds):
+        for label, comp in compiled:
+            timing = bc.time_sluice("bert", args.out, stamp, comp, common)
+            if timing.get("median_ms"):
+                medians[label].append(timing["median_ms"])
+    for label, comp in compiled:
         outputs[label] = run_outputs(args.bin, comp["bundle"], p["inputs"], names,
                                      os.path.join(p["folder"], f"{label}.outputs"), args.threads)
         report = json.load(open(os.path.join(p["folder"], f"{label}.report.json")))
@@ -87,7 +122,9 @@ def main():
             note += "; kept " + ", ".join(f"{k} {a}/{b}" for k, (a, b) in sorted(kinds.items()))
             note += (f"; params {pr['params_after'] / pr['params_before']:.2f}x, "
                      f"FLOPs {pr['flops_after'] / pr['flops_before']:.2f}x")
-        rows.append((f"Sluice {label}", timing.get("median_ms"), label, note))
+        ms = sorted(medians[label])[len(medians[label]) // 2] if medians[label] else None
+        note += "; rounds " + ", ".join(f"{m:.1f}" for m in medians[label]) + " ms"
+        rows.append((f"Sluice {label}", ms, label, note))
 
     if not args.skip_ort:
         import onnxruntime as ort
@@ -97,8 +134,8 @@ def main():
     base = next((r[1] for r in rows if r[2] == "fp32" and r[1]), None)
     print()
     print(f"BERT-base-sized encoder (seq 128, batch 1), {args.threads} threads, "
-          f"median of {args.iters} runs after {args.warmup} warm-up; pruning heads={args.heads}, "
-          f"ffn={args.ffn}")
+          f"median over {args.rounds} alternating rounds of the median of {args.iters} runs "
+          f"after {args.warmup} warm-up; pruning heads={args.heads}, ffn={args.ffn}")
     print("| variant | median ms | speed-up vs Sluice fp32 | rel L2 vs dense (last_hidden_state / pooled) | notes |")
     print("|---|---|---|---|---|")
     for name, ms, key, note in rows:
