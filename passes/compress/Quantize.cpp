@@ -29,6 +29,7 @@
 
 #include "passes/Passes.h"
 #include "passes/compress/Calibration.h"
+#include "passes/compress/CompressGuard.h"
 #include "passes/compress/QuantizeWeights.h"
 
 #include "lib/reference/Evaluator.h"
@@ -86,21 +87,13 @@ struct Layer {
   double lo = 0, hi = 0;
   AffineU8 act;
   float weightScaleMin = 0, weightScaleMax = 0;
-  ErrorSum localError;      ///< its output in the quantized model vs float
-  double sensitivity = -1;  ///< max output error with only it quantized
-  bool kept = false;        ///< left in float by the guard
+  ErrorSum localError;     ///< its output in the quantized model vs float
+  double sensitivity = -1; ///< max output error with only it quantized
+  bool kept = false;       ///< left in float by the guard
 };
 
 /// The constant tensor behind `v`, if it is one.
-std::optional<Tensor> constantTensor(Value v) {
-  Attribute attr;
-  if (!matchPattern(v, m_Constant(&attr)))
-    return std::nullopt;
-  auto t = tensorFromAttr(attr);
-  if (failed(t))
-    return std::nullopt;
-  return *t;
-}
+using compress::constantTensor;
 
 bool isFloat32Tensor(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
@@ -119,9 +112,8 @@ std::vector<Operation *> candidates(func::FuncOp func, const Scheme &scheme) {
       if (auto mm = dyn_cast<MatMulOp>(op)) {
         auto a = dyn_cast<RankedTensorType>(mm.getLhs().getType());
         auto w = dyn_cast<RankedTensorType>(mm.getRhs().getType());
-        if (a && w && a.getRank() >= 2 && w.getRank() == 2 &&
-            isa<FloatType>(w.getElementType()) && matchPattern(mm.getRhs(), m_Constant()) &&
-            !matchPattern(mm.getLhs(), m_Constant()))
+        if (a && w && a.getRank() >= 2 && w.getRank() == 2 && isa<FloatType>(w.getElementType()) &&
+            matchPattern(mm.getRhs(), m_Constant()) && !matchPattern(mm.getLhs(), m_Constant()))
           ops.push_back(&op);
       }
       continue;
@@ -219,8 +211,8 @@ Value rewriteLayer(func::FuncOp func, Operation *op, const Scheme &scheme, Layer
   if (!scheme.weightOnly())
     return rewriteToInt8(op, layer.act, record ? &layer : nullptr);
   Value result = op->getResult(0);
-  if (failed(quantizeWeightsOnly(func, scheme.weightBits, scheme.group,
-                                 [&](Operation *o) { return o == op; }, error)))
+  if (failed(quantizeWeightsOnly(
+          func, scheme.weightBits, scheme.group, [&](Operation *o) { return o == op; }, error)))
     return nullptr;
   return result;
 }
@@ -313,11 +305,10 @@ struct Guard {
   /// Evaluates a copy of the function with the layers `quantize` says
   /// quantized; per-output errors against the float outputs in `errors`.
   /// `observe(index, value, tensor)` sees each quantized layer's output.
-  LogicalResult evaluateQuantized(const std::vector<Layer> &layers,
-                                  llvm::function_ref<bool(size_t)> quantize,
-                                  std::vector<double> &errors,
-                                  llvm::function_ref<void(size_t, size_t, const Tensor &)> observe =
-                                      nullptr) {
+  LogicalResult
+  evaluateQuantized(const std::vector<Layer> &layers, llvm::function_ref<bool(size_t)> quantize,
+                    std::vector<double> &errors,
+                    llvm::function_ref<void(size_t, size_t, const Tensor &)> observe = nullptr) {
     OwningOpRef<func::FuncOp> copy(func.clone());
     std::vector<Operation *> ops = candidates(*copy, scheme);
     llvm::DenseMap<Value, size_t> layerOf;
@@ -353,20 +344,8 @@ struct Guard {
   }
 };
 
-double maxOf(const std::vector<double> &v) {
-  double m = 0;
-  for (double x : v)
-    m = std::max(m, x);
-  return m;
-}
-
-std::string fixed(double v, int digits = 4) {
-  if (!std::isfinite(v))
-    return "inf";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
+using compress::fixed;
+using compress::maxOf;
 
 /// A stable digest of the function (its IR with weights elided, and every
 /// constant's bytes) and of the calibration files' bytes: the cache key.
@@ -387,8 +366,8 @@ std::string digest(func::FuncOp func, const std::vector<CalibrationSet> &sets,
   for (const CalibrationSet &set : sets)
     for (const RuntimeValue &v : set.inputs)
       if (v.isTensor())
-        sha.update(llvm::ArrayRef<uint8_t>((const uint8_t *)v.tensor().rawData(),
-                                           v.tensor().byteSize()));
+        sha.update(
+            llvm::ArrayRef<uint8_t>((const uint8_t *)v.tensor().rawData(), v.tensor().byteSize()));
   sha.update(settings);
   return llvm::toHex(sha.final(), true);
 }
@@ -409,8 +388,8 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
       // function, as sluice-quantize-weights does (IR written by hand).
       std::string error;
       for (auto f : llvm::to_vector(module.getOps<func::FuncOp>()))
-        if (failed(quantizeWeightsOnly(f, mode == "w8a16" ? 8 : 4, 128,
-                                       [](Operation *) { return true; }, error))) {
+        if (failed(quantizeWeightsOnly(
+                f, mode == "w8a16" ? 8 : 4, 128, [](Operation *) { return true; }, error))) {
           f.emitError(error);
           return signalPassFailure();
         }
@@ -453,8 +432,8 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
         layers.push_back(std::move(layer));
       }
       std::string error;
-      if (failed(quantizeWeightsOnly(func, scheme.weightBits, scheme.group,
-                                     [](Operation *) { return true; }, error))) {
+      if (failed(quantizeWeightsOnly(
+              func, scheme.weightBits, scheme.group, [](Operation *) { return true; }, error))) {
         func.emitError(error);
         return signalPassFailure();
       }
@@ -468,8 +447,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
              "running sample inputs (NAME.npy per model input) through the model";
       return signalPassFailure();
     }
-    if (func->hasAttr("sluice.quantization") ||
-        !func.getBody().getOps<KernelOp>().empty()) {
+    if (func->hasAttr("sluice.quantization") || !func.getBody().getOps<KernelOp>().empty()) {
       func.emitError("sluice-quantize: the function is already quantized or fused");
       return signalPassFailure();
     }
@@ -640,8 +618,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     }
     note("calibrated " + std::to_string(layers.size()) + " layers on " +
          std::to_string(guard.sets.size()) + " sets in " +
-         fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-               1) +
+         fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1) +
          " s");
     return success();
   }
@@ -649,8 +626,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
   /// Every layer quantized; while an output misses the budget, the most
   /// sensitive remaining layer back in float. Fails with the table when no
   /// quantized layer meets the budget.
-  LogicalResult runGuard(std::vector<Layer> &layers, Guard &guard,
-                         std::vector<double> &errors) {
+  LogicalResult runGuard(std::vector<Layer> &layers, Guard &guard, std::vector<double> &errors) {
     for (Layer &l : layers) {
       l.kept = false;
       l.localError = ErrorSum();
@@ -675,7 +651,8 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
           return failure();
       }
     }
-    note("measuring the " + std::string(guard.scheme.precision()) + " model on " + std::to_string(guard.sets.size()) + " sets");
+    note("measuring the " + std::string(guard.scheme.precision()) + " model on " +
+         std::to_string(guard.sets.size()) + " sets");
     if (failed(guard.evaluateQuantized(
             layers, [](size_t) { return true; }, errors,
             [&](size_t i, size_t s, const Tensor &t) {
@@ -689,7 +666,8 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     // Sensitivity: each layer alone quantized.
     for (size_t i = 0; i < layers.size(); ++i) {
       std::vector<double> alone;
-      if (failed(guard.evaluateQuantized(layers, [&](size_t j) { return j == i; }, alone)))
+      if (failed(guard.evaluateQuantized(
+              layers, [&](size_t j) { return j == i; }, alone)))
         return failure();
       layers[i].sensitivity = maxOf(alone);
       note("sensitivity " + std::to_string(i + 1) + "/" + std::to_string(layers.size()) + " " +
@@ -714,8 +692,8 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     std::string table;
     llvm::raw_string_ostream os(table);
     os << "--accuracy-budget=" << fixed(budget) << " cannot hold with any layer in "
-       << guard.scheme.precision() << " (relative L2 error of the outputs on "
-       << guard.sets.size() << " calibration sets); per layer, the output error with it "
+       << guard.scheme.precision() << " (relative L2 error of the outputs on " << guard.sets.size()
+       << " calibration sets); per layer, the output error with it "
           "alone quantized:\n";
     for (size_t i : order)
       os << "  " << layers[i].opName << " node '" << layers[i].node
@@ -736,9 +714,9 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     top.push_back(b.getNamedAttr("method", b.getStringAttr(methodName(calMethod))));
     top.push_back(b.getNamedAttr("budget", b.getF64FloatAttr(budget)));
     top.push_back(b.getNamedAttr("calibration_sets", b.getI64IntegerAttr(guard.sets.size())));
-    top.push_back(b.getNamedAttr(
-        "calibration",
-        b.getStringAttr(guard.sets.empty() ? "none" : cached ? "cache" : "measured")));
+    top.push_back(b.getNamedAttr("calibration", b.getStringAttr(guard.sets.empty() ? "none"
+                                                                : cached           ? "cache"
+                                                                                   : "measured")));
     if (smoothQuant >= 0)
       top.push_back(b.getNamedAttr("smooth_quant", b.getF64FloatAttr(smoothQuant)));
     SmallVector<Attribute> outs;
@@ -756,19 +734,20 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
       SmallVector<NamedAttribute> e;
       e.push_back(b.getNamedAttr("node", b.getStringAttr(l.node)));
       e.push_back(b.getNamedAttr("op", b.getStringAttr(l.opName)));
-      e.push_back(b.getNamedAttr(
-          "precision", b.getStringAttr(l.kept ? "f32" : scheme.precision())));
+      e.push_back(
+          b.getNamedAttr("precision", b.getStringAttr(l.kept ? "f32" : scheme.precision())));
       if (!scheme.weightOnly()) {
         e.push_back(b.getNamedAttr("input_scale", b.getF64FloatAttr(l.act.scale)));
         e.push_back(b.getNamedAttr("input_zero_point", b.getI64IntegerAttr(l.act.zeroPoint)));
-        e.push_back(b.getNamedAttr("input_range", b.getArrayAttr({b.getF64FloatAttr(l.lo),
-                                                                   b.getF64FloatAttr(l.hi)})));
-        e.push_back(b.getNamedAttr("weight_scales",
-                                   b.getArrayAttr({b.getF64FloatAttr(l.weightScaleMin),
-                                                   b.getF64FloatAttr(l.weightScaleMax)})));
+        e.push_back(b.getNamedAttr(
+            "input_range", b.getArrayAttr({b.getF64FloatAttr(l.lo), b.getF64FloatAttr(l.hi)})));
+        e.push_back(
+            b.getNamedAttr("weight_scales", b.getArrayAttr({b.getF64FloatAttr(l.weightScaleMin),
+                                                            b.getF64FloatAttr(l.weightScaleMax)})));
       } else {
         e.push_back(b.getNamedAttr("weight_bits", b.getI64IntegerAttr(scheme.weightBits)));
-        e.push_back(b.getNamedAttr("group", b.getI64IntegerAttr(scheme.weightBits == 4 ? scheme.group : 0)));
+        e.push_back(b.getNamedAttr("group",
+                                   b.getI64IntegerAttr(scheme.weightBits == 4 ? scheme.group : 0)));
       }
       if (!guard.sets.empty())
         e.push_back(b.getNamedAttr("error", b.getF64FloatAttr(l.localError.value())));
