@@ -19,14 +19,13 @@ the onnx package has no float8 cases.
 Usage: check_onnx_float8_cases.py --bin BUILD/bin [--targets reference,cpu]
 """
 import argparse
-import inspect
 import os
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_onnx_int4_cases import write_case  # noqa: E402
+from check_onnx_int4_cases import capture_cases, write_case  # noqa: E402
 
 SKIPPED = 77
 
@@ -39,7 +38,6 @@ def wanted(name):
 def collect():
     """(node, inputs, outputs, name, kwargs) of every E4M3FN case."""
     import warnings  # noqa: PLC0415
-    captured = []
     # The cases overflow on purpose (values beyond float16's range), also
     # when the package's import runs them.
     with warnings.catch_warnings():
@@ -48,15 +46,7 @@ def collect():
         import onnx.backend.test.case.node.castlike as castlike  # noqa: PLC0415
         import onnx.backend.test.case.node.dequantizelinear as dq  # noqa: PLC0415
         import onnx.backend.test.case.node.quantizelinear as q  # noqa: PLC0415
-        for module in (cast, castlike, dq, q):
-            module.expect = lambda node, inputs, outputs, name, **kw: captured.append(
-                (node, inputs, outputs, name, kw))
-            for _, cls in inspect.getmembers(module, inspect.isclass):
-                if cls.__module__ != module.__name__:
-                    continue
-                for fname, fn in inspect.getmembers(cls, predicate=inspect.isfunction):
-                    if fname.startswith("export"):
-                        fn()
+        captured = capture_cases((cast, castlike, dq, q))
     return [c for c in captured if wanted(c[3])]
 
 

@@ -26,12 +26,11 @@ SKIPPED = 77
 WANTED = ("int4", "uint4", "blocked")
 
 
-def collect():
-    """(node, inputs, outputs, name, kwargs) of every wanted case."""
-    import onnx.backend.test.case.node.dequantizelinear as dq  # noqa: PLC0415
-    import onnx.backend.test.case.node.quantizelinear as q  # noqa: PLC0415
+def capture_cases(modules):
+    """(node, inputs, outputs, name, kwargs) of every case the onnx
+    package's node test `modules` export (their `expect` captured)."""
     captured = []
-    for module in (dq, q):
+    for module in modules:
         module.expect = lambda node, inputs, outputs, name, **kw: captured.append(
             (node, inputs, outputs, name, kw))
         for _, cls in inspect.getmembers(module, inspect.isclass):
@@ -40,7 +39,14 @@ def collect():
             for fname, fn in inspect.getmembers(cls, predicate=inspect.isfunction):
                 if fname.startswith("export"):
                     fn()
-    return [c for c in captured if any(w in c[3] for w in WANTED)]
+    return captured
+
+
+def collect():
+    """(node, inputs, outputs, name, kwargs) of every wanted case."""
+    import onnx.backend.test.case.node.dequantizelinear as dq  # noqa: PLC0415
+    import onnx.backend.test.case.node.quantizelinear as q  # noqa: PLC0415
+    return [c for c in capture_cases((dq, q)) if any(w in c[3] for w in WANTED)]
 
 
 def write_case(case, folder):
