@@ -296,9 +296,8 @@ Value rewriteToFp8(Operation *op, float inputScale, Layer *layer) {
 /// what evaluating a (partly) quantized copy costs.
 struct Guard {
   func::FuncOp func;
-  std::vector<CalibrationSet> sets;
-  std::vector<std::vector<Tensor>> reference; ///< [set][output]
-  std::vector<std::string> outputNames;
+  /// The calibration sets, the float outputs on them, the output names.
+  compress::ReferenceRun ref;
   Scheme scheme;
   bool progress = false;
 
@@ -321,8 +320,8 @@ struct Guard {
           return func.emitError(error);
         layerOf[v] = i;
       }
-    std::vector<ErrorSum> sums(outputNames.size());
-    for (size_t s = 0; s < sets.size(); ++s) {
+    std::vector<ErrorSum> sums(ref.outputNames.size());
+    for (size_t s = 0; s < ref.sets.size(); ++s) {
       ValueObserver observer;
       if (observe)
         observer = [&](Value v, const Tensor &t) {
@@ -330,12 +329,12 @@ struct Guard {
           if (it != layerOf.end())
             observe(it->second, s, t);
         };
-      auto outputs = evaluate(*copy, sets[s].inputs, observer);
+      auto outputs = evaluate(*copy, ref.sets[s].inputs, observer);
       if (failed(outputs))
         return failure();
       for (size_t o = 0; o < outputs->size() && o < sums.size(); ++o)
         if ((*outputs)[o].isTensor())
-          sums[o].add((*outputs)[o].tensor(), reference[s][o]);
+          sums[o].add((*outputs)[o].tensor(), ref.outputs[s][o]);
     }
     errors.clear();
     for (const ErrorSum &e : sums)
@@ -457,16 +456,10 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     guard.scheme = scheme;
     guard.progress = progress;
     std::string error;
-    if (!loadCalibration(func, calibration, guard.sets, error)) {
+    if (!compress::loadReference(func, calibration, guard.ref, error)) {
       func.emitError(error);
       return signalPassFailure();
     }
-    if (auto names = func->getAttrOfType<ArrayAttr>("sluice.output_names"))
-      for (Attribute a : names)
-        guard.outputNames.push_back(cast<StringAttr>(a).str());
-    auto results = func.getFunctionType().getResults();
-    while (guard.outputNames.size() < results.size())
-      guard.outputNames.push_back("output" + std::to_string(guard.outputNames.size()));
 
     if (smoothQuant >= 0 && !scheme.weightOnly() && failed(smooth(func, guard)))
       return signalPassFailure();
@@ -491,7 +484,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     std::string settings = mode + " " + std::string(methodName(*calMethod)) + " " +
                            std::to_string(percentile) + " smooth " +
                            std::to_string((double)smoothQuant);
-    std::string key = digest(func, guard.sets, settings);
+    std::string key = digest(func, guard.ref.sets, settings);
     bool cached = !cache.empty() && readCache(key, layers);
     bool decided = cached && cachedBudget == (double)budget;
     std::vector<double> finalErrors;
@@ -500,7 +493,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
         return signalPassFailure();
     } else {
       note("calibration from " + cache + " (recompiling does not recalibrate)");
-      if (!decided && failed(referenceOutputs(guard)))
+      if (!decided && failed(compress::runReference(guard.func, guard.ref)))
         return signalPassFailure();
     }
     if (decided) {
@@ -549,20 +542,6 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     }
   }
 
-  LogicalResult referenceOutputs(Guard &guard) {
-    guard.reference.clear();
-    for (const CalibrationSet &set : guard.sets) {
-      auto outputs = evaluate(guard.func, set.inputs);
-      if (failed(outputs))
-        return failure();
-      std::vector<Tensor> refs;
-      for (RuntimeValue &v : *outputs)
-        refs.push_back(v.isTensor() ? v.tensor() : Tensor());
-      guard.reference.push_back(std::move(refs));
-    }
-    return success();
-  }
-
   /// The float model on every set: each layer's activation extremes (and
   /// histogram, for percentile/entropy), the reference outputs.
   LogicalResult calibrate(func::FuncOp func, const std::vector<Operation *> &ops,
@@ -573,12 +552,12 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
       consumers[ops[i]->getOperand(0)].push_back(i);
       producedBy[ops[i]->getResult(0)] = i;
     }
-    layerOutputs.assign(layers.size(), std::vector<Tensor>(guard.sets.size()));
+    layerOutputs.assign(layers.size(), std::vector<Tensor>(guard.ref.sets.size()));
     auto start = std::chrono::steady_clock::now();
-    guard.reference.clear();
-    for (size_t s = 0; s < guard.sets.size(); ++s) {
+    guard.ref.outputs.clear();
+    for (size_t s = 0; s < guard.ref.sets.size(); ++s) {
       note("calibrating (" + std::string(methodName(calMethod)) + "): set " +
-           std::to_string(s + 1) + "/" + std::to_string(guard.sets.size()));
+           std::to_string(s + 1) + "/" + std::to_string(guard.ref.sets.size()));
       ValueObserver observer = [&](Value v, const Tensor &t) {
         auto it = consumers.find(v);
         if (it != consumers.end())
@@ -588,24 +567,25 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
         if (produced != producedBy.end())
           layerOutputs[produced->second][s] = t;
       };
-      auto outputs = evaluate(func, guard.sets[s].inputs, observer);
+      auto outputs = evaluate(func, guard.ref.sets[s].inputs, observer);
       if (failed(outputs))
         return failure();
       std::vector<Tensor> refs;
       for (RuntimeValue &v : *outputs)
         refs.push_back(v.isTensor() ? v.tensor() : Tensor());
-      guard.reference.push_back(std::move(refs));
+      guard.ref.outputs.push_back(std::move(refs));
     }
     if (calMethod != Method::MinMax && !guard.scheme.weightOnly()) {
-      for (size_t s = 0; s < guard.sets.size(); ++s) {
-        note("histograms: set " + std::to_string(s + 1) + "/" + std::to_string(guard.sets.size()));
+      for (size_t s = 0; s < guard.ref.sets.size(); ++s) {
+        note("histograms: set " + std::to_string(s + 1) + "/" +
+             std::to_string(guard.ref.sets.size()));
         ValueObserver observer = [&](Value v, const Tensor &t) {
           auto it = consumers.find(v);
           if (it != consumers.end())
             for (size_t i : it->second)
               layers[i].stats.addHistogram(t);
         };
-        if (failed(evaluate(func, guard.sets[s].inputs, observer)))
+        if (failed(evaluate(func, guard.ref.sets[s].inputs, observer)))
           return failure();
       }
     }
@@ -617,7 +597,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
         layer.act = AffineU8{fp8Scale(layer.lo, layer.hi), 0};
     }
     note("calibrated " + std::to_string(layers.size()) + " layers on " +
-         std::to_string(guard.sets.size()) + " sets in " +
+         std::to_string(guard.ref.sets.size()) + " sets in " +
          fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1) +
          " s");
     return success();
@@ -636,23 +616,23 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     // kept them; a cached calibration did not run the float model).
     std::vector<std::vector<Tensor>> &floatOutputs = layerOutputs;
     if (floatOutputs.size() != layers.size()) {
-      floatOutputs.assign(layers.size(), std::vector<Tensor>(guard.sets.size()));
+      floatOutputs.assign(layers.size(), std::vector<Tensor>(guard.ref.sets.size()));
       std::vector<Operation *> ops = candidates(guard.func, guard.scheme);
       llvm::DenseMap<Value, size_t> layerOf;
       for (size_t i = 0; i < ops.size(); ++i)
         layerOf[ops[i]->getResult(0)] = i;
-      for (size_t s = 0; s < guard.sets.size(); ++s) {
+      for (size_t s = 0; s < guard.ref.sets.size(); ++s) {
         ValueObserver observer = [&](Value v, const Tensor &t) {
           auto it = layerOf.find(v);
           if (it != layerOf.end())
             floatOutputs[it->second][s] = t;
         };
-        if (failed(evaluate(guard.func, guard.sets[s].inputs, observer)))
+        if (failed(evaluate(guard.func, guard.ref.sets[s].inputs, observer)))
           return failure();
       }
     }
     note("measuring the " + std::string(guard.scheme.precision()) + " model on " +
-         std::to_string(guard.sets.size()) + " sets");
+         std::to_string(guard.ref.sets.size()) + " sets");
     if (failed(guard.evaluateQuantized(
             layers, [](size_t) { return true; }, errors,
             [&](size_t i, size_t s, const Tensor &t) {
@@ -692,7 +672,8 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     std::string table;
     llvm::raw_string_ostream os(table);
     os << "--accuracy-budget=" << fixed(budget) << " cannot hold with any layer in "
-       << guard.scheme.precision() << " (relative L2 error of the outputs on " << guard.sets.size()
+       << guard.scheme.precision() << " (relative L2 error of the outputs on "
+       << guard.ref.sets.size()
        << " calibration sets); per layer, the output error with it "
           "alone quantized:\n";
     for (size_t i : order)
@@ -713,17 +694,17 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     top.push_back(b.getNamedAttr("mode", b.getStringAttr(mode)));
     top.push_back(b.getNamedAttr("method", b.getStringAttr(methodName(calMethod))));
     top.push_back(b.getNamedAttr("budget", b.getF64FloatAttr(budget)));
-    top.push_back(b.getNamedAttr("calibration_sets", b.getI64IntegerAttr(guard.sets.size())));
-    top.push_back(b.getNamedAttr("calibration", b.getStringAttr(guard.sets.empty() ? "none"
-                                                                : cached           ? "cache"
-                                                                                   : "measured")));
+    top.push_back(b.getNamedAttr("calibration_sets", b.getI64IntegerAttr(guard.ref.sets.size())));
+    top.push_back(b.getNamedAttr("calibration", b.getStringAttr(guard.ref.sets.empty() ? "none"
+                                                                : cached               ? "cache"
+                                                                         : "measured")));
     if (smoothQuant >= 0)
       top.push_back(b.getNamedAttr("smooth_quant", b.getF64FloatAttr(smoothQuant)));
     SmallVector<Attribute> outs;
     for (size_t o = 0; o < errors.size(); ++o)
       outs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("name", b.getStringAttr(o < guard.outputNames.size()
-                                                      ? guard.outputNames[o]
+          {b.getNamedAttr("name", b.getStringAttr(o < guard.ref.outputNames.size()
+                                                      ? guard.ref.outputNames[o]
                                                       : "output" + std::to_string(o))),
            b.getNamedAttr("error", b.getF64FloatAttr(errors[o]))}));
     top.push_back(b.getNamedAttr("outputs", b.getArrayAttr(outs)));
@@ -749,7 +730,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
         e.push_back(b.getNamedAttr("group",
                                    b.getI64IntegerAttr(scheme.weightBits == 4 ? scheme.group : 0)));
       }
-      if (!guard.sets.empty())
+      if (!guard.ref.sets.empty())
         e.push_back(b.getNamedAttr("error", b.getF64FloatAttr(l.localError.value())));
       if (l.sensitivity >= 0)
         e.push_back(b.getNamedAttr("sensitivity", b.getF64FloatAttr(l.sensitivity)));
@@ -856,7 +837,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
 /// calibration sets.
 LogicalResult channelAbsMax(Guard &guard, const llvm::DenseMap<Value, size_t> &values,
                             std::vector<std::vector<float>> &amax) {
-  for (const CalibrationSet &set : guard.sets) {
+  for (const CalibrationSet &set : guard.ref.sets) {
     ValueObserver observer = [&](Value v, const Tensor &t) {
       auto it = values.find(v);
       if (it == values.end() || t.rank() == 0)
