@@ -1,0 +1,117 @@
+//===- CostModel.cpp - predicted time of ops, devices and links -----------===//
+
+#include "passes/parallel/CostModel.h"
+
+#include "dialects/sluice/KernelForms.h"
+#include "dialects/sluice/SluiceOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace sluice::kernel;
+
+namespace sluice::parallel {
+
+double tensorBytes(Type type) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  if (!ranked || !ranked.hasStaticShape())
+    return 0;
+  Type element = ranked.getElementType();
+  // i1 is stored as a byte; sub-byte ints (packed int4) by their bits.
+  double bits =
+      element.isIntOrFloat() ? std::max<unsigned>(element.getIntOrFloatBitWidth(), 1) : 32;
+  if (bits < 8 && !element.isInteger(4))
+    bits = 8;
+  return (double)ranked.getNumElements() * bits / 8.0;
+}
+
+namespace {
+
+double elements(Value v) {
+  auto ranked = dyn_cast<RankedTensorType>(v.getType());
+  return ranked && ranked.hasStaticShape() ? (double)ranked.getNumElements() : 0;
+}
+
+double flopsOf(Operation *op) {
+  if (auto mm = dyn_cast<MatMulOp>(op)) {
+    auto a = dyn_cast<RankedTensorType>(mm.getLhs().getType());
+    if (!a || !a.hasStaticShape() || a.getRank() == 0)
+      return 0;
+    // The result holds batch x M x N elements, each a K-long dot product.
+    return 2 * elements(mm.getOutput()) * (double)a.getShape().back();
+  }
+  if (auto conv = dyn_cast<ConvOp>(op)) {
+    auto w = dyn_cast<RankedTensorType>(conv.getWeight().getType());
+    if (!w || !w.hasStaticShape() || w.getRank() < 2 || w.getShape()[0] == 0)
+      return 0;
+    return 2 * elements(conv.getOutput()) * (double)(w.getNumElements() / w.getShape()[0]);
+  }
+  if (auto attn = dyn_cast<AttentionOp>(op)) {
+    auto q = dyn_cast<RankedTensorType>(attn.getQuery().getType());
+    auto k = dyn_cast<RankedTensorType>(attn.getKey().getType());
+    if (!q || !k || !q.hasStaticShape() || !k.hasStaticShape() || q.getRank() < 2 ||
+        k.getRank() < 2)
+      return 0;
+    double sk = (double)k.getShape()[k.getRank() - 2];
+    // Q K^T and P V: 2 x (batch x Sq x D) x Sk each; causal skips half.
+    double flops = 4 * elements(attn.getQuery()) * sk;
+    return attn.getCausal() ? flops / 2 : flops;
+  }
+  if (isViewOp(op) || isCollective(op) || isa<ConstantOp>(op) || op->getNumResults() == 0)
+    return 0;
+  double out = 0;
+  for (Value r : op->getResults())
+    out += elements(r);
+  // Transcendentals (exp, tanh, gelu ...) are ~10 flops an element, row
+  // ops (norms, softmax) ~5, everything else ~1.
+  if (isTranscendental(op))
+    return 10 * out;
+  if (isRowOp(op))
+    return 5 * out;
+  return out;
+}
+
+} // namespace
+
+OpCost costOf(Operation *op) {
+  OpCost cost;
+  if (isViewOp(op) || isCollective(op) || isa<ConstantOp, ShardConstantOp>(op))
+    return cost;
+  cost.flops = flopsOf(op);
+  for (Value v : op->getOperands())
+    cost.bytes += tensorBytes(v.getType());
+  for (Value v : op->getResults())
+    cost.bytes += tensorBytes(v.getType());
+  return cost;
+}
+
+OpCost costOf(func::FuncOp func) {
+  OpCost total;
+  func.walk([&](Operation *op) {
+    if (op != func.getOperation())
+      total += costOf(op);
+  });
+  return total;
+}
+
+double predictedSeconds(const OpCost &cost, const DeviceModel &device, bool fp32Gemm) {
+  if (cost.flops == 0 && cost.bytes == 0)
+    return 0;
+  double peak = fp32Gemm ? device.flopsPerSecond / 2 : device.flopsPerSecond;
+  return std::max(cost.flops / peak, cost.bytes / device.bytesPerSecond) + device.launchSeconds;
+}
+
+double collectiveSeconds(llvm::StringRef op, double bytes, int64_t groupSize,
+                         const LinkModel &link) {
+  if (op == "send")
+    return link.seconds(bytes);
+  if (groupSize <= 1)
+    return 0;
+  double w = (double)groupSize, block = bytes / w;
+  double steps = op == "all_reduce" ? 2 * (w - 1) : w - 1;
+  return steps * link.seconds(block);
+}
+
+} // namespace sluice::parallel
