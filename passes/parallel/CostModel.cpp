@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <algorithm>
+#include <limits>
 
 using namespace mlir;
 using namespace sluice::kernel;
@@ -112,6 +113,51 @@ double collectiveSeconds(llvm::StringRef op, double bytes, int64_t groupSize,
   double w = (double)groupSize, block = bytes / w;
   double steps = op == "all_reduce" ? 2 * (w - 1) : w - 1;
   return steps * link.seconds(block);
+}
+
+std::vector<size_t> balancedCut(llvm::ArrayRef<double> costs, int64_t parts,
+                                llvm::ArrayRef<bool> canCutBefore) {
+  size_t n = costs.size();
+  if (parts < 1 || (size_t)parts > n)
+    return {};
+  // Candidate boundaries: 0, the allowed cut points, n.
+  std::vector<size_t> points{0};
+  for (size_t i = 1; i < n; ++i)
+    if (canCutBefore.empty() || (i < canCutBefore.size() && canCutBefore[i]))
+      points.push_back(i);
+  points.push_back(n);
+  size_t m = points.size();
+  if ((int64_t)m - 1 < parts)
+    return {};
+  std::vector<double> prefix(n + 1, 0);
+  for (size_t i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + costs[i];
+  auto span = [&](size_t a, size_t b) { return prefix[points[b]] - prefix[points[a]]; };
+  // best[k][j]: the smallest largest stage over points[0..j) in k stages.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(parts + 1, std::vector<double>(m, inf));
+  std::vector<std::vector<size_t>> from(parts + 1, std::vector<size_t>(m, 0));
+  best[0][0] = 0;
+  for (int64_t k = 1; k <= parts; ++k)
+    for (size_t j = k; j < m; ++j)
+      for (size_t i = k - 1; i < j; ++i) {
+        if (best[k - 1][i] == inf)
+          continue;
+        double worst = std::max(best[k - 1][i], span(i, j));
+        if (worst < best[k][j]) {
+          best[k][j] = worst;
+          from[k][j] = i;
+        }
+      }
+  if (best[parts][m - 1] == inf)
+    return {};
+  std::vector<size_t> starts(parts);
+  size_t j = m - 1;
+  for (int64_t k = parts; k >= 1; --k) {
+    j = from[k][j];
+    starts[k - 1] = points[j];
+  }
+  return starts;
 }
 
 } // namespace sluice::parallel

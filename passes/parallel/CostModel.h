@@ -18,7 +18,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Operation.h"
 
+#include "llvm/ADT/ArrayRef.h"
+
 #include <cstdint>
+#include <vector>
 
 namespace sluice::parallel {
 
@@ -92,6 +95,14 @@ double predictedSeconds(const OpCost &cost, const DeviceModel &device, bool fp32
 /// "send" (one message of `bytes`).
 double collectiveSeconds(llvm::StringRef op, double bytes, int64_t groupSize,
                          const LinkModel &link);
+
+/// Cuts a sequence of ops with `costs` (seconds each, in schedule order)
+/// into `parts` contiguous stages whose largest total is as small as
+/// possible, cutting only before an op i with `canCutBefore[i]` (empty:
+/// anywhere). Returns the index of each stage's first op (the first is 0),
+/// or an empty vector when fewer than `parts` non-empty stages can be made.
+std::vector<size_t> balancedCut(llvm::ArrayRef<double> costs, int64_t parts,
+                                llvm::ArrayRef<bool> canCutBefore = {});
 
 } // namespace sluice::parallel
 
