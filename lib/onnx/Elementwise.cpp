@@ -23,7 +23,9 @@ namespace sluice::onnx_import {
 namespace {
 
 /// Before opset 7, binary ops broadcast only with broadcast=1, aligning the
-/// second operand at `axis` (default: suffix alignment, as NumPy).
+/// second operand at `axis` (default: suffix alignment, as NumPy). Fails
+/// (null) on an axis that does not place the second operand inside the
+/// first.
 Value legacyBroadcastRhs(Binder &b, Value lhs, Value rhs) {
   if (b.opset() >= 7 || !b.attrInt("broadcast", 0) || !b.hasAttr("axis"))
     return rhs;
@@ -31,9 +33,17 @@ Value legacyBroadcastRhs(Binder &b, Value lhs, Value rhs) {
   auto rhsType = dyn_cast<RankedTensorType>(rhs.getType());
   if (!lhsType || !rhsType || !rhsType.hasStaticShape())
     return rhs;
-  int64_t axis = b.attrInt("axis", 0);
+  int64_t axis = b.attrInt("axis", 0), rank = lhsType.getRank();
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1) ||
+      (axis < 0 ? axis + rank : axis) + rhsType.getRank() > rank) {
+    (void)b.fail("broadcast axis " + std::to_string(axis) +
+                 " does not place the second input (rank " +
+                 std::to_string(rhsType.getRank()) +
+                 ") inside the first (rank " + std::to_string(rank) + ")");
+    return Value();
+  }
   if (axis < 0)
-    axis += lhsType.getRank();
+    axis += rank;
   SmallVector<int64_t> shape(axis, 1);
   shape.append(rhsType.getShape().begin(), rhsType.getShape().end());
   while ((int64_t)shape.size() < lhsType.getRank())
@@ -46,7 +56,10 @@ LogicalResult binaryHandler(Binder &b) {
   Value lhs = b.input(0), rhs = b.input(1);
   if (!lhs || !rhs)
     return b.fail("expects two inputs");
-  return b.output(b.create<OpTy>(lhs, legacyBroadcastRhs(b, lhs, rhs)));
+  Value aligned = legacyBroadcastRhs(b, lhs, rhs);
+  if (!aligned)
+    return failure();
+  return b.output(b.create<OpTy>(lhs, aligned));
 }
 
 template <typename OpTy>
@@ -79,7 +92,10 @@ LogicalResult powHandler(Binder &b) {
   // ONNX allows a different exponent type; the result has the base's type.
   Value base = b.input(0);
   Value exponent = b.castTo(b.input(1), b.elementType(0));
-  return b.output(b.create<PowOp>(base, legacyBroadcastRhs(b, base, exponent)));
+  Value aligned = legacyBroadcastRhs(b, base, exponent);
+  if (!aligned)
+    return failure();
+  return b.output(b.create<PowOp>(base, aligned));
 }
 
 LogicalResult modHandler(Binder &b) {
@@ -102,7 +118,10 @@ LogicalResult bitShiftHandler(Binder &b) {
 template <typename OpTy>
 LogicalResult compareHandler(Binder &b) {
   Value lhs = b.input(0), rhs = b.input(1);
-  return b.output(b.create<OpTy>(lhs, legacyBroadcastRhs(b, lhs, rhs)));
+  Value aligned = legacyBroadcastRhs(b, lhs, rhs);
+  if (!aligned)
+    return failure();
+  return b.output(b.create<OpTy>(lhs, aligned));
 }
 
 /// Cast / CastLike to `element`; `saturate` = 0 (opset 19) matters only for

@@ -24,6 +24,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 using namespace mlir;
@@ -280,8 +281,13 @@ Type typeFromOnnx(MLIRContext &ctx, const onnx::TypeProto &type,
     if (!tensorType.has_shape())
       return UnrankedTensorType::get(element);
     SmallVector<int64_t> shape;
-    for (const auto &dim : tensorType.shape().dim())
+    for (const auto &dim : tensorType.shape().dim()) {
+      if (dim.has_dim_value() && dim.dim_value() < 0) {
+        why = "has a negative dim (" + std::to_string(dim.dim_value()) + ")";
+        return {};
+      }
       shape.push_back(dim.has_dim_value() ? dim.dim_value() : ShapedType::kDynamic);
+    }
     return RankedTensorType::get(shape, element);
   }
   if (type.has_sequence_type()) {
@@ -370,6 +376,11 @@ int GraphImporter::opsetFor(StringRef domain) const {
 LogicalResult GraphImporter::readOpsets() {
   for (const auto &op : model->opset_import()) {
     std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    // A version past int's range would wrap when stored (2^32 + 17 reads
+    // as opset 17): refuse it here, naming the domain.
+    if (op.version() < 0 || op.version() > std::numeric_limits<int>::max())
+      return fail("unsupported opset " + Twine(op.version()) + " for domain " +
+                  (domain.empty() ? std::string("ai.onnx") : domain));
     opsets[domain] = (int)op.version();
   }
   auto it = opsets.find("");
@@ -481,8 +492,12 @@ FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &input) {
     return Type(UnrankedTensorType::get(element));
   }
   SmallVector<int64_t> shape;
-  for (const auto &dim : tensorType.shape().dim())
+  for (const auto &dim : tensorType.shape().dim()) {
+    if (dim.has_dim_value() && dim.dim_value() < 0)
+      return fail("input '" + input.name() + "' has a negative dim (" +
+                  Twine(dim.dim_value()) + ") at position " + Twine(shape.size()));
     shape.push_back(dim.has_dim_value() ? dim.dim_value() : ShapedType::kDynamic);
+  }
   if (override != options.inputShapes.end()) {
     const auto &given = override->second;
     if (given.size() != shape.size())

@@ -57,6 +57,41 @@ struct WindowAttrs {
   std::vector<int64_t> kernel, strides, dilations, pads;
 };
 
+/// Hostile window attributes would divide by zero or index past a vector
+/// later (shape inference, the kernels): kernel dims, strides and
+/// dilations must be at least 1, pads at least 0, all below 2^31, and the
+/// kernel's rank must be the input's spatial rank. One error naming the
+/// attribute and its value.
+LogicalResult checkWindowValues(Binder &b, RankedTensorType input,
+                                ArrayRef<int64_t> kernel,
+                                ArrayRef<int64_t> strides,
+                                ArrayRef<int64_t> dilations,
+                                ArrayRef<int64_t> pads) {
+  constexpr int64_t kLimit = int64_t(1) << 31;
+  auto check = [&](const char *name, ArrayRef<int64_t> values,
+                   int64_t least) {
+    for (size_t i = 0; i < values.size(); ++i)
+      if (values[i] < least || values[i] >= kLimit)
+        return b.fail(std::string(name) + "[" + std::to_string(i) + "] is " +
+                      std::to_string(values[i]) + "; it must be at least " +
+                      std::to_string(least) + " (and below 2^31)");
+    return success();
+  };
+  if (failed(check("kernel_shape", kernel, 1)) ||
+      failed(check("strides", strides, 1)) ||
+      failed(check("dilations", dilations, 1)) ||
+      failed(check("pads", pads, 0)))
+    return failure();
+  if (input && !kernel.empty() &&
+      input.getRank() != (int64_t)kernel.size() + 2)
+    return b.fail("kernel_shape has " + std::to_string(kernel.size()) +
+                  " dims but the input of rank " +
+                  std::to_string(input.getRank()) + " has " +
+                  std::to_string(std::max<int64_t>(input.getRank() - 2, 0)) +
+                  " spatial dims");
+  return success();
+}
+
 /// Reads the window attributes of a conv or pool node whose data input is
 /// input 0. `kernelFromWeight` takes missing kernel_shape from the weight.
 FailureOr<WindowAttrs> readWindow(Binder &b, bool kernelFromWeight,
@@ -87,6 +122,9 @@ FailureOr<WindowAttrs> readWindow(Binder &b, bool kernelFromWeight,
       (int64_t)w.dilations.size() != spatial ||
       (int64_t)w.pads.size() != 2 * spatial)
     return b.fail("strides, dilations or pads do not match the kernel rank");
+  if (failed(checkWindowValues(b, type, w.kernel, w.strides, w.dilations,
+                               w.pads)))
+    return failure();
   std::string autoPad = b.attrString("auto_pad", "NOTSET");
   if (autoPad == "VALID") {
     std::fill(w.pads.begin(), w.pads.end(), 0);
@@ -170,6 +208,8 @@ LogicalResult convTransposeHandler(Binder &b) {
 template <PoolKind kind> LogicalResult poolHandler(Binder &b) {
   if (!b.hasAttr("kernel_shape"))
     return b.fail("pooling needs kernel_shape");
+  if (b.attrInts("kernel_shape").empty())
+    return b.fail("kernel_shape is empty");
   auto w = readWindow(b, false);
   if (failed(w))
     return failure();
@@ -202,6 +242,11 @@ LogicalResult maxUnpoolHandler(Binder &b) {
       b.attrInts("strides", std::vector<int64_t>(spatial, 1));
   std::vector<int64_t> pads =
       b.attrInts("pads", std::vector<int64_t>(2 * spatial, 0));
+  if ((int64_t)strides.size() != spatial ||
+      (int64_t)pads.size() != 2 * spatial)
+    return b.fail("strides or pads do not match the kernel rank");
+  if (failed(checkWindowValues(b, b.rankedType(0), kernel, strides, {}, pads)))
+    return failure();
   return b.output(b.create<MaxUnpoolOp>(
       b.input(0), b.input(1), b.input(2), ArrayRef<int64_t>(kernel),
       ArrayRef<int64_t>(strides), ArrayRef<int64_t>(pads)));

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Writes the hostile models of test/tools/hostile-attributes.test into
+argv[1]: attributes and declarations that once crashed the importer (a zero
+stride under auto_pad, an empty kernel_shape, an opset-6 broadcast axis far
+out of range, a negative input dim, an opset past int's range). Binary
+.onnx, because the textual format cannot write some of them."""
+import os
+import sys
+
+from onnx import TensorProto, helper, save
+
+
+def model(name, node, inputs, outputs, opset=17, ir=8):
+    graph = helper.make_graph([node], name, inputs, outputs)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = ir
+    save(m, os.path.join(sys.argv[1], name + ".onnx"))
+
+
+def value(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+os.makedirs(sys.argv[1], exist_ok=True)
+x = value("x", [1, 3, 8, 8])
+model("conv-zero-stride",
+      helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", strides=[0, 0]),
+      [x, value("w", [4, 3, 3, 3])], [value("y", [1, 4, 8, 8])])
+model("conv-zero-dilation",
+      helper.make_node("Conv", ["x", "w"], ["y"], dilations=[1, 0]),
+      [x, value("w", [4, 3, 3, 3])], [value("y", None)])
+model("conv-kernel-rank",
+      helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3, 3]),
+      [x, value("w", [4, 3, 3, 3])], [value("y", None)])
+empty = helper.make_node("MaxPool", ["x"], ["y"])
+empty.attribute.append(
+    helper.make_attribute("kernel_shape", [], attr_type=helper.AttributeProto.INTS))
+model("maxpool-empty-kernel", empty, [x], [value("y", None)])
+model("maxpool-negative-pad",
+      helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], pads=[0, -5, 0, 0]),
+      [x], [value("y", None)])
+model("add6-axis",
+      helper.make_node("Add", ["a", "b"], ["y"], broadcast=1, axis=-9000000000),
+      [value("a", [2, 3]), value("b", [3])], [value("y", [2, 3])], opset=6, ir=3)
+model("negative-dim", helper.make_node("Relu", ["a"], ["y"]),
+      [value("a", [2, -3])], [value("y", None)])
+model("huge-opset", helper.make_node("Relu", ["a"], ["y"]),
+      [value("a", [2, 3])], [value("y", [2, 3])], opset=2**32 + 17)
