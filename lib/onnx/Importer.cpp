@@ -4,6 +4,7 @@
 
 #include "lib/onnx/Binder.h"
 #include "lib/reference/Evaluator.h"
+#include "lib/support/CheckedSize.h"
 #include "lib/support/Locations.h"
 #include "lib/support/TensorFiles.h"
 
@@ -568,7 +569,7 @@ GraphImporter::externalBlob(const onnx::TensorProto &tensor, size_t byteSize) {
                 "' escapes the model's folder");
   uint64_t fileSize = 0;
   llvm::sys::fs::file_size(realFile, fileSize);
-  if (offset + byteSize > fileSize)
+  if (offset > fileSize || byteSize > fileSize - offset)
     return fail("external data '" + location + "' of tensor '" + tensor.name() +
                 "' is truncated: needs " + Twine(offset + byteSize) +
                 " bytes, file has " + Twine(fileSize));
@@ -597,8 +598,18 @@ LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) 
   for (int64_t d : shape)
     if (d < 0)
       return fail("initializer '" + tensor.name() + "' has a negative dim");
+  // Checked before anything multiplies them: a hostile shape's product or
+  // byte count would wrap and pass the size checks below.
+  auto checkedCount = checkedProduct(shape);
+  auto checkedBytes =
+      checkedCount ? checkedTensorBytes(*checkedCount, 8 * (int64_t)dtypeSize(dtype))
+                   : std::nullopt;
+  if (!checkedBytes)
+    return fail("initializer '" + tensor.name() + "' of shape " + shapeToString(shape) +
+                " is larger than the limit of " + Twine(maxTensorBytes()) +
+                " bytes (SLUICE_MAX_TENSOR_BYTES)");
   auto type = RankedTensorType::get(shape, typeFromDType(&ctx, dtype));
-  size_t count = type.getNumElements(), byteSize = count * dtypeSize(dtype);
+  size_t count = (size_t)*checkedCount, byteSize = (size_t)*checkedBytes;
   bool external = tensor.data_location() == onnx::TensorProto::EXTERNAL;
   Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
 

@@ -2,6 +2,8 @@
 
 #include "lib/support/TensorFiles.h"
 
+#include "lib/support/CheckedSize.h"
+
 #include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
@@ -161,10 +163,20 @@ bool readNpy(const std::string &path, Tensor &tensor, std::string &error) {
     }
   }
   size_t offset = headerStart + headerLen;
+  // The header's shape is checked against the bytes the file has before
+  // anything is allocated: a hostile shape must not allocate terabytes or
+  // wrap the byte count.
+  auto elements = checkedProduct(shape);
+  auto bytes = elements ? checkedTensorBytes(*elements, 8 * (int64_t)dtypeSize(dtype))
+                        : std::nullopt;
+  if (!bytes)
+    return fail("shape " + shapeToString(shape) + " is larger than the limit of " +
+                std::to_string(maxTensorBytes()) + " bytes (SLUICE_MAX_TENSOR_BYTES)");
+  if ((uint64_t)(data.size() - offset) < (uint64_t)*bytes)
+    return fail("truncated data: expected " + std::to_string(*bytes) + " bytes for " +
+                shapeToString(shape) + ", the file has " +
+                std::to_string(data.size() - offset));
   Tensor t(dtype, shape);
-  if (data.size() - offset < t.byteSize())
-    return fail("truncated data: expected " + std::to_string(t.byteSize()) +
-                " bytes for " + t.describe());
   if (t.byteSize())
     std::memcpy(t.mutableData(), data.data() + offset, t.byteSize());
   tensor = std::move(t);
@@ -285,13 +297,29 @@ bool tensorFromProto(const onnx::TensorProto &proto, Tensor &tensor,
     }
     shape.push_back(d);
   }
-  Tensor t(dtype, shape);
-  int64_t n = t.numElements();
   auto sizeError = [&](int64_t have) {
     error = "tensor '" + proto.name() + "' holds " + std::to_string(have) +
             " values for shape " + shapeToString(shape);
     return false;
   };
+  // Before allocating: the shape's product must not wrap, and a tensor
+  // holds at most two values per byte or entry of its largest field, so a
+  // hostile shape is refused here instead of allocating its size.
+  auto elements = checkedProduct(shape);
+  if (!elements || !checkedTensorBytes(*elements, 8 * (int64_t)dtypeSize(dtype))) {
+    error = "tensor '" + proto.name() + "' of shape " + shapeToString(shape) +
+            " is larger than the limit of " + std::to_string(maxTensorBytes()) +
+            " bytes (SLUICE_MAX_TENSOR_BYTES)";
+    return false;
+  }
+  int64_t available = std::max<int64_t>(
+      {(int64_t)proto.raw_data().size(), proto.float_data_size(), proto.double_data_size(),
+       proto.int32_data_size(), proto.int64_data_size(), proto.uint64_data_size(),
+       proto.string_data_size()});
+  if (*elements > 2 * available + 1)
+    return sizeError(available);
+  Tensor t(dtype, shape);
+  int64_t n = t.numElements();
   if (dtype == DType::String) {
     // Strings live in string_data only (raw_data cannot hold them).
     if (proto.string_data_size() != n)

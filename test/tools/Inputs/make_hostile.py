@@ -46,3 +46,25 @@ model("negative-dim", helper.make_node("Relu", ["a"], ["y"]),
       [value("a", [2, -3])], [value("y", None)])
 model("huge-opset", helper.make_node("Relu", ["a"], ["y"]),
       [value("a", [2, 3])], [value("y", [2, 3])], opset=2**32 + 17)
+
+# Tensor files whose headers claim more than they hold: a .npy whose shape's
+# product wraps int64, one that claims 2^33 floats in a few bytes, a .pb
+# with dims whose byte count wraps, and a model input to feed them to.
+model("relu16", helper.make_node("Relu", ["x"], ["y"]), [value("x", [16])], [value("y", [16])])
+
+
+def npy(name, shape_text, payload=b"\0" * 64):
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape_text
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(os.path.join(sys.argv[1], name), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + payload)
+
+
+npy("wraps.npy", "(4611686018427387904, 8)")
+npy("huge.npy", "(8589934592,)")
+t = TensorProto(name="x", data_type=TensorProto.FLOAT, dims=[2**62, 4], raw_data=b"\0" * 16)
+with open(os.path.join(sys.argv[1], "wraps.pb"), "wb") as f:
+    f.write(t.SerializeToString())
+t = TensorProto(name="x", data_type=TensorProto.FLOAT, dims=[2**16, 2**16], float_data=[1.0, 2.0])
+with open(os.path.join(sys.argv[1], "huge.pb"), "wb") as f:
+    f.write(t.SerializeToString())
