@@ -4,6 +4,7 @@
 #include "dialects/sluice/SluiceOps.h"
 
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace sluice;
@@ -96,6 +97,15 @@ void KernelOp::print(OpAsmPrinter &p) {
 /// generation maps block arguments and yielded values to buffers one to
 /// one), and is a group of the declared form by the kernel model's judge.
 LogicalResult KernelOp::verify() {
+  // The name becomes a C++ function name in the generated model.cpp: one
+  // from a hand-written .mlir must not be able to inject code there.
+  StringRef name = getSymName();
+  auto identifierChar = [](char c) { return llvm::isAlnum(c) || c == '_'; };
+  if (name.empty() || llvm::isDigit(name.front()) || !llvm::all_of(name, identifierChar) ||
+      name.size() > 200)
+    return emitOpError() << "name '" << name
+                         << "' is not a C identifier (letters, digits and '_', not starting "
+                            "with a digit, at most 200 characters)";
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
     return emitOpError() << "body has " << body.getNumArguments()

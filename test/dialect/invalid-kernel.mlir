@@ -97,3 +97,29 @@ func.func @offsets_per_result(%x: tensor<4xf32>) -> tensor<4xf32> {
   } {arena_offsets = array<i64: 0, 64>}
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// A kernel's name becomes a C++ function name in model.cpp: a crafted name
+// must not inject code there.
+func.func @injected_name(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{name 'k0(){system("id");}void k1' is not a C identifier}}
+  %0 = sluice.kernel @"k0(){system(\"id\");}void k1" elementwise(%x : tensor<4xf32>) -> (tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %t = sluice.tanh %a : (tensor<4xf32>) -> tensor<4xf32>
+    sluice.kernel_yield %t : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @digit_first(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{name '0k' is not a C identifier}}
+  %0 = sluice.kernel @"0k" elementwise(%x : tensor<4xf32>) -> (tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %t = sluice.tanh %a : (tensor<4xf32>) -> tensor<4xf32>
+    sluice.kernel_yield %t : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
