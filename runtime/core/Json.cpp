@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <unordered_set>
 
 namespace sluice::runtime {
 
@@ -121,6 +122,7 @@ private:
       ++pos;
       return true;
     }
+    std::unordered_set<std::string> keys;
     while (true) {
       skipSpace();
       if (atEnd() || peek() != '"')
@@ -129,7 +131,9 @@ private:
       std::string key;
       if (!parseString(key))
         return false;
-      if (value.get(key)) {
+      // A set, not a scan of the keys so far: a hostile object with many
+      // keys must not take quadratic time.
+      if (!keys.insert(key).second) {
         pos = keyStart;
         return fail("duplicate key '" + key + "'");
       }
