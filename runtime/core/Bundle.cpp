@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -59,14 +60,22 @@ bool checkElf(const std::string &file, std::string &error) {
 /// and runs its AVX2 Haswell kernels there, about 1.5x slower on the GEMMs
 /// of a transformer than its SkylakeX (AVX-512) kernels, which run fine on
 /// any core with AVX-512 F/BW/DQ/VL. A user's own OPENBLAS_CORETYPE wins.
+/// Done once per process (std::call_once), at the first bundle load: a
+/// setenv on every load would race every getenv of the host program's
+/// other threads each time. The first load is where a host program that
+/// cares can order it (load before starting threads that read the
+/// environment; docs/runtime.md).
 void preferAvx512Blas() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (std::getenv("OPENBLAS_CORETYPE"))
-    return;
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("OPENBLAS_CORETYPE"))
+      return;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+      ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+  });
 #endif
 }
 

@@ -12,13 +12,21 @@
 #include <cblas.h>
 
 #include <memory>
+#include <mutex>
 
 #include "sluice_gen/scalar.h"
 
 #include "sluice_gen/cpu_gemm.h"
 
+/// OpenBLAS's thread count is process-wide: contexts running at once on
+/// several threads share it, so the cache of the last count set is read and
+/// written under a lock (it was a plain static: a data race). Contexts
+/// that run concurrently with different thread counts still take turns
+/// setting it; give them the same count (docs/runtime.md).
 static inline void sluice_blas_threads(int threads) {
+  static std::mutex lock;
   static int current = -1;
+  std::lock_guard<std::mutex> guard(lock);
   if (threads != current) {
     openblas_set_num_threads(threads);
     current = threads;
