@@ -37,6 +37,10 @@ size_t dtypeBytes(const std::string &name) {
 
 namespace {
 
+/// The largest input or output a manifest may declare (1 TiB): beyond any
+/// device, so only a corrupt or hostile manifest asks for more.
+constexpr size_t kMaxTensorBytes = size_t(1) << 40;
+
 /// Reads typed keys of one JSON object, remembering the first error. `where`
 /// prefixes key names in messages ("inputs[0].").
 class Reader {
@@ -183,9 +187,15 @@ bool readTensors(const JsonValue &root, const char *key,
                           "dim may be -1, bounded by its max_shape)");
       spec.shape.push_back(dim);
       spec.maxShape.push_back(bound);
-      elements *= (size_t)bound;
+      // Checked: a wrapped product would pass as a small buffer that the
+      // model then writes past.
+      if (__builtin_mul_overflow(elements, (size_t)bound, &elements))
+        return top.reject("'" + where + "' has more elements than fit in 64 bits");
     }
-    spec.bytes = elements * spec.elementBytes;
+    if (__builtin_mul_overflow(elements, spec.elementBytes, &spec.bytes) ||
+        spec.bytes > kMaxTensorBytes)
+      return top.reject("'" + where + "' needs more than " + std::to_string(kMaxTensorBytes) +
+                        " bytes");
     tensors.push_back(std::move(spec));
   }
   return true;
@@ -280,7 +290,8 @@ bool readParallel(const JsonValue &root, const std::string &file,
       return top.reject("'parallel.grid[" + std::to_string(d) +
                         "]' must be at least 1, got " + std::to_string(extent));
     spec.grid.push_back(extent);
-    ranks *= extent;
+    if (__builtin_mul_overflow(ranks, extent, &ranks) || ranks > (1 << 20))
+      return top.reject("'parallel.grid' spans more than 2^20 ranks");
   }
   for (const JsonValue &axis : axes->array) {
     if (!axis.isString())

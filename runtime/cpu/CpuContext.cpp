@@ -8,6 +8,7 @@
 #include <algorithm>
 #include "runtime/cpu/CpuContext.h"
 
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
@@ -16,6 +17,8 @@ namespace sluice::runtime {
 bool AlignedBuffer::allocate(size_t bytes) {
   // aligned_alloc wants a multiple of the alignment; a zero-sized buffer
   // still gets a block so that no kernel sees a null pointer.
+  if (bytes > SIZE_MAX - 63)
+    return false; // the rounding below would wrap to a tiny block
   size_t rounded = bytes ? (bytes + 63) / 64 * 64 : 64;
   std::free(data_);
   data_ = static_cast<unsigned char *>(std::aligned_alloc(64, rounded));
