@@ -89,9 +89,11 @@ typedef enum SluiceStatus {
   SLUICE_ERROR_DEVICE = 5, /* no device can run the bundle: no CUDA support,
                              driver or GPU; a GPU too old for its code; a
                              device-side allocation or setup failure */
-  SLUICE_ERROR_COMM = 6    /* multi-rank: no MPI or communication library, a
+  SLUICE_ERROR_COMM = 6,   /* multi-rank: no MPI or communication library, a
                              rank that did not answer within the timeout
                              (named in the message), an MPI failure */
+  SLUICE_ERROR_INTERNAL = 7 /* a bug in the runtime (an unexpected exception,
+                              caught so that it never crosses the C API) */
 } SluiceStatus;
 
 typedef struct SluiceModel SluiceModel;

@@ -82,12 +82,17 @@ SluiceTensorInfo infoOf(const TensorSpec &spec) {
           spec.shape.data(), spec.bytes};
 }
 
-/// Runs `body`, turning std::bad_alloc into a status.
+/// Runs `body`, turning any exception into a status: none may cross
+/// `extern "C"` (that terminates the host process).
 template <typename Fn> SluiceStatus guarded(Fn body) {
   try {
     return body();
   } catch (const std::bad_alloc &) {
     return fail(SLUICE_ERROR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return fail(SLUICE_ERROR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(SLUICE_ERROR_INTERNAL, "internal error: an unknown exception");
   }
 }
 
