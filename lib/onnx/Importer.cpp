@@ -282,6 +282,11 @@ Type typeFromOnnx(MLIRContext &ctx, const onnx::TypeProto &type,
     if (!tensorType.has_shape())
       return UnrankedTensorType::get(element);
     SmallVector<int64_t> shape;
+    if (tensorType.shape().dim_size() > kMaxRank) {
+      why = "has rank " + std::to_string(tensorType.shape().dim_size()) + " (at most " +
+            std::to_string(kMaxRank) + ")";
+      return {};
+    }
     for (const auto &dim : tensorType.shape().dim()) {
       if (dim.has_dim_value() && dim.dim_value() < 0) {
         why = "has a negative dim (" + std::to_string(dim.dim_value()) + ")";
@@ -447,6 +452,11 @@ LogicalResult GraphImporter::importSubgraph(const onnx::GraphProto &graph,
     return fail("subgraph '" + graph.name() + "' takes " +
                 Twine(graph.input_size()) + " inputs, expected " +
                 Twine(block->getNumArguments()));
+  // Each level of If/Loop/Scan nesting is a scope: a hostile chain of
+  // subgraphs must end in one error, not in the stack's end.
+  if (scopes.size() > kMaxSubgraphDepth)
+    return fail("subgraph '" + graph.name() + "' is nested deeper than " +
+                Twine(kMaxSubgraphDepth) + " levels");
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(block);
   scopes.emplace_back();
@@ -493,6 +503,9 @@ FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &input) {
     return Type(UnrankedTensorType::get(element));
   }
   SmallVector<int64_t> shape;
+  if (tensorType.shape().dim_size() > kMaxRank)
+    return fail("input '" + input.name() + "' has rank " +
+                Twine(tensorType.shape().dim_size()) + " (at most " + Twine(kMaxRank) + ")");
   for (const auto &dim : tensorType.shape().dim()) {
     if (dim.has_dim_value() && dim.dim_value() < 0)
       return fail("input '" + input.name() + "' has a negative dim (" +
@@ -594,6 +607,9 @@ LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) 
   if (dtype == DType::String)
     return fail("initializer '" + tensor.name() +
                 "': string constants are not supported");
+  if (tensor.dims_size() > kMaxRank)
+    return fail("initializer '" + tensor.name() + "' has rank " + Twine(tensor.dims_size()) +
+                " (at most " + Twine(kMaxRank) + ")");
   std::vector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
   for (int64_t d : shape)
     if (d < 0)

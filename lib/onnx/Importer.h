@@ -24,6 +24,11 @@ namespace sluice::onnx_import {
 /// Lowest and highest default-domain opsets the importer accepts.
 constexpr int kMinOpset = 1;
 constexpr int kMaxOpset = 22;
+/// Limits on what a model declares, so that hostile files end in one error:
+/// tensor rank (graph inputs, outputs, value infos, initializers) and the
+/// nesting of subgraphs (If branches, Loop and Scan bodies).
+constexpr int kMaxRank = 32;
+constexpr size_t kMaxSubgraphDepth = 16;
 
 struct ImportOptions {
   /// Shapes that replace an input's declared (possibly symbolic) dims.

@@ -68,3 +68,24 @@ with open(os.path.join(sys.argv[1], "wraps.pb"), "wb") as f:
 t = TensorProto(name="x", data_type=TensorProto.FLOAT, dims=[2**16, 2**16], float_data=[1.0, 2.0])
 with open(os.path.join(sys.argv[1], "huge.pb"), "wb") as f:
     f.write(t.SerializeToString())
+
+# A rank-40 input, and If branches nested 20 deep (the importer allows 16).
+model("rank40", helper.make_node("Relu", ["a"], ["y"]), [value("a", [1] * 40)], [value("y", None)])
+
+
+def nested_if(depth):
+    """A graph computing y = x through `depth` nested If nodes."""
+    if depth == 0:
+        return helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "leaf", [],
+                                 [value("y", [2])])
+    branch = nested_if(depth - 1)
+    node = helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch)
+    return helper.make_graph([node], "level%d" % depth, [], [value("y", [2])])
+
+
+top = nested_if(20)
+graph = helper.make_graph(list(top.node), "nested", [helper.make_tensor_value_info(
+    "c", TensorProto.BOOL, []), value("x", [2])], [value("y", [2])])
+m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+m.ir_version = 8
+save(m, os.path.join(sys.argv[1], "nested-if.onnx"))
