@@ -14,6 +14,7 @@ debs=(
   libopenblas-dev libopenmpi-dev openmpi-bin
   python3-torch python3-sklearn python3-venv ninja-build cmake g++ libgtest-dev ccache
   libdnnl-dev # oneDNN: the int8 GEMM benchmark's reference (bench/cpu)
+  clang # libFuzzer, for scripts/fuzz.sh (test/fuzz)
 )
 missing=()
 for p in "${debs[@]}"; do

@@ -78,8 +78,9 @@ def nested_if(depth):
     if depth == 0:
         return helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "leaf", [],
                                  [value("y", [2])])
-    branch = nested_if(depth - 1)
-    node = helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch)
+    # Nested in the then-branch only: the file stays linear in the depth.
+    node = helper.make_node("If", ["c"], ["y"], then_branch=nested_if(depth - 1),
+                            else_branch=nested_if(0))
     return helper.make_graph([node], "level%d" % depth, [], [value("y", [2])])
 
 
