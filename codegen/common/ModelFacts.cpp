@@ -374,7 +374,8 @@ LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::String
   return success();
 }
 
-RunBuffers::RunBuffers(const ModelFacts &facts) {
+RunBuffers::RunBuffers(const ModelFacts &facts)
+    : arenaBytes(facts.arenaBytes), numOutputs((int64_t)facts.outputs.size()) {
   func::FuncOp func = facts.func;
   Block &block = func.getBody().front();
   for (auto [i, arg] : llvm::enumerate(block.getArguments()))
@@ -389,6 +390,19 @@ FailureOr<ArrayRef<int64_t>> RunBuffers::addResults(KernelOp kernel) {
     return kernel.emitOpError("emit needs arena offsets (run the plan phase)");
   for (auto [i, result] : llvm::enumerate(kernel.getResults())) {
     int64_t offset = offsets[i];
+    // The offsets of a hand-written .mlir are checked, not trusted: a
+    // buffer must lie inside the arena, an output index must exist.
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    int64_t bytes = 0;
+    if (type && type.hasStaticShape() && type.getElementType().isIntOrFloat())
+      bytes = type.getNumElements() * (int64_t)type.getElementType().getIntOrFloatBitWidth() / 8;
+    if (offset >= 0 && (offset > arenaBytes || bytes > arenaBytes - offset))
+      return kernel.emitOpError() << "result " << i << " at arena offset " << offset << " ("
+                                  << bytes << " bytes) lies outside the arena of " << arenaBytes
+                                  << " bytes";
+    if (offset < 0 && -offset - 1 >= numOutputs)
+      return kernel.emitOpError() << "result " << i << " names graph output " << -offset - 1
+                                  << " of " << numOutputs;
     where[result] = offset >= 0 ? "(void *)(args->arena + " + decimal(offset) + ")"
                                 : "args->outputs[" + decimal(-offset - 1) + "]";
   }

@@ -163,6 +163,10 @@ public:
 
 private:
   llvm::DenseMap<mlir::Value, std::string> where;
+  /// What addResults checks offsets against: a hand-written .mlir's
+  /// arena_offsets are not trusted.
+  int64_t arenaBytes = 0;
+  int64_t numOutputs = 0;
 };
 
 /// NumPy's name of an element type.
