@@ -140,7 +140,8 @@ SLUICE_RT_API const char *sluice_last_error(void);
 /* Loads the bundle in `bundle_dir`: reads and checks manifest.json, maps
  * weights.bin and opens the model library. */
 SLUICE_RT_API SluiceStatus sluice_model_load(const char *bundle_dir, SluiceModel **out);
-/* Frees a model (null is fine). */
+/* Frees a model (null is fine). Contexts made from it stay usable: each
+ * keeps the bundle loaded until it is freed. */
 SLUICE_RT_API SluiceStatus sluice_model_free(SluiceModel *model);
 
 SLUICE_RT_API SluiceStatus sluice_model_num_inputs(const SluiceModel *model, size_t *count);

@@ -241,7 +241,8 @@ inline SluiceLaunchInfo launchInfo() {
   return info;
 }
 
-/// One thread's run state for a Model; the Model must outlive it.
+/// One thread's run state for a Model. It keeps the model's bundle loaded:
+/// the Model may be destroyed first.
 class Context {
 public:
   Context() = default;

@@ -36,7 +36,10 @@ using sluice::runtime::RunContext;
 using sluice::runtime::TensorSpec;
 
 struct SluiceModel {
-  std::unique_ptr<Bundle> bundle;
+  /// Shared with every context made from it: a context keeps the bundle
+  /// (its library, weights and manifest) alive, so freeing the model
+  /// before its contexts is safe.
+  std::shared_ptr<Bundle> bundle;
   /// The C views of the manifest, pointing into it.
   std::vector<SluiceTensorInfo> inputs, outputs;
   std::vector<SluiceKernelInfo> kernels;
@@ -49,6 +52,9 @@ struct SluiceCommunicator {
 };
 
 struct SluiceContext {
+  /// The model's bundle, which `run` refers to: declared first, so that it
+  /// is released after `run`.
+  std::shared_ptr<const Bundle> bundle;
   /// A CpuContext or the cuda module's CudaContext.
   std::unique_ptr<RunContext> run;
   /// What sluice_context_cuda_graph last returned, kept for its pointer.
@@ -125,7 +131,7 @@ SluiceStatus loadModel(const char *bundle_dir, int32_t rank,
   *out = nullptr;
   return guarded([&] {
     std::string error;
-    std::unique_ptr<Bundle> bundle = Bundle::load(bundle_dir, rank, error);
+    std::shared_ptr<Bundle> bundle = Bundle::load(bundle_dir, rank, error);
     if (!bundle)
       return fail(SLUICE_ERROR_BUNDLE, error);
     auto model = std::make_unique<SluiceModel>();
@@ -277,6 +283,7 @@ SluiceStatus sluice_context_create_on_device(const SluiceModel *model,
                       ") runs with the other ranks: create its context with "
                       "sluice_context_create_rank");
     auto context = std::make_unique<SluiceContext>();
+    context->bundle = model->bundle;
     std::string error;
     if (bundle.manifest().target != "cuda") {
       // cpu: there is one device; `device` does not apply.
@@ -610,6 +617,7 @@ SluiceStatus sluice_context_create_rank(const SluiceModel *model,
                       std::to_string(device) +
                       " (give an index >= 0, or -1 for the local rank)");
     auto context = std::make_unique<SluiceContext>();
+    context->bundle = model->bundle;
     std::string error;
     if (bundle.manifest().target != "cuda") {
       std::unique_ptr<RankComm> rankComm;

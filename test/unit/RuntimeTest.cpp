@@ -117,6 +117,28 @@ TEST(Runtime, LoadsQueriesAndRuns) {
   EXPECT_TRUE(context.trace().empty());
 }
 
+// A context keeps its model's bundle alive (issue 19): freeing the model
+// first once unmapped the weights and closed the library under the
+// context, and its next run crashed.
+TEST(Runtime, ContextOutlivesItsModel) {
+  SluiceModel *model = nullptr;
+  ASSERT_EQ(sluice_model_load(SLUICE_FAKE_BUNDLE, &model), SLUICE_OK) << sluice_last_error();
+  SluiceContext *context = nullptr;
+  ASSERT_EQ(sluice_context_create(model, &context), SLUICE_OK) << sluice_last_error();
+  ASSERT_EQ(sluice_model_free(model), SLUICE_OK);
+  float x[8] = {1, 2, 3, 4, -1, -2, -3, -4};
+  ASSERT_EQ(sluice_context_set_input(context, 0, x, sizeof x), SLUICE_OK) << sluice_last_error();
+  ASSERT_EQ(sluice_context_run(context), SLUICE_OK) << sluice_last_error();
+  const void *data = nullptr;
+  size_t bytes = 0;
+  ASSERT_EQ(sluice_context_output(context, 0, &data, &bytes), SLUICE_OK);
+  ASSERT_EQ(bytes, 32u);
+  const float want[8] = {2.5f, 5, 7.5f, 10, 0.5f, -1, -2.5f, -4};
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(static_cast<const float *>(data)[i], want[i]) << i;
+  EXPECT_EQ(sluice_context_free(context), SLUICE_OK);
+}
+
 TEST(Runtime, ContextErrors) {
   Model model;
   std::string error;
