@@ -279,7 +279,8 @@ if [ $check -eq 1 ]; then
     (cd "$tmp" && "${clean_env[@]}" bash -c "$inner") || die "the check failed"
   fi
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("[device-bundle] check: small_cnn compiled for cuda by the bundle: %d kernels, %d library calls" % (r["kernels"], r["library_calls"]))' "$tmp/report.json"
-  [ -f "$tmp/small_cnn.sluice/model.so" ] || die "the check's bundle has no model.so"
+  lib=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"library\"])" "$tmp/small_cnn.sluice/manifest.json")
+  [ -f "$tmp/small_cnn.sluice/$lib" ] || die "the check's bundle has no library ($lib)"
 fi
 rm -rf "$stage" "$tests_json"
 say "done: $out/sluice-device.tar.xz, $out/MANIFEST.txt"

@@ -3,19 +3,26 @@
 #include "codegen/bundle/Bundle.h"
 
 #include "lib/support/Json.h"
-#include "llvm/ADT/StringExtras.h"
 #include "sluice/bundle_abi.h"
 #include "sluice/version.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
 
 namespace sluice::codegen {
 namespace {
@@ -71,6 +78,191 @@ struct ManifestFacts {
   std::string target, source, flags;
   std::vector<std::string> architectures;
   int64_t hostArenaBytes = 0;
+  /// The library's file name (model-<id>.so), the bundle id it exports and
+  /// each weights file's fingerprint (16 hex digits each).
+  std::string library, bundleId;
+  std::vector<std::string> fingerprints;
+};
+
+/// FNV-1a, 64 bit, continued from `hash`.
+uint64_t fnv1a(llvm::StringRef bytes, uint64_t hash = 1469598103934665603ull) {
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+std::string hex16(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", (unsigned long long)value);
+  return text;
+}
+
+/// Each weights file's sluice_weights_fingerprint, in rank order.
+std::vector<std::string> weightsFingerprints(const ModelFacts &model) {
+  std::vector<std::string> prints;
+  if (model.worldSize == 1)
+    prints.push_back(hex16(sluice_weights_fingerprint(model.weights.data(), model.weights.size())));
+  else
+    for (const auto &bytes : model.rankWeights)
+      prints.push_back(hex16(sluice_weights_fingerprint(bytes.data(), bytes.size())));
+  return prints;
+}
+
+/// The bundle id: a hash of what the library is built from (the source and
+/// its compile command) and of the weights it is meant for. It names the
+/// library (model-<id>.so: a recompiled bundle is a new path, so a process
+/// that loaded the old one does not get it back from the loader's cache)
+/// and the library exports it (sluice_model_bundle_id), which the runtime
+/// checks against the manifest.
+std::string bundleIdOf(llvm::StringRef source, const std::vector<std::string> &args,
+                       const std::vector<std::string> &fingerprints) {
+  uint64_t hash = fnv1a(source);
+  for (const std::string &arg : args)
+    hash = fnv1a(arg + '\0', hash);
+  for (const std::string &print : fingerprints)
+    hash = fnv1a(print, hash);
+  return hex16(hash);
+}
+
+/// The source's export of its bundle id.
+std::string bundleIdExport(const std::string &id) {
+  return "\n// The bundle id (sluice/bundle_abi.h): the manifest's \"bundle_id\".\n"
+         "extern \"C\" const char *sluice_model_bundle_id(void) { return \"" +
+         id + "\"; }\n";
+}
+
+/// Files a bundle folder holds that the writer makes: what replacing an old
+/// bundle removes (anything else in it is kept).
+bool isBundleArtifact(llvm::StringRef name) {
+  return name == "manifest.json" || name == "model.so" || name == "model.cpp" ||
+         name == "model.cu" || name == "host.cpp" || name == "host.o" || name == "compile.log" ||
+         name == "host-compile.log" || name == "weights.bin" ||
+         (name.starts_with("model-") && name.ends_with(".so")) ||
+         (name.starts_with("weights.rank") && name.ends_with(".bin"));
+}
+
+/// A bundle is written into a staging folder beside its destination and
+/// moved into place when complete, so that an interrupted or failed compile
+/// never leaves a folder that looks complete, two compiles into one folder
+/// do not interleave (the last to finish wins), and the old bundle's files
+/// are not rewritten under a process that has them mapped.
+class StagedBundle {
+public:
+  bool begin(const std::string &destination, std::string &error) {
+    final_ = destination;
+    while (final_.size() > 1 && llvm::sys::path::is_separator(final_.back()))
+      final_.pop_back();
+    llvm::sys::fs::file_status status;
+    if (!llvm::sys::fs::status(final_, status) && !llvm::sys::fs::is_directory(status)) {
+      error = final_ + ": exists and is not a folder (a bundle is a folder)";
+      return false;
+    }
+    llvm::SmallString<256> parent(final_);
+    llvm::sys::path::remove_filename(parent);
+    if (!parent.empty())
+      if (std::error_code ec = llvm::sys::fs::create_directories(parent)) {
+        error = std::string(parent) + ": cannot create the folder: " + ec.message();
+        return false;
+      }
+    removeAbandoned(parent.empty() ? std::string(".") : std::string(parent));
+    staging_ = final_ + ".partial-" + std::to_string(llvm::sys::Process::getProcessId());
+    llvm::sys::fs::remove_directories(staging_);
+    if (std::error_code ec = llvm::sys::fs::create_directory(staging_)) {
+      error = staging_ + ": cannot create the bundle folder: " + ec.message();
+      return false;
+    }
+    return true;
+  }
+  const std::string &dir() const { return staging_; }
+  /// Keep the staging folder when the compile fails (its log is there).
+  void keep() { keep_ = true; }
+
+  /// Moves the staging folder into place: a rename, or an atomic exchange
+  /// with the old bundle, whose own files are then removed (anything else
+  /// in it moves into the new one).
+  bool commit(std::string &error) {
+    llvm::sys::fs::file_status status;
+    bool exists = !llvm::sys::fs::status(final_, status);
+    if (exists && ::rmdir(final_.c_str()) == 0)
+      exists = false; // an empty folder: take its place
+    if (!exists) {
+      if (std::error_code ec = llvm::sys::fs::rename(staging_, final_)) {
+        error = final_ + ": cannot move the bundle into place: " + ec.message();
+        return false;
+      }
+      committed_ = true;
+      return true;
+    }
+    llvm::SmallString<256> manifest(final_);
+    llvm::sys::path::append(manifest, "manifest.json");
+    if (!llvm::sys::fs::exists(manifest)) {
+      error = final_ + ": exists and is not a bundle (no manifest.json): remove it or choose "
+                       "another -o";
+      return false;
+    }
+    if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) != 0) {
+      // No exchange on this file system: two renames, a moment without it.
+      std::string old = final_ + ".old-" + std::to_string(llvm::sys::Process::getProcessId());
+      llvm::sys::fs::remove_directories(old);
+      if (std::error_code ec = llvm::sys::fs::rename(final_, old)) {
+        error = final_ + ": cannot replace the old bundle: " + ec.message();
+        return false;
+      }
+      if (std::error_code ec = llvm::sys::fs::rename(staging_, final_)) {
+        error = final_ + ": cannot move the bundle into place: " + ec.message();
+        return false;
+      }
+      staging_ = old;
+    }
+    committed_ = true;
+    // staging_ now holds the old bundle.
+    std::error_code ec;
+    std::vector<std::string> remove, move;
+    for (llvm::sys::fs::directory_iterator it(staging_, ec), end; it != end && !ec;
+         it.increment(ec)) {
+      llvm::StringRef name = llvm::sys::path::filename(it->path());
+      (isBundleArtifact(name) ? remove : move).push_back(it->path());
+    }
+    for (const std::string &path : remove)
+      llvm::sys::fs::remove(path);
+    for (const std::string &path : move) {
+      llvm::SmallString<256> to(final_);
+      llvm::sys::path::append(to, llvm::sys::path::filename(path));
+      if (!llvm::sys::fs::exists(to))
+        (void)llvm::sys::fs::rename(path, to);
+    }
+    llvm::sys::fs::remove_directories(staging_);
+    return true;
+  }
+  ~StagedBundle() {
+    if (!committed_ && !keep_ && !staging_.empty())
+      llvm::sys::fs::remove_directories(staging_);
+  }
+
+private:
+  /// Staging folders of this destination left by compiles that failed (kept
+  /// for their logs) or were killed: removed once their process is gone.
+  void removeAbandoned(const std::string &parent) {
+    std::string prefix = llvm::sys::path::filename(final_).str() + ".partial-";
+    std::error_code ec;
+    std::vector<std::string> abandoned;
+    for (llvm::sys::fs::directory_iterator it(parent, ec), end; it != end && !ec;
+         it.increment(ec)) {
+      llvm::StringRef name = llvm::sys::path::filename(it->path());
+      long long pid = 0;
+      if (!name.consume_front(prefix) || name.getAsInteger(10, pid) || pid <= 0)
+        continue;
+      if (::kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+        abandoned.push_back(it->path());
+    }
+    for (const std::string &path : abandoned)
+      llvm::sys::fs::remove_directories(path);
+  }
+
+  std::string final_, staging_;
+  bool committed_ = false, keep_ = false;
 };
 
 } // namespace
@@ -91,9 +283,9 @@ void writeParallel(llvm::json::OStream &json, const ModelFacts &model) {
 
 namespace {
 
-bool writeManifest(const std::string &dir, const BundleOptions &options,
-                   const ModelFacts &model, const std::vector<StepInfo> &steps,
-                   const ManifestFacts &facts, std::string &error) {
+bool writeManifest(const std::string &dir, const BundleOptions &options, const ModelFacts &model,
+                   const std::vector<StepInfo> &steps, const ManifestFacts &facts,
+                   std::string &error) {
   // The manifest last: a folder with a manifest is a complete bundle.
   std::string m;
   llvm::raw_string_ostream stream(m);
@@ -105,13 +297,15 @@ bool writeManifest(const std::string &dir, const BundleOptions &options,
     json.attribute("target", jsonText(facts.target));
     json.attribute("precision", jsonText(options.precision));
     json.attribute("model", jsonText(options.modelName));
-    json.attribute("library", "model.so");
+    json.attribute("library", jsonText(facts.library));
+    json.attribute("bundle_id", jsonText(facts.bundleId));
     json.attribute("source", jsonText(facts.source));
     json.attribute("compile_flags", jsonText(facts.flags));
     json.attributeObject("weights", [&] {
       if (model.worldSize == 1) {
         json.attribute("file", "weights.bin");
         json.attribute("bytes", (int64_t)model.weights.size());
+        json.attribute("fingerprint", jsonText(facts.fingerprints.at(0)));
       }
       json.attribute("alignment", 64);
       if (model.worldSize > 1)
@@ -120,6 +314,7 @@ bool writeManifest(const std::string &dir, const BundleOptions &options,
             json.object([&] {
               json.attribute("file", weightsFileName(model, rank));
               json.attribute("bytes", bytes);
+              json.attribute("fingerprint", jsonText(facts.fingerprints.at(rank)));
             });
         });
     });
@@ -174,8 +369,7 @@ bool runCompiler(const std::string &program, const std::vector<std::string> &arg
                                                 llvm::StringRef(log)};
   auto start = std::chrono::steady_clock::now();
   std::string execError;
-  int rc = llvm::sys::ExecuteAndWait(program, argRefs, std::nullopt, redirects, 0, 0,
-                                     &execError);
+  int rc = llvm::sys::ExecuteAndWait(program, argRefs, std::nullopt, redirects, 0, 0, &execError);
   seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (rc != 0) {
     std::string first;
@@ -250,11 +444,10 @@ std::string flagsOf(const std::vector<std::string> &args, size_t end) {
   return flags;
 }
 
-
 /// The host C++ flags of generated code (cpu bundles and cuda host steps).
 std::vector<std::string> hostCxxFlags() {
-  return {"-std=c++17", "-O2", "-march=native", "-fopenmp", "-fPIC",
-          "-fno-math-errno", "-fno-trapping-math", "-w"};
+  return {"-std=c++17",         "-O2", "-march=native", "-fopenmp", "-fPIC", "-fno-math-errno",
+          "-fno-trapping-math", "-w"};
 }
 
 /// The host C++ compiler's command for generated code: the program, the
@@ -264,8 +457,7 @@ bool hostCompileCommand(std::vector<std::string> &args, std::string &error) {
   std::string cxx = cxxCompiler();
   auto program = llvm::sys::findProgramByName(cxx);
   if (!program) {
-    error = "cannot find the C++ compiler '" + cxx +
-            "' (set SLUICE_CXX or CXX, or install g++)";
+    error = "cannot find the C++ compiler '" + cxx + "' (set SLUICE_CXX or CXX, or install g++)";
     return false;
   }
   args = {*program};
@@ -278,15 +470,12 @@ bool hostCompileCommand(std::vector<std::string> &args, std::string &error) {
 
 } // namespace
 
-bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
-                    std::string &error, double *compileSeconds) {
-  const std::string &dir = options.directory;
-  if (!startBundle(dir, {{"model.cpp", model.source}}, error) ||
-      !writeWeights(dir, model, error))
+bool writeCpuBundle(const CpuModel &model, const BundleOptions &options, std::string &error,
+                    double *compileSeconds) {
+  StagedBundle stage;
+  if (!stage.begin(options.directory, error))
     return false;
-  std::string source = inDir(dir, "model.cpp"), library = inDir(dir, "model.so");
-
-  // Build the library.
+  const std::string &dir = stage.dir();
   std::vector<std::string> args;
   if (!hostCompileCommand(args, error))
     return false;
@@ -294,6 +483,16 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
   for (const std::string &f : options.extraFlags)
     args.push_back(f);
   size_t flagsEnd = args.size();
+  std::vector<std::string> fingerprints = weightsFingerprints(model);
+  std::string id = bundleIdOf(model.source, std::vector<std::string>(args.begin() + 1, args.end()),
+                              fingerprints);
+  std::string libraryName = "model-" + id + ".so";
+  if (!startBundle(dir, {{"model.cpp", model.source + bundleIdExport(id)}}, error) ||
+      !writeWeights(dir, model, error))
+    return false;
+  std::string source = inDir(dir, "model.cpp"), library = inDir(dir, libraryName);
+
+  // Build the library.
   args.push_back(source);
   args.push_back("-o");
   args.push_back(library);
@@ -301,20 +500,23 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
     args.push_back("-lopenblas");
   if (options.progress)
     std::fprintf(stderr, "sluice-compile: building %s (%lld kernels, %lld library calls) with %s\n",
-                 library.c_str(), (long long)model.kernels, (long long)model.libraryCalls,
-                 cxxCompiler().c_str());
+                 inDir(options.directory, libraryName).c_str(), (long long)model.kernels,
+                 (long long)model.libraryCalls, cxxCompiler().c_str());
   double seconds = 0;
   bool built = runCompiler(args.front(), args, source, inDir(dir, "compile.log"),
                            "the C++ compiler", error, seconds);
   if (compileSeconds)
     *compileSeconds = seconds;
-  if (!built)
+  if (!built) {
+    stage.keep(); // the error names its log
     return false;
+  }
   if (options.progress)
     std::fprintf(stderr, "sluice-compile: built in %.1f s\n", seconds);
   // -march=native: the library runs on CPUs with this machine's ISA.
-  ManifestFacts facts{"cpu", "model.cpp", flagsOf(args, flagsEnd), {}, 0};
-  return writeManifest(dir, options, model, model.steps, facts, error);
+  ManifestFacts facts{"cpu", "model.cpp", flagsOf(args, flagsEnd), {}, 0, libraryName,
+                      id,    fingerprints};
+  return writeManifest(dir, options, model, model.steps, facts, error) && stage.commit(error);
 }
 
 std::string nvccCompiler() {
@@ -327,16 +529,30 @@ std::string nvccCompiler() {
   return "/usr/local/cuda/bin/nvcc";
 }
 
-bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,
-                     std::string &error, double *compileSeconds) {
-  const std::string &dir = options.directory;
-  if (!startBundle(dir, {{"model.cu", model.deviceSource}}, error) ||
+bool writeCudaBundle(const CudaModel &model, const BundleOptions &options, std::string &error,
+                     double *compileSeconds) {
+  StagedBundle stage;
+  if (!stage.begin(options.directory, error))
+    return false;
+  const std::string &dir = stage.dir();
+  std::vector<std::string> fingerprints = weightsFingerprints(model);
+  // The id covers the host source, the options and architectures too.
+  std::vector<std::string> recipe = options.extraFlags;
+  recipe.push_back(model.hostSource);
+  for (const std::string &arch : options.cudaArchitectures)
+    recipe.push_back(arch);
+  if (const char *env = std::getenv("SLUICE_NVCC_FLAGS"))
+    recipe.push_back(env);
+  std::string id = bundleIdOf(model.deviceSource, recipe, fingerprints);
+  std::string libraryName = "model-" + id + ".so";
+  if (!startBundle(dir, {{"model.cu", model.deviceSource + bundleIdExport(id)}}, error) ||
       !writeWeights(dir, model, error))
     return false;
   std::vector<std::string> archs =
       options.cudaArchitectures.empty() ? cudaArchitectures() : options.cudaArchitectures;
   for (const std::string &arch : archs)
-    if (!llvm::StringRef(arch).starts_with("sm_") && !llvm::StringRef(arch).starts_with("compute_")) {
+    if (!llvm::StringRef(arch).starts_with("sm_") &&
+        !llvm::StringRef(arch).starts_with("compute_")) {
       error = "bad GPU architecture '" + arch + "' (expected sm_XY or compute_XY)";
       return false;
     }
@@ -356,8 +572,10 @@ bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,
       std::fprintf(stderr, "sluice-compile: building %s (%lld host steps) with %s\n",
                    hostSource.c_str(), (long long)model.hostSteps, cxxCompiler().c_str());
     if (!runCompiler(args.front(), args, hostSource, inDir(dir, "host-compile.log"),
-                     "the C++ compiler", error, seconds))
+                     "the C++ compiler", error, seconds)) {
+      stage.keep();
       return false;
+    }
   }
 
   std::string nvcc = nvccCompiler();
@@ -366,12 +584,12 @@ bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,
             "'): the cuda target needs the CUDA toolkit (set SLUICE_NVCC or CUDA_HOME)";
     return false;
   }
-  std::string source = inDir(dir, "model.cu"), library = inDir(dir, "model.so");
+  std::string source = inDir(dir, "model.cu"), library = inDir(dir, libraryName);
   // -cudart shared: the bundle and the runtime's cuda module share one
   // CUDA runtime (streams, graphs and allocations cross between them).
-  std::vector<std::string> args = {nvcc, "-std=c++17", "-O3", "-shared", "-cudart", "shared",
-                                   "-Xcompiler", "-fPIC", "-Xcompiler", "-fopenmp", "-w",
-                                   "--expt-relaxed-constexpr"};
+  std::vector<std::string> args = {
+      nvcc,         "-std=c++17", "-O3",        "-shared",  "-cudart", "shared",
+      "-Xcompiler", "-fPIC",      "-Xcompiler", "-fopenmp", "-w",      "--expt-relaxed-constexpr"};
   for (const std::string &arch : archs) {
     std::string number = arch.substr(arch.find('_') + 1);
     args.push_back("-gencode");
@@ -402,19 +620,24 @@ bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,
     std::fprintf(stderr,
                  "sluice-compile: building %s (%lld kernels, %lld library calls, %lld host "
                  "steps) with nvcc for %s\n",
-                 library.c_str(), (long long)model.kernels, (long long)model.libraryCalls,
-                 (long long)model.hostSteps, llvm::join(archs, ", ").c_str());
+                 inDir(options.directory, libraryName).c_str(), (long long)model.kernels,
+                 (long long)model.libraryCalls, (long long)model.hostSteps,
+                 llvm::join(archs, ", ").c_str());
   bool built = runCompiler(nvcc, args, source, inDir(dir, "compile.log"), "nvcc", error, seconds);
   if (compileSeconds)
     *compileSeconds = seconds;
-  if (!built)
+  if (!built) {
+    stage.keep();
     return false;
+  }
   if (!hostObject.empty())
     llvm::sys::fs::remove(hostObject);
   if (options.progress)
     std::fprintf(stderr, "sluice-compile: built in %.1f s\n", seconds);
-  ManifestFacts facts{"cuda", "model.cu", flagsOf(args, flagsEnd), archs, model.hostArenaBytes};
-  return writeManifest(dir, options, model, model.steps, facts, error);
+  ManifestFacts facts{"cuda", "model.cu",           flagsOf(args, flagsEnd),
+                      archs,  model.hostArenaBytes, libraryName,
+                      id,     fingerprints};
+  return writeManifest(dir, options, model, model.steps, facts, error) && stage.commit(error);
 }
 
 } // namespace sluice::codegen

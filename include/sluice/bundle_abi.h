@@ -151,6 +151,35 @@ void sluice_model_release(void *device_state);
  * fault), naming the kernel. */
 int32_t sluice_model_check(void *device_state, char *error, size_t error_size);
 
+/* Exported by bundles whose manifest has "bundle_id": that id, 16 hex
+ * digits, a hash of the generated source, its compile flags and the
+ * weights' fingerprints. The runtime refuses a library whose id is not the
+ * manifest's (a library and a manifest of different compiles). */
+const char *sluice_model_bundle_id(void);
+
+/* A weights file's fingerprint, recorded per file in the manifest
+ * ("weights.fingerprint", or "fingerprint" of each "weights.ranks" entry)
+ * and checked when the runtime maps it: FNV-1a (64 bit) over the size and
+ * the first and last 64 KiB. Cheap at load (it reads 128 KiB), it catches
+ * a weights file of another compile, not a deliberate forgery. */
+static inline uint64_t sluice_weights_fingerprint(const unsigned char *data, uint64_t size) {
+  uint64_t hash = 1469598103934665603ull, i;
+  const uint64_t window = 65536, prime = 1099511628211ull;
+  for (i = 0; i < 8; ++i) {
+    hash ^= (size >> (8 * i)) & 0xff;
+    hash *= prime;
+  }
+  for (i = 0; i < size && i < window; ++i) {
+    hash ^= data[i];
+    hash *= prime;
+  }
+  for (i = size > window ? size - window : size; i < size; ++i) {
+    hash ^= data[i];
+    hash *= prime;
+  }
+  return hash;
+}
+
 #ifdef __cplusplus
 }
 #endif

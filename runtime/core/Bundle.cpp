@@ -9,6 +9,7 @@
 #include "runtime/core/Paths.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -171,6 +172,19 @@ bool Bundle::mapWeights(std::string &error) {
   mapping_ = mapping;
   mappedBytes_ = expected;
   weights_ = static_cast<const unsigned char *>(mapping);
+  if (!weights.fingerprint.empty()) {
+    // Ties the weights to the manifest: a weights file of another compile
+    // of the same size would otherwise run silently with wrong values.
+    char found[17];
+    std::snprintf(found, sizeof found, "%016llx",
+                  (unsigned long long)sluice_weights_fingerprint(weights_, expected));
+    if (weights.fingerprint != found) {
+      error = file + ": does not belong to this bundle (fingerprint " + found +
+              ", the manifest says " + weights.fingerprint +
+              "): a weights file of another compile";
+      return false;
+    }
+  }
   return true;
 }
 
@@ -213,6 +227,20 @@ bool Bundle::openLibrary(std::string &error) {
             "; this runtime supports ABI " +
             std::to_string(SLUICE_BUNDLE_ABI_VERSION);
     return false;
+  }
+  if (!manifest_.bundleId.empty()) {
+    // Ties the library to the manifest (and so to the weights).
+    auto id = reinterpret_cast<const char *(*)()>(::dlsym(library_, "sluice_model_bundle_id"));
+    const char *got = id ? id() : nullptr;
+    if (!got || manifest_.bundleId != got) {
+      error = file + ": " +
+              (got ? "was built for bundle " + std::string(got) + ", the manifest says " +
+                         manifest_.bundleId
+                   : std::string("exports no sluice_model_bundle_id, the manifest says ") +
+                         manifest_.bundleId) +
+              " (a library and a manifest of different compiles)";
+      return false;
+    }
   }
   if (manifest_.target != "cuda")
     return true;

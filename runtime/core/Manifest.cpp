@@ -130,6 +130,16 @@ private:
 };
 
 /// A file name the manifest gives must stay inside the bundle folder.
+/// 16 lowercase hex digits: a bundle id or a weights fingerprint.
+bool isHexId(const std::string &text) {
+  if (text.size() != 16)
+    return false;
+  for (char c : text)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+      return false;
+  return true;
+}
+
 bool plainFileName(const std::string &name) {
   return !name.empty() && name.find('/') == std::string::npos && name != "." &&
          name != "..";
@@ -223,8 +233,12 @@ bool readWeights(const JsonValue &root, const std::string &file,
   auto readFile = [&](Reader &entry, const std::string &where) {
     WeightsFile weightsFile;
     if (!entry.string("file", weightsFile.file) ||
-        !entry.size("bytes", weightsFile.bytes))
+        !entry.size("bytes", weightsFile.bytes) ||
+        !entry.string("fingerprint", weightsFile.fingerprint, /*optional=*/true))
       return false;
+    if (!weightsFile.fingerprint.empty() && !isHexId(weightsFile.fingerprint))
+      return top.reject("'" + where + ".fingerprint' must be 16 hex digits, got '" +
+                        weightsFile.fingerprint + "'");
     if (!plainFileName(weightsFile.file))
       return top.reject("'" + where +
                         ".file' must be a file name in the bundle folder, "
@@ -387,6 +401,10 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
     return reader.reject("'library' must be a file name in the bundle folder, "
                          "got '" +
                          manifest.library + "'");
+  if (!reader.string("bundle_id", manifest.bundleId, /*optional=*/true))
+    return false;
+  if (!manifest.bundleId.empty() && !isHexId(manifest.bundleId))
+    return reader.reject("'bundle_id' must be 16 hex digits, got '" + manifest.bundleId + "'");
   if (!reader.size("arena_bytes", manifest.arenaBytes) ||
       !reader.integer("world_size", manifest.worldSize))
     return false;

@@ -39,6 +39,9 @@ struct KernelSpec {
 struct WeightsFile {
   std::string file; ///< file name inside the bundle folder
   uint64_t bytes = 0;
+  /// sluice_weights_fingerprint of the file, 16 hex digits ("" in bundles
+  /// written before it existed: not checked).
+  std::string fingerprint;
 };
 
 /// How a multi-rank bundle is split across its ranks (manifest "parallel").
@@ -60,6 +63,9 @@ struct Manifest {
   std::string precision = "fp32";
   std::string model;
   std::string library;     ///< file name inside the bundle folder
+  /// What the library's sluice_model_bundle_id must return ("" in bundles
+  /// written before it existed: not checked).
+  std::string bundleId;
   /// One per rank, in rank order (one for a single-rank bundle).
   std::vector<WeightsFile> weights;
   uint64_t weightsAlignment = 0;

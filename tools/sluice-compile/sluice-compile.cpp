@@ -4,7 +4,7 @@
 //                  [--stop-after=PHASE --emit=mlir] [--report=FILE.json]
 //
 // Runs the phases of DESIGN.md (import, simplify, fuse, plan, emit) and
-// writes a bundle folder: manifest.json, model.so (built here with the system
+// writes a bundle folder: manifest.json, model-<id>.so (built here with the system
 // C++ compiler) and weights.bin.
 //
 //===----------------------------------------------------------------------===//
