@@ -4,7 +4,8 @@
 
 #include "codegen/common/Format.h"
 #include "codegen/common/ModelFacts.h"
-#include "dialects/sluice/SluiceOps.h"
+#include "codegen/common/ScalarEmitter.h"
+#include "dialects/sluice/SluicePipelineOps.h"
 
 #include "sluice/bundle_abi.h"
 
@@ -41,6 +42,14 @@ FailureOr<std::string> collectiveCall(Operation *op, const std::string &kernel,
                                       const std::string &in, const std::string &out,
                                       const std::string &stream) {
   Value input = op->getOperand(0), result = op->getResult(0);
+  if (auto transfer = dyn_cast<TransferOp>(op)) {
+    // Bytes, whatever the element type: nothing is summed.
+    int64_t bytes = product(shapeOf(input)) * storageBytes(elementOf(input));
+    return "if (sluice_transfer(args, \"" + kernel + "\", " + in + ", " + out + ", " +
+           cInt64(bytes) + ", " + decimal(transfer.getFrom()) + ", " +
+           decimal(transfer.getTo()) + ", " + decimal(transfer.getStageSize()) + ", (void *)" +
+           stream + "))\n    return 1;";
+  }
   int dtype = commDType(elementOf(input));
   if (dtype < 0)
     return op->emitOpError("has an element type the communicator does not carry");

@@ -70,4 +70,33 @@ static inline int32_t sluice_all_to_all(const SluiceRunArgs *args, const char *k
   SLUICE_COMM_CALL(args, kernel, all_to_all, send, recv, count, dtype, stream);
 }
 
+static inline int32_t sluice_broadcast(const SluiceRunArgs *args, const char *kernel, void *buf,
+                                       size_t count, int32_t dtype, int32_t root, void *stream) {
+  SLUICE_COMM_CALL(args, kernel, broadcast, buf, count, dtype, root, stream);
+}
+
+/* Pipeline parallelism (sluice.transfer): ranks are stages of `stage_size`
+ * consecutive ranks each (the tensor-parallel ranks of one stage). */
+static inline int32_t sluice_stage(const SluiceRunArgs *args, int32_t stage_size) {
+  const SluiceComm *comm = sluice_comm_of(args);
+  return comm ? comm->rank / stage_size : 0;
+}
+
+/* `bytes` of an activation from stage `from` to stage `to`: rank r of stage
+ * `from` sends to rank r + (to - from) * stage_size, which receives; other
+ * stages do nothing. */
+static inline int32_t sluice_transfer(const SluiceRunArgs *args, const char *kernel,
+                                      const void *send, void *recv, size_t bytes, int32_t from,
+                                      int32_t to, int32_t stage_size, void *stream) {
+  const SluiceComm *comm = sluice_comm_of(args);
+  if (!comm)
+    return SLUICE_COMM_NEEDED(args, kernel, "transfer");
+  int32_t stage = comm->rank / stage_size, hop = (to - from) * stage_size;
+  if (stage == from)
+    SLUICE_COMM_CALL(args, kernel, send, send, bytes, SLUICE_COMM_U8, comm->rank + hop, stream);
+  if (stage == to)
+    SLUICE_COMM_CALL(args, kernel, recv, recv, bytes, SLUICE_COMM_U8, comm->rank - hop, stream);
+  return 0;
+}
+
 #endif // SLUICE_GEN_COMM_H
