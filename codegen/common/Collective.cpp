@@ -56,7 +56,20 @@ FailureOr<std::string> collectiveCall(Operation *op, const std::string &kernel,
   bool sums = isa<AllReduceOp, ReduceScatterOp>(op);
   if (sums && dtype == SLUICE_COMM_U8)
     return op->emitOpError("sums booleans or unsigned bytes, which no communicator reduces");
-  std::string tail = ", " + decimal(dtype) + ", (void *)" + stream + "))\n    return 1;";
+  // The grid axis it spans (`mesh_axis`, set where the grid has several):
+  // its communicator; none: every rank's.
+  std::string meshAxis = "-1";
+  if (auto mesh = op->getAttrOfType<StringAttr>("mesh_axis")) {
+    if (mesh.getValue() == "tp")
+      meshAxis = "SLUICE_AXIS_TP";
+    else if (mesh.getValue() == "ep")
+      meshAxis = "SLUICE_AXIS_EP";
+    else
+      return op->emitOpError() << "spans grid axis '" << mesh.getValue()
+                               << "', which has no communicator (tp, ep)";
+  }
+  std::string tail =
+      ", " + decimal(dtype) + ", (void *)" + stream + ", " + meshAxis + "))\n    return 1;";
   std::string head = "if (sluice_";
   std::string args = "(args, \"" + kernel + "\", " + in + ", " + out + ", ";
   ArrayRef<int64_t> inShape = shapeOf(input);

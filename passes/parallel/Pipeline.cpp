@@ -19,6 +19,9 @@
 //   (send on the producing stage's ranks, receive on the consumer's).
 //   Weights used by several stages are duplicated, one per stage, so that a
 //   rank's weights file holds only its stage's.
+// - With tensor parallelism (`sluice.tp` = T), the stages hold T ranks each
+//   and the existing collectives get `mesh_axis = "tp"`: they span the
+//   ranks of one stage (the runtime's per-axis communicator).
 // - `main` records `sluice.pp`, `sluice.micro_batches` and the plan
 //   (`sluice.pipeline`: per stage its ops, first and last ONNX node,
 //   flops, bytes, predicted time and weights; the bubble fraction), which
@@ -277,6 +280,13 @@ struct PipelinePass : public ::sluice::impl::PipelinePassBase<PipelinePass> {
     StageCutter cutter(func, stages, stageSize);
     if (failed(cutter.run()))
       return signalPassFailure();
+    // The tensor-parallel collectives now span the ranks of one stage: the
+    // grid's "tp" axis, not the whole job.
+    if (stageSize > 1)
+      func.walk([&](Operation *op) {
+        if (kernel::isCollective(op) && !isa<TransferOp>(op))
+          op->setAttr("mesh_axis", StringAttr::get(op->getContext(), "tp"));
+      });
 
     Builder b(func.getContext());
     SmallVector<Attribute> list;
