@@ -347,6 +347,33 @@ void collectCollectives(func::FuncOp func, ModelFacts &model) {
     model.collectives.push_back(info);
 }
 
+/// A pipeline bundle's boundary: every micro-batch's inputs and outputs
+/// (dim 0 times M; an output whose dim 0 is not the micro-batch's is an
+/// error), and outputs the stages can broadcast (static shapes).
+LogicalResult pipelineBoundary(func::FuncOp func, ModelFacts &model) {
+  if (model.microBatches > 1) {
+    // The bundle's boundary holds every micro-batch: dim 0 times M.
+    for (TensorInfo &t : model.inputs)
+      t.shape[0] *= model.microBatches;
+    for (TensorInfo &t : model.outputs) {
+      int64_t batch = model.inputs.empty() ? 0 : model.inputs[0].shape[0] / model.microBatches;
+      if (t.shape.empty() || t.shape[0] != batch || !t.maxShape.empty())
+        return func.emitError() << "--micro-batches=" << model.microBatches << ": output '"
+                                << t.name << "' does not follow the batch (its dim 0 is "
+                                << (t.shape.empty() ? 0 : t.shape[0]) << " for a micro-batch of "
+                                << batch << ")";
+      t.shape[0] *= model.microBatches;
+    }
+  }
+  if (model.pp > 1)
+    for (const TensorInfo &t : model.outputs)
+      if (!t.maxShape.empty())
+        return func.emitError() << "--pp: output '" << t.name
+                                << "' has data-dependent dims, which a pipeline bundle cannot "
+                                   "broadcast yet";
+  return success();
+}
+
 } // namespace
 
 std::vector<int64_t> ModelFacts::weightsBytesPerRank() const {
@@ -426,26 +453,8 @@ LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::String
   if (failed(collectStages(func, model)) || failed(collectWeights(func, model, transforms)))
     return failure();
   collectCollectives(func, model);
-  if (model.microBatches > 1) {
-    // The bundle's boundary holds every micro-batch: dim 0 times M.
-    for (TensorInfo &t : model.inputs)
-      t.shape[0] *= model.microBatches;
-    for (auto [i, t] : llvm::enumerate(model.outputs)) {
-      int64_t batch = model.inputs.empty() ? 0 : model.inputs[0].shape[0] / model.microBatches;
-      if (t.shape.empty() || t.shape[0] != batch || !t.maxShape.empty())
-        return func.emitError() << "--micro-batches=" << model.microBatches << ": output '"
-                                << t.name << "' does not follow the batch (its dim 0 is "
-                                << (t.shape.empty() ? 0 : t.shape[0])
-                                << " for a micro-batch of " << batch << ")";
-      t.shape[0] *= model.microBatches;
-    }
-  }
-  if (model.pp > 1)
-    for (const TensorInfo &t : model.outputs)
-      if (!t.maxShape.empty())
-        return func.emitError() << "--pp: output '" << t.name
-                                << "' has data-dependent dims, which a pipeline bundle cannot "
-                                   "broadcast yet";
+  if (failed(pipelineBoundary(func, model)))
+    return failure();
 
   // Unsupported ops, all of them, before emitting anything.
   llvm::MapVector<StringRef, std::string> unsupported;
