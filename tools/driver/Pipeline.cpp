@@ -421,6 +421,13 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
         error += modelPath + ": " + diag.str() + "\n";
       return success();
     });
+    if (options.microBatches > 1) {
+      // The ONNX import is where dim 0 is divided; a parsed program keeps
+      // the shapes it has.
+      error = modelPath + ": --micro-batches compiles the program at the micro-batch's shapes, "
+                          "which the ONNX import sets: give the .onnx model\n";
+      return nullptr;
+    }
     module = parseSourceFile<ModuleOp>(modelPath, &context);
     if (!module) {
       if (error.empty())
