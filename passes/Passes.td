@@ -369,6 +369,27 @@ def PartitionPass : Pass<"sluice-partition", "mlir::func::FuncOp"> {
   let dependentDialects = ["sluice::SluiceDialect"];
 }
 
+def PipelinePass : Pass<"sluice-pipeline", "mlir::func::FuncOp"> {
+  let summary = "Cuts one rank's program into pipeline stages with transfers between them";
+  let description = [{
+    Gives every op a pipeline stage (`sluice.stage`): `pp` contiguous
+    stages balanced by the cost model's predicted time, cut only where one
+    activation crosses (between layers, never inside attention). A compute
+    value read by a later stage goes through `sluice.transfer`; weights and
+    values computed from the inputs alone get a copy per stage that reads
+    them. Records `sluice.pp`, `sluice.micro_batches` and the plan
+    (`sluice.pipeline`) on the function. Fails when `pp` exceeds the
+    model's layers or its cut points. `pp` = 1 leaves the function as it is.
+  }];
+  let options = [
+    Option<"pp", "pp", "int64_t", "1", "Pipeline stages">,
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "Micro-batches each run streams through the stages (recorded; the "
+           "driver compiles the program at the micro-batch's shapes)">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
 def PlanTensorParallelPass : Pass<"sluice-plan-tensor-parallel", "mlir::func::FuncOp"> {
   let summary = "Chooses the Megatron-style split of each weight for --tp=N [--sp]";
   let description = [{

@@ -273,10 +273,26 @@ std::string weightsFileName(const ModelFacts &model, size_t rank) {
 
 void writeParallel(llvm::json::OStream &json, const ModelFacts &model) {
   json.attributeObject("parallel", [&] {
-    json.attribute("tp", model.worldSize);
+    json.attribute("tp", model.tp);
     json.attribute("sp", model.sequenceParallel);
-    json.attributeArray("grid", [&] { json.value(model.worldSize); });
-    json.attributeArray("axes", [&] { json.value("tp"); });
+    json.attribute("pp", model.pp);
+    json.attribute("micro_batches", model.microBatches);
+    json.attribute("ep", 1);
+    // The axes of size > 1, outermost first (rank r: stage r / tp,
+    // tensor-parallel index r % tp); a single rank: [1], ["tp"].
+    std::vector<std::pair<const char *, int64_t>> axes;
+    if (model.pp > 1)
+      axes.push_back({"pp", model.pp});
+    if (model.tp > 1 || axes.empty())
+      axes.push_back({"tp", model.tp});
+    json.attributeArray("grid", [&] {
+      for (auto &axis : axes)
+        json.value(axis.second);
+    });
+    json.attributeArray("axes", [&] {
+      for (auto &axis : axes)
+        json.value(axis.first);
+    });
     json.attribute("layers", model.layers);
   });
 }

@@ -46,8 +46,9 @@ bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,
 /// weights.rank<R>.bin otherwise.
 std::string weightsFileName(const ModelFacts &model, size_t rank);
 
-/// The manifest's and the report's "parallel" object (tp, sp, grid, axes,
-/// layers) of a multi-rank bundle.
+/// The manifest's and the report's "parallel" object (tp, sp, pp,
+/// micro_batches, ep, grid, axes, layers); the report writes it for every
+/// bundle, the manifest for a multi-rank one.
 void writeParallel(llvm::json::OStream &json, const ModelFacts &model);
 
 /// nvcc: $SLUICE_NVCC, else $CUDA_HOME/bin/nvcc, else nvcc on the PATH, else

@@ -4,7 +4,8 @@
 
 #include "codegen/common/Format.h"
 #include "codegen/common/ModelFacts.h"
-#include "dialects/sluice/SluiceOps.h"
+#include "codegen/common/ScalarEmitter.h"
+#include "dialects/sluice/SluicePipelineOps.h"
 
 #include "sluice/bundle_abi.h"
 
@@ -41,13 +42,34 @@ FailureOr<std::string> collectiveCall(Operation *op, const std::string &kernel,
                                       const std::string &in, const std::string &out,
                                       const std::string &stream) {
   Value input = op->getOperand(0), result = op->getResult(0);
+  if (auto transfer = dyn_cast<TransferOp>(op)) {
+    // Bytes, whatever the element type: nothing is summed.
+    int64_t bytes = product(shapeOf(input)) * storageBytes(elementOf(input));
+    return "if (sluice_transfer(args, \"" + kernel + "\", " + in + ", " + out + ", " +
+           cInt64(bytes) + ", " + decimal(transfer.getFrom()) + ", " +
+           decimal(transfer.getTo()) + ", " + decimal(transfer.getStageSize()) + ", (void *)" +
+           stream + "))\n    return 1;";
+  }
   int dtype = commDType(elementOf(input));
   if (dtype < 0)
     return op->emitOpError("has an element type the communicator does not carry");
   bool sums = isa<AllReduceOp, ReduceScatterOp>(op);
   if (sums && dtype == SLUICE_COMM_U8)
     return op->emitOpError("sums booleans or unsigned bytes, which no communicator reduces");
-  std::string tail = ", " + decimal(dtype) + ", (void *)" + stream + "))\n    return 1;";
+  // The grid axis it spans (`mesh_axis`, set where the grid has several):
+  // its communicator; none: every rank's.
+  std::string meshAxis = "-1";
+  if (auto mesh = op->getAttrOfType<StringAttr>("mesh_axis")) {
+    if (mesh.getValue() == "tp")
+      meshAxis = "SLUICE_AXIS_TP";
+    else if (mesh.getValue() == "ep")
+      meshAxis = "SLUICE_AXIS_EP";
+    else
+      return op->emitOpError() << "spans grid axis '" << mesh.getValue()
+                               << "', which has no communicator (tp, ep)";
+  }
+  std::string tail =
+      ", " + decimal(dtype) + ", (void *)" + stream + ", " + meshAxis + "))\n    return 1;";
   std::string head = "if (sluice_";
   std::string args = "(args, \"" + kernel + "\", " + in + ", " + out + ", ";
   ArrayRef<int64_t> inShape = shapeOf(input);

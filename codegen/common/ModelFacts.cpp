@@ -1,6 +1,7 @@
 //===- ModelFacts.cpp - what every target reads off a planned module ------===//
 
 #include "codegen/common/ModelFacts.h"
+#include "dialects/sluice/SluicePipelineOps.h"
 
 #include "codegen/common/Compute.h"
 #include "codegen/common/Format.h"
@@ -175,12 +176,60 @@ StepInfo describeStep(KernelOp kernel, llvm::StringRef kind) {
 
 namespace {
 
+/// The grid and the pipeline stage of every kernel and value: a transfer's
+/// result is its receiving stage's; another kernel runs on the stage of its
+/// ops (sluice.stage, set by sluice-pipeline), else of its inputs (ops the
+/// fuse phase made, from a decomposed composite), else on every rank.
+LogicalResult collectStages(func::FuncOp func, ModelFacts &model) {
+  if (auto tp = func->getAttrOfType<IntegerAttr>("sluice.tp"))
+    model.tp = std::max<int64_t>(tp.getInt(), 1);
+  if (auto pp = func->getAttrOfType<IntegerAttr>("sluice.pp"))
+    model.pp = std::max<int64_t>(pp.getInt(), 1);
+  if (auto micro = func->getAttrOfType<IntegerAttr>("sluice.micro_batches"))
+    model.microBatches = std::max<int64_t>(micro.getInt(), 1);
+  model.worldSize = model.tp * model.pp;
+  if (model.pp == 1)
+    return success();
+  Block &block = func.getBody().front();
+  for (Operation &op : block)
+    if (auto stage = op.getAttrOfType<IntegerAttr>("sluice.stage");
+        stage && isa<ConstantOp, ShardConstantOp>(op))
+      model.valueStage[op.getResult(0)] = stage.getInt();
+  for (KernelOp kernel : block.getOps<KernelOp>()) {
+    int64_t stage = -1;
+    TransferOp transfer;
+    bool mixed = false;
+    kernel.getBody().walk([&](Operation *inner) {
+      if (auto t = dyn_cast<TransferOp>(inner))
+        transfer = t;
+      if (auto s = inner->getAttrOfType<IntegerAttr>("sluice.stage")) {
+        mixed |= stage >= 0 && stage != s.getInt();
+        stage = std::max(stage, s.getInt());
+      }
+    });
+    if (mixed)
+      return kernel.emitOpError("groups ops of different pipeline stages");
+    if (transfer) {
+      model.kernelStage[kernel] = -1;
+      for (Value result : kernel.getResults())
+        model.valueStage[result] = transfer.getTo();
+      continue;
+    }
+    if (stage < 0)
+      for (Value input : kernel.getInputs())
+        stage = std::max(stage, model.stageOf(input));
+    model.kernelStage[kernel] = stage;
+    for (Value result : kernel.getResults())
+      model.valueStage[result] = stage;
+  }
+  return success();
+}
+
 /// Weights: every top-level constant and shard constant, 64-byte aligned,
-/// at the same offset in every rank's file.
+/// at the same offset in every rank's file of a pipeline stage (a staged
+/// weight only in its stage's files; an unstaged one in all, at one offset).
 LogicalResult collectWeights(func::FuncOp func, ModelFacts &model,
                              WeightTransformQuery transforms) {
-  if (auto tp = func->getAttrOfType<IntegerAttr>("sluice.tp"))
-    model.worldSize = std::max<int64_t>(tp.getInt(), 1);
   model.sequenceParallel = func->hasAttr("sluice.sp");
   if (auto layers = func->getAttrOfType<IntegerAttr>("sluice.layers"))
     model.layers = layers.getInt();
@@ -193,14 +242,23 @@ LogicalResult collectWeights(func::FuncOp func, ModelFacts &model,
       continue;
     if (shard && getElementTypeOrSelf(shard->getResult(0).getType()).isInteger(4))
       return shard.emitOpError("4-bit weights cannot be split across ranks");
-    if (shard && (int64_t)shard.getParts() != ranks)
+    if (shard && (int64_t)shard.getParts() != model.tp)
       return shard.emitOpError() << "is split into " << shard.getParts()
-                                 << " parts in a program for " << ranks << " ranks";
+                                 << " parts in a program for " << model.tp
+                                 << " tensor-parallel ranks";
     auto tensor = tensorFromAttr(constant ? constant.getValue() : shard.getValue());
     if (failed(tensor))
       return op.emitOpError("cannot read this constant's value");
-    size_t offset = (files[0].size() + 63) / 64 * 64;
+    int64_t stage = model.stageOf(op.getResult(0));
+    auto holds = [&](int64_t r) { return stage < 0 || r / model.tp == stage; };
+    size_t end = 0;
+    for (int64_t r = 0; r < ranks; ++r)
+      if (holds(r))
+        end = std::max(end, files[r].size());
+    size_t offset = (end + 63) / 64 * 64;
     for (int64_t r = 0; r < ranks; ++r) {
+      if (!holds(r))
+        continue;
       std::vector<unsigned char> &file = files[r];
       file.resize(offset);
       if (constant) {
@@ -220,7 +278,7 @@ LogicalResult collectWeights(func::FuncOp func, ModelFacts &model,
         const auto *from = static_cast<const unsigned char *>(tensor->rawData());
         file.insert(file.end(), from, from + tensor->byteSize());
       } else {
-        SmallVector<std::pair<int64_t, int64_t>> blocks = shard.blocksOf(r);
+        SmallVector<std::pair<int64_t, int64_t>> blocks = shard.blocksOf(r % model.tp);
         Tensor block = tensor->takeAlong(shard.getAxis(), {blocks.begin(), blocks.end()});
         const auto *from = static_cast<const unsigned char *>(block.rawData());
         file.insert(file.end(), from, from + block.byteSize());
@@ -242,6 +300,18 @@ void collectCollectives(func::FuncOp func, ModelFacts &model) {
   func.walk([&](Operation *op) {
     if (!kernel::isCollective(op) || !op->getParentOfType<KernelOp>())
       return;
+    if (isa<TransferOp>(op)) {
+      auto type = cast<RankedTensorType>(op->getOperand(0).getType());
+      int64_t bytes = product(type.getShape()) * storageBytes(type.getElementType());
+      for (const char *name : {"send", "recv"}) {
+        CollectiveInfo &info = byOp[name];
+        info.op = name;
+        info.count += model.microBatches;
+        info.bytes += bytes * model.microBatches;
+      }
+      model.collectiveMaxBytes = std::max(model.collectiveMaxBytes, bytes);
+      return;
+    }
     auto groupSize = op->getAttrOfType<IntegerAttr>("group_size");
     int64_t w = groupSize ? groupSize.getInt() : 1;
     auto bytesOf = [](Value v) {
@@ -255,12 +325,53 @@ void collectCollectives(func::FuncOp func, ModelFacts &model) {
     int64_t sent = isa<AllReduceOp>(op) ? 2 * (w - 1) * whole / w : (w - 1) * whole / w;
     CollectiveInfo &info = byOp[op->getName().stripDialect()];
     info.op = op->getName().stripDialect().str();
-    ++info.count;
-    info.bytes += sent;
+    info.count += model.microBatches;
+    info.bytes += sent * model.microBatches;
     model.collectiveMaxBytes = std::max(model.collectiveMaxBytes, whole);
   });
+  // A pipeline's outputs, from the stage that computed them to every rank.
+  Block &block = func.getBody().front();
+  for (Value v : block.getTerminator()->getOperands()) {
+    if (model.pp == 1 || model.stageOf(v) < 0)
+      continue;
+    auto type = cast<RankedTensorType>(v.getType());
+    int64_t bytes =
+        product(type.getShape()) * storageBytes(type.getElementType()) * model.microBatches;
+    CollectiveInfo &info = byOp["broadcast"];
+    info.op = "broadcast";
+    ++info.count;
+    info.bytes += bytes;
+    model.collectiveMaxBytes = std::max(model.collectiveMaxBytes, bytes);
+  }
   for (auto &[name, info] : byOp)
     model.collectives.push_back(info);
+}
+
+/// A pipeline bundle's boundary: every micro-batch's inputs and outputs
+/// (dim 0 times M; an output whose dim 0 is not the micro-batch's is an
+/// error), and outputs the stages can broadcast (static shapes).
+LogicalResult pipelineBoundary(func::FuncOp func, ModelFacts &model) {
+  if (model.microBatches > 1) {
+    // The bundle's boundary holds every micro-batch: dim 0 times M.
+    for (TensorInfo &t : model.inputs)
+      t.shape[0] *= model.microBatches;
+    for (TensorInfo &t : model.outputs) {
+      int64_t batch = model.inputs.empty() ? 0 : model.inputs[0].shape[0] / model.microBatches;
+      if (t.shape.empty() || t.shape[0] != batch || !t.maxShape.empty())
+        return func.emitError() << "--micro-batches=" << model.microBatches << ": output '"
+                                << t.name << "' does not follow the batch (its dim 0 is "
+                                << (t.shape.empty() ? 0 : t.shape[0]) << " for a micro-batch of "
+                                << batch << ")";
+      t.shape[0] *= model.microBatches;
+    }
+  }
+  if (model.pp > 1)
+    for (const TensorInfo &t : model.outputs)
+      if (!t.maxShape.empty())
+        return func.emitError() << "--pp: output '" << t.name
+                                << "' has data-dependent dims, which a pipeline bundle cannot "
+                                   "broadcast yet";
+  return success();
 }
 
 } // namespace
@@ -339,9 +450,11 @@ LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::String
   if (bad)
     return failure();
 
-  if (failed(collectWeights(func, model, transforms)))
+  if (failed(collectStages(func, model)) || failed(collectWeights(func, model, transforms)))
     return failure();
   collectCollectives(func, model);
+  if (failed(pipelineBoundary(func, model)))
+    return failure();
 
   // Unsupported ops, all of them, before emitting anything.
   llvm::MapVector<StringRef, std::string> unsupported;
@@ -375,7 +488,7 @@ LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::String
 }
 
 RunBuffers::RunBuffers(const ModelFacts &facts)
-    : arenaBytes(facts.arenaBytes), numOutputs((int64_t)facts.outputs.size()) {
+    : facts(&facts), arenaBytes(facts.arenaBytes), numOutputs((int64_t)facts.outputs.size()) {
   func::FuncOp func = facts.func;
   Block &block = func.getBody().front();
   for (auto [i, arg] : llvm::enumerate(block.getArguments()))
@@ -409,6 +522,12 @@ FailureOr<ArrayRef<int64_t>> RunBuffers::addResults(KernelOp kernel) {
   return offsets.asArrayRef();
 }
 
+std::string RunBuffers::stageGuard(int64_t stage) const {
+  if (facts->pp == 1 || stage < 0)
+    return "";
+  return "sluice_stage(args, " + decimal(facts->tp) + ") == " + decimal(stage);
+}
+
 LogicalResult RunBuffers::writeStep(CodeWriter &run, KernelOp kernel, int64_t step,
                                     StringRef target) const {
   std::vector<std::string> buffers;
@@ -419,7 +538,9 @@ LogicalResult RunBuffers::writeStep(CodeWriter &run, KernelOp kernel, int64_t st
   }
   for (Value result : kernel.getResults())
     buffers.push_back(where.lookup(result));
-  auto block = run.block("");
+  auto stage = facts->kernelStage.find(kernel);
+  std::string guard = stageGuard(stage == facts->kernelStage.end() ? -1 : stage->second);
+  auto block = run.block("{0}", guard.empty() ? "" : "if (" + guard + ")");
   run.line("void *const b[] = {{{0}};", buffers.empty() ? "nullptr" : llvm::join(buffers, ", "));
   run.line("SLUICE_STEP({0}, {1}(b, args));", step, kernel.getSymName());
   return success();
@@ -456,6 +577,45 @@ RunBuffers::outputCopies(func::ReturnOp ret, StringRef target) const {
     copies.push_back({out, from, value});
   }
   return copies;
+}
+
+void writePipelinedRun(CodeWriter &run, const ModelFacts &facts, StringRef stream) {
+  func::FuncOp func = facts.func;
+  Block &block = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  size_t ins = block.getNumArguments(), outs = ret.getNumOperands();
+  // One micro-batch's bytes of a boundary value (the program's own type).
+  auto bytesOf = [](Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    return product(type.getShape()) * storageBytes(type.getElementType());
+  };
+  run.line("const void *micro_inputs[{0}];", std::max<size_t>(ins, 1));
+  run.line("void *micro_outputs[{0}];", std::max<size_t>(outs, 1));
+  run.line("SluiceRunArgs micro = *args;");
+  run.line("micro.inputs = micro_inputs;");
+  run.line("micro.outputs = micro_outputs;");
+  {
+    auto loop = run.block("for (int64_t m = 0; m < {0}; ++m)", facts.microBatches);
+    for (size_t i = 0; i < ins; ++i)
+      run.line("micro_inputs[{0}] = (const unsigned char *)args->inputs[{0}] + m * {1};", i,
+               cInt64(bytesOf(block.getArgument(i))));
+    for (size_t i = 0; i < outs; ++i)
+      run.line("micro_outputs[{0}] = (unsigned char *)args->outputs[{0}] + m * {1};", i,
+               cInt64(bytesOf(ret.getOperand(i))));
+    run.line("if ({0}(&micro))", kStageRunFunction);
+    run.line("  return 1;");
+  }
+  // Every rank holds the outputs (docs/parallel.md, "Launch modes").
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    int64_t stage = facts.stageOf(v);
+    if (stage < 0)
+      continue;
+    run.line("if (sluice_broadcast(args, {0}, args->outputs[{1}], {2}, SLUICE_COMM_U8, {3}, "
+             "(void *){4}))",
+             cStringLiteral("output " + facts.outputs[i].name), i,
+             cInt64(bytesOf(v) * facts.microBatches), stage * facts.tp, stream);
+    run.line("  return 1;");
+  }
 }
 
 } // namespace sluice::codegen

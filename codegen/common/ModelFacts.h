@@ -78,7 +78,11 @@ StepInfo describeStep(KernelOp kernel, llvm::StringRef kind);
 
 /// The collectives of one run of one rank, by op.
 struct CollectiveInfo {
-  std::string op; ///< "all_reduce", "all_gather", "reduce_scatter", "all_to_all"
+  /// "all_reduce", "all_gather", "reduce_scatter", "all_to_all"; pipeline
+  /// bundles: "send" and "recv" (activations between stages, bytes = what
+  /// the sending or receiving rank moves) and "broadcast" (the outputs from
+  /// their stage to every rank, bytes = what the root sends once).
+  std::string op;
   int64_t count = 0;
   /// Bytes one rank sends in a ring algorithm: all_reduce 2(W-1)/W x S,
   /// reduce_scatter and all_gather (W-1)/W x S, all_to_all (W-1)/W x S,
@@ -93,12 +97,28 @@ struct ModelFacts {
   std::vector<unsigned char> weights;
   /// A multi-rank bundle's weights, weights.rank<R>.bin for rank R: the
   /// replicated constants in every one, each shard constant's block of
-  /// that rank; the offsets are the same in all.
+  /// that rank; the offsets are the same in all ranks of a pipeline stage,
+  /// whose files hold only that stage's weights (and the unstaged ones, at
+  /// the same offset in every file).
   std::vector<std::vector<unsigned char>> rankWeights;
   /// Top-level constants -> their byte offset in weights.bin (64-aligned).
   llvm::DenseMap<mlir::Value, int64_t> weightOffset;
-  /// The grid (`main`'s sluice.tp, 1 without): ranks that run the bundle.
+  /// The grid: ranks that run the bundle, tp x pp (`main`'s sluice.tp and
+  /// sluice.pp, 1 without).
   int64_t worldSize = 1;
+  int64_t tp = 1, pp = 1;
+  /// Micro-batches of a pipeline run (`main`'s sluice.micro_batches): the
+  /// program computes one, dim 0 of `inputs` and `outputs` holds all.
+  int64_t microBatches = 1;
+  /// Pipeline bundles: the stage whose ranks run each kernel, and that
+  /// holds each value (kernel results, staged weights); absent or -1: every
+  /// rank (a transfer kernel decides per rank itself).
+  llvm::DenseMap<mlir::Operation *, int64_t> kernelStage;
+  llvm::DenseMap<mlir::Value, int64_t> valueStage;
+  int64_t stageOf(mlir::Value v) const {
+    auto it = valueStage.find(v);
+    return it == valueStage.end() ? -1 : it->second;
+  }
   bool sequenceParallel = false;
   int64_t layers = 0; ///< transformer layers the parallel plan split
   std::vector<CollectiveInfo> collectives;
@@ -136,8 +156,12 @@ public:
   mlir::FailureOr<llvm::ArrayRef<int64_t>> addResults(KernelOp kernel);
   /// The pointer expression of `value`; "" when it has no buffer.
   std::string lookup(mlir::Value value) const { return where.lookup(value); }
+  /// The condition under which the ranks of pipeline stage `stage` run a
+  /// step ("sluice_stage(args, tp) == s"); "" for every rank.
+  std::string stageGuard(int64_t stage) const;
   /// Step `step` of the run function: the kernel's buffer table (inputs,
-  /// then results) and `SLUICE_STEP(step, <kernel>(b, args))` in a block.
+  /// then results) and `SLUICE_STEP(step, <kernel>(b, args))` in a block,
+  /// guarded by the kernel's stage in a pipeline bundle.
   /// Fails with an error on the kernel ("<target> target: ...") when an
   /// input has no buffer.
   mlir::LogicalResult writeStep(CodeWriter &run, KernelOp kernel, int64_t step,
@@ -163,11 +187,24 @@ public:
 
 private:
   llvm::DenseMap<mlir::Value, std::string> where;
+  const ModelFacts *facts;
   /// What addResults checks offsets against: a hand-written .mlir's
   /// arena_offsets are not trusted.
   int64_t arenaBytes = 0;
   int64_t numOutputs = 0;
 };
+
+/// The name of the function that runs one micro-batch of one stage in a
+/// pipeline bundle's source: the emitters write their steps into it, and
+/// `sluice_model_run` calls it (writePipelinedRun).
+constexpr const char *kStageRunFunction = "sluice_stage_run";
+
+/// The body of a pipeline bundle's `sluice_model_run` (worldSize > 1 with
+/// pp > 1): every micro-batch's slice of the inputs and outputs through
+/// kStageRunFunction in turn, so that stage s works on micro-batch m + 1
+/// while stage s + 1 works on m, then each output broadcast from the first
+/// rank of the stage that computed it. `stream` is "0" on cpu.
+void writePipelinedRun(CodeWriter &run, const ModelFacts &facts, llvm::StringRef stream);
 
 /// NumPy's name of an element type.
 std::string numpyDtype(mlir::Type elementType);

@@ -454,6 +454,14 @@ std::string deviceSource(const CudaModel &model, const CudaSources &sources, int
     w.line("return sluice_cuda_check(device_state, error, error_size);");
   }
   w.blank();
+  if (model.pp > 1) {
+    // A pipeline bundle: the steps are one micro-batch of this rank's stage.
+    auto stage = w.block("static int32_t {0}(const SluiceRunArgs *args)", kStageRunFunction);
+    w.raw(sources.run.str());
+    w.line("return 0;");
+  }
+  if (model.pp > 1)
+    w.blank();
   {
     auto run = w.block("extern \"C\" int32_t sluice_model_run(const SluiceRunArgs *args)");
     w.line("if (!args->device_state || !args->stream)");
@@ -462,7 +470,10 @@ std::string deviceSource(const CudaModel &model, const CudaSources &sources, int
       w.line("return sluice_fail(args, \"sluice_model_run\", \"a cuda bundle needs the device "
              "state and a stream (ABI 3)\");");
     }
-    w.raw(sources.run.str());
+    if (model.pp > 1)
+      writePipelinedRun(w, model, "args->stream");
+    else
+      w.raw(sources.run.str());
     w.line("return 0;");
   }
   return w.str();
@@ -495,10 +506,15 @@ FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
   auto copies = buffers.outputCopies(ret, "cuda");
   if (failed(copies))
     return failure();
-  for (const RunBuffers::OutputCopy &copy : *copies)
-    sources.run.line("SLUICE_CUDA(\"output copy\", cudaMemcpyAsync({0}, {1}, {2}, "
+  for (const RunBuffers::OutputCopy &copy : *copies) {
+    std::string guard = buffers.stageGuard(model.stageOf(copy.value));
+    if (!guard.empty())
+      sources.run.line("if ({0})", guard);
+    sources.run.line("{0}SLUICE_CUDA(\"output copy\", cudaMemcpyAsync({1}, {2}, {3}, "
                      "cudaMemcpyDeviceToDevice, (cudaStream_t)args->stream));",
-                     copy.out, copy.from, bytesOf(copy.value, shapeOf(copy.value)));
+                     guard.empty() ? "" : "  ", copy.out, copy.from,
+                     bytesOf(copy.value, shapeOf(copy.value)));
+  }
 
   model.deviceSource = deviceSource(model, sources, *steps);
   if (model.hostSteps) {

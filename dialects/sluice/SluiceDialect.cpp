@@ -1,6 +1,6 @@
 //===- SluiceDialect.cpp - sluice dialect registration --------------------===//
 
-#include "dialects/sluice/SluiceOps.h"
+#include "dialects/sluice/SluicePipelineOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -65,6 +65,10 @@ void SluiceDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/sluice/SluiceParallelOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/sluice/SluicePipelineOps.cpp.inc"
       >();
 }
 

@@ -22,8 +22,19 @@ extern "C" {
  * change.
  * 3: the cuda target's fields (stream, device_state, host_arena,
  *    host_weights) and sluice_model_init/sluice_model_release.
- * 4: SluiceRunArgs.comm (multi-rank bundles, manifest "world_size" > 1). */
-#define SLUICE_BUNDLE_ABI_VERSION 4
+ * 4: SluiceRunArgs.comm (multi-rank bundles, manifest "world_size" > 1).
+ * 5: SluiceComm.axes (a communicator per axis of the device grid: the
+ *    tensor-parallel ranks of one pipeline stage, docs/parallel.md). */
+#define SLUICE_BUNDLE_ABI_VERSION 5
+
+/* The axes of a device grid that have communicators of their own
+ * (SluiceComm.axes). Pipeline transfers and the outputs' broadcast use the
+ * whole job's communicator, with world ranks. */
+typedef enum SluiceMeshAxis {
+  SLUICE_AXIS_TP = 0,
+  SLUICE_AXIS_EP = 1,
+  SLUICE_MESH_AXES = 4
+} SluiceMeshAxis;
 
 /* Element types of collective buffers. */
 typedef enum SluiceCommDType {
@@ -85,6 +96,15 @@ typedef struct SluiceComm {
   int32_t (*broadcast)(void *state, void *buf, size_t count, int32_t dtype,
                        int32_t root, void *stream, char *error,
                        size_t error_size);
+  /* ABI 5: the communicator of each grid axis (SluiceMeshAxis) for a
+   * bundle whose grid has several axes, e.g. manifest "parallel.grid"
+   * [2, 2] with axes ["pp", "tp"]: axes[SLUICE_AXIS_TP] spans the ranks
+   * that differ only in their tp coordinate (rank r's group: the ranks of
+   * its pipeline stage), ranked by their tp coordinate. Null where the
+   * bundle has no such axis or it spans every rank (then this one). The
+   * runtime makes them when a context is created (MPI_Comm_split on cpu
+   * and for the host-staged cuda transport, ncclCommSplit on NCCL). */
+  const struct SluiceComm *axes[SLUICE_MESH_AXES];
 } SluiceComm;
 
 /* Called around every kernel and library call when tracing is on; `step` is

@@ -15,7 +15,7 @@
 
 #include "lib/reference/EvalUtils.h"
 #include "lib/reference/Evaluator.h"
-#include "dialects/sluice/SluiceOps.h"
+#include "dialects/sluice/SluicePipelineOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -181,9 +181,18 @@ LogicalResult evalCollective(Operation *op, ArrayRef<const Tensor *> operands,
   return success();
 }
 
+/// A pipeline transfer: the stages of one evaluated program are one process,
+/// so the activation is already where the later stage reads it.
+LogicalResult evalTransfer(Operation *, ArrayRef<const Tensor *> operands,
+                           std::vector<Tensor> &results) {
+  results.push_back(*operands[0]);
+  return success();
+}
+
 } // namespace
 
 void registerParallelEvaluators(EvalRegistry &r) {
+  r.add(TransferOp::getOperationName(), evalTransfer);
   r.add(ShardConstantOp::getOperationName(), evalShardConstant);
   for (StringRef name : {AllReduceOp::getOperationName(), AllGatherOp::getOperationName(),
                          ReduceScatterOp::getOperationName(), AllToAllOp::getOperationName()})

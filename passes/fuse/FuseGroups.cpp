@@ -161,6 +161,17 @@ private:
   bool merge(Group *into, Group *from, std::string &why) {
     if (into == from)
       return true;
+    // Pipeline stages (sluice-pipeline) run on different ranks.
+    auto stageOf = [](const Group *g) -> int64_t {
+      for (Operation *op : g->ops)
+        if (auto stage = op->getAttrOfType<IntegerAttr>("sluice.stage"))
+          return stage.getInt();
+      return -1;
+    };
+    if (int64_t a = stageOf(into), b = stageOf(from); a >= 0 && b >= 0 && a != b) {
+      why = "the ops belong to different pipeline stages";
+      return false;
+    }
     SmallVector<Operation *> all(into->ops);
     all.append(from->ops.begin(), from->ops.end());
     if (failed(checkForm(all, allowViews, why)))

@@ -226,6 +226,13 @@ public:
     }
     if (!group.createHostComm(maxBytes, host, error))
       return false;
+    return initOn(host->comm(), maxBytes, error);
+  }
+
+  /// Staging buffers of `maxBytes` for collectives on the host
+  /// communicator `table` (the job's, or one grid axis's).
+  bool initOn(const SluiceComm *hostComm, uint64_t maxBytes, std::string &error) {
+    hostTable = hostComm;
     capacity = (size_t)maxBytes;
     size_t bytes = std::max<size_t>(capacity, 64);
     cudaError_t status = cudaHostAlloc(reinterpret_cast<void **>(&stageSend),
@@ -239,7 +246,7 @@ public:
               " bytes) failed: " + cudaMessage(status);
       return false;
     }
-    fillTable(group.rank(), group.worldSize());
+    fillTable(hostTable->rank, hostTable->world_size);
     return true;
   }
 
@@ -249,13 +256,40 @@ public:
     return name;
   }
 
-  void beginRun() override { nextCall = 0; }
+  /// A grid axis: the host communicator's split (MPI_Comm_split), staged
+  /// through buffers of its own.
+  bool splitAxis(int32_t axis, int32_t color, int32_t key, uint64_t maxBytes,
+                 std::string &error) override {
+    if (!host || !host->splitAxis(axis, color, key, maxBytes, error))
+      return false;
+    auto child = std::make_unique<StagedComm>();
+    if (!child->initOn(host->comm()->axes[axis], maxBytes, error))
+      return false;
+    axisComms[axis] = std::move(child);
+    table.axes[axis] = axisComms[axis]->comm();
+    return true;
+  }
+
+  void beginRun() override {
+    nextCall = 0;
+    for (auto &child : axisComms)
+      if (child)
+        child->beginRun();
+  }
 
   /// The first failure, at every run from then on: the job's communicator
   /// is broken and later collectives are skipped.
   std::string asyncError() override {
-    std::lock_guard<std::mutex> lock(mutex);
-    return firstError;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!firstError.empty())
+        return firstError;
+    }
+    for (auto &child : axisComms)
+      if (child)
+        if (std::string error = child->asyncError(); !error.empty())
+          return error;
+    return "";
   }
 
   bool enqueue(const Args &args, const void *send, void *recv,
@@ -310,7 +344,7 @@ private:
     StagedComm &self = *call.self;
     if (self.failed)
       return;
-    const SluiceComm &host = *self.host->comm();
+    const SluiceComm &host = *self.hostTable;
     const Args &args = call.args;
     char message[512] = {};
     int32_t status = 0;
@@ -358,6 +392,8 @@ private:
   }
 
   std::unique_ptr<RankComm> host; ///< libsluice_comm.so's MpiComm
+  const SluiceComm *hostTable = nullptr; ///< host's, or one of its axes'
+  std::unique_ptr<StagedComm> axisComms[SLUICE_MESH_AXES];
   unsigned char *stageSend = nullptr, *stageRecv = nullptr;
   size_t capacity = 0;
   std::vector<std::unique_ptr<Call>> calls;
@@ -462,10 +498,42 @@ public:
   }
 
   void abort() override {
+    for (auto &child : axisComms)
+      if (child)
+        child->abort();
     if (comm && !aborted)
       (void)ncclCommAbort(comm);
     aborted = true;
     comm = nullptr;
+  }
+
+  /// A grid axis: ncclCommSplit of this communicator (the ranks with the
+  /// same color, ranked by key), with scratch of its own.
+  bool splitAxis(int32_t axis, int32_t color, int32_t key, uint64_t maxBytes,
+                 std::string &error) override {
+    auto child = std::make_unique<NcclComm>();
+    child->timeout = timeout;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t result = ncclCommSplit(comm, color, key, &child->comm, &config);
+    if (!child->settle(result, "ncclCommSplit", error))
+      return false;
+    int rank = 0, count = 0;
+    if (ncclCommUserRank(child->comm, &rank) != ncclSuccess ||
+        ncclCommCount(child->comm, &count) != ncclSuccess) {
+      error = "ncclCommSplit: cannot read the new communicator's rank and size";
+      return false;
+    }
+    cudaError_t status = cudaMalloc(&child->scratch, std::max<uint64_t>(maxBytes, 256));
+    if (status != cudaSuccess) {
+      error = "cudaMalloc of an axis communicator's scratch failed: " + cudaMessage(status);
+      return false;
+    }
+    child->capacity = (size_t)maxBytes;
+    child->fillTable(rank, count);
+    table.axes[axis] = &child->table;
+    axisComms[axis] = std::move(child);
+    return true;
   }
 
   bool enqueue(const Args &args, const void *send, void *recv,
@@ -605,6 +673,7 @@ private:
   void *scratch = nullptr;
   size_t capacity = 0;
   std::string ignored;
+  std::unique_ptr<NcclComm> axisComms[SLUICE_MESH_AXES];
 };
 
 //===----------------------------------------------------------------------===//

@@ -97,6 +97,28 @@ MpiComm::~MpiComm() {
     MPI_Comm_free(&mpiComm);
 }
 
+bool MpiComm::splitAxis(int32_t axis, int32_t color, int32_t key, uint64_t maxBytes,
+                        std::string &error) {
+  if (axis < 0 || axis >= SLUICE_MESH_AXES) {
+    error = "grid axis " + std::to_string(axis) + " out of range";
+    return false;
+  }
+  MPI_Comm sub = MPI_COMM_NULL;
+  int status = MPI_Comm_split(mpiComm, color, key, &sub);
+  if (status == MPI_SUCCESS)
+    status = MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+  if (status != MPI_SUCCESS) {
+    error = "MPI_Comm_split of a grid axis failed: " + mpiMessage(status);
+    return false;
+  }
+  auto created = std::make_unique<MpiComm>(sub, timeout, job);
+  if (!created->reserve(maxBytes, error))
+    return false;
+  axisComms[axis] = std::move(created);
+  table.axes[axis] = axisComms[axis]->comm();
+  return true;
+}
+
 const std::string &MpiComm::transport() const {
   static const std::string name = "mpi";
   return name;

@@ -44,6 +44,8 @@ public:
 
   const SluiceComm *comm() const override { return &table; }
   const std::string &transport() const override;
+  bool splitAxis(int32_t axis, int32_t color, int32_t key, uint64_t maxBytes,
+                 std::string &error) override;
 
   /// Scratch for collectives of up to `maxBytes`, allocated now so that runs
   /// do not allocate.
@@ -87,6 +89,8 @@ private:
   uint32_t collectives = 0;
   std::vector<uint32_t> sent, received;
   std::vector<unsigned char> scratch;
+  /// The grid axes' communicators (splitAxis), by SluiceMeshAxis.
+  std::unique_ptr<MpiComm> axisComms[SLUICE_MESH_AXES];
 };
 
 class MpiGroup final : public ProcessGroup {

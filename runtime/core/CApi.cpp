@@ -13,6 +13,7 @@
 
 #include "runtime/core/Bundle.h"
 #include "runtime/core/Comm.h"
+#include "runtime/core/GridAxes.h"
 #include "runtime/core/Launch.h"
 #include "runtime/core/RunContext.h"
 #include "runtime/cpu/CpuContext.h"
@@ -33,6 +34,7 @@ using sluice::runtime::CpuContext;
 using sluice::runtime::ProcessGroup;
 using sluice::runtime::RankComm;
 using sluice::runtime::RunContext;
+using sluice::runtime::splitGridAxes;
 using sluice::runtime::TensorSpec;
 
 struct SluiceModel {
@@ -622,7 +624,8 @@ SluiceStatus sluice_context_create_rank(const SluiceModel *model,
     if (bundle.manifest().target != "cuda") {
       std::unique_ptr<RankComm> rankComm;
       if (!group.createHostComm(bundle.manifest().collectiveMaxBytes, rankComm,
-                                error))
+                                error) ||
+          !splitGridAxes(bundle.manifest(), group.rank(), *rankComm, error))
         return fail(SLUICE_ERROR_COMM,
                     "rank " + std::to_string(group.rank()) + ": " + error);
       auto cpu = std::make_unique<CpuContext>(bundle, std::move(rankComm));

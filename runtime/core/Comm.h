@@ -57,6 +57,16 @@ public:
   /// cuda: the run did not finish within the timeout: abort the device
   /// communicator so that its pending work ends and the stream can drain.
   virtual void abort() {}
+  /// Makes the communicator of grid axis `axis` (SluiceMeshAxis): the
+  /// ranks of this one with the same `color` (those that differ only in
+  /// their coordinate on the axis), ranked by `key`; comm()->axes[axis]
+  /// then points to it. Collective over this communicator's ranks, when
+  /// the context is created.
+  virtual bool splitAxis(int32_t axis, int32_t color, int32_t key, uint64_t maxBytes,
+                         std::string &error) {
+    error = "grid axes are not supported by the " + transport() + " transport";
+    return false;
+  }
 };
 
 /// This process's place in a multi-rank job: an MPI communicator with the
@@ -97,7 +107,8 @@ public:
 };
 
 /// Bumped whenever RankComm, ProcessGroup or the factories change.
-constexpr int32_t kCommInterface = 1;
+/// 2: RankComm::splitAxis.
+constexpr int32_t kCommInterface = 2;
 
 /// The MPI library and its factory:
 ///   int32_t sluice_comm_create_group(int32_t interface, const void *mpiComm,

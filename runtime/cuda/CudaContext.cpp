@@ -11,6 +11,7 @@
 
 #include "runtime/cuda/CudaContext.h"
 #include "runtime/core/GpuArch.h"
+#include "runtime/core/GridAxes.h"
 
 #include "sluice/version.h"
 
@@ -106,6 +107,11 @@ bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
       return false;
     }
     rankComm.reset(created);
+    // Tensor parallelism inside pipeline stages: a communicator per axis.
+    if (!splitGridAxes(manifest, group->rank(), *rankComm, why)) {
+      error = prefix() + "rank " + std::to_string(group->rank()) + ": " + why;
+      return false;
+    }
   }
 
   // Device memory: the arena, the weights (uploaded once), inputs, outputs

@@ -31,8 +31,16 @@ exported test model (a test/models folder) and one parallel configuration.
   mutation per rule, and the bad-input judgments on made-up tool outputs, so
   that neither can pass by seeing nothing (needs no compiler).
 
-Usage: check_parallel.py --bin BUILD/bin [--tp N] [--sp] [--mode run|errors]
-                         [--keep DIR] MODEL_DIR
+--pp=P [--micro-batches=M] (issue 17, pipeline parallelism): the same run
+  check for a tp x P bundle (--tp=1 for a pure pipeline) run as tp*P ranks,
+  and the pipeline report (check_pipeline_report): world_size, parallel
+  {tp, pp, micro_batches, grid, axes}, one "pipeline" stage per rank group
+  with its predicted time, the bubble fraction (P-1)/(M+P-1), each rank's
+  weights at most 0.75x the single bundle's (a stage holds its own layers'
+  weights), send/recv of the activations and the outputs' broadcast.
+
+Usage: check_parallel.py --bin BUILD/bin [--tp N] [--sp] [--pp P [--micro-batches M]]
+                         [--mode run|errors] [--keep DIR] MODEL_DIR
        check_parallel.py --self-test
 """
 import argparse
@@ -204,6 +212,76 @@ def check_reports(single, par, n, sp, layers, tp_report=None):
     return failures, measured
 
 
+# Per-rank weights of a pipeline bundle against the single bundle's: each
+# stage holds its own layers (a 2-layer test model at --pp=2: one layer and
+# the embedding or the head each).
+PIPELINE_WEIGHT_RATIO = 0.75
+
+
+def check_pipeline_report(single, par, tp, pp, micro):
+    """Checks a --tp=tp --pp=pp --micro-batches=micro bundle's report `par`
+    against the single bundle's `single`. Returns (failures, measured)."""
+    world = tp * pp
+    failures = check_shape_of_report(par, "pipeline report", world)
+    measured = {}
+    if failures:
+        return failures, measured
+    parallel = par["parallel"]
+    expected = {"tp": tp, "pp": pp, "micro_batches": micro,
+                "grid": [pp] + ([tp] if tp > 1 else []),
+                "axes": ["pp"] + (["tp"] if tp > 1 else [])}
+    for key, value in expected.items():
+        if parallel.get(key) != value:
+            failures.append(f"pipeline report: parallel.{key} is {parallel.get(key)!r}, "
+                            f"expected {value!r}")
+    pipeline = par.get("pipeline")
+    if not isinstance(pipeline, dict) or not isinstance(pipeline.get("stages"), list):
+        failures.append("pipeline report: no 'pipeline' object with a 'stages' list")
+        return failures, measured
+    stages = pipeline["stages"]
+    if [st.get("stage") for st in stages] != list(range(pp)):
+        failures.append(f"pipeline report: stages {[st.get('stage') for st in stages]!r}, "
+                        f"expected 0..{pp - 1}")
+    for st in stages:
+        for key in ("ops", "first_node", "last_node", "flops", "bytes", "predicted_ms",
+                    "weights_bytes"):
+            if key not in st:
+                failures.append(f"pipeline report: stage {st.get('stage')} has no '{key}'")
+        if not (isinstance(st.get("ops"), int) and st["ops"] > 0
+                and isinstance(st.get("predicted_ms"), (int, float)) and st["predicted_ms"] > 0):
+            failures.append(f"pipeline report: stage {st.get('stage')} is empty or has no "
+                            f"predicted time: {st!r}")
+    bubble = (pp - 1) / (micro + pp - 1)
+    if abs(pipeline.get("bubble_fraction", -1) - bubble) > 1e-9:
+        failures.append(f"pipeline report: bubble_fraction {pipeline.get('bubble_fraction')!r}, "
+                        f"expected (P-1)/(M+P-1) = {bubble}")
+    if pipeline.get("micro_batches") != micro:
+        failures.append(f"pipeline report: pipeline.micro_batches is "
+                        f"{pipeline.get('micro_batches')!r}, expected {micro}")
+    full = single["weights_bytes"]
+    ratios = [b / full if full else float("inf") for b in par["weights_bytes_per_rank"]]
+    measured["weights"] = (full, par["weights_bytes_per_rank"], ratios, PIPELINE_WEIGHT_RATIO)
+    for rank, (nbytes, ratio) in enumerate(zip(par["weights_bytes_per_rank"], ratios)):
+        if ratio > PIPELINE_WEIGHT_RATIO:
+            failures.append(f"rank {rank} holds {nbytes} B of weights, {ratio:.3f}x the single "
+                            f"bundle's {full} B (at most {PIPELINE_WEIGHT_RATIO}x: a stage holds "
+                            "its own layers)")
+    totals = collective_totals(par)
+    measured["collectives"] = totals
+    for op in ("send", "recv", "broadcast"):
+        if totals.get(op, (0, 0))[0] == 0:
+            failures.append(f"pipeline report: no '{op}' collectives (activations go between "
+                            "stages, outputs from the last stage to every rank)")
+    sends = totals.get("send", (0, 0))[0]
+    if sends % micro:
+        failures.append(f"pipeline report: {sends} sends is not a multiple of the {micro} "
+                        "micro-batches")
+    measured["stages"] = [(st.get("stage"), st.get("ops"), st.get("predicted_ms"),
+                           st.get("weights_bytes")) for st in stages]
+    measured["bubble"] = pipeline.get("bubble_fraction")
+    return failures, measured
+
+
 def format_table(model, n, sp, measured, run_seconds=None):
     """A short table of what was measured, one line per quantity."""
     config = f"tp={n}{' sp' if sp else ''}"
@@ -222,6 +300,10 @@ def format_table(model, n, sp, measured, run_seconds=None):
         extra = f" (tp alone: {measured['tp_bytes']} B)" if "tp_bytes" in measured else ""
         lines.append(f"  total bytes    {total} B{extra}; all-reduce budget "
                      f"{measured.get('all_reduce_budget')}")
+    for stage, ops, ms, wbytes in measured.get("stages", []):
+        lines.append(f"  stage {stage}        {ops} ops, {ms:.5f} ms predicted, {wbytes} B weights")
+    if "bubble" in measured:
+        lines.append(f"  bubble         {measured['bubble']:.3f}")
     if run_seconds is not None:
         lines.append(f"  ranks run      {run_seconds:.1f} s")
     return "\n".join(lines)
@@ -331,11 +413,14 @@ def mode_run(args, tools, work):
     shapes, layers = PARALLEL_SHAPES[name], LAYERS[name]
     model = os.path.join(model_dir, "model.onnx")
     n = args.tp
+    pipelined = args.pp > 1
     if SIZES[name]["heads"] % n:
         print(f"FAIL: --tp={n} does not divide the {SIZES[name]['heads']} heads of {name}: "
               "not a configuration to check (--mode=errors checks the refusal)")
         return 1
     par_flags = [f"--tp={n}"] + (["--sp"] if args.sp else [])
+    if pipelined:
+        par_flags += [f"--pp={args.pp}", f"--micro-batches={args.micro_batches}"]
 
     single, err = compile_bundle(tools, model, shapes, os.path.join(work, "single.sluice"),
                                  os.path.join(work, "single.json"))
@@ -356,7 +441,11 @@ def mode_run(args, tools, work):
                   "compile")
             return 1
 
-    failures, measured = check_reports(single, par, n, args.sp, layers, tp_report)
+    if pipelined:
+        failures, measured = check_pipeline_report(single, par, n, args.pp, args.micro_batches)
+        n = n * args.pp  # the ranks to run
+    else:
+        failures, measured = check_reports(single, par, n, args.sp, layers, tp_report)
 
     inputs = write_inputs(model_dir, manifest, shapes, os.path.join(work, "inputs"))
     outputs = os.path.join(work, "single-outputs")
@@ -388,7 +477,11 @@ def mode_run(args, tools, work):
             failures.append(f"sluice-run --ranks={n} exited 0 without checking "
                             f"{', '.join(missing)}")
 
-    print(format_table(name, n, args.sp, measured, seconds if rc is not None else None))
+    table = format_table(name, n, args.sp, measured, seconds if rc is not None else None)
+    if pipelined:
+        table = table.replace(f"tp={n}", f"tp={args.tp} pp={args.pp} "
+                              f"micro-batches={args.micro_batches}", 1)
+    print(table)
     for failure in failures:
         print("FAIL:", failure)
     return 1 if failures else 0
@@ -624,6 +717,44 @@ def self_test():
         if words not in table:
             problems.append(f"table: no {words!r} in\n{table}")
 
+    # The pipeline report (--pp=2 --micro-batches=2, tp=1).
+    stage = {"ops": 25, "first_node": "/wte/Gather", "last_node": "/Add_4", "flops": 1.0,
+             "bytes": 1.0, "predicted_ms": 0.06, "weights_bytes": 200000}
+    pipe = {"weights_bytes": 400000, "world_size": 2, "weights_bytes_per_rank": [210000, 200000],
+            "parallel": {"tp": 1, "sp": False, "pp": 2, "micro_batches": 2, "ep": 1,
+                         "grid": [2], "axes": ["pp"], "layers": 2},
+            "pipeline": {"stages": [dict(stage, stage=0), dict(stage, stage=1)],
+                         "micro_batches": 2, "bubble_fraction": 1 / 3},
+            "collectives": [{"op": "send", "count": 2, "bytes": 8192},
+                            {"op": "recv", "count": 2, "bytes": 8192},
+                            {"op": "broadcast", "count": 1, "bytes": 12288}]}
+    pipe_cases = [
+        ("pipeline good", lambda r: None, None),
+        ("pipeline grid", lambda r: r["parallel"].update(grid=[1, 2]),
+         ["parallel.grid is [1, 2], expected [2]"]),
+        ("pipeline no stages", lambda r: r.pop("pipeline"), ["no 'pipeline' object"]),
+        ("pipeline one stage", lambda r: r["pipeline"]["stages"].pop(), ["expected 0..1"]),
+        ("pipeline empty stage", lambda r: r["pipeline"]["stages"][1].update(ops=0),
+         ["stage 1 is empty"]),
+        ("pipeline bubble", lambda r: r["pipeline"].update(bubble_fraction=0.5),
+         ["bubble_fraction 0.5"]),
+        ("pipeline heavy rank", lambda r: r["weights_bytes_per_rank"].__setitem__(0, 390000),
+         ["rank 0 holds 390000 B", "at most 0.75x"]),
+        ("pipeline no send", lambda r: r["collectives"].pop(0), ["no 'send' collectives"]),
+        ("pipeline no broadcast", lambda r: r["collectives"].pop(2),
+         ["no 'broadcast' collectives"]),
+        ("pipeline sends", lambda r: r["collectives"][0].update(count=3, bytes=12288),
+         ["3 sends is not a multiple of the 2"]),
+    ]
+    for label, change, words in pipe_cases:
+        checked.append(label)
+        failures, _ = check_pipeline_report(single, mutated(pipe, change), 1, 2, 2)
+        text = "\n".join(failures)
+        if words is None and failures:
+            problems.append(f"{label}: unexpected failures: {failures}")
+        elif words is not None and not (failures and all(w in text for w in words)):
+            problems.append(f"{label}: expected a failure with {words}, got {failures}")
+
     # The bad-input judgments on made-up tool outputs.
     sizes = SIZES["gpt_decoder"]
     nodes = {"/MatMul_1", "/attn/MatMul"}
@@ -685,6 +816,8 @@ def main():
                          "two ranks on one GPU use the host-staged transport)")
     ap.add_argument("--gpu-arch", help="cuda: sluice-compile --gpu-arch")
     ap.add_argument("--sp", action="store_true", help="with sequence parallelism")
+    ap.add_argument("--pp", type=int, default=1, help="pipeline stages (world size tp x pp)")
+    ap.add_argument("--micro-batches", type=int, default=1, help="with --pp: micro-batches")
     ap.add_argument("--mode", choices=["run", "errors"], default="run")
     ap.add_argument("--timeout", type=int, default=300,
                     help="seconds each compile or run may take")
@@ -696,7 +829,7 @@ def main():
         return self_test()
     if not args.bin or not args.model_dir:
         ap.error("--bin and MODEL_DIR are required (or --self-test)")
-    if args.tp < 2:
+    if args.tp < 2 and args.pp < 2:
         ap.error(f"--tp={args.tp}: a parallel check needs at least 2 ranks")
     if not os.path.isfile(os.path.join(args.model_dir, "manifest.json")):
         ap.error(f"{args.model_dir}: no manifest.json (a test/models folder)")

@@ -17,7 +17,7 @@ const char *kDir = "/b/my model.sluice";
 
 std::string validManifest() {
   return R"({"format": "sluice-bundle", "version": ")" SLUICE_VERSION_STRING
-         R"(", "abi": 4, "target": "cpu",
+         R"(", "abi": 5, "target": "cpu",
  "model": "mlp", "library": "model.so",
  "weights": {"file": "weights.bin", "bytes": 4096, "alignment": 64},
  "arena_bytes": 1024, "world_size": 1, "gpu_architectures": [],
@@ -80,9 +80,9 @@ TEST(Manifest, RefusesWhatThisRuntimeCannotRun) {
   EXPECT_EQ(errorOf(with("\"target\": \"cpu\"", "\"target\": \"tpu\"")),
             "bundle '/b/my model.sluice' is for target 'tpu'; this runtime "
             "runs cpu and cuda bundles");
-  EXPECT_EQ(errorOf(with("\"abi\": 4", "\"abi\": 3")),
+  EXPECT_EQ(errorOf(with("\"abi\": 5", "\"abi\": 3")),
             "bundle '/b/my model.sluice' uses bundle ABI 3; this runtime "
-            "supports ABI 4");
+            "supports ABI 5");
   EXPECT_EQ(errorOf(with("\"version\": \"" SLUICE_VERSION_STRING "\"",
                          "\"version\": \"9.1.0\"")),
             "bundle '/b/my model.sluice' was written by Sluice 9.1.0; this "
@@ -97,7 +97,7 @@ TEST(Manifest, NamesTheBadKey) {
   std::string file = std::string(kDir) + "/manifest.json: ";
   EXPECT_EQ(errorOf(with("\"arena_bytes\": 1024,", "")),
             file + "missing key 'arena_bytes'");
-  EXPECT_EQ(errorOf(with("\"abi\": 4", "\"abi\": \"4\"")),
+  EXPECT_EQ(errorOf(with("\"abi\": 5", "\"abi\": \"5\"")),
             file + "key 'abi' must be a number, got a string");
   EXPECT_EQ(errorOf(with("\"bytes\": 4096", "\"bytes\": -1")),
             file + "key 'weights.bytes' must not be negative");

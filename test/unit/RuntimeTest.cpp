@@ -266,7 +266,7 @@ TEST(Runtime, BadBundles) {
                                 ") runs bundles of version 0.3.x");
 
   dir = copyBundle("abi");
-  editManifest(dir, "\"abi\": 4", "\"abi\": 7");
+  editManifest(dir, "\"abi\": " + std::to_string(SLUICE_BUNDLE_ABI_VERSION), "\"abi\": 7");
   EXPECT_EQ(loadError(dir), "bundle '" + dir +
                                 "' uses bundle ABI 7; this "
                                 "runtime supports ABI " +

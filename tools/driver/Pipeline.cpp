@@ -144,15 +144,24 @@ void buildParallelizePipeline(OpPassManager &pm, const CompilerOptions &options)
   // After compress: the split weights are the converted ones. Before fuse:
   // collectives become library calls like GEMMs, and groups form on the
   // per-rank shapes.
-  if (options.tp <= 1)
-    return;
-  PlanTensorParallelPassOptions plan;
-  plan.tp = options.tp;
-  plan.sp = options.sp;
-  pm.addNestedPass<func::FuncOp>(sluice::createPlanTensorParallelPass(plan));
-  pm.addNestedPass<func::FuncOp>(sluice::createPartitionPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  if (options.tp > 1) {
+    PlanTensorParallelPassOptions plan;
+    plan.tp = options.tp;
+    plan.sp = options.sp;
+    pm.addNestedPass<func::FuncOp>(sluice::createPlanTensorParallelPass(plan));
+    pm.addNestedPass<func::FuncOp>(sluice::createPartitionPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+  // Stages last: they cut the per-rank program, whose costs are what one
+  // rank runs. No cleanup after it: CSE would merge the per-stage copies
+  // of a weight back into one.
+  if (options.pp > 1) {
+    PipelinePassOptions pipeline;
+    pipeline.pp = options.pp;
+    pipeline.microBatches = options.microBatches;
+    pm.addNestedPass<func::FuncOp>(sluice::createPipelinePass(pipeline));
+  }
 }
 
 std::vector<std::string> compositesToDecompose(const std::string &target) {
@@ -207,6 +216,9 @@ struct CompressPipelineOptions : public PassPipelineOptions<CompressPipelineOpti
 struct ParallelizePipelineOptions : public PassPipelineOptions<ParallelizePipelineOptions> {
   Option<int64_t> tp{*this, "tp", llvm::cl::desc("tensor-parallel ranks"), llvm::cl::init(1)};
   Option<bool> sp{*this, "sp", llvm::cl::desc("sequence parallelism"), llvm::cl::init(false)};
+  Option<int64_t> pp{*this, "pp", llvm::cl::desc("pipeline stages"), llvm::cl::init(1)};
+  Option<int64_t> microBatches{*this, "micro-batches", llvm::cl::desc("micro-batches"),
+                               llvm::cl::init(1)};
 };
 } // namespace
 
@@ -231,6 +243,8 @@ void registerPipelines() {
         CompilerOptions options;
         options.tp = pipelineOptions.tp;
         options.sp = pipelineOptions.sp;
+        options.pp = pipelineOptions.pp;
+        options.microBatches = pipelineOptions.microBatches;
         buildParallelizePipeline(pm, options);
       });
   PassPipelineRegistration<>(
@@ -359,6 +373,36 @@ static LogicalResult bindInputs(ModuleOp module,
   return success();
 }
 
+/// The input shapes of one micro-batch of `module`'s imported `main`: dim 0
+/// of every input divided by `micro`. Fails naming the input whose shape is
+/// not static or whose dim 0 `micro` does not divide.
+static LogicalResult microBatchShapes(ModuleOp module, int64_t micro,
+                                      std::map<std::string, std::vector<int64_t>> &shapes,
+                                      std::string &error) {
+  auto func = module.lookupSymbol<func::FuncOp>("main");
+  auto names = func->getAttrOfType<ArrayAttr>("sluice.input_names");
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    auto name = names && i < names.size() ? dyn_cast<StringAttr>(names[i]) : StringAttr();
+    std::string input = name ? name.str() : "input" + std::to_string(i);
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape() || type.getRank() == 0) {
+      error += "--micro-batches=" + std::to_string(micro) + " splits dim 0 of every input: " +
+               "input '" + input + "' needs a static shape with a batch dim (--shape=" + input +
+               "=DIMS)\n";
+      return failure();
+    }
+    if (type.getDimSize(0) % micro != 0) {
+      error += "--micro-batches=" + std::to_string(micro) + " does not divide dim 0 (" +
+               std::to_string(type.getDimSize(0)) + ") of input '" + input + "'\n";
+      return failure();
+    }
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    shape[0] /= micro;
+    shapes[input] = shape;
+  }
+  return success();
+}
+
 OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
                                    const std::string &modelPath,
                                    const CompilerOptions &options,
@@ -377,6 +421,13 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
         error += modelPath + ": " + diag.str() + "\n";
       return success();
     });
+    if (options.microBatches > 1) {
+      // The ONNX import is where dim 0 is divided; a parsed program keeps
+      // the shapes it has.
+      error = modelPath + ": --micro-batches compiles the program at the micro-batch's shapes, "
+                          "which the ONNX import sets: give the .onnx model\n";
+      return nullptr;
+    }
     module = parseSourceFile<ModuleOp>(modelPath, &context);
     if (!module) {
       if (error.empty())
@@ -407,6 +458,14 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
     onnx_import::ImportOptions importOptions;
     importOptions.inputShapes = options.inputShapes;
     module = onnx_import::importModel(context, modelPath, importOptions, error);
+    if (module && options.microBatches > 1) {
+      // The program runs one micro-batch: import again with dim 0 of every
+      // input divided by M (the bundle's boundary keeps the whole batch).
+      if (failed(microBatchShapes(*module, options.microBatches, importOptions.inputShapes,
+                                  error)))
+        return nullptr;
+      module = onnx_import::importModel(context, modelPath, importOptions, error);
+    }
   }
   if (!module)
     return nullptr;

@@ -55,6 +55,12 @@ struct CompilerOptions {
   int64_t tp = 1;
   /// `--sp`: Megatron sequence parallelism on top of `tp`.
   bool sp = false;
+  /// `--pp=N`: pipeline stages (world size tp x pp; docs/parallel.md).
+  int64_t pp = 1;
+  /// `--micro-batches=M`: dim 0 of every input and output split M ways;
+  /// the program is compiled at the micro-batch's shapes and a run streams
+  /// the M micro-batches through the stages.
+  int64_t microBatches = 1;
   /// `--quantize`: "" (none), "int8" (calibrated, Form I8), "w8a16" or
   /// "w4a16" (weight-only, Form W); docs/quantization.md.
   std::string quantize;
@@ -105,7 +111,8 @@ std::string modulePrecision(mlir::ModuleOp module);
 
 /// parallelize: with `tp` > 1, the Megatron-style plan of every weight's
 /// split (sluice-plan-tensor-parallel), then one rank's program with its
-/// collectives (sluice-partition), then cleanup; nothing otherwise.
+/// collectives (sluice-partition), then cleanup; with `pp` > 1 then the
+/// pipeline stages and their transfers (sluice-pipeline); nothing otherwise.
 void buildParallelizePipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
 
 /// The composite op names (`sluice.attention`, ...) that `target` has no

@@ -76,6 +76,11 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --sp                  with --tp: sequence parallelism (norms and residual
                         adds split along the sequence; reduce_scatter and
                         all_gather instead of all_reduce)
+  --pp=N                cut the model into N pipeline stages balanced by
+                        predicted time; activations sent between stages;
+                        the bundle runs as tp x N ranks (docs/parallel.md)
+  --micro-batches=M     with --pp: split dim 0 of every input and output M
+                        ways and stream the micro-batches through the stages
   --quantize=MODE       int8: GEMMs and convolutions in int8 (weights per
                         output channel, activations per tensor from
                         --calibration, int32 accumulation, scales in the
@@ -289,6 +294,15 @@ int main(int argc, char **argv) {
       options.tp = n;
     } else if (arg == "--sp") {
       options.sp = true;
+    } else if (args.is("--pp") || args.is("--micro-batches")) {
+      bool stages = args.is("--pp");
+      const char *flag = stages ? "--pp" : "--micro-batches";
+      std::string value = args.flagValue(flag);
+      char *end = nullptr;
+      long long n = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end || n < 1 || n > 4096)
+        die(std::string("bad ") + flag + " '" + value + "' (expected a count, 1 to 4096)");
+      (stages ? options.pp : options.microBatches) = n;
     } else if (args.is("--fusion")) {
       options.fusion = args.flagValue("--fusion");
       if (options.fusion != "none" && options.fusion != "elementwise" &&
@@ -396,6 +410,12 @@ int main(int argc, char **argv) {
     die("--smooth-quant balances int8 activations against weights: it needs --quantize=int8");
   if (!options.quantize.empty() && options.tp > 1)
     die("--quantize with --tp is not supported yet: quantize a single-device bundle");
+  if (options.microBatches > 1 && options.pp < 2)
+    die("--micro-batches streams micro-batches through pipeline stages: give --pp=N (N >= 2) "
+        "too");
+  if (options.pp > 1 && (options.prunes() || !options.quantize.empty()))
+    die("--prune/--sparsity/--quantize with --pp is not supported yet: compress a "
+        "single-device bundle");
   if (options.sp && options.tp < 2)
     die("--sp splits the sequence over the tensor-parallel ranks: give --tp=N (N >= 2) too");
   if (!emit.empty() && emit != "mlir" && emit != "kernels" && emit != "source")
@@ -574,13 +594,7 @@ int main(int argc, char **argv) {
           for (int64_t b : perRank)
             json.value(b);
         });
-        if (facts->worldSize > 1)
-          sluice::codegen::writeParallel(json, *facts);
-        else
-          json.attributeObject("parallel", [&] {
-            json.attribute("tp", 1);
-            json.attribute("sp", false);
-          });
+        sluice::codegen::writeParallel(json, *facts);
         json.attributeArray("collectives", [&] {
           for (const auto &c : facts->collectives)
             json.object([&] {
@@ -607,7 +621,7 @@ int main(int argc, char **argv) {
         });
       }
       if (auto func = module->lookupSymbol<mlir::func::FuncOp>("main"))
-        for (const char *key : {"quantization", "pruning", "sparsity"})
+        for (const char *key : {"quantization", "pruning", "sparsity", "pipeline"})
           if (auto q = func->getAttrOfType<mlir::DictionaryAttr>(std::string("sluice.") + key)) {
             json.attributeBegin(key);
             writeAttributeJson(json, q);
