@@ -513,7 +513,7 @@ PlanResult planParallel(ModuleOp module, const PlanRequest &request) {
   } else {
     result.reason = "world size " + std::to_string(chosen.worldSize) + ": " + chosen.describe() +
                     " predicts " + score(chosen) + " " + measure + " against " + score(single) +
-                    " on one device";
+                    " " + measure + " on one device";
   }
   chosen.why = "chosen";
   return result;
