@@ -251,14 +251,30 @@ Schedule readSchedule(func::FuncOp func) {
 /// Runs the tp plan and the partitioner on a clone of `module`: the rank
 /// program of a `tp`-wide bundle, or the passes' first error.
 std::optional<Schedule> rankSchedule(ModuleOp module, int64_t tp, bool sp, int64_t &layers,
-                                     std::string &error) {
+                                     std::vector<std::string> &remarks, std::string &error) {
   OwningOpRef<ModuleOp> clone = module.clone();
   std::string first;
   {
+    // The candidates' remarks are not the compile's: the plan keeps those
+    // that say what stays replicated (one of each, without the op's name).
     ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
       if (diag.getSeverity() == DiagnosticSeverity::Error && first.empty())
         first = diag.str();
-      return success(); // remarks of the candidates are not the compile's
+      std::string text = diag.str();
+      if (diag.getSeverity() == DiagnosticSeverity::Remark &&
+          StringRef(text).contains("replicated")) {
+        // "'sluice.attention' (node '/x') stays replicated: ..." -> the
+        // reason, so that 80 layers give one line.
+        size_t at = text.find(" stays replicated");
+        std::string key = at == std::string::npos ? text : text.substr(at + 1);
+        for (size_t node; (node = key.find(" (node '")) != std::string::npos;) {
+          size_t end = key.find("')", node);
+          key.erase(node, end == std::string::npos ? std::string::npos : end + 2 - node);
+        }
+        if (!llvm::is_contained(remarks, key))
+          remarks.push_back(key);
+      }
+      return success();
     });
     PassManager pm(module.getContext());
     PlanTensorParallelPassOptions plan;
@@ -404,13 +420,14 @@ PlanResult planParallel(ModuleOp module, const PlanRequest &request) {
       if (sp && tp == 1)
         continue;
       std::optional<Schedule> schedule;
+      std::vector<std::string> remarks;
       std::string why;
       int64_t layers = 0;
       if (tp == 1) {
         schedule = readSchedule(func);
         layers = (int64_t)schedule->attentions.size();
       } else {
-        schedule = rankSchedule(module, tp, sp, layers, why);
+        schedule = rankSchedule(module, tp, sp, layers, remarks, why);
       }
       if (!schedule) {
         // One row says why this width does not split (with or without sp).
@@ -442,6 +459,7 @@ PlanResult planParallel(ModuleOp module, const PlanRequest &request) {
           c.microBatches = m;
           c.worldSize = tp * pp;
           c.compiles = pp == 1 || request.pipelineCompiles;
+          c.remarks = remarks;
           predict(c, *schedule, boundaries, request, memory, batch);
           if (c.valid && !c.fits)
             c.why = "needs " + gb(bytesFits(c)) + " per rank";
@@ -548,10 +566,13 @@ void printPlan(const PlanResult &plan, const PlanRequest &request, llvm::raw_ost
                          ms(p.bubbleSeconds), ms(p.predictedSeconds), p.fits ? "yes" : "no",
                          (int)i == plan.chosen ? std::string("<- chosen") : p.why);
   }
-  if (plan.chosen >= 0)
-    out << "chosen: " << plan.candidates[plan.chosen].describe() << " (world size "
-        << plan.candidates[plan.chosen].worldSize << ")\nreason: " << plan.reason << "\n";
-  else
+  if (plan.chosen >= 0) {
+    const PlanCandidate &chosen = plan.candidates[plan.chosen];
+    out << "chosen: " << chosen.describe() << " (world size " << chosen.worldSize
+        << ")\nreason: " << plan.reason << "\n";
+    for (const std::string &remark : chosen.remarks)
+      out << "note: " << remark << "\n";
+  } else
     out << "no plan: " << plan.error << "\n";
 }
 

@@ -68,6 +68,8 @@ struct PlanCandidate {
   bool fits = false;                 ///< weights + activations <= memory
   bool compiles = true;              ///< this build can compile it
   std::string why;                   ///< why not valid / not fitting / chosen
+  /// What the tp plan left replicated and why (its remarks, deduplicated).
+  std::vector<std::string> remarks;
   /// "tp=2 sp pp=2 M=4" (only what differs from one device).
   std::string describe() const;
 };
