@@ -10,14 +10,17 @@ imports such initializers as shapes only and plans them
 (docs/parallel.md, "Automatic plan"); nothing can run them.
 
 usage: gen_llm_shapes.py MODEL OUT.onnx [--batch=1] [--seq=2048]
-                         [--layers=N] [--dtype=float16|float32]
-MODEL: llama-7b, llama-13b, llama-70b, gpt3-175b.
+                         [--layers=N] [--dtype=float16|float32] [--write-weights]
+MODEL: llama-7b, llama-13b, llama-70b, gpt3-175b, and llama-gqa-tiny (2 layers
+of width 64, 4 query heads, 2 key/value heads) for tests.
+--write-weights writes weights.bin (random, small models only).
 
 What is kept simple (it changes no weight byte and little time): no rotary
 embedding, no attention mask (attention is costed as non-causal), GQA's
 key/value heads repeated with Expand + Reshape as exporters write it.
 """
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -32,6 +35,10 @@ CONFIGS = {
                       kind="llama"),
     "llama-70b": dict(hidden=8192, layers=80, heads=64, kv_heads=8, ffn=28672, vocab=32000,
                       kind="llama"),
+    # A two-layer GQA model small enough to run: with --write-weights it is
+    # the tp split's differential test of repeat_kv (test/plan).
+    "llama-gqa-tiny": dict(hidden=64, layers=2, heads=4, kv_heads=2, ffn=128, vocab=96,
+                           kind="llama"),
     "gpt3-175b": dict(hidden=12288, layers=96, heads=96, kv_heads=96, ffn=4 * 12288, vocab=50257,
                       kind="gpt"),
 }
@@ -162,10 +169,22 @@ def main():
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--layers", type=int, default=0, help="fewer layers (0: the model's)")
     parser.add_argument("--dtype", choices=["float16", "float32"], default="float16")
+    parser.add_argument("--write-weights", action="store_true",
+                        help="write weights.bin with random values (at most 64 MB)")
     args = parser.parse_args()
     dtype = TensorProto.FLOAT16 if args.dtype == "float16" else TensorProto.FLOAT
     model, weight_bytes = build(args.model, args.batch, args.seq, args.layers, dtype)
     onnx.save(model, args.out)
+    if args.write_weights:
+        if weight_bytes > 64 << 20:
+            sys.exit("--write-weights: %.2f GB is too much; it is for small test models"
+                     % (weight_bytes / 1e9))
+        np_dtype = np.float16 if dtype == TensorProto.FLOAT16 else np.float32
+        values = np.random.default_rng(0).normal(
+            0, 0.1, weight_bytes // np.dtype(np_dtype).itemsize).astype(np_dtype)
+        values.tofile(os.path.join(os.path.dirname(os.path.abspath(args.out)), "weights.bin"))
+        print("wrote weights.bin (%d bytes)" % weight_bytes)
+        return 0
     print("%s: %s at batch %d, sequence %d: %.2f GB of weights in absent external data"
           % (args.out, args.model, args.batch, args.seq, weight_bytes / 1e9))
     return 0
