@@ -179,13 +179,12 @@ Schedule readSchedule(func::FuncOp func) {
   s.steps.resize(n);
   s.weightsAt.assign(n + 1, 0);
   std::vector<double> crossDiff(n + 2, 0), liveDiff(n + 2, 0);
-  // A value lives from its definition to its last (top-level) user.
+  // A value lives from its definition to its last (top-level) user; an
+  // output to the end.
   auto lastUse = [&](Value v) -> std::optional<size_t> {
     std::optional<size_t> last;
     for (Operation *user : v.getUsers()) {
       Operation *top = body.findAncestorOpInBlock(*user);
-      if (top && isa<func::ReturnOp>(top))
-        continue;
       if (top && (!last || index[top] > *last))
         last = index[top];
     }
@@ -414,6 +413,18 @@ PlanResult planParallel(ModuleOp module, const PlanRequest &request) {
     result.error = "no function 'main' to plan";
     return result;
   }
+  // Memory and time are per shape: a dynamic dim would count as nothing.
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+    if (auto ranked = dyn_cast<RankedTensorType>(type); ranked && !ranked.hasStaticShape()) {
+      std::string name = "#" + std::to_string(i);
+      if (auto names = func->getAttrOfType<ArrayAttr>("sluice.input_names"))
+        if (i < names.size())
+          if (auto s = dyn_cast<StringAttr>(names[i]))
+            name = "'" + s.str() + "'";
+      result.error = "the plan needs static shapes: input " + name +
+                     " has a dynamic dim (bind it with --shape=NAME=DIMS)";
+      return result;
+    }
   int64_t batch = result.batch = batchOf(func);
   for (int64_t tp = 1; tp <= request.devices; ++tp) {
     for (bool sp : {false, true}) {
