@@ -14,6 +14,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
@@ -24,6 +25,7 @@
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -343,6 +345,7 @@ private:
   LogicalResult importInitializer(const onnx::TensorProto &tensor);
   FailureOr<AsmResourceBlob> externalBlob(const onnx::TensorProto &tensor,
                                           size_t byteSize);
+  bool externalDataPresent(const onnx::TensorProto &tensor) const;
   LogicalResult importNode(const onnx::NodeProto &node, int index);
   int opsetFor(StringRef domain) const;
   std::string nodeName(const onnx::NodeProto &node, int index) const {
@@ -359,6 +362,9 @@ private:
   const ImportOptions &options;
   std::string &error;
   OpBuilder builder;
+  /// Planning mode: the initializers whose external data is absent.
+  int64_t absentWeights = 0;
+  double absentBytes = 0;
   std::map<std::string, int> opsets;
   /// Values by ONNX name, innermost scope last: a subgraph sees the names
   /// of every enclosing graph, and its own names shadow them.
@@ -599,6 +605,17 @@ GraphImporter::externalBlob(const onnx::TensorProto &tensor, size_t byteSize) {
       /*dataIsMutable=*/false);
 }
 
+bool GraphImporter::externalDataPresent(const onnx::TensorProto &tensor) const {
+  for (const auto &entry : tensor.external_data())
+    if (entry.key() == "location") {
+      SmallString<256> file(path);
+      llvm::sys::path::remove_filename(file);
+      llvm::sys::path::append(file, entry.value());
+      return llvm::sys::fs::exists(file);
+    }
+  return true; // no location: externalBlob reports it
+}
+
 LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) {
   DType dtype;
   if (!dtypeFromOnnx(tensor.data_type(), dtype))
@@ -635,6 +652,18 @@ LogicalResult GraphImporter::importInitializer(const onnx::TensorProto &tensor) 
   if (external && isNibbleDType(dtype))
     return fail("initializer '" + tensor.name() +
                 "': 4-bit tensors in external data are not supported");
+  if (external && options.absentWeightsAsShapes && !externalDataPresent(tensor)) {
+    // Shape only: a resource handle with no blob. Folding and the
+    // evaluator see no data (tensorFromAttr fails, so nothing folds), and
+    // each weight keeps its own handle, so CSE never merges two of them.
+    auto handle =
+        DenseResourceElementsHandle::getManagerInterface(&ctx).insert(tensor.name());
+    defineValue(tensor.name(), sluice::ConstantOp::create(
+                                   builder, loc, DenseResourceElementsAttr::get(type, handle)));
+    ++absentWeights;
+    absentBytes += (double)byteSize;
+    return success();
+  }
   if (external) {
     auto blob = externalBlob(tensor, byteSize);
     if (failed(blob))
@@ -787,6 +816,11 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   func->setAttr("sluice.input_names", builder.getArrayAttr(inputNames));
   func->setAttr("sluice.output_names", builder.getArrayAttr(outputNames));
   (*module)->setAttr("sluice.opset", builder.getI64IntegerAttr(opsetFor("")));
+  if (absentWeights) {
+    func->setAttr(kWeightsAbsentAttr, builder.getI64IntegerAttr(absentWeights));
+    func->setAttr(kWeightsAbsentBytesAttr,
+                  builder.getI64IntegerAttr((int64_t)std::llround(absentBytes)));
+  }
   if (failed(verify(*module)))
     return nullptr;
   return module;

@@ -33,7 +33,17 @@ constexpr size_t kMaxSubgraphDepth = 16;
 struct ImportOptions {
   /// Shapes that replace an input's declared (possibly symbolic) dims.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Planning mode (`sluice-compile --emit=plan`): an initializer whose
+  /// external data file is absent becomes a shape-only constant (a
+  /// dense_resource without a blob: never read, never allocated) instead of
+  /// an error. `main` then carries `sluice.weights_absent` (the count) and
+  /// `sluice.weights_absent_bytes`. Such a module can be planned, not run.
+  bool absentWeightsAsShapes = false;
 };
+
+/// `main`'s attributes in planning mode (see ImportOptions).
+constexpr const char *kWeightsAbsentAttr = "sluice.weights_absent";
+constexpr const char *kWeightsAbsentBytesAttr = "sluice.weights_absent_bytes";
 
 /// Imports the model at `path`. On failure returns null and sets `error` to
 /// one line per problem, each naming the file and, for node errors, the node

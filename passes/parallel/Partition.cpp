@@ -280,7 +280,28 @@ private:
       return rowRule(op);
     if (auto gather = dyn_cast<GatherOp>(op))
       return gatherRule(gather);
+    if (auto expand = dyn_cast<ExpandOp>(op))
+      return expandRule(expand);
     return false;
+  }
+
+  /// A split on a dim the expand keeps (not broadcast) stays, and the
+  /// target shape becomes the rank's (GQA's repeat_kv over split key/value
+  /// heads).
+  bool expandRule(ExpandOp expand) {
+    Value input = expand.getInput();
+    Sharding s = stateOf(input);
+    if (!s.isSplit() || !stateOf(expand.getShape()).isReplicated())
+      return false;
+    RankedTensorType outGlobal = globalType(expand.getOutput());
+    int64_t axis = s.axis + outGlobal.getRank() - rankOf(input);
+    if (globalType(input).getDimSize(s.axis) != outGlobal.getDimSize(axis))
+      return false;
+    Sharding out = Sharding::split(axis, s.groups);
+    OpBuilder b(expand);
+    expand->setOperand(1, i64Constant(b, expand.getLoc(), localType(outGlobal, out).getShape()));
+    setState(expand.getOutput(), out);
+    return true;
   }
 
   /// Operands split along one (broadcast-aligned) axis give a result split

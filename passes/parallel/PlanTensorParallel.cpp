@@ -122,6 +122,17 @@ struct Planner {
       }
       return traceBack(gather->getOpOperand(0), dataAxis, groups, marks, why, depth + 1);
     }
+    if (auto expand = dyn_cast<ExpandOp>(def)) {
+      // GQA's repeat_kv (key/value heads unsqueezed, expanded over the
+      // query groups, merged): a dim the expand keeps carries the split.
+      Value input = expand.getInput();
+      int64_t aligned = axis - (rankOf(v) - rankOf(input));
+      if (aligned < 0 || shapeOf(input)[aligned] != shapeOf(v)[axis]) {
+        why = describeOp(def) + " broadcasts along the split dim";
+        return false;
+      }
+      return traceBack(expand->getOpOperand(0), aligned, groups, marks, why, depth + 1);
+    }
     if (actsElementwise(def)) {
       int64_t rank = rankOf(v);
       for (OpOperand &operand : def->getOpOperands()) {

@@ -273,6 +273,51 @@ bool parseShapeOption(StringRef text,
   return true;
 }
 
+parallel::PlanRequest CompilerOptions::planRequest() const {
+  parallel::PlanRequest request;
+  request.devices = devices;
+  request.deviceMemory = deviceMemory;
+  request.objective = objective;
+  request.cluster = cluster;
+  // This build compiles tensor (and sequence) parallel plans; pipeline and
+  // expert plans are predicted and listed until --pp and --ep exist.
+  request.pipelineCompiles = false;
+  request.expertsCompile = false;
+  return request;
+}
+
+/// The automatic plan, between compress and parallelize: plans `module`,
+/// hands the result to `options.planResult`, and with `--auto` writes the
+/// choice into `effective`.
+static LogicalResult runAutoPlan(ModuleOp module, const CompilerOptions &options,
+                                 CompilerOptions &effective, std::string &error) {
+  parallel::PlanRequest request = options.planRequest();
+  // Predicting is enough for --emit=plan: any plan may be shown as chosen.
+  if (options.planOnly)
+    request.pipelineCompiles = request.expertsCompile = true;
+  parallel::PlanResult plan = parallel::planParallel(module, request);
+  if (auto func = module.lookupSymbol<func::FuncOp>("main")) {
+    if (auto n = func->getAttrOfType<IntegerAttr>(onnx_import::kWeightsAbsentAttr))
+      plan.absentWeights = n.getInt();
+    if (auto b = func->getAttrOfType<IntegerAttr>(onnx_import::kWeightsAbsentBytesAttr))
+      plan.absentBytes = (double)b.getInt();
+  }
+  if (options.planResult)
+    *options.planResult = plan;
+  if (plan.chosen < 0) {
+    error += "--devices=" + std::to_string(options.devices) + ": " + plan.error + "\n";
+    return failure();
+  }
+  const parallel::PlanCandidate &chosen = plan.candidates[plan.chosen];
+  if (options.autoPlan && !options.planOnly) {
+    effective.tp = chosen.tp;
+    effective.sp = chosen.sp;
+  }
+  if (options.remarks)
+    options.remarks->push_back("auto plan: " + chosen.describe() + ": " + plan.reason);
+  return success();
+}
+
 LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
                         Phase after, Phase stopAfter, std::string &error,
                         std::vector<PhaseTiming> *timings) {
@@ -297,12 +342,24 @@ LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
                         {Phase::Parallelize, buildParallelizePipeline},
                         {Phase::Fuse, buildFusePipeline},
                         {Phase::Plan, buildPlanPipeline}};
+  // What the phases see: the options, with the automatic plan's choice.
+  CompilerOptions effective = options;
   for (const Step &step : steps) {
+    if (step.phase == Phase::Parallelize && options.devices > 0 && after < step.phase &&
+        (stopAfter >= step.phase || options.planOnly)) {
+      auto start = std::chrono::steady_clock::now();
+      if (failed(runAutoPlan(module, options, effective, error)))
+        return failure();
+      if (timings)
+        timings->push_back({"auto-plan", std::chrono::duration<double, std::milli>(
+                                             std::chrono::steady_clock::now() - start)
+                                             .count()});
+    }
     if (after >= step.phase || stopAfter < step.phase)
       continue;
     auto start = std::chrono::steady_clock::now();
     PassManager pm(&context);
-    step.build(pm, options);
+    step.build(pm, effective);
     if (failed(pm.run(module))) {
       if (error.empty())
         error = std::string(phaseName(step.phase)) + " phase failed\n";
@@ -457,6 +514,7 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
   } else {
     onnx_import::ImportOptions importOptions;
     importOptions.inputShapes = options.inputShapes;
+    importOptions.absentWeightsAsShapes = options.planOnly;
     module = onnx_import::importModel(context, modelPath, importOptions, error);
     if (module && options.microBatches > 1) {
       // The program runs one micro-batch: import again with dim 0 of every

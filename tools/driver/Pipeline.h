@@ -9,6 +9,8 @@
 #ifndef SLUICE_TOOLS_DRIVER_PIPELINE_H
 #define SLUICE_TOOLS_DRIVER_PIPELINE_H
 
+#include "passes/parallel/AutoPlan.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Pass/PassManager.h"
@@ -88,6 +90,26 @@ struct CompilerOptions {
   }
   /// Progress lines of long passes (calibration) on stderr.
   bool progress = false;
+  /// `--devices=N`: the devices the automatic plan may use; 0: no plan.
+  /// With it the plan runs after the compress phase (docs/parallel.md,
+  /// "Automatic plan").
+  int64_t devices = 0;
+  /// `--auto`: the plan's choice is written into `tp` and `sp` before the
+  /// parallelize phase; the rest of the compiler never knows.
+  bool autoPlan = false;
+  /// `--device-memory=BYTES`: the memory a rank may use; 0: the cluster's.
+  int64_t deviceMemory = 0;
+  /// `--objective`: "latency" or "throughput".
+  std::string objective = "latency";
+  /// `--cluster=FILE.json` as read (the defaults: 8x H100 SXM).
+  parallel::ClusterModel cluster;
+  /// `--emit=plan`: the plan is all that is asked, so initializers whose
+  /// external data files are absent are imported as shapes only.
+  bool planOnly = false;
+  /// When set, receives the plan (also when no plan fits).
+  parallel::PlanResult *planResult = nullptr;
+  /// The plan's request as the driver made it from these options.
+  parallel::PlanRequest planRequest() const;
 };
 
 /// simplify: shape propagation with constant folding of shape subgraphs,

@@ -81,6 +81,19 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         the bundle runs as tp x N ranks (docs/parallel.md)
   --micro-batches=M     with --pp: split dim 0 of every input and output M
                         ways and stream the micro-batches through the stages
+  --devices=N           plan for N devices (docs/parallel.md, "Automatic
+                        plan"): each tp/sp/pp grid that fits, its memory
+                        per rank and its predicted time
+  --auto                with --devices: compile the chosen plan (its tp
+                        and sp; world size 1 when the model fits one
+                        device and splitting does not pay)
+  --device-memory=BYTES memory per rank for the plan (80GB, 80GiB, 512MB or
+                        bytes; default: the cluster's device memory)
+  --cluster=FILE.json   the devices and links the plan predicts with
+                        (default: one node of 8 H100 SXM, NVLink, IB)
+  --objective=latency|throughput
+                        what the plan minimizes: one run's time (the
+                        default) or time per sample over all devices
   --quantize=MODE       int8: GEMMs and convolutions in int8 (weights per
                         output channel, activations per tensor from
                         --calibration, int32 accumulation, scales in the
@@ -135,6 +148,8 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --emit=source         write the generated source (cpu: the C++ translation
                         unit; cuda: model.cu, then host.cpp when steps run
                         on the host) to -o or stdout, without compiling it
+  --emit=plan           print the plan's table (with --devices; weights in
+                        absent external data files are read as shapes)
   --emit=kernels        list the kernel groups (after plan, or --stop-after
                         fuse): the ops inside each and their ONNX nodes,
                         the launch count, and the fusion passes' remarks
@@ -260,7 +275,9 @@ std::string defaultBundlePath(const std::string &model) {
 int main(int argc, char **argv) {
   std::string model, output, emit, report, stop, target = "cpu";
   std::vector<std::string> gpuArchs;
-  bool elide = false, quiet = false;
+  bool elide = false, quiet = false, spGiven = false;
+  std::string clusterFile;
+  bool tpGiven = false;
   bool calibrationGiven = false, methodGiven = false, budgetGiven = false;
   std::string quantizationCache;
   sluice::CompilerOptions options;
@@ -292,8 +309,10 @@ int main(int argc, char **argv) {
       if (value.empty() || *end || n < 1 || n > 4096)
         die("bad --tp '" + value + "' (expected a rank count, 1 to 4096)");
       options.tp = n;
+      tpGiven = true;
     } else if (arg == "--sp") {
       options.sp = true;
+      spGiven = true;
     } else if (args.is("--pp") || args.is("--micro-batches")) {
       bool stages = args.is("--pp");
       const char *flag = stages ? "--pp" : "--micro-batches";
@@ -303,6 +322,26 @@ int main(int argc, char **argv) {
       if (value.empty() || *end || n < 1 || n > 4096)
         die(std::string("bad ") + flag + " '" + value + "' (expected a count, 1 to 4096)");
       (stages ? options.pp : options.microBatches) = n;
+    } else if (args.is("--devices")) {
+      std::string value = args.flagValue("--devices");
+      char *end = nullptr;
+      long long n = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end || n < 1 || n > 4096)
+        die("bad --devices '" + value + "' (expected a device count, 1 to 4096)");
+      options.devices = n;
+    } else if (arg == "--auto") {
+      options.autoPlan = true;
+    } else if (args.is("--device-memory")) {
+      std::string value = args.flagValue("--device-memory");
+      if (!sluice::parallel::parseByteSize(value, options.deviceMemory))
+        die("bad --device-memory '" + value +
+            "' (expected bytes per device: 80GB, 80GiB, 512MB, or a number of bytes)");
+    } else if (args.is("--cluster")) {
+      clusterFile = args.flagValue("--cluster");
+    } else if (args.is("--objective")) {
+      options.objective = args.flagValue("--objective");
+      if (options.objective != "latency" && options.objective != "throughput")
+        die("unknown --objective '" + options.objective + "' (latency, throughput)");
     } else if (args.is("--fusion")) {
       options.fusion = args.flagValue("--fusion");
       if (options.fusion != "none" && options.fusion != "elementwise" &&
@@ -418,8 +457,41 @@ int main(int argc, char **argv) {
         "single-device bundle");
   if (options.sp && options.tp < 2)
     die("--sp splits the sequence over the tensor-parallel ranks: give --tp=N (N >= 2) too");
-  if (!emit.empty() && emit != "mlir" && emit != "kernels" && emit != "source")
-    die("unknown --emit '" + emit + "' (supported: mlir, kernels, source)");
+  if (!emit.empty() && emit != "mlir" && emit != "kernels" && emit != "source" &&
+      emit != "plan")
+    die("unknown --emit '" + emit + "' (supported: mlir, kernels, source, plan)");
+  bool printPlan = emit == "plan";
+  if ((options.autoPlan || printPlan) && options.devices == 0)
+    die(std::string(options.autoPlan ? "--auto" : "--emit=plan") +
+        " plans for a number of devices: give --devices=N");
+  if (options.devices > 0 && !options.autoPlan && !printPlan)
+    die("--devices=N is for the automatic plan: give --auto (compile the chosen plan) or "
+        "--emit=plan (print the table)");
+  if (options.autoPlan && (tpGiven || spGiven))
+    die("--auto chooses --tp and --sp itself: drop them, or drop --auto");
+  if ((options.deviceMemory > 0 || !clusterFile.empty() || options.objective != "latency") &&
+      options.devices == 0)
+    die("--device-memory, --cluster and --objective describe the automatic plan: give "
+        "--devices=N with --auto or --emit=plan");
+  if (!clusterFile.empty()) {
+    std::string clusterError;
+    if (!sluice::parallel::readClusterFile(clusterFile, options.cluster, clusterError))
+      die(clusterError);
+  }
+  if (options.devices > options.cluster.devicesPerNode * options.cluster.nodes)
+    die("--devices=" + std::to_string(options.devices) + " but the cluster has " +
+        std::to_string(options.cluster.devicesPerNode * options.cluster.nodes) + " devices (" +
+        std::to_string(options.cluster.nodes) + " x " +
+        std::to_string(options.cluster.devicesPerNode) + "; --cluster=FILE.json describes more)");
+  if (printPlan && !stop.empty())
+    die("--emit=plan plans after the compress phase: drop --stop-after");
+  if (options.autoPlan && (!options.quantize.empty() || options.prunes()))
+    die("--auto with --quantize, --prune or --sparsity is not supported yet (they do not "
+        "combine with --tp)");
+  options.planOnly = printPlan;
+  sluice::parallel::PlanResult plan;
+  if (options.devices > 0)
+    options.planResult = &plan;
   sluice::Phase stopPhase = emit == "kernels" ? sluice::Phase::Plan : sluice::Phase::Emit;
   if (!stop.empty()) {
     auto phase = sluice::parsePhase(stop);
@@ -453,7 +525,17 @@ int main(int argc, char **argv) {
   std::string error;
   std::vector<sluice::PhaseTiming> timings;
   sluice::Phase irPhase = std::min(stopPhase, sluice::Phase::Plan);
+  if (printPlan)
+    irPhase = stopPhase = sluice::Phase::Compress;
   auto module = sluice::compileModel(context, model, options, irPhase, error, &timings);
+  if (printPlan && !plan.candidates.empty()) {
+    // The table also when no plan fits: it shows what each would need.
+    std::error_code ec;
+    llvm::raw_fd_ostream out(output.empty() ? "-" : output, ec);
+    if (ec)
+      die(output + ": cannot write: " + ec.message());
+    sluice::parallel::printPlan(plan, options.planRequest(), out);
+  }
   if (!module)
     die(error);
   // A .mlir file past the compress phase carries its precision.
@@ -580,6 +662,8 @@ int main(int argc, char **argv) {
       json.attribute("model", sluice::jsonText(model));
       json.attribute("target", sluice::jsonText(target));
       json.attribute("precision", sluice::jsonText(options.precision));
+      if (options.devices > 0)
+        sluice::parallel::writePlanJson(json, plan, options.planRequest());
       if (stopPhase == sluice::Phase::Emit) {
         json.attribute("kernels", kernels);
         json.attribute("library_calls", libraryCalls);

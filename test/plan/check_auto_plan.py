@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""The automatic plan's acceptance check on a test model (issue 17).
+
+1. With no memory pressure, `--devices=4 --auto` picks world size 1 and
+   says why; the bundle runs on one rank and matches the model's expected
+   outputs.
+2. With `--device-memory` at 60% of the model's weights, it picks world
+   size >= 2 whose largest rank holds at most that of weights, and the
+   bundle runs as that many MPI ranks (sluice-run --ranks) and matches
+   the expected outputs at rtol 1e-3 / atol 1e-4.
+
+usage: check_auto_plan.py --bin BUILD/bin MODEL_DIR
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def compile_auto(bin_dir, model_dir, shape, out, extra):
+    report = out + ".json"
+    cmd = [os.path.join(bin_dir, "sluice-compile"), os.path.join(model_dir, "model.onnx"),
+           "--shape=" + shape, "--devices=4", "--auto", "--quiet", "-o", out,
+           "--report=" + report] + extra
+    subprocess.run(cmd, check=True)
+    with open(report) as f:
+        return json.load(f)
+
+
+def run(bin_dir, model_dir, bundle, ranks, manifest):
+    cmd = [os.path.join(bin_dir, "sluice-run"), bundle]
+    if ranks > 1:
+        cmd.append("--ranks=%d" % ranks)
+    for name in manifest["inputs"]:
+        cmd.append(os.path.join(model_dir, "inputs", name + ".npy"))
+    for name in manifest["outputs"]:
+        cmd += ["--expect", os.path.join(model_dir, "expected", name + ".npy")]
+    cmd += ["--rtol=1e-3", "--atol=1e-4"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    sys.stdout.write(result.stdout + result.stderr)
+    return result.returncode == 0
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", required=True)
+    parser.add_argument("model_dir")
+    args = parser.parse_args()
+    with open(os.path.join(args.model_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    shape = manifest["shapes"][0]
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        free = compile_auto(args.bin, args.model_dir, shape, os.path.join(tmp, "free.sluice"), [])
+        reason = free["plan"]["reason"]
+        print("no limit:", free["world_size"], reason)
+        if free["world_size"] != 1 or "splitting does not pay" not in reason:
+            failures.append("no memory pressure: expected world size 1 and why, got %d (%s)"
+                            % (free["world_size"], reason))
+        if not run(args.bin, args.model_dir, os.path.join(tmp, "free.sluice"), 1, manifest):
+            failures.append("the world-size-1 bundle does not match")
+
+        weights = free["weights_bytes_per_rank"][0]
+        limit = int(weights * 0.6)
+        tight = compile_auto(args.bin, args.model_dir, shape, os.path.join(tmp, "tight.sluice"),
+                             ["--device-memory=%d" % limit])
+        world = tight["world_size"]
+        largest = max(tight["weights_bytes_per_rank"])
+        print("limit %d bytes (weights %d): world size %d, largest rank %d bytes: %s"
+              % (limit, weights, world, largest, tight["plan"]["reason"]))
+        if world < 2:
+            failures.append("limit %d below the weights %d: world size %d" % (limit, weights, world))
+        if largest > limit:
+            failures.append("largest rank holds %d bytes > limit %d" % (largest, limit))
+        if not run(args.bin, args.model_dir, os.path.join(tmp, "tight.sluice"), world, manifest):
+            failures.append("the %d-rank bundle does not match" % world)
+    for f in failures:
+        print("FAIL:", f)
+    print("check_auto_plan: %s" % ("FAILED" if failures else "ok"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
