@@ -57,7 +57,7 @@ def SpecializeShapesPass : Pass<"sluice-specialize-shapes", "mlir::func::FuncOp"
 //===----------------------------------------------------------------------===//
 
 def DecomposeCompositesPass : Pass<"sluice-decompose-composites", "mlir::func::FuncOp"> {
-  let summary = "Writes composites (gelu, silu, layer_norm, rms_norm, attention) as primitive ops";
+  let summary = "Writes composites (gelu, silu, layer_norm, rms_norm, attention, moe) as primitive ops";
   let description = [{
     The inverse of the recognizers, exactly each op's semantics: GELU as
     erf/tanh arithmetic, SiLU as `x * sigmoid(x)`, the norms as
@@ -124,6 +124,22 @@ def RecognizeLinearPass : Pass<"sluice-recognize-linear", "mlir::func::FuncOp"> 
     addmm layers). The same numbers, without the reshape that kept the
     GEMM's consumers (GELU, residual add) out of its epilogue. The matmul
     and the add must have no other users.
+  }];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
+def RecognizeMoePass : Pass<"sluice-recognize-moe", "mlir::func::FuncOp"> {
+  let summary = "Forms sluice.moe from mixture-of-experts MLPs";
+  let description = [{
+    Two exporter forms (RecognizeMoe.cpp has the exact chains): a learned
+    top-k router (Softmax, TopK, optionally renormalized weights) whose
+    experts are computed densely as batched MatMuls over constant [E, D, F]
+    and [E, F, Do] stacks (with [E, 1, F] biases and an activation between)
+    and gathered by the top-k indices (GatherElements, weighted ReduceSum);
+    and hard gating, where each sample's expert weights are gathered from
+    the stacks by an index input (the sentence's language). Runs after
+    sluice-recognize-activations (the activation is one op by then).
+    Intermediates with users outside the chain stop the match.
   }];
   let dependentDialects = ["sluice::SluiceDialect"];
 }

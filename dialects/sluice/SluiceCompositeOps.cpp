@@ -118,5 +118,88 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// MoeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MoeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      MoeOp::Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  auto tokens = cast<TensorType>(adaptor.getTokens().getType());
+  auto w2 = cast<TensorType>(adaptor.getW2().getType());
+  if (!tokens.hasRank() || !w2.hasRank()) {
+    inferred.push_back(UnrankedTensorType::get(tokens.getElementType()));
+    return success();
+  }
+  if (tokens.getRank() < 2 || w2.getRank() != 3)
+    return emitOptionalError(loc, "moe needs tokens of rank >= 2 and w2 [E, F, Do]");
+  SmallVector<int64_t> shape(tokens.getShape());
+  shape.back() = w2.getDimSize(2);
+  inferred.push_back(RankedTensorType::get(shape, tokens.getElementType()));
+  return success();
+}
+
+LogicalResult MoeOp::verify() {
+  StringRef gating = getGating(), act = getActivation();
+  if (gating != "top_k" && gating != "hard")
+    return emitOpError("gating must be \"top_k\" or \"hard\", not \"") << gating << "\"";
+  if (act != "none" && act != "relu" && act != "gelu" && act != "gelu_tanh" && act != "silu")
+    return emitOpError("unknown activation \"") << act << "\"";
+  int64_t experts = getExperts(), topK = getTopK();
+  if (experts < 1 || topK < 1 || topK > experts)
+    return emitOpError("needs 1 <= top_k <= experts, got top_k ")
+           << topK << " of " << experts;
+  if (gating == "hard" && topK != 1)
+    return emitOpError("hard gating routes each token to one expert (top_k = 1)");
+  auto tokens = cast<TensorType>(getTokens().getType());
+  auto router = cast<TensorType>(getRouter().getType());
+  auto w1 = cast<TensorType>(getW1().getType());
+  auto w2 = cast<TensorType>(getW2().getType());
+  Type element = tokens.getElementType();
+  if (w1.getElementType() != element || w2.getElementType() != element)
+    return emitOpError("expert weights must have the tokens' element type");
+  if (gating == "top_k" ? !isa<FloatType>(router.getElementType())
+                        : !router.getElementType().isInteger())
+    return emitOpError(gating == "top_k" ? "top_k gating needs float router logits"
+                                         : "hard gating needs an integer expert index");
+  if (!tokens.hasRank() || !router.hasRank() || !w1.hasRank() || !w2.hasRank())
+    return success();
+  auto known = [](int64_t a, int64_t b) {
+    return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+  };
+  if (w1.getRank() != 3 || w2.getRank() != 3)
+    return emitOpError("w1 and w2 must be [E, D, F] and [E, F, Do]");
+  int64_t local = w1.getDimSize(0);
+  if (!known(local, w2.getDimSize(0)) || !known(w1.getDimSize(2), w2.getDimSize(1)) ||
+      !known(w1.getDimSize(1), tokens.getDimSize(tokens.getRank() - 1)))
+    return emitOpError("expert weight shapes do not chain: w1 ")
+           << w1 << ", w2 " << w2 << ", tokens " << tokens;
+  if (!ShapedType::isDynamic(local) && (getExpertOffset() ? experts % local : local != experts))
+    return emitOpError("holds ") << local << " experts of " << experts;
+  for (auto [bias, width] : {std::pair(getB1(), w1.getDimSize(2)),
+                             std::pair(getB2(), w2.getDimSize(2))}) {
+    if (!bias)
+      continue;
+    auto b = cast<TensorType>(bias.getType());
+    if (b.getElementType() != element)
+      return emitOpError("biases must have the tokens' element type");
+    if (b.hasRank() && (b.getRank() != 2 || !known(b.getDimSize(0), local) ||
+                        !known(b.getDimSize(1), width)))
+      return emitOpError("bias ") << b << " is not [E, width]";
+  }
+  if (gating == "top_k") {
+    if (router.getRank() != tokens.getRank() ||
+        !known(router.getDimSize(router.getRank() - 1), experts))
+      return emitOpError("router logits must be [N..., ") << experts << "]";
+    for (int64_t d = 0; d + 1 < tokens.getRank(); ++d)
+      if (!known(router.getDimSize(d), tokens.getDimSize(d)))
+        return emitOpError("router logits and tokens differ in dim ") << d;
+  } else if (router.getRank() != 1 || tokens.getRank() != 3 ||
+             !known(router.getDimSize(0), tokens.getDimSize(0))) {
+    return emitOpError("hard gating needs an index [B] for tokens [B, S, D]");
+  }
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/sluice/SluiceCompositeOps.cpp.inc"

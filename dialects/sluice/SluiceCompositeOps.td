@@ -1,7 +1,8 @@
 //===- SluiceCompositeOps.td - recognized composites -------*- tablegen -*-===//
 //
 // Ops that the recognize phase forms from the primitive chains exporters
-// write (DESIGN.md, phase 3): GELU, SiLU, RMS normalization and attention.
+// write (DESIGN.md, phase 3): GELU, SiLU, RMS normalization, attention and
+// mixture-of-experts MLPs.
 // (LayerNorm is `sluice.layer_norm`, which the importer also produces from
 // ONNX LayerNormalization.) Every composite has a decomposition back to
 // primitive ops (`sluice-decompose-composites`, passes/recognize) and its
@@ -83,6 +84,45 @@ def Sluice_AttentionOp : Sluice_Op<"attention",
     $query `,` $key `,` $value (`mask` $mask^)?
     (`rotary` `(` $rotary_cos^ `,` $rotary_sin `)`)? attr-dict `:`
     functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sluice_MoeOp : Sluice_Op<"moe", [AttrSizedOperandSegments, Sluice_InferTypes]> {
+  let summary = "a mixture-of-experts MLP: each token through its chosen experts";
+  let description = [{
+    `tokens` is `[N..., D]`; expert e is the MLP
+    `act(x w1[e] + b1[e]) w2[e] + b2[e]` with `w1` `[E, D, F]`, `b1`
+    `[E, F]`, `w2` `[E, F, Do]`, `b2` `[E, Do]` (biases optional); the result
+    is `[N..., Do]`. `experts` is E of the whole model.
+
+    - `gating = "top_k"`: `router` holds the router's logits `[N..., E]`;
+      `p = softmax(router)`, the token goes to the `top_k` largest (ties:
+      the lower expert first, as TopK), weighted by their probabilities
+      (divided by their sum when `normalize`), and the weighted outputs are
+      summed.
+    - `gating = "hard"`: `router` is an integer expert index per sample
+      (`[B]` for tokens `[B, S, D]`; a sentence's language): every token of
+      sample b goes to expert `router[b]` with weight 1 (`top_k` = 1).
+
+    `activation` is "none", "relu", "gelu", "gelu_tanh" or "silu".
+    `expert_offset` (optional, `tensor<1xi64>`) is set by expert
+    parallelism (`--ep`): the op holds only experts
+    `[offset, offset + E_local)` (`w1`'s first dim), tokens routed elsewhere
+    contribute nothing (partial sums that an all_reduce adds up). The offset
+    is a shard constant, so one program serves every rank.
+  }];
+  let arguments = (ins Sluice_FloatTensor:$tokens, Sluice_Tensor:$router,
+                   Sluice_FloatTensor:$w1, Optional<Sluice_FloatTensor>:$b1,
+                   Sluice_FloatTensor:$w2, Optional<Sluice_FloatTensor>:$b2,
+                   Optional<Sluice_IndexTensor>:$expert_offset,
+                   I64Attr:$experts, I64Attr:$top_k, StrAttr:$gating,
+                   DefaultValuedStrAttr<StrAttr, "none">:$activation,
+                   DefaultValuedAttr<BoolAttr, "false">:$normalize);
+  let results = (outs Sluice_FloatTensor:$output);
+  let assemblyFormat = [{
+    $tokens `,` $router `experts` `(` $w1 (`bias` $b1^)? `,` $w2 (`bias` $b2^)? `)`
+    (`offset` $expert_offset^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -12,6 +12,7 @@
 #include "dialects/sluice/SluiceOps.h"
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
 
 using namespace mlir;
@@ -215,6 +216,99 @@ LogicalResult evalAttention(Operation *op, ArrayRef<const Tensor *> operands,
   return success();
 }
 
+/// The activation of a sluice.moe expert by name (MoeOp's verifier admits
+/// exactly these).
+double moeActivation(StringRef name, double v) {
+  if (name == "relu")
+    return v > 0 ? v : 0;
+  if (name == "gelu")
+    return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+  if (name == "gelu_tanh")
+    return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+  if (name == "silu")
+    return v / (1.0 + std::exp(-v));
+  return v;
+}
+
+/// sluice.moe from its definition: per token, its experts (the top_k of the
+/// router's softmax, or the sample's index) and their weights, then each
+/// chosen expert's MLP, weighted and summed. Experts outside this op's
+/// [offset, offset + E_local) contribute nothing (expert parallelism).
+LogicalResult evalMoe(Operation *op, ArrayRef<const Tensor *> operands,
+                      std::vector<Tensor> &results) {
+  auto moe = cast<MoeOp>(op);
+  unsigned next = 0;
+  const Tensor &x = *operands[next++], &router = *operands[next++];
+  const Tensor &w1 = *operands[next++];
+  const Tensor *b1 = moe.getB1() ? operands[next++] : nullptr;
+  const Tensor &w2 = *operands[next++];
+  const Tensor *b2 = moe.getB2() ? operands[next++] : nullptr;
+  int64_t offset = moe.getExpertOffset() ? operands[next++]->getInt(0) : 0;
+  int64_t experts = moe.getExperts(), topK = moe.getTopK();
+  int64_t local = w1.dim(0), d = w1.dim(1), f = w1.dim(2), dOut = w2.dim(2);
+  int64_t tokens = d ? x.numElements() / d : 0;
+  bool hard = moe.getGating() == "hard";
+  int64_t perSample = hard ? tokens / std::max<int64_t>(router.numElements(), 1) : 1;
+  std::vector<int64_t> shape(x.shape());
+  shape.back() = dOut;
+  Tensor out(resultDType(op), shape);
+  std::vector<double> hidden(f), acc(dOut);
+  for (int64_t t = 0; t < tokens; ++t) {
+    // The token's (expert, weight) choices.
+    std::vector<std::pair<int64_t, double>> chosen;
+    if (hard) {
+      chosen.push_back({router.getInt(t / perSample), 1.0});
+    } else {
+      std::vector<double> p(experts);
+      double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (int64_t e = 0; e < experts; ++e)
+        mx = std::max(mx, p[e] = router.getDouble(t * experts + e));
+      for (double &v : p)
+        sum += v = std::exp(v - mx);
+      for (double &v : p)
+        v /= sum;
+      std::vector<int64_t> order(experts);
+      for (int64_t e = 0; e < experts; ++e)
+        order[e] = e;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+      double picked = 0;
+      for (int64_t j = 0; j < topK; ++j) {
+        chosen.push_back({order[j], p[order[j]]});
+        picked += p[order[j]];
+      }
+      if (moe.getNormalize())
+        for (auto &c : chosen)
+          c.second /= picked;
+    }
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (auto [expert, weight] : chosen) {
+      if (expert < 0 || expert >= experts)
+        return op->emitOpError("expert index ") << expert << " out of range [0, " << experts
+                                                << ")";
+      int64_t e = expert - offset;
+      if (e < 0 || e >= local)
+        continue;
+      for (int64_t j = 0; j < f; ++j) {
+        double h = b1 ? b1->getDouble(e * f + j) : 0.0;
+        for (int64_t i = 0; i < d; ++i)
+          h += x.getDouble(t * d + i) * w1.getDouble((e * d + i) * f + j);
+        hidden[j] = moeActivation(moe.getActivation(), h);
+      }
+      for (int64_t c = 0; c < dOut; ++c) {
+        double y = b2 ? b2->getDouble(e * dOut + c) : 0.0;
+        for (int64_t j = 0; j < f; ++j)
+          y += hidden[j] * w2.getDouble((e * f + j) * dOut + c);
+        acc[c] += weight * y;
+      }
+    }
+    for (int64_t c = 0; c < dOut; ++c)
+      out.setDouble(t * dOut + c, acc[c]);
+  }
+  results.push_back(std::move(out));
+  return success();
+}
+
 } // namespace
 
 void registerCompositeEvaluators(EvalRegistry &r) {
@@ -222,6 +316,7 @@ void registerCompositeEvaluators(EvalRegistry &r) {
   r.add(SiluOp::getOperationName(), evalSilu);
   r.add(RmsNormOp::getOperationName(), evalRmsNorm);
   r.add(AttentionOp::getOperationName(), evalAttention);
+  r.add(MoeOp::getOperationName(), evalMoe);
 }
 
 } // namespace sluice

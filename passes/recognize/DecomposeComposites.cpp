@@ -127,6 +127,15 @@ const char *decompositionRefusal(AttentionOp op) {
   return nullptr;
 }
 
+const char *decompositionRefusal(MoeOp op) {
+  if (op.getExpertOffset())
+    return "an expert-parallel moe holds only some experts (no dense form)";
+  auto tokens = rankedType(op.getTokens()), router = rankedType(op.getRouter());
+  if (!tokens || !router || !tokens.hasStaticShape() || !router.hasStaticShape())
+    return "the tokens or the router are not static";
+  return nullptr;
+}
+
 //===----------------------------------------------------------------------===//
 // The decompositions
 //===----------------------------------------------------------------------===//
@@ -264,6 +273,76 @@ struct Decomposer {
     Value probs = SoftmaxOp::create(b, loc, scores, b.getI64IntegerAttr(-1), b.getBoolAttr(false));
     return {MatMulOp::create(b, loc, probs, op.getValue())};
   }
+
+  Value activation(StringRef name, Value x) {
+    if (name == "relu")
+      return ReluOp::create(b, loc, x);
+    if (name == "gelu" || name == "gelu_tanh")
+      return GeluOp::create(b, loc, x, name == "gelu" ? "none" : "tanh");
+    if (name == "silu")
+      return SiluOp::create(b, loc, x);
+    return x;
+  }
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    return ReshapeOp::create(b, loc, x, i64Constant(b, loc, shape));
+  }
+
+  /// The forms the exporters write (RecognizeMoe.cpp): top_k as the router's
+  /// softmax and TopK, every expert on every token as batched MatMuls over
+  /// the stacks, the chosen outputs gathered and summed with their weights;
+  /// hard gating as the sample's expert weights gathered by its index.
+  SmallVector<Value> decompose(MoeOp op) {
+    auto tokensType = rankedType(op.getTokens());
+    auto w1Type = rankedType(op.getW1()), w2Type = rankedType(op.getW2());
+    int64_t e = w1Type.getDimSize(0), d = w1Type.getDimSize(1), f = w1Type.getDimSize(2);
+    int64_t dOut = w2Type.getDimSize(2);
+    if (op.getGating() == "hard") {
+      Value index = op.getRouter();
+      int64_t batch = tokensType.getDimSize(0);
+      auto gathered = [&](Value stack) {
+        return GatherOp::create(b, loc, stack, index, b.getI64IntegerAttr(0));
+      };
+      Value h = MatMulOp::create(b, loc, op.getTokens(), gathered(op.getW1()));
+      if (op.getB1())
+        h = add(h, reshape(gathered(op.getB1()), {batch, 1, f}));
+      h = activation(op.getActivation(), h);
+      Value y = MatMulOp::create(b, loc, h, gathered(op.getW2()));
+      if (op.getB2())
+        y = add(y, reshape(gathered(op.getB2()), {batch, 1, dOut}));
+      return {y};
+    }
+    int64_t t = tokensType.getNumElements() / d, k = op.getTopK();
+    Value tokens = reshape(op.getTokens(), {t, d});
+    Value logits = reshape(op.getRouter(), {t, e});
+    Value probs = SoftmaxOp::create(b, loc, logits, b.getI64IntegerAttr(-1), b.getBoolAttr(false));
+    auto topk = TopKOp::create(b, loc, probs, i64Constant(b, loc, {k}), b.getI64IntegerAttr(-1),
+                               b.getBoolAttr(true), b.getBoolAttr(true));
+    Value weights = topk.getValues();
+    if (op.getNormalize()) {
+      Value sum = ReduceOp::create(b, loc, weights, i64Constant(b, loc, {-1}),
+                                   ReduceKindAttr::get(b.getContext(), ReduceKind::sum),
+                                   b.getBoolAttr(true), b.getBoolAttr(false));
+      weights = DivOp::create(b, loc, weights, sum);
+    }
+    Value h = MatMulOp::create(b, loc, tokens, op.getW1()); // [E, T, F]
+    if (op.getB1())
+      h = add(h, reshape(op.getB1(), {e, 1, f}));
+    h = activation(op.getActivation(), h);
+    Value y = MatMulOp::create(b, loc, h, op.getW2()); // [E, T, Do]
+    if (op.getB2())
+      y = add(y, reshape(op.getB2(), {e, 1, dOut}));
+    y = TransposeOp::create(b, loc, y, ArrayRef<int64_t>{1, 0, 2});
+    Value indices = ExpandOp::create(b, loc, reshape(topk.getIndices(), {t, k, 1}),
+                                     i64Constant(b, loc, {t, k, dOut}));
+    Value chosen = GatherElementsOp::create(b, loc, y, indices, b.getI64IntegerAttr(1));
+    Value weighted = mul(chosen, reshape(weights, {t, k, 1}));
+    Value out = ReduceOp::create(b, loc, weighted, i64Constant(b, loc, {1}),
+                                 ReduceKindAttr::get(b.getContext(), ReduceKind::sum),
+                                 b.getBoolAttr(false), b.getBoolAttr(false));
+    SmallVector<int64_t> outShape(tokensType.getShape());
+    outShape.back() = dOut;
+    return {reshape(out, outShape)};
+  }
 };
 
 /// Any `OpTy` composite whose decomposition has the composite's result types
@@ -302,7 +381,7 @@ struct DecomposeCompositesPass
     applyRecognizePatterns(getOperation(), std::move(patterns));
     // A selected composite left over is one the target cannot run.
     getOperation().walk([&](Operation *op) {
-      if (isa<GeluOp, SiluOp, LayerNormOp, RmsNormOp, AttentionOp>(op) &&
+      if (isa<GeluOp, SiluOp, LayerNormOp, RmsNormOp, AttentionOp, MoeOp>(op) &&
           (names.empty() || llvm::is_contained(names, op->getName().getStringRef().str()))) {
         op->emitOpError("cannot be decomposed (dynamic sequence or head dims?)");
         signalPassFailure();
@@ -320,4 +399,5 @@ void sluice::populateDecomposeCompositesPatterns(RewritePatternSet &patterns,
   addIfSelected<LayerNormOp>(patterns, ops);
   addIfSelected<RmsNormOp>(patterns, ops);
   addIfSelected<AttentionOp>(patterns, ops);
+  addIfSelected<MoeOp>(patterns, ops);
 }

@@ -29,6 +29,10 @@ void populateRecognizeActivationsPatterns(mlir::RewritePatternSet &patterns);
 /// (RecognizeAttention.cpp).
 void populateRecognizeAttentionPatterns(mlir::RewritePatternSet &patterns);
 
+/// sluice.moe from a top-k router with dense experts, or from expert weights
+/// gathered by a per-sample index (RecognizeMoe.cpp).
+void populateRecognizeMoePatterns(mlir::RewritePatternSet &patterns);
+
 /// Batched Linear layers without their flatten/unflatten reshapes
 /// (RecognizeLinear.cpp).
 void populateRecognizeLinearPatterns(mlir::RewritePatternSet &patterns);

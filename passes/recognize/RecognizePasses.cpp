@@ -2,8 +2,8 @@
 //
 // Each recognize pass applies one file's patterns and nothing else
 // (RecognizePass, Patterns.h); the patterns and what they match are in
-// RecognizeNorms.cpp, RecognizeActivations.cpp, RecognizeAttention.cpp and
-// RecognizeLinear.cpp.
+// RecognizeNorms.cpp, RecognizeActivations.cpp, RecognizeAttention.cpp,
+// RecognizeMoe.cpp and RecognizeLinear.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +14,7 @@ namespace sluice {
 #define GEN_PASS_DEF_RECOGNIZEACTIVATIONSPASS
 #define GEN_PASS_DEF_RECOGNIZEATTENTIONPASS
 #define GEN_PASS_DEF_RECOGNIZELINEARPASS
+#define GEN_PASS_DEF_RECOGNIZEMOEPASS
 #define GEN_PASS_DEF_RECOGNIZENORMSPASS
 #include "passes/Passes.h.inc"
 } // namespace sluice
@@ -31,6 +32,8 @@ struct RecognizeAttentionPass
 struct RecognizeLinearPass
     : RecognizePass<RecognizeLinearPass, impl::RecognizeLinearPassBase,
                     populateRecognizeLinearPatterns> {};
+struct RecognizeMoePass
+    : RecognizePass<RecognizeMoePass, impl::RecognizeMoePassBase, populateRecognizeMoePatterns> {};
 struct RecognizeNormsPass
     : RecognizePass<RecognizeNormsPass, impl::RecognizeNormsPassBase,
                     populateRecognizeNormsPatterns> {};

@@ -56,6 +56,9 @@ void buildRecognizePipeline(OpPassManager &pm, const CompilerOptions &options) {
   pm.addNestedPass<func::FuncOp>(sluice::createRecognizeNormsPass());
   pm.addNestedPass<func::FuncOp>(sluice::createRecognizeActivationsPass());
   pm.addNestedPass<func::FuncOp>(sluice::createRecognizeAttentionPass());
+  // After the activations (an expert's GELU is one op by then), before the
+  // batched-Linear rewrite (which would take a dense expert's MatMul).
+  pm.addNestedPass<func::FuncOp>(sluice::createRecognizeMoePass());
   // Last: HF Conv1D's flatten -> Gemm -> unflatten as one batched Linear, so
   // that GELU and the residual add join the GEMM's epilogue.
   pm.addNestedPass<func::FuncOp>(sluice::createRecognizeLinearPass());
@@ -169,7 +172,7 @@ std::vector<std::string> compositesToDecompose(const std::string &target) {
   // are decomposed back to primitive ops at the start of the fuse phase.
   static const char *const kAll[] = {"sluice.gelu", "sluice.silu",
                                      "sluice.layer_norm", "sluice.rms_norm",
-                                     "sluice.attention"};
+                                     "sluice.attention", "sluice.moe"};
   std::vector<std::string> implemented;
   // cpu and cuda: every composite (on cuda, forms without a kernel run as
   // host steps through the cpu emitter).
