@@ -282,6 +282,15 @@ int main(int argc, char **argv) {
   std::string quantizationCache;
   sluice::CompilerOptions options;
   sluice::tools::ArgReader args("sluice-compile", argc, argv);
+  // --tp, --pp, --micro-batches, --devices: a count from 1 to 4096.
+  auto countFlag = [&](const char *flag, const char *what) -> int64_t {
+    std::string value = args.flagValue(flag);
+    char *end = nullptr;
+    long long n = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end || n < 1 || n > 4096)
+      die(std::string("bad ") + flag + " '" + value + "' (expected " + what + ", 1 to 4096)");
+    return n;
+  };
   while (args.next()) {
     const std::string &arg = args.arg();
     if (arg == "-h" || arg == "--help") {
@@ -303,32 +312,17 @@ int main(int argc, char **argv) {
       for (llvm::StringRef part : parts)
         gpuArchs.push_back(part.trim().str());
     } else if (args.is("--tp")) {
-      std::string value = args.flagValue("--tp");
-      char *end = nullptr;
-      long long n = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end || n < 1 || n > 4096)
-        die("bad --tp '" + value + "' (expected a rank count, 1 to 4096)");
-      options.tp = n;
+      options.tp = countFlag("--tp", "a rank count");
       tpGiven = true;
     } else if (arg == "--sp") {
       options.sp = true;
       spGiven = true;
     } else if (args.is("--pp") || args.is("--micro-batches")) {
       bool stages = args.is("--pp");
-      const char *flag = stages ? "--pp" : "--micro-batches";
-      std::string value = args.flagValue(flag);
-      char *end = nullptr;
-      long long n = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end || n < 1 || n > 4096)
-        die(std::string("bad ") + flag + " '" + value + "' (expected a count, 1 to 4096)");
-      (stages ? options.pp : options.microBatches) = n;
+      (stages ? options.pp : options.microBatches) =
+          countFlag(stages ? "--pp" : "--micro-batches", "a count");
     } else if (args.is("--devices")) {
-      std::string value = args.flagValue("--devices");
-      char *end = nullptr;
-      long long n = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end || n < 1 || n > 4096)
-        die("bad --devices '" + value + "' (expected a device count, 1 to 4096)");
-      options.devices = n;
+      options.devices = countFlag("--devices", "a device count");
     } else if (arg == "--auto") {
       options.autoPlan = true;
     } else if (args.is("--device-memory")) {
