@@ -406,6 +406,27 @@ def PipelinePass : Pass<"sluice-pipeline", "mlir::func::FuncOp"> {
   let dependentDialects = ["sluice::SluiceDialect"];
 }
 
+def ExpertParallelPass : Pass<"sluice-expert-parallel", "mlir::func::FuncOp"> {
+  let summary = "Spreads the experts of every sluice.moe over --ep=N ranks";
+  let description = [{
+    Pure expert parallelism: each `sluice.moe` keeps E/N of its E experts
+    per rank (its stacked weights become `sluice.shard_constant`s split
+    along the expert axis, and `expert_offset` names the rank's first
+    expert), and its result goes through an `all_reduce`: the tokens and the
+    router are replicated, so a rank selects the tokens routed to its
+    experts and the sum combines the ranks' partial outputs (no capacity
+    factor, no dropped tokens). Records `sluice.ep` and the MoE layers
+    (`sluice.moe`: node, experts, top_k, gating, experts_per_rank) on the
+    function. Errors: N not dividing an op's experts (naming the op and E),
+    a function with no `sluice.moe`, a function already split by --tp or
+    --pp. `ep` = 1 leaves the function as it is.
+  }];
+  let options = [
+    Option<"ep", "ep", "int64_t", "1", "Ranks the experts are spread over">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
 def PlanTensorParallelPass : Pass<"sluice-plan-tensor-parallel", "mlir::func::FuncOp"> {
   let summary = "Chooses the Megatron-style split of each weight for --tp=N [--sp]";
   let description = [{

@@ -277,12 +277,15 @@ void writeParallel(llvm::json::OStream &json, const ModelFacts &model) {
     json.attribute("sp", model.sequenceParallel);
     json.attribute("pp", model.pp);
     json.attribute("micro_batches", model.microBatches);
-    json.attribute("ep", 1);
+    json.attribute("ep", model.ep);
     // The axes of size > 1, outermost first (rank r: stage r / tp,
-    // tensor-parallel index r % tp); a single rank: [1], ["tp"].
+    // tensor-parallel index r % tp; pure ep: expert block r); a single
+    // rank: [1], ["tp"].
     std::vector<std::pair<const char *, int64_t>> axes;
     if (model.pp > 1)
       axes.push_back({"pp", model.pp});
+    if (model.ep > 1)
+      axes.push_back({"ep", model.ep});
     if (model.tp > 1 || axes.empty())
       axes.push_back({"tp", model.tp});
     json.attributeArray("grid", [&] {

@@ -187,7 +187,9 @@ LogicalResult collectStages(func::FuncOp func, ModelFacts &model) {
     model.pp = std::max<int64_t>(pp.getInt(), 1);
   if (auto micro = func->getAttrOfType<IntegerAttr>("sluice.micro_batches"))
     model.microBatches = std::max<int64_t>(micro.getInt(), 1);
-  model.worldSize = model.tp * model.pp;
+  if (auto ep = func->getAttrOfType<IntegerAttr>("sluice.ep"))
+    model.ep = std::max<int64_t>(ep.getInt(), 1);
+  model.worldSize = model.tp * model.pp * model.ep;
   if (model.pp == 1)
     return success();
   Block &block = func.getBody().front();

@@ -103,10 +103,10 @@ struct ModelFacts {
   std::vector<std::vector<unsigned char>> rankWeights;
   /// Top-level constants -> their byte offset in weights.bin (64-aligned).
   llvm::DenseMap<mlir::Value, int64_t> weightOffset;
-  /// The grid: ranks that run the bundle, tp x pp (`main`'s sluice.tp and
-  /// sluice.pp, 1 without).
+  /// The grid: ranks that run the bundle, tp x pp, or ep for pure expert
+  /// parallelism (`main`'s sluice.tp, sluice.pp and sluice.ep, 1 without).
   int64_t worldSize = 1;
-  int64_t tp = 1, pp = 1;
+  int64_t tp = 1, pp = 1, ep = 1;
   /// Micro-batches of a pipeline run (`main`'s sluice.micro_batches): the
   /// program computes one, dim 0 of `inputs` and `outputs` holds all.
   int64_t microBatches = 1;

@@ -85,4 +85,9 @@ std::string describeOp(Operation *op) {
   return s;
 }
 
+std::string firstNodeName(Operation *op) {
+  std::vector<std::string> names = onnxNodeNames(op->getLoc());
+  return names.empty() ? describeLocation(op->getLoc()) : names.front();
+}
+
 } // namespace sluice

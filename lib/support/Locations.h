@@ -42,6 +42,10 @@ std::vector<std::string> onnxNodeNames(mlir::Location loc);
 /// not be null.
 std::string describeOp(mlir::Operation *op);
 
+/// The first of `op`'s ONNX nodes (onnxNodeNames), or its location
+/// described (describeLocation) where it has none: how reports name an op.
+std::string firstNodeName(mlir::Operation *op);
+
 } // namespace sluice
 
 #endif // SLUICE_LIB_SUPPORT_LOCATIONS_H

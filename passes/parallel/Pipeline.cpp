@@ -57,12 +57,6 @@ constexpr llvm::StringLiteral kStageAttr = "sluice.stage";
 
 bool isWeight(Operation *op) { return isa<ConstantOp, ShardConstantOp>(op); }
 
-/// The first ONNX node an op came from, or its location.
-std::string nodeOf(Operation *op) {
-  std::vector<std::string> names = onnxNodeNames(op->getLoc());
-  return names.empty() ? describeLocation(op->getLoc()) : names.front();
-}
-
 class StageCutter {
 public:
   StageCutter(func::FuncOp func, int64_t pp, int64_t stageSize)
@@ -97,8 +91,8 @@ public:
     for (auto [i, op] : llvm::enumerate(compute)) {
       StageInfo &s = stages[stageOf[i]];
       if (s.ops++ == 0)
-        s.firstNode = nodeOf(op);
-      s.lastNode = nodeOf(op);
+        s.firstNode = firstNodeName(op);
+      s.lastNode = firstNodeName(op);
       s.cost += costOf(op);
       s.seconds += seconds[i];
     }

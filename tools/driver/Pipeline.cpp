@@ -147,6 +147,10 @@ void buildParallelizePipeline(OpPassManager &pm, const CompilerOptions &options)
   // After compress: the split weights are the converted ones. Before fuse:
   // collectives become library calls like GEMMs, and groups form on the
   // per-rank shapes.
+  // Always: at --ep=1 it only lists the MoE layers for the report.
+  ExpertParallelPassOptions experts;
+  experts.ep = options.ep;
+  pm.addNestedPass<func::FuncOp>(sluice::createExpertParallelPass(experts));
   if (options.tp > 1) {
     PlanTensorParallelPassOptions plan;
     plan.tp = options.tp;
@@ -222,6 +226,7 @@ struct ParallelizePipelineOptions : public PassPipelineOptions<ParallelizePipeli
   Option<int64_t> pp{*this, "pp", llvm::cl::desc("pipeline stages"), llvm::cl::init(1)};
   Option<int64_t> microBatches{*this, "micro-batches", llvm::cl::desc("micro-batches"),
                                llvm::cl::init(1)};
+  Option<int64_t> ep{*this, "ep", llvm::cl::desc("expert-parallel ranks"), llvm::cl::init(1)};
 };
 } // namespace
 
@@ -241,13 +246,14 @@ void registerPipelines() {
       [](OpPassManager &pm) { buildFusePipeline(pm, CompilerOptions()); });
   PassPipelineRegistration<ParallelizePipelineOptions>(
       "sluice-parallelize-pipeline",
-      "The parallelize phase: tensor (and sequence) parallel split with collectives",
+      "The parallelize phase: tensor (and sequence), expert and pipeline parallel split",
       [](OpPassManager &pm, const ParallelizePipelineOptions &pipelineOptions) {
         CompilerOptions options;
         options.tp = pipelineOptions.tp;
         options.sp = pipelineOptions.sp;
         options.pp = pipelineOptions.pp;
         options.microBatches = pipelineOptions.microBatches;
+        options.ep = pipelineOptions.ep;
         buildParallelizePipeline(pm, options);
       });
   PassPipelineRegistration<>(

@@ -63,6 +63,9 @@ struct CompilerOptions {
   /// the program is compiled at the micro-batch's shapes and a run streams
   /// the M micro-batches through the stages.
   int64_t microBatches = 1;
+  /// `--ep=N`: ranks the experts of every `sluice.moe` are spread over
+  /// (pure expert parallelism: world size N; docs/parallel.md).
+  int64_t ep = 1;
   /// `--quantize`: "" (none), "int8" (calibrated, Form I8), "w8a16" or
   /// "w4a16" (weight-only, Form W); docs/quantization.md.
   std::string quantize;

@@ -81,6 +81,10 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         the bundle runs as tp x N ranks (docs/parallel.md)
   --micro-batches=M     with --pp: split dim 0 of every input and output M
                         ways and stream the micro-batches through the stages
+  --ep=N                expert parallelism: each mixture-of-experts layer
+                        keeps E/N of its E experts per rank, the rest of
+                        the model replicated; the bundle runs as N ranks
+                        (docs/parallel.md, "Expert parallelism")
   --devices=N           plan for N devices (docs/parallel.md, "Automatic
                         plan"): each tp/sp/pp grid that fits, its memory
                         per rank and its predicted time
@@ -282,7 +286,7 @@ int main(int argc, char **argv) {
   std::string quantizationCache;
   sluice::CompilerOptions options;
   sluice::tools::ArgReader args("sluice-compile", argc, argv);
-  // --tp, --pp, --micro-batches, --devices: a count from 1 to 4096.
+  // --tp, --pp, --micro-batches, --ep, --devices: a count from 1 to 4096.
   auto countFlag = [&](const char *flag, const char *what) -> int64_t {
     std::string value = args.flagValue(flag);
     char *end = nullptr;
@@ -321,6 +325,8 @@ int main(int argc, char **argv) {
       bool stages = args.is("--pp");
       (stages ? options.pp : options.microBatches) =
           countFlag(stages ? "--pp" : "--micro-batches", "a count");
+    } else if (args.is("--ep")) {
+      options.ep = countFlag("--ep", "a rank count");
     } else if (args.is("--devices")) {
       options.devices = countFlag("--devices", "a device count");
     } else if (arg == "--auto") {
@@ -449,6 +455,11 @@ int main(int argc, char **argv) {
   if (options.pp > 1 && (options.prunes() || !options.quantize.empty()))
     die("--prune/--sparsity/--quantize with --pp is not supported yet: compress a "
         "single-device bundle");
+  if (options.ep > 1 && (options.tp > 1 || options.pp > 1))
+    die("--ep combines with neither --tp nor --pp yet: give one of them");
+  if (options.ep > 1 && (options.prunes() || !options.quantize.empty()))
+    die("--prune/--sparsity/--quantize with --ep is not supported yet: compress a "
+        "single-device bundle");
   if (options.sp && options.tp < 2)
     die("--sp splits the sequence over the tensor-parallel ranks: give --tp=N (N >= 2) too");
   if (!emit.empty() && emit != "mlir" && emit != "kernels" && emit != "source" &&
@@ -461,8 +472,10 @@ int main(int argc, char **argv) {
   if (options.devices > 0 && !options.autoPlan && !printPlan)
     die("--devices=N is for the automatic plan: give --auto (compile the chosen plan) or "
         "--emit=plan (print the table)");
-  if (options.autoPlan && (tpGiven || spGiven))
-    die("--auto chooses --tp and --sp itself: drop them, or drop --auto");
+  if (options.autoPlan &&
+      (tpGiven || spGiven || options.pp > 1 || options.microBatches > 1 || options.ep > 1))
+    die("--auto chooses --tp, --sp, --pp, --micro-batches and --ep itself: drop them, or drop "
+        "--auto");
   if ((options.deviceMemory > 0 || !clusterFile.empty() || options.objective != "latency") &&
       options.devices == 0)
     die("--device-memory, --cluster and --objective describe the automatic plan: give "
@@ -698,13 +711,20 @@ int main(int argc, char **argv) {
             });
         });
       }
-      if (auto func = module->lookupSymbol<mlir::func::FuncOp>("main"))
+      if (auto func = module->lookupSymbol<mlir::func::FuncOp>("main")) {
         for (const char *key : {"quantization", "pruning", "sparsity", "pipeline"})
           if (auto q = func->getAttrOfType<mlir::DictionaryAttr>(std::string("sluice.") + key)) {
             json.attributeBegin(key);
             writeAttributeJson(json, q);
             json.attributeEnd();
           }
+        // --ep: the MoE layers and how their experts are spread.
+        if (auto moe = func->getAttrOfType<mlir::ArrayAttr>("sluice.moe")) {
+          json.attributeBegin("moe");
+          writeAttributeJson(json, moe);
+          json.attributeEnd();
+        }
+      }
       sluice::writeJsonStrings(json, "remarks", remarks);
       if (bundled)
         json.attribute("bundle",
