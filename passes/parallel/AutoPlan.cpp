@@ -247,10 +247,12 @@ Schedule readSchedule(func::FuncOp func) {
   return s;
 }
 
-/// Runs the tp plan and the partitioner on a clone of `module`: the rank
-/// program of a `tp`-wide bundle, or the passes' first error.
+/// Runs the tp plan and the partitioner (or, with `ep` > 1, the expert
+/// split) on a clone of `module`: the rank program of a `tp`-wide (or
+/// `ep`-wide) bundle, or the passes' first error.
 std::optional<Schedule> rankSchedule(ModuleOp module, int64_t tp, bool sp, int64_t &layers,
-                                     std::vector<std::string> &remarks, std::string &error) {
+                                     std::vector<std::string> &remarks, std::string &error,
+                                     int64_t ep = 1) {
   OwningOpRef<ModuleOp> clone = module.clone();
   std::string first;
   {
@@ -276,13 +278,20 @@ std::optional<Schedule> rankSchedule(ModuleOp module, int64_t tp, bool sp, int64
       return success();
     });
     PassManager pm(module.getContext());
-    PlanTensorParallelPassOptions plan;
-    plan.tp = tp;
-    plan.sp = sp;
-    pm.addNestedPass<func::FuncOp>(createPlanTensorParallelPass(plan));
-    pm.addNestedPass<func::FuncOp>(createPartitionPass());
+    if (ep > 1) {
+      ExpertParallelPassOptions experts;
+      experts.ep = ep;
+      pm.addNestedPass<func::FuncOp>(createExpertParallelPass(experts));
+    } else {
+      PlanTensorParallelPassOptions plan;
+      plan.tp = tp;
+      plan.sp = sp;
+      pm.addNestedPass<func::FuncOp>(createPlanTensorParallelPass(plan));
+      pm.addNestedPass<func::FuncOp>(createPartitionPass());
+    }
     if (failed(pm.run(*clone))) {
-      error = first.empty() ? "the tensor-parallel split fails" : first;
+      error = first.empty() ? (ep > 1 ? "the expert split fails" : "the tensor-parallel split fails")
+                            : first;
       return std::nullopt;
     }
   }
@@ -320,11 +329,13 @@ void predict(PlanCandidate &c, const Schedule &s, llvm::ArrayRef<bool> boundarie
   // One micro-batch: flops and activations scale with it, weights are read
   // whole each time.
   std::vector<double> compute(n, 0), comm(n, 0), total(n, 0);
+  // The ranks a collective spans: the tp group, or the ep ranks.
+  int64_t group = c.tp * c.ep;
   for (size_t i = 0; i < n; ++i) {
     const Step &st = s.steps[i];
     if (!st.collective.empty())
       comm[i] =
-          collectiveSeconds(st.collective, st.collectiveBytes / m, c.tp, cluster.linkFor(c.tp));
+          collectiveSeconds(st.collective, st.collectiveBytes / m, group, cluster.linkFor(group));
     else
       compute[i] = predictedSeconds({st.flops / m, st.activationBytes / m + st.weightBytes},
                                     cluster.device, st.fp32Gemm);
@@ -480,6 +491,34 @@ PlanResult planParallel(ModuleOp module, const PlanRequest &request) {
         }
       }
     }
+  }
+
+  // Expert parallelism (pure ep, the rest replicated): each count that
+  // divides the experts of every MoE layer, up to the devices.
+  std::vector<int64_t> expertCounts;
+  func.walk([&](MoeOp op) { expertCounts.push_back(op.getExperts()); });
+  for (int64_t ep = 2; !expertCounts.empty() && ep <= request.devices; ++ep) {
+    if (llvm::any_of(expertCounts, [&](int64_t e) { return e % ep != 0; }))
+      continue;
+    std::vector<std::string> remarks;
+    std::string why;
+    int64_t layers = 0;
+    std::optional<Schedule> schedule = rankSchedule(module, 1, false, layers, remarks, why, ep);
+    PlanCandidate c;
+    c.ep = c.worldSize = ep;
+    c.compiles = request.expertsCompile;
+    if (!schedule) {
+      c.valid = false;
+      c.why = why;
+      result.candidates.push_back(c);
+      continue;
+    }
+    predict(c, *schedule, {}, request, memory, batch);
+    if (c.valid && !c.fits)
+      c.why = "needs " + gb(bytesFits(c)) + " per rank";
+    else if (c.valid && !c.compiles)
+      c.why = "ep needs expert parallelism (--ep): predicted only";
+    result.candidates.push_back(c);
   }
 
   // The choice: among what fits (and this build compiles), the fastest, or

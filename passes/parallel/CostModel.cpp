@@ -60,6 +60,23 @@ double flopsOf(Operation *op) {
     double flops = 4 * elements(attn.getQuery()) * sk;
     return attn.getCausal() ? flops / 2 : flops;
   }
+  if (auto moe = dyn_cast<MoeOp>(op)) {
+    auto w1 = dyn_cast<RankedTensorType>(moe.getW1().getType());
+    auto w2 = dyn_cast<RankedTensorType>(moe.getW2().getType());
+    auto x = dyn_cast<RankedTensorType>(moe.getTokens().getType());
+    if (!w1 || !w2 || !x || !w1.hasStaticShape() || !w2.hasStaticShape() ||
+        !x.hasStaticShape() || w1.getRank() != 3 || w2.getRank() != 3 || x.getRank() < 1 ||
+        moe.getExperts() <= 0)
+      return 0;
+    // Each token through top_k experts (2 D F + 2 F Do flops each); an
+    // expert-parallel op holds E_local of the E experts and, with routing
+    // balanced, gets that share of the token-expert pairs.
+    double tokens = elements(moe.getTokens()) / (double)std::max<int64_t>(1, x.getShape().back());
+    double perExpert = 2.0 * w1.getShape()[1] * w1.getShape()[2] +
+                       2.0 * w2.getShape()[1] * w2.getShape()[2];
+    double share = (double)w1.getShape()[0] / (double)moe.getExperts();
+    return tokens * (double)moe.getTopK() * perExpert * share;
+  }
   if (isViewOp(op) || isCollective(op) || isa<ConstantOp>(op) || op->getNumResults() == 0)
     return 0;
   double out = 0;

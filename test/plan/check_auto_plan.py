@@ -9,7 +9,16 @@
    bundle runs as that many MPI ranks (sluice-run --ranks) and matches
    the expected outputs at rtol 1e-3 / atol 1e-4.
 
+With --axis=pp|ep (and --cluster, --devices, --memory): one compile under
+that cluster file and memory limit must choose a plan that uses the axis
+(pp: with micro-batches, so that the driver re-imports the model at the
+micro-batch's shapes; ep: experts spread over the ranks), every rank's
+weights under the limit, and the bundle must match the expected outputs as
+that many ranks.
+
 usage: check_auto_plan.py --bin BUILD/bin MODEL_DIR
+       check_auto_plan.py --bin BUILD/bin --axis=pp|ep --devices=N --memory=BYTES
+                          [--cluster=FILE.json] MODEL_DIR
 """
 import argparse
 import json
@@ -19,11 +28,12 @@ import sys
 import tempfile
 
 
-def compile_auto(bin_dir, model_dir, shape, out, extra):
+def compile_auto(bin_dir, model_dir, shape, out, extra, devices=4):
     report = out + ".json"
     cmd = [os.path.join(bin_dir, "sluice-compile"), os.path.join(model_dir, "model.onnx"),
-           "--shape=" + shape, "--devices=4", "--auto", "--quiet", "-o", out,
-           "--report=" + report] + extra
+           "--devices=%d" % devices, "--auto", "--quiet", "-o", out, "--report=" + report] + extra
+    if shape:
+        cmd.append("--shape=" + shape)
     subprocess.run(cmd, check=True)
     with open(report) as f:
         return json.load(f)
@@ -43,14 +53,51 @@ def run(bin_dir, model_dir, bundle, ranks, manifest):
     return result.returncode == 0
 
 
+def check_axis(args, manifest, shape):
+    """The --axis case: the plan under the given cluster and limit uses the
+    axis, fits, and its bundle runs correctly. Returns the failures."""
+    failures = []
+    extra = ["--device-memory=%d" % args.memory]
+    if args.cluster:
+        extra.append("--cluster=" + args.cluster)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "axis.sluice")
+        report = compile_auto(args.bin, args.model_dir, shape, out, extra, args.devices)
+        parallel, world = report["parallel"], report["world_size"]
+        largest = max(report["weights_bytes_per_rank"])
+        print("limit %d bytes: world size %d, parallel %s, largest rank %d bytes: %s"
+              % (args.memory, world, json.dumps(parallel), largest, report["plan"]["reason"]))
+        if parallel.get(args.axis, 1) < 2:
+            failures.append("expected a plan with %s >= 2, got %s" % (args.axis, parallel))
+        if args.axis == "pp" and parallel.get("micro_batches", 1) < 2:
+            failures.append("expected micro-batches >= 2 (the re-import), got %s" % parallel)
+        if args.axis in parallel and args.axis not in parallel.get("axes", []):
+            failures.append("parallel.axes %s does not name %s" % (parallel.get("axes"), args.axis))
+        if largest > args.memory:
+            failures.append("largest rank holds %d bytes > limit %d" % (largest, args.memory))
+        if not run(args.bin, args.model_dir, out, world, manifest):
+            failures.append("the %d-rank bundle does not match" % world)
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True)
+    parser.add_argument("--axis", choices=["pp", "ep"])
+    parser.add_argument("--devices", type=int, default=4)
+    parser.add_argument("--memory", type=int, default=0)
+    parser.add_argument("--cluster")
     parser.add_argument("model_dir")
     args = parser.parse_args()
     with open(os.path.join(args.model_dir, "manifest.json")) as f:
         manifest = json.load(f)
-    shape = manifest["shapes"][0]
+    shape = manifest["shapes"][0] if manifest.get("shapes") else None
+    if args.axis:
+        failures = check_axis(args, manifest, shape)
+        for f in failures:
+            print("FAIL:", f)
+        print("check_auto_plan: %s" % ("FAILED" if failures else "ok"))
+        return 1 if failures else 0
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         free = compile_auto(args.bin, args.model_dir, shape, os.path.join(tmp, "free.sluice"), [])

@@ -288,10 +288,10 @@ parallel::PlanRequest CompilerOptions::planRequest() const {
   request.deviceMemory = deviceMemory;
   request.objective = objective;
   request.cluster = cluster;
-  // This build compiles tensor (and sequence) parallel plans; pipeline and
-  // expert plans are predicted and listed until --pp and --ep exist.
-  request.pipelineCompiles = false;
-  request.expertsCompile = false;
+  // Every kind of plan compiles: tensor (and sequence), pipeline (the
+  // driver re-imports at the micro-batch's shapes, compileModel) and expert.
+  request.pipelineCompiles = true;
+  request.expertsCompile = true;
   return request;
 }
 
@@ -301,9 +301,6 @@ parallel::PlanRequest CompilerOptions::planRequest() const {
 static LogicalResult runAutoPlan(ModuleOp module, const CompilerOptions &options,
                                  CompilerOptions &effective, std::string &error) {
   parallel::PlanRequest request = options.planRequest();
-  // Predicting is enough for --emit=plan: any plan may be shown as chosen.
-  if (options.planOnly)
-    request.pipelineCompiles = request.expertsCompile = true;
   parallel::PlanResult plan = parallel::planParallel(module, request);
   if (auto func = module.lookupSymbol<func::FuncOp>("main")) {
     if (auto n = func->getAttrOfType<IntegerAttr>(onnx_import::kWeightsAbsentAttr))
@@ -321,6 +318,9 @@ static LogicalResult runAutoPlan(ModuleOp module, const CompilerOptions &options
   if (options.autoPlan && !options.planOnly) {
     effective.tp = chosen.tp;
     effective.sp = chosen.sp;
+    effective.pp = chosen.pp;
+    effective.microBatches = chosen.microBatches;
+    effective.ep = chosen.ep;
   }
   if (options.remarks)
     options.remarks->push_back("auto plan: " + chosen.describe() + ": " + plan.reason);
@@ -469,11 +469,10 @@ static LogicalResult microBatchShapes(ModuleOp module, int64_t micro,
   return success();
 }
 
-OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
-                                   const std::string &modelPath,
-                                   const CompilerOptions &options,
-                                   Phase stopAfter, std::string &error,
-                                   std::vector<PhaseTiming> *timings) {
+/// compileModel without the automatic plan's second import.
+static OwningOpRef<ModuleOp> compileOnce(MLIRContext &context, const std::string &modelPath,
+                                         const CompilerOptions &options, Phase stopAfter,
+                                         std::string &error, std::vector<PhaseTiming> *timings) {
   auto start = std::chrono::steady_clock::now();
   // A .mlir file (what --emit=mlir or sluice-opt wrote) continues from the
   // phase it is in: after fuse when it holds kernel groups, after plan when
@@ -544,6 +543,42 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context,
       failed(bindInputs(*module, options.boundInputs, modelPath, error)))
     return nullptr;
   if (failed(runPhases(*module, options, loadedAfter, stopAfter, error, timings)))
+    return nullptr;
+  return module;
+}
+
+OwningOpRef<ModuleOp> compileModel(MLIRContext &context, const std::string &modelPath,
+                                   const CompilerOptions &options, Phase stopAfter,
+                                   std::string &error, std::vector<PhaseTiming> *timings) {
+  if (!options.autoPlan || options.devices == 0 || options.planOnly ||
+      stopAfter < Phase::Parallelize)
+    return compileOnce(context, modelPath, options, stopAfter, error, timings);
+  // --auto: plan on the whole batch's program after compress. A plan that
+  // streams micro-batches needs the program at the micro-batch's shapes,
+  // which the import sets: that one is compiled again from the import; any
+  // other continues from compress with the chosen grid.
+  OwningOpRef<ModuleOp> module =
+      compileOnce(context, modelPath, options, Phase::Compress, error, timings);
+  if (!module)
+    return nullptr;
+  if (module->walk([](KernelOp) { return WalkResult::interrupt(); }).wasInterrupted()) {
+    error = modelPath + ": --auto plans the program before the fuse phase, and this file is "
+                        "past it: give the .onnx model or an earlier phase's .mlir\n";
+    return nullptr;
+  }
+  auto start = std::chrono::steady_clock::now();
+  CompilerOptions fixed = options;
+  if (failed(runAutoPlan(*module, options, fixed, error)))
+    return nullptr;
+  if (timings)
+    timings->push_back({"auto-plan", std::chrono::duration<double, std::milli>(
+                                         std::chrono::steady_clock::now() - start)
+                                         .count()});
+  fixed.devices = 0;
+  fixed.autoPlan = false;
+  if (fixed.microBatches > 1)
+    return compileOnce(context, modelPath, fixed, stopAfter, error, timings);
+  if (failed(runPhases(*module, fixed, Phase::Compress, stopAfter, error, timings)))
     return nullptr;
   return module;
 }
