@@ -15,6 +15,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace sluice;
@@ -259,12 +260,34 @@ LogicalResult activationHandler(Binder &b) {
   return b.output(r);
 }
 
+/// `value` as %g prints it (0.5, 1e-05).
+std::string shortNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 LogicalResult dropoutHandler(Binder &b) {
-  // Inference only: the data passes through; training needs randomness.
+  // Inference only: the data passes through. ONNX defines training mode
+  // with a ratio of 0 as the identity too (torchvision's Swin exports
+  // Dropout(ratio=0, training_mode=true)); only a real training-mode dropout
+  // (ratio > 0, or one not known at compile time) needs randomness.
   if (b.opset() >= 12 && b.hasInput(2)) {
     auto training = getConstantIntValues(b.input(2));
-    if (!training || (training->size() == 1 && (*training)[0] != 0))
-      return b.fail("Dropout in training mode is not supported (inference only)");
+    if (!training || (training->size() == 1 && (*training)[0] != 0)) {
+      // The ratio input defaults to 0.5.
+      std::optional<SmallVector<double>> ratio;
+      if (b.hasInput(1))
+        ratio = getConstantFloatValues(b.input(1));
+      bool identity = ratio && ratio->size() == 1 && (*ratio)[0] == 0.0;
+      if (!identity)
+        return b.fail(std::string("Dropout in training mode with ") +
+                      (!training ? "a training_mode computed at run time"
+                       : !b.hasInput(1) ? "the default ratio 0.5"
+                       : ratio && ratio->size() == 1 ? "ratio " + shortNumber((*ratio)[0])
+                                                     : "a ratio computed at run time") +
+                      " is not supported (inference only; a ratio of 0 is the identity)");
+    }
   }
   if (b.opset() < 7 && b.attrInt("is_test", 0) == 0)
     return b.fail("Dropout with is_test=0 (training) is not supported");
