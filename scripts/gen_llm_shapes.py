@@ -11,8 +11,9 @@ imports such initializers as shapes only and plans them
 
 usage: gen_llm_shapes.py MODEL OUT.onnx [--batch=1] [--seq=2048]
                          [--layers=N] [--dtype=float16|float32] [--write-weights]
-MODEL: llama-7b, llama-13b, llama-70b, gpt3-175b, and llama-gqa-tiny (2 layers
-of width 64, 4 query heads, 2 key/value heads) for tests.
+MODEL: llama-7b, llama-13b, llama-70b, gpt3-175b, and for tests llama-gqa-tiny
+(2 layers of width 64, 4 query heads, 2 key/value heads), its multi-head twin
+llama-mha-tiny (4 key/value heads) and llama-mqa-tiny (1 key/value head).
 --write-weights writes weights.bin (random, small models only).
 
 What is kept simple (it changes no weight byte and little time): no rotary
@@ -38,6 +39,10 @@ CONFIGS = {
     # A two-layer GQA model small enough to run: with --write-weights it is
     # the tp split's differential test of repeat_kv (test/plan).
     "llama-gqa-tiny": dict(hidden=64, layers=2, heads=4, kv_heads=2, ffn=128, vocab=96,
+                           kind="llama"),
+    "llama-mha-tiny": dict(hidden=64, layers=2, heads=4, kv_heads=4, ffn=128, vocab=96,
+                           kind="llama"),
+    "llama-mqa-tiny": dict(hidden=64, layers=2, heads=4, kv_heads=1, ffn=128, vocab=96,
                            kind="llama"),
     "gpt3-175b": dict(hidden=12288, layers=96, heads=96, kv_heads=96, ffn=4 * 12288, vocab=50257,
                       kind="gpt"),

@@ -278,7 +278,25 @@ struct PlanTensorParallelPass
       int64_t headAxis = rank - 3;
       int64_t heads = shapeOf(q)[headAxis];
       int64_t kvHeads = shapeOf(attention.getKey())[rankOf(attention.getKey()) - 3];
-      if (heads % tp != 0 || kvHeads % tp != 0) {
+      // Grouped-query attention as recognized ([..., Hkv, G, S, D] with the
+      // key and value [..., Hkv, 1, S, D]): split by key/value heads, each
+      // rank taking whole groups. When the ranks do not divide the
+      // key/value heads the query groups are tried instead (key and value
+      // replicated), which the projections' layout usually refuses: then
+      // the attention stays replicated, with a remark.
+      int64_t kvDivided = kvHeads; // what the ranks must divide
+      if (rank >= 4 && kvHeads == 1 && heads > 1 &&
+          rankOf(attention.getKey()) == rank) {
+        int64_t kvGroups = shapeOf(attention.getKey())[rank - 4];
+        int64_t groups = heads;
+        heads = kvGroups * groups;
+        kvHeads = kvDivided = kvGroups;
+        if (kvGroups % tp == 0)
+          headAxis = rank - 4;
+        else
+          kvDivided = heads; // the broadcast key and value stay whole
+      }
+      if (heads % tp != 0 || kvDivided % tp != 0) {
         attention.emitError() << "--tp=" << tp << " does not divide the heads of "
                               << describeOp(attention) << ": " << heads << " query heads, "
                               << kvHeads << " key/value heads";
@@ -291,6 +309,10 @@ struct PlanTensorParallelPass
       for (OpOperand *operand : {&attention->getOpOperand(0), &attention->getOpOperand(1),
                                  &attention->getOpOperand(2)}) {
         int64_t axis = headAxis - (rank - rankOf(operand->get()));
+        // A key or value that broadcasts over the split dim (grouped-query
+        // attention's shared heads) is read whole by every rank.
+        if (axis >= 0 && shapeOf(operand->get())[axis] == 1)
+          continue;
         ok = ok && planner.traceBack(*operand, axis, 1, marks, why);
       }
       ok = ok && planner.traceForward(attention.getResult(), headAxis, 1, marks, why);
@@ -305,7 +327,7 @@ struct PlanTensorParallelPass
         int64_t aligned = headAxis - (rank - rankOf(mask));
         Marks maskMarks;
         std::string maskWhy;
-        if (aligned >= 0 && shapeOf(mask)[aligned] == heads &&
+        if (aligned >= 0 && shapeOf(mask)[aligned] == shapeOf(q)[headAxis] &&
             planner.traceBack(attention.getMaskMutable()[0], aligned, 1, maskMarks, maskWhy))
           marks.merge(maskMarks);
       }

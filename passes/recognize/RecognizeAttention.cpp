@@ -584,8 +584,120 @@ struct AttentionPattern : OpRewritePattern<MatMulOp> {
   }
 };
 
+/// A key or value that repeat_kv made from [..., Hkv, S, D]: the heads
+/// unsqueezed to [..., Hkv, 1, S, D], expanded over the G query heads of a
+/// group and merged to [..., Hkv * G, S, D] (transformers' GQA). `shared`
+/// is the expand's input, `groups` G.
+struct RepeatedHeads {
+  Value shared;
+  int64_t groups = 0;
+  SmallVector<Operation *> ops;
+};
+
+std::optional<RepeatedHeads> matchRepeatedHeads(Value merged) {
+  auto reshape = merged.getDefiningOp<ReshapeOp>();
+  if (!reshape)
+    return std::nullopt;
+  auto expand = reshape.getInput().getDefiningOp<ExpandOp>();
+  if (!expand)
+    return std::nullopt;
+  auto in = rankedType(expand.getInput()), out = rankedType(expand.getOutput()),
+       result = rankedType(merged);
+  if (!in || !out || !result || !in.hasStaticShape() || !out.hasStaticShape() ||
+      !result.hasStaticShape() || in.getRank() != out.getRank() ||
+      result.getRank() + 1 != out.getRank() || out.getRank() < 4)
+    return std::nullopt;
+  int64_t r = out.getRank();
+  // [..., Hkv, 1, S, D] -> [..., Hkv, G, S, D] -> [..., Hkv * G, S, D]: only
+  // the group dim broadcasts, and the merge is of the heads with it.
+  for (int64_t i = 0; i < r; ++i)
+    if (i != r - 3 && in.getDimSize(i) != out.getDimSize(i))
+      return std::nullopt;
+  if (in.getDimSize(r - 3) != 1 || out.getDimSize(r - 3) < 2)
+    return std::nullopt;
+  SmallVector<int64_t> want(out.getShape().take_front(r - 4));
+  want.push_back(out.getDimSize(r - 4) * out.getDimSize(r - 3));
+  want.append({out.getDimSize(r - 2), out.getDimSize(r - 1)});
+  if (llvm::ArrayRef<int64_t>(want) != result.getShape())
+    return std::nullopt;
+  return RepeatedHeads{expand.getInput(), out.getDimSize(r - 3), {reshape, expand}};
+}
+
+/// `value` [..., H, A, B] with its head dim split as [..., Hkv, G, A, B]
+/// (H = Hkv x G; not for rotary tables, which also meet the key's Hkv
+/// heads), or with a broadcast head dim (1, or absent) made to broadcast
+/// over both; null when its head dim is neither.
+Value splitHeads(PatternRewriter &rewriter, Location loc, Value value, int64_t kvHeads,
+                 int64_t groups, bool perHeadAllowed = true) {
+  auto type = rankedType(value);
+  if (!type || !type.hasStaticShape())
+    return {};
+  int64_t r = type.getRank();
+  // Aligned from the right against the query's [..., H, Sq, D].
+  if (r < 3)
+    return value;
+  int64_t heads = type.getDimSize(r - 3);
+  SmallVector<int64_t> shape(type.getShape().take_front(r - 3));
+  if (heads == kvHeads * groups && perHeadAllowed)
+    shape.append({kvHeads, groups});
+  else if (heads == 1)
+    shape.append({1, 1});
+  else
+    return {};
+  shape.append({type.getDimSize(r - 2), type.getDimSize(r - 1)});
+  return ReshapeOp::create(rewriter, loc, type.clone(shape), value,
+                           i64Constant(rewriter, loc, shape));
+}
+
+/// Grouped- and multi-query attention: an attention whose key and value
+/// went through repeat_kv becomes one over [..., Hkv, G, S, D] whose key and
+/// value are the shared [..., Hkv, 1, S, D] heads (a broadcast batch dim),
+/// so that no kernel copies them G times: the query's heads split as
+/// [Hkv, G] (a view), the result merged back (a view).
+struct GroupedQueryPattern : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
+    auto key = matchRepeatedHeads(op.getKey());
+    auto value = matchRepeatedHeads(op.getValue());
+    if (!key || !value)
+      return rewriter.notifyMatchFailure(op, "key and value are not repeat_kv's");
+    auto q = rankedType(op.getQuery()), k = rankedType(key->shared),
+         v = rankedType(value->shared);
+    auto result = rankedType(op.getResult());
+    if (!q || !q.hasStaticShape() || !result || q.getRank() + 1 != k.getRank() ||
+        key->groups != value->groups)
+      return rewriter.notifyMatchFailure(op, "the query is not [..., Hkv * G, Sq, D]");
+    int64_t r = q.getRank(), groups = key->groups, kvHeads = k.getDimSize(r - 3);
+    if (q.getDimSize(r - 3) != kvHeads * groups || v.getDimSize(r - 3) != kvHeads ||
+        q.getShape().take_front(r - 3) != k.getShape().take_front(r - 3))
+      return rewriter.notifyMatchFailure(op, "the query's heads are not Hkv x G");
+    Location loc = op.getLoc();
+    rewriter.setInsertionPoint(op);
+    Value query = splitHeads(rewriter, loc, op.getQuery(), kvHeads, groups);
+    Value mask = op.getMask(), cos = op.getRotaryCos(), sin = op.getRotarySin();
+    if (mask && !(mask = splitHeads(rewriter, loc, mask, kvHeads, groups)))
+      return rewriter.notifyMatchFailure(op, "the mask's head dim is neither 1 nor H");
+    if (cos && (!(cos = splitHeads(rewriter, loc, cos, kvHeads, groups, false)) ||
+                !(sin = splitHeads(rewriter, loc, sin, kvHeads, groups, false))))
+      return rewriter.notifyMatchFailure(op, "the rotary tables' head dim is neither 1 nor H");
+    SmallVector<int64_t> grouped(result.getShape().take_front(r - 3));
+    grouped.append({kvHeads, groups, result.getDimSize(r - 2), result.getDimSize(r - 1)});
+    auto attention = AttentionOp::create(rewriter, loc, result.clone(grouped), query,
+                                         key->shared, value->shared, mask, cos, sin,
+                                         op.getScaleAttr(), op.getCausalAttr());
+    Value merged = ReshapeOp::create(rewriter, loc, result, attention.getResult(),
+                                     i64Constant(rewriter, loc, result.getShape()));
+    rewriter.replaceOp(op, merged);
+    SmallVector<Operation *> dead(key->ops);
+    dead.append(value->ops);
+    eraseDeadOps(rewriter, dead);
+    return success();
+  }
+};
+
 } // namespace
 
 void sluice::populateRecognizeAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<AttentionPattern>(patterns.getContext());
+  patterns.add<AttentionPattern, GroupedQueryPattern>(patterns.getContext());
 }
