@@ -37,9 +37,9 @@ void writeAttentionDescriptorFields(CodeWriter &w, const kernel::AttentionPlan &
   w.line("{0}", batch);
   w.line("d.sq = {0}; d.sk = {1}; d.d = {2}; d.dv = {3};", cInt64(plan.sq), cInt64(plan.sk),
          cInt64(plan.d), cInt64(plan.dv));
-  w.line("d.scale = {0}; d.causal = {1}; d.mask = {2}; d.rotary = {3};",
-         exactFloatLiteral(plan.scale), plan.causal ? "true" : "false", plan.maskKind,
-         plan.rotary ? "true" : "false");
+  w.line("d.scale = {0}; d.causal = {1}; d.window = {2}; d.mask = {3}; d.rotary = {4};",
+         exactFloatLiteral(plan.scale), plan.causal ? "true" : "false", cInt64(plan.window),
+         plan.maskKind, plan.rotary ? "true" : "false");
   field("q", plan.q);
   field("k", plan.k);
   field("v", plan.v);

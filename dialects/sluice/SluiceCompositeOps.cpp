@@ -103,6 +103,9 @@ LogicalResult AttentionOp::verify() {
     for (TensorType t : {k, v})
       if (!known(q.getDimSize(d), t.getDimSize(d)) && t.getDimSize(d) != 1)
         return emitOpError("batch dim ") << d << " of key/value does not broadcast to the query's";
+  int64_t window = getWindowAttr().getInt();
+  if (window < 0 || (window > 0 && !getCausal()))
+    return emitOpError("window must be 0 (none) or positive with causal, got ") << window;
   if ((getRotaryCos() == nullptr) != (getRotarySin() == nullptr))
     return emitOpError("rotary_cos and rotary_sin go together");
   if (getRotaryCos() && !ShapedType::isDynamic(q.getDimSize(r - 1)) &&

@@ -63,6 +63,9 @@ def Sluice_AttentionOp : Sluice_Op<"attention",
       drops); a boolean mask keeps the positions where it is true (others
       get -inf).
     - `causal`: query i sees keys j <= i + (Sk - Sq) (bottom-right aligned).
+    - `window` (with `causal`, > 0; Mistral's `sliding_window`): query i sees
+      only the `window` keys i + (Sk - Sq) - window < j <= i + (Sk - Sq),
+      and kernels skip the rest; 0 is no window.
     - `rotary_cos` / `rotary_sin` (optional, together) apply rotary position
       embeddings to query and key first, in the rotate-half form of
       GPT-NeoX/LLaMA: `x * cos + rotate_half(x) * sin` with
@@ -78,7 +81,8 @@ def Sluice_AttentionOp : Sluice_Op<"attention",
                    Optional<Sluice_FloatTensor>:$rotary_cos,
                    Optional<Sluice_FloatTensor>:$rotary_sin,
                    F32Attr:$scale,
-                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+                   DefaultValuedAttr<BoolAttr, "false">:$causal,
+                   DefaultValuedAttr<I64Attr, "0">:$window);
   let results = (outs Sluice_FloatTensor:$output);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)?

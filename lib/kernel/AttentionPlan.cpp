@@ -127,6 +127,7 @@ planAttentionGroup(KernelOp kernel,
   plan.out = Access{"out0", 0, outView->strides};
   plan.scale = attn.getScale().convertToFloat();
   plan.causal = attn.getCausal();
+  plan.window = attn.getWindowAttr().getInt();
   return plan;
 }
 

@@ -34,6 +34,8 @@ struct AttentionPlan {
   int64_t sq = 0, sk = 0, d = 0, dv = 0;
   float scale = 1.0f;
   bool causal = false, rotary = false;
+  /// With causal: the sliding window's keys per row (0: none).
+  int64_t window = 0;
   /// 0: none, 1: additive float mask, 2: boolean keep-mask.
   int maskKind = 0;
   /// Element types of q/k/v/out, of the mask and of cos/sin (the query's

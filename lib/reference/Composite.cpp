@@ -159,6 +159,7 @@ LogicalResult evalAttention(Operation *op, ArrayRef<const Tensor *> operands,
                        vStrides = broadcastStrides(batchOf(v), batch);
   double scale = attn.getScale().convertToFloat();
   bool causal = attn.getCausal();
+  int64_t window = attn.getWindowAttr().getInt();
   int64_t batches = 1;
   for (int64_t x : batch)
     batches *= x;
@@ -194,7 +195,7 @@ LogicalResult evalAttention(Operation *op, ArrayRef<const Tensor *> operands,
           else
             s += mask->getDouble(m);
         }
-        if (causal && j > i + (sk - sq))
+        if (causal && (j > i + (sk - sq) || (window > 0 && j <= i + (sk - sq) - window)))
           s = -inf;
         scores[j] = s;
         mx = std::max(mx, s);

@@ -58,6 +58,9 @@ double flopsOf(Operation *op) {
     double sk = (double)k.getShape()[k.getRank() - 2];
     // Q K^T and P V: 2 x (batch x Sq x D) x Sk each; causal skips half.
     double flops = 4 * elements(attn.getQuery()) * sk;
+    // A sliding window sees `window` keys a row.
+    if (int64_t window = attn.getWindowAttr().getInt(); window > 0 && (double)window < sk)
+      return 4 * elements(attn.getQuery()) * (double)window;
     return attn.getCausal() ? flops / 2 : flops;
   }
   if (auto moe = dyn_cast<MoeOp>(op)) {

@@ -263,11 +263,15 @@ struct Decomposer {
     if (op.getCausal()) {
       auto sType = rankedType(scores);
       int64_t sq = sType.getDimSize(rank - 2), sk = sType.getDimSize(rank - 1);
+      int64_t window = op.getWindowAttr().getInt();
       auto maskType = RankedTensorType::get({sq, sk}, elementType);
       SmallVector<Attribute> values;
       for (int64_t i = 0; i < sq; ++i)
         for (int64_t j = 0; j < sk; ++j)
-          values.push_back(FloatAttr::get(elementType, j <= i + sk - sq ? 0.0 : -inf));
+          values.push_back(FloatAttr::get(
+              elementType, j <= i + sk - sq && (window == 0 || j > i + sk - sq - window)
+                               ? 0.0
+                               : -inf));
       scores = add(scores, ConstantOp::create(b, loc, DenseElementsAttr::get(maskType, values)));
     }
     Value probs = SoftmaxOp::create(b, loc, scores, b.getI64IntegerAttr(-1), b.getBoolAttr(false));

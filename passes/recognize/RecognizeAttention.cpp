@@ -193,13 +193,30 @@ bool isZeroConstant(Value mask) {
 }
 
 /// Whether `keep` (row-major [Sq, Sk]) keeps exactly the keys j <= i + Sk - Sq
-/// (bottom-right aligned, as the op's `causal`).
-bool isCausal(const std::vector<bool> &keep, int64_t sq, int64_t sk) {
+/// (bottom-right aligned, as the op's `causal`), or those of a sliding
+/// window, i + Sk - Sq - W < j <= i + Sk - Sq (Mistral's): 0 for causal, W
+/// for a window that drops keys, none for anything else.
+std::optional<int64_t> causalWindow(const std::vector<bool> &keep, int64_t sq, int64_t sk) {
+  // The window is the most keys a row keeps.
+  int64_t window = 0;
+  for (int64_t i = 0; i < sq; ++i) {
+    int64_t kept = 0;
+    for (int64_t j = 0; j < sk; ++j)
+      kept += keep[i * sk + j];
+    window = std::max(window, kept);
+  }
+  int64_t off = sk - sq;
+  // Causal's last row keeps all sk keys: then no key is dropped by a window.
+  bool dropsKeys = false;
+  for (int64_t i = 0; i < sq; ++i)
+    dropsKeys |= i + off + 1 > window && i + off >= 0;
+  if (window == 0)
+    return std::nullopt;
   for (int64_t i = 0; i < sq; ++i)
     for (int64_t j = 0; j < sk; ++j)
-      if (keep[i * sk + j] != (j <= i + sk - sq))
-        return false;
-  return true;
+      if (keep[i * sk + j] != (j <= i + off && (!dropsKeys || j > i + off - window)))
+        return std::nullopt;
+  return dropsKeys ? window : 0;
 }
 
 /// One mask met on the way back from the softmax: an additive float mask,
@@ -388,6 +405,7 @@ std::optional<std::pair<Rotary, Rotary>> matchRotaryPair(const QueryKey &qk,
 /// `negate`d when its condition marks the dropped positions).
 struct MaskPlan {
   bool causal = false;
+  int64_t window = 0;
   Value operand;
   bool negate = false;
 };
@@ -425,13 +443,16 @@ FailureOr<MaskPlan> planMasks(const ScoreChain &c, MatMulOp root, PatternRewrite
                    : keepPattern(mask.value, mask.keepsTrue, !mask.isBool, c.sq, c.sk, exactInf);
     if (mask.isBool)
       exactInf = std::isinf(mask.fill);
-    if (keep && !plan.causal && isCausal(*keep, c.sq, c.sk)) {
+    std::optional<int64_t> window =
+        keep && !plan.causal ? causalWindow(*keep, c.sq, c.sk) : std::nullopt;
+    if (window) {
       // Causal rows always keep their diagonal; with a second mask that may
       // drop it, only a -inf fill gives the op's numbers.
       if (c.masks.size() > 1 && !exactInf)
         return rewriter.notifyMatchFailure(root, "a causal mask with a finite fill beside "
                                                  "another mask");
       plan.causal = true;
+      plan.window = *window;
       continue;
     }
     if (plan.operand)
@@ -574,7 +595,8 @@ struct AttentionPattern : OpRewritePattern<MatMulOp> {
       o.key = TransposeOp::create(rewriter, loc, o.key, qk.perm);
     auto attention = AttentionOp::create(
         rewriter, loc, root.getType(), o.query, o.key, o.value, o.mask, o.cos, o.sin,
-        rewriter.getF32FloatAttr((float)c.scale), rewriter.getBoolAttr(masks.causal));
+        rewriter.getF32FloatAttr((float)c.scale), rewriter.getBoolAttr(masks.causal),
+        rewriter.getI64IntegerAttr(masks.window));
     rewriter.replaceAllUsesWith(root.getResult(), attention.getResult());
     matched.push_back(root);
     for (const Mask &mask : c.masks)
@@ -685,7 +707,8 @@ struct GroupedQueryPattern : OpRewritePattern<AttentionOp> {
     grouped.append({kvHeads, groups, result.getDimSize(r - 2), result.getDimSize(r - 1)});
     auto attention = AttentionOp::create(rewriter, loc, result.clone(grouped), query,
                                          key->shared, value->shared, mask, cos, sin,
-                                         op.getScaleAttr(), op.getCausalAttr());
+                                         op.getScaleAttr(), op.getCausalAttr(),
+                                         op.getWindowAttr());
     Value merged = ReshapeOp::create(rewriter, loc, result, attention.getResult(),
                                      i64Constant(rewriter, loc, result.getShape()));
     rewriter.replaceOp(op, merged);

@@ -38,6 +38,7 @@ struct Problem {
   std::vector<int64_t> batch{2, 2};
   int64_t sq = 16, sk = 16, d = 64, dv = 64;
   bool causal = false, rotary = false;
+  int64_t window = 0;       ///< with causal: a sliding window (keys per row)
   int mask = 0;             ///< 0 none, 1 additive, 2 boolean
   bool broadcastKV = false; ///< k/v shared by the heads (batch stride 0)
   bool transposedK = false; ///< K stored [B..., D, Sk] (column stride Sk)
@@ -110,6 +111,7 @@ template <typename T, typename MT, typename RT> struct Case {
     d.dv = p.dv;
     d.scale = p.scale;
     d.causal = p.causal;
+    d.window = p.window;
     d.mask = p.mask;
     d.rotary = p.rotary;
     if (p.packedQKV) {
@@ -222,7 +224,8 @@ template <typename T, typename MT, typename RT> struct Case {
             acc += mv;
           else if (p.mask == 2 && mv == 0)
             acc = -INFINITY;
-          if (p.causal && j > i + p.sk - p.sq)
+          if (p.causal && (j > i + p.sk - p.sq ||
+                           (p.window > 0 && j <= i + p.sk - p.sq - p.window)))
             acc = -INFINITY;
           s[j] = acc;
           mx = std::max(mx, acc);

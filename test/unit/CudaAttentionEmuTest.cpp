@@ -187,7 +187,30 @@ TEST(CudaAttentionEmu, MmaShuffledFallbackBf16D128) {
   runCase<Kernel::Mma, sluice_bf16, sluice_bf16, sluice_bf16, 128, 32>(p, kBf16Tol, kBf16Tol, 17);
 }
 
+TEST(CudaAttentionEmu, MmaF16D64SlidingWindowSharedKV) {
+  // Mistral-style: causal with a 50-key window over 200 keys (the first key
+  // tiles of the later query tiles skipped), key/value heads shared (GQA).
+  Problem p;
+  p.batch = {1, 2};
+  p.sq = p.sk = 200;
+  p.causal = true;
+  p.window = 50;
+  p.broadcastKV = true;
+  runCase<Kernel::Mma, sluice_f16, sluice_f16, sluice_f16, 64, 64>(p, kHalfTol, kHalfTol, 30);
+}
+
 // -- The tiled FMA kernel --------------------------------------------------
+
+TEST(CudaAttentionEmu, FmaF32SlidingWindowMaskCache) {
+  // A window of 7 keys, 30 queries over 70 cached keys, an additive mask.
+  Problem p;
+  p.sq = 30;
+  p.sk = 70;
+  p.causal = true;
+  p.window = 7;
+  p.mask = 1;
+  runCase<Kernel::Fma, float, float, float, 64, 32, 64, 64, 4>(p, kF32Tol, kF32Tol, 31);
+}
 
 TEST(CudaAttentionEmu, FmaF32D64) {
   Problem p;

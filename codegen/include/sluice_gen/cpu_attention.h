@@ -57,6 +57,8 @@ struct sluice_attn_desc {
   int64_t sq, sk, d, dv;
   float scale;
   bool causal;
+  /// With causal: a sliding window of this many keys per row (0: none).
+  int64_t window;
   /// 0: none, 1: additive float mask, 2: boolean keep-mask.
   int mask;
   bool rotary;
@@ -241,7 +243,7 @@ static inline int32_t sluice_attention_simple(int threads, const sluice_attn_des
         acc += (C)sluice_load(mask[mo + j * d.m.col]);
       else if (d.mask == 2 && !sluice_load(mask[mo + j * d.m.col]))
         acc = -inf;
-      if (d.causal && j > i + d.sk - d.sq)
+      if (d.causal && (j > i + d.sk - d.sq || (d.window > 0 && j <= i + d.sk - d.sq - d.window)))
         acc = -inf;
       s[j] = acc;
       mx = acc > mx ? acc : mx;
@@ -407,9 +409,18 @@ static inline int32_t sluice_attention_f32(int threads, const sluice_attn_desc &
             dst[c] = (float)sluice_load(qi[c * d.q.col]) * scale;
         }
       }
-      // Scores over the visible keys.
-      if (nk > 0)
-        sluice_attn_gemm(rows, nk, hd, qp, hd, kt, ktPanel, s, lds);
+      // Scores over the visible keys; a sliding window's block starts at
+      // its first row's first key (whole panels), the keys before it stay
+      // out of the GEMM and are masked below.
+      int64_t k0 = 0;
+      if (d.causal && d.window > 0) {
+        k0 = i0 + sk - sq - d.window + 1;
+        k0 = k0 < 0 ? 0 : (k0 > nk ? nk : k0);
+        k0 = k0 / SLUICE_ATTN_NR * SLUICE_ATTN_NR;
+      }
+      if (nk > k0)
+        sluice_attn_gemm(rows, nk - k0, hd, qp, hd, kt + (k0 / SLUICE_ATTN_NR) * ktPanel, ktPanel,
+                         s + k0, lds);
       const int64_t mo = d.mask ? sluice_attn_offset(d, d.m, b) : 0;
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r;
@@ -418,6 +429,14 @@ static inline int32_t sluice_attention_f32(int threads, const sluice_attn_desc &
         if (d.causal) {
           lim = i + sk - sq + 1;
           lim = lim < 0 ? 0 : (lim > nk ? nk : lim);
+        }
+        if (d.causal && d.window > 0) {
+          // Keys before the row's window: never scored (the block's first
+          // k0) or scored and dropped.
+          int64_t lo = i + sk - sq - d.window + 1;
+          lo = lo < 0 ? 0 : (lo > lim ? lim : lo);
+          for (int64_t j = 0; j < lo; ++j)
+            sr[j] = -INFINITY;
         }
         const int64_t body = lim / 16 * 16;
         sluice_v16f mv = sluice_v16_splat(-INFINITY);

@@ -77,11 +77,29 @@ struct sluice_cuda_attn_desc {
   int64_t sq, sk, d, dv;
   float scale;
   bool causal;
+  /// With causal: a sliding window of this many keys per row (0: none).
+  int64_t window;
   /// 0: none, 1: additive float mask, 2: boolean keep-mask.
   int mask;
   bool rotary;
   sluice_cuda_attn_access q, k, v, m, out, cos_q, sin_q, cos_k, sin_k;
 };
+
+/// Whether causal (and sliding-window) attention drops key j for query i.
+SLUICE_ATTN_FN bool sluice_cattn_dropped(const sluice_cuda_attn_desc &d, int64_t i, int64_t j) {
+  const int64_t last = i + d.sk - d.sq;
+  return d.causal && (j > last || (d.window > 0 && j <= last - d.window));
+}
+
+/// The first key tile (of `bk` keys) a query block starting at row i0 sees:
+/// a sliding window skips the tiles before its first row's window.
+SLUICE_ATTN_FN int64_t sluice_cattn_first_tile(const sluice_cuda_attn_desc &d, int64_t i0,
+                                               int64_t bk) {
+  if (!d.causal || d.window <= 0)
+    return 0;
+  int64_t first = i0 + d.sk - d.sq - d.window + 1;
+  return first <= 0 ? 0 : first / bk * bk;
+}
 
 /// log2(e): scores are carried in base-2 units so that exp is one exp2.
 #define SLUICE_ATTN_LOG2E 1.4426950408889634f
@@ -303,7 +321,7 @@ __global__ void __launch_bounds__(128)
     kEnd = i0 + BQ + sk - sq;
     kEnd = kEnd < 0 ? 0 : (kEnd > sk ? sk : kEnd);
   }
-  for (int64_t j0 = 0; j0 < kEnd; j0 += BK) {
+  for (int64_t j0 = sluice_cattn_first_tile(d, i0, BK); j0 < kEnd; j0 += BK) {
     __syncthreads(); // the previous tile's readers are done
     sluice_attn_load_tile<BK, D>(ks, kb + j0 * d.k.row, d.k.row, d.k.col, sk - j0, vecK, tid);
     sluice_attn_load_tile<BK, D>(vs, vb + j0 * d.v.row, d.v.row, d.v.col, sk - j0, vecV, tid);
@@ -335,7 +353,7 @@ __global__ void __launch_bounds__(128)
         const int64_t i = e < 2 ? row0 : row1;
         const MT *mr = e < 2 ? mrow0 : mrow1;
         float x = s[n][e] * scale2;
-        if (j >= sk || (d.causal && j > i + sk - sq))
+        if (j >= sk || sluice_cattn_dropped(d, i, j))
           x = -INFINITY;
         else if (mr) {
           const MT mv = mr[j * d.m.col];
@@ -493,7 +511,7 @@ __global__ void __launch_bounds__(128)
     kEnd = i0 + BQ + sk - sq;
     kEnd = kEnd < 0 ? 0 : (kEnd > sk ? sk : kEnd);
   }
-  for (int64_t j0 = 0; j0 < kEnd; j0 += BK) {
+  for (int64_t j0 = sluice_cattn_first_tile(d, i0, BK); j0 < kEnd; j0 += BK) {
     __syncthreads();
     for (int e = tid; e < BK * DP; e += 128) {
       const int jj = e / DP, c = e % DP;
@@ -520,7 +538,7 @@ __global__ void __launch_bounds__(128)
       const int rr = warp * R + r;
       const int64_t i = i0 + rr;
       float x = -INFINITY;
-      if (lane < BK && j < sk && !(d.causal && j > i + sk - sq)) {
+      if (lane < BK && j < sk && !sluice_cattn_dropped(d, i, j)) {
         float dot = 0.0f;
 #pragma unroll 8
         for (int c = 0; c < DP; ++c)
