@@ -12,7 +12,7 @@
 // CHECK: output 'out' {{.*}}: ok
 // CODE: #include "sluice_gen/cpu_attention.h"
 // CODE-LABEL: static int32_t k0_attention(
-// CODE: d.causal = true; d.mask = 0;
+// CODE: d.causal = true; d.window = 0{{(LL)?}}; d.mask = 0;
 
 func.func @main(%q: tensor<1x2x100x64xf32>, %k: tensor<1x2x130x64xf32>, %v: tensor<1x2x130x40xf32>) -> tensor<1x2x100x40xf32> attributes {sluice.input_names = ["q", "k", "v"], sluice.output_names = ["out"]} {
   %0 = sluice.kernel @k0_attention(%q, %k, %v : tensor<1x2x100x64xf32>, tensor<1x2x130x64xf32>, tensor<1x2x130x40xf32>) -> (tensor<1x2x100x40xf32>) {

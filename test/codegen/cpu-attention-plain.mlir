@@ -13,7 +13,7 @@
 // CODE-LABEL: static int32_t k0_attention(
 // CODE: d.nbatch = 2; d.batch[0] = 2LL; d.batch[1] = 3LL;
 // CODE: d.sq = 20LL; d.sk = 24LL; d.d = 16LL; d.dv = 8LL;
-// CODE: d.scale = 0x1p-2f; d.causal = false; d.mask = 0; d.rotary = false;
+// CODE: d.scale = 0x1p-2f; d.causal = false; d.window = 0{{(LL)?}}; d.mask = 0; d.rotary = false;
 // CODE: sluice_attention<float, float, float>(args->num_threads, desc, in0, in1, in2, (const float *)nullptr
 
 func.func @main(%q: tensor<2x3x20x16xf32>, %k: tensor<2x3x24x16xf32>, %v: tensor<2x3x24x8xf32>) -> tensor<2x3x20x8xf32> attributes {sluice.input_names = ["q", "k", "v"], sluice.output_names = ["out"]} {

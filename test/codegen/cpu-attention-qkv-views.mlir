@@ -16,7 +16,7 @@
 // CODE: #include "sluice_gen/cpu_attention.h"
 // CODE-LABEL: static int32_t k0_attention(
 // CODE: d.nbatch = 2; d.batch[0] = 2LL; d.batch[1] = 4LL;
-// CODE: d.scale = 0x1.6a09e6p-2f; d.causal = false; d.mask = 1; d.rotary = false;
+// CODE: d.scale = 0x1.6a09e6p-2f; d.causal = false; d.window = 0{{(LL)?}}; d.mask = 1; d.rotary = false;
 // CODE: d.q.row = 96LL; d.q.col = 1LL; d.q.batch[0] = 1536LL; d.q.batch[1] = 8LL;
 // CODE: d.m.row = 0LL; d.m.col = 1LL; d.m.batch[0] = 16LL; d.m.batch[1] = 0LL;
 // CODE: d.out.row = 32LL; d.out.col = 1LL; d.out.batch[0] = 512LL; d.out.batch[1] = 8LL;

@@ -23,12 +23,12 @@
 // CHECK: #include "sluice_gen/cuda_attention.h"
 // CHECK-LABEL: static int32_t k0_attention(
 // CHECK: d.sq = 100LL; d.sk = 100LL; d.d = 64LL; d.dv = 64LL;
-// CHECK: d.scale = 0x1p-3f; d.causal = false; d.mask = 1; d.rotary = false;
+// CHECK: d.scale = 0x1p-3f; d.causal = false; d.window = 0{{(LL)?}}; d.mask = 1; d.rotary = false;
 // CHECK: sluice_attn_mma<sluice_f16, sluice_f16, 64, 64><<<sluice_attn_blocks(desc, 64), 128, 0, stream>>>(desc, in0, in1, in2, in3, out0);
 // CHECK-NEXT: SLUICE_LAUNCHED("k0_attention");
 // bf16, D 128, causal (key tiles past the block's diagonal skipped).
 // CHECK-LABEL: static int32_t k1_attention(
-// CHECK: d.causal = true; d.mask = 0;
+// CHECK: d.causal = true; d.window = 0{{(LL)?}}; d.mask = 0;
 // CHECK: sluice_attn_mma<sluice_bf16, sluice_bf16, 128, 32><<<sluice_attn_blocks(desc, 64), 128, 0, stream>>>(desc, in0, in1, in2, (const sluice_bf16 *)nullptr, out0);
 // q, k, v read in place from one [B, S, 3 * H * D] QKV output (row stride
 // 768; rows 16-byte aligned, so tiles move as 16-byte vectors), the output
@@ -41,7 +41,7 @@
 // boolean keep-mask.
 // CHECK-LABEL: static int32_t k3_attention(
 // CHECK: d.sq = 50LL; d.sk = 70LL;
-// CHECK: d.causal = true; d.mask = 2;
+// CHECK: d.causal = true; d.window = 0{{(LL)?}}; d.mask = 2;
 // CHECK: sluice_attn_mma<sluice_f16, bool, 64, 64><<<
 // Rotary: the FMA kernel (rotation applied while tiles are loaded).
 // CHECK-LABEL: static int32_t k4_attention(

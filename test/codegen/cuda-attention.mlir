@@ -21,7 +21,7 @@
 // CHECK: static const sluice_cuda_attn_desc desc = [] {
 // CHECK: d.nbatch = 2; d.batch[0] = 2LL; d.batch[1] = 2LL;
 // CHECK: d.sq = 70LL; d.sk = 70LL; d.d = 64LL; d.dv = 64LL;
-// CHECK: d.scale = 0x1p-3f; d.causal = false; d.mask = 0; d.rotary = false;
+// CHECK: d.scale = 0x1p-3f; d.causal = false; d.window = 0{{(LL)?}}; d.mask = 0; d.rotary = false;
 // CHECK: sluice_attn_fma<float, float, float, 64, 64, 4, 32><<<sluice_attn_blocks(desc, 16), 128, 0, stream>>>(desc, in0, in1, in2, (const float *)nullptr, (const float *)nullptr, (const float *)nullptr, out0);
 // CHECK-NEXT: SLUICE_LAUNCHED("k0_attention");
 // BERT's self-attention read in place from one QKV GEMM output (row stride
@@ -35,7 +35,7 @@
 // Rotary (rotate-half, applied while the Q and K tiles are loaded) with a
 // causal mask.
 // CHECK-LABEL: static int32_t k2_attention(
-// CHECK: d.scale = 0x1p-2f; d.causal = true; d.mask = 0; d.rotary = true;
+// CHECK: d.scale = 0x1p-2f; d.causal = true; d.window = 0{{(LL)?}}; d.mask = 0; d.rotary = true;
 // CHECK: d.cos_q.row = 16LL; d.cos_q.col = 1LL; d.cos_q.batch[0] = 0LL; d.cos_q.batch[1] = 0LL;
 // CHECK: sluice_attn_fma<float, float, float, 32, 32, 4, 32><<<{{.*}}>>>(desc, in0, in1, in2, (const float *)nullptr, in3, in4, out0);
 // A boolean keep-mask, key/value shared by the 3 query heads (batch stride
