@@ -696,8 +696,31 @@ struct GroupedQueryPattern : OpRewritePattern<AttentionOp> {
       return rewriter.notifyMatchFailure(op, "the query's heads are not Hkv x G");
     Location loc = op.getLoc();
     rewriter.setInsertionPoint(op);
-    Value query = splitHeads(rewriter, loc, op.getQuery(), kvHeads, groups);
+    // Rotary embeddings applied before repeat_kv (as transformers does) were
+    // out of the attention matcher's reach: take them in now, the query's
+    // and the shared key's with the same tables.
+    Value queryIn = op.getQuery(), keyIn = key->shared;
     Value mask = op.getMask(), cos = op.getRotaryCos(), sin = op.getRotarySin();
+    SmallVector<Operation *> rotaryChain;
+    if (!cos) {
+      Operation *unsqueeze = key->shared.getDefiningOp();
+      std::optional<Rotary> rq = matchRotary(op.getQuery(), rotaryChain);
+      std::optional<Rotary> rk =
+          rq && unsqueeze && isa<ReshapeOp, UnsqueezeOp>(unsqueeze) &&
+                  singleUse(key->shared)
+              ? matchRotary(unsqueeze->getOperand(0), rotaryChain)
+              : std::nullopt;
+      if (rk && rk->cos == rq->cos && rk->sin == rq->sin) {
+        queryIn = rq->x;
+        keyIn = ReshapeOp::create(rewriter, loc, k, rk->x, i64Constant(rewriter, loc, k.getShape()));
+        cos = rq->cos;
+        sin = rq->sin;
+        rotaryChain.push_back(unsqueeze);
+      } else {
+        rotaryChain.clear();
+      }
+    }
+    Value query = splitHeads(rewriter, loc, queryIn, kvHeads, groups);
     if (mask && !(mask = splitHeads(rewriter, loc, mask, kvHeads, groups)))
       return rewriter.notifyMatchFailure(op, "the mask's head dim is neither 1 nor H");
     if (cos && (!(cos = splitHeads(rewriter, loc, cos, kvHeads, groups, false)) ||
@@ -706,7 +729,7 @@ struct GroupedQueryPattern : OpRewritePattern<AttentionOp> {
     SmallVector<int64_t> grouped(result.getShape().take_front(r - 3));
     grouped.append({kvHeads, groups, result.getDimSize(r - 2), result.getDimSize(r - 1)});
     auto attention = AttentionOp::create(rewriter, loc, result.clone(grouped), query,
-                                         key->shared, value->shared, mask, cos, sin,
+                                         keyIn, value->shared, mask, cos, sin,
                                          op.getScaleAttr(), op.getCausalAttr(),
                                          op.getWindowAttr());
     Value merged = ReshapeOp::create(rewriter, loc, result, attention.getResult(),
@@ -714,6 +737,7 @@ struct GroupedQueryPattern : OpRewritePattern<AttentionOp> {
     rewriter.replaceOp(op, merged);
     SmallVector<Operation *> dead(key->ops);
     dead.append(value->ops);
+    dead.append(rotaryChain.begin(), rotaryChain.end());
     eraseDeadOps(rewriter, dead);
     return success();
   }
