@@ -293,11 +293,18 @@ LogicalResult dropoutHandler(Binder &b) {
     return b.fail("Dropout with is_test=0 (training) is not supported");
   b.setOutput(0, b.input(0));
   if (b.numOutputs() > 1 && !b.proto().output(1).empty()) {
+    // The mask keeps everything: a constant when the shape is known here,
+    // else all-true of the input's run-time shape (shape propagation makes
+    // it a constant once the shapes are specialized).
     auto type = b.rankedType(0);
-    if (!type || !type.hasStaticShape())
-      return b.fail("Dropout mask output needs a static input shape");
-    auto maskType = RankedTensorType::get(type.getShape(), b.b.getI1Type());
-    b.setOutput(1, ConstantOp::create(b.b, b.loc, DenseElementsAttr::get(maskType, true)));
+    if (type && type.hasStaticShape()) {
+      auto maskType = RankedTensorType::get(type.getShape(), b.b.getI1Type());
+      b.setOutput(1, ConstantOp::create(b.b, b.loc, DenseElementsAttr::get(maskType, true)));
+    } else {
+      Value shape = b.create<ShapeOp>(b.input(0), int64_t(0), IntegerAttr());
+      auto one = RankedTensorType::get({1}, b.b.getI1Type());
+      b.setOutput(1, b.create<ConstantOfShapeOp>(shape, DenseElementsAttr::get(one, true)));
+    }
   }
   return success();
 }
