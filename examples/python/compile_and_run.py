@@ -21,7 +21,7 @@ import torch
 import sluice
 
 here = os.path.dirname(os.path.abspath(__file__))
-model_path = os.path.join(here, "..", "mlp.onnx")
+model_path = os.path.normpath(os.path.join(here, "..", "mlp.onnx"))
 x = np.load(os.path.join(here, "..", "mlp_input.npy"))  # 4x32 float32
 output = sys.argv[1] if len(sys.argv) > 1 else os.path.join(tempfile.mkdtemp(), "mlp.sluice")
 
