@@ -147,6 +147,38 @@ def test_outputs_are_copies(cnn):
     np.testing.assert_allclose(first, expected["logits"], rtol=RTOL, atol=ATOL)
 
 
+def test_bool_bfloat16_and_data_dependent_outputs():
+    from onnx import TensorProto, helper
+
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node("Not", ["b"], ["not_b"]),
+         helper.make_node("NonZero", ["b"], ["nonzero"]),
+         helper.make_node("Cast", ["h"], ["h_float"], to=TensorProto.FLOAT),
+         helper.make_node("Identity", ["h"], ["h_same"])],
+        "dtypes", [value("b", TensorProto.BOOL, [4]), value("h", TensorProto.BFLOAT16, [3])],
+        [value("not_b", TensorProto.BOOL, [4]), value("nonzero", TensorProto.INT64, None),
+         value("h_float", TensorProto.FLOAT, [3]), value("h_same", TensorProto.BFLOAT16, [3])])
+    model = sluice.compile(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    info = {i.name: i for i in model.inputs + model.outputs}
+    assert info["b"].dtype == np.bool_ and info["h"].dtype_name == "bfloat16"
+    assert info["h"].dtype == np.uint16 and info["nonzero"].shape == (1, -1)
+    b = np.array([True, False, True, True])
+    h = torch.tensor([1.5, -2, 3.25], dtype=torch.bfloat16)
+    for given in ({"b": b, "h": h}, {"b": torch.from_numpy(b), "h": h},
+                  {"b": [1, 0, 1, 1], "h": h.view(torch.int16).numpy().view(np.uint16)}):
+        out = model.run(given)
+        np.testing.assert_array_equal(out["not_b"], ~b)
+        assert out["not_b"].dtype == np.bool_
+        np.testing.assert_array_equal(out["nonzero"], [[0, 2, 3]])  # its actual extent
+        np.testing.assert_array_equal(out["h_float"], [1.5, -2, 3.25])
+        assert out["h_same"].dtype == np.uint16
+        same = torch.from_numpy(out["h_same"].view(np.int16)).view(torch.bfloat16)
+        assert torch.equal(same, h)
+    with pytest.raises(sluice.InputError, match="has dtype float32, the bundle expects bfloat16"):
+        model.run({"b": b, "h": h.float()})
+
+
 # ---- errors as exceptions -------------------------------------------------
 
 

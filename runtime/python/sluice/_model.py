@@ -110,7 +110,10 @@ class Context:
                 value = value.cpu()
             if value.is_conj() or value.is_neg():
                 value = value.resolve_conj().resolve_neg()
-            return value.contiguous()
+            value = value.contiguous()
+            # torch 1.13 exports no bool tensor through DLPack; .numpy()
+            # shares a cpu tensor's memory instead.
+            return value.numpy() if value.dtype == sys.modules["torch"].bool else value
         if isinstance(value, np.ndarray):
             return np.asarray(value, order="C")  # keeps 0-d arrays 0-d
         if hasattr(value, "__dlpack__"):
