@@ -275,16 +275,29 @@ def test_compiler_options_mirror_flags():
         assert name not in options
 
 
-def test_options_reach_the_compiler(tmp_path):
+def test_options_reach_the_compiler(tmp_path, capfd):
     path = os.path.join(CNN, "model.onnx")
     report = tmp_path / "report.json"
     model = sluice.compile(path, str(tmp_path / "n.sluice"), shapes={"image": "2x3x16x16"},
-                           fusion="none", no_recognize=True, report=report)
+                           fusion="none", no_recognize=True, report=report, verbose=True)
     import json
 
     steps = json.loads(report.read_text())["steps"]
     assert all(len(step["ops"]) == 1 for step in steps)  # --fusion=none: one op a launch
     assert model.inputs[0].shape == (2, 3, 16, 16)
+    assert "sluice-compile: built in" in capfd.readouterr().err  # verbose: its progress lines
+
+
+def test_model_proto_with_external_data_it_does_not_hold():
+    proto = onnx.load(os.path.join(CNN, "model.onnx"))
+    weight = proto.graph.initializer[0]
+    weight.ClearField("raw_data")
+    weight.data_location = onnx.TensorProto.EXTERNAL
+    entry = weight.external_data.add()
+    entry.key, entry.value = "location", "weights.bin"
+    with pytest.raises(ValueError, match=f"tensor '{weight.name}' refers to external data "
+                                         "\\('weights.bin'\\)"):
+        sluice.compile(proto)
 
 
 # ---- contexts on threads --------------------------------------------------
