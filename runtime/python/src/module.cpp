@@ -68,8 +68,7 @@ const char *statusName(SluiceStatus status) {
 
 /// Raises `type(message)` with the attribute `status` (the C API's status
 /// name, or None for errors this module finds itself).
-[[noreturn]] void raise(PyObject *type, const std::string &message,
-                        const char *status = nullptr) {
+[[noreturn]] void raise(PyObject *type, const std::string &message, const char *status = nullptr) {
   nb::object error = nb::borrow(type)(message);
   error.attr("status") = status ? nb::object(nb::str(status)) : nb::none();
   PyErr_SetObject(type, error.ptr());
@@ -246,8 +245,7 @@ public:
   }
 
   /// (name, kind, op, node) of each kernel and library call.
-  std::vector<std::tuple<std::string, std::string, std::string, std::string>>
-  kernels() const {
+  std::vector<std::tuple<std::string, std::string, std::string, std::string>> kernels() const {
     std::vector<std::tuple<std::string, std::string, std::string, std::string>> result;
     size_t count = size(sluice_model_num_kernels);
     for (size_t i = 0; i < count; ++i) {
@@ -301,26 +299,25 @@ public:
     std::vector<std::optional<Array>> arrays(specs.size());
     for (auto [key, value] : inputs) {
       if (!nb::isinstance<nb::str>(key))
-        raise(inputErrorType, "input names must be strings, got " +
-                                  std::string(nb::type_name(key.type()).c_str()));
+        raise(inputErrorType,
+              "input names must be strings, got " + std::string(nb::type_name(key.type()).c_str()));
       std::string name = nb::cast<std::string>(key);
       size_t index = 0;
       while (index < specs.size() && specs[index].name != name)
         ++index;
       if (index == specs.size())
-        raise(inputErrorType, "the bundle has no input named '" + name +
-                                  "' (its inputs: " + names(specs) + ")");
+        raise(inputErrorType,
+              "the bundle has no input named '" + name + "' (its inputs: " + names(specs) + ")");
       arrays[index] = checkedArray(specs[index], value);
     }
     for (size_t i = 0; i < specs.size(); ++i)
       if (!arrays[i])
-        raise(inputErrorType, "input '" + specs[i].name + "' not given (the bundle's inputs: " +
-                                  names(specs) + ")");
+        raise(inputErrorType, "input '" + specs[i].name +
+                                  "' not given (the bundle's inputs: " + names(specs) + ")");
     for (size_t i = 0; i < specs.size(); ++i) {
       // The runtime reads bound memory in place until the input is bound
       // again: bound_ keeps each array (and so its owner) alive that long.
-      check(sluice_context_bind_input(context_, i, arrays[i]->data(),
-                                      arrays[i]->nbytes()));
+      check(sluice_context_bind_input(context_, i, arrays[i]->data(), arrays[i]->nbytes()));
       bound_[i] = std::move(*arrays[i]);
     }
     SluiceStatus status;
@@ -355,8 +352,10 @@ private:
   Array checkedArray(const TensorSpec &spec, nb::handle value) const {
     Array array;
     if (!nb::try_cast(value, array, /*convert=*/false))
-      raise(inputErrorType, "input '" + spec.name + "': expected a NumPy array or a DLPack "
-                            "tensor, got " + std::string(nb::type_name(value.type()).c_str()));
+      raise(inputErrorType, "input '" + spec.name +
+                                "': expected a NumPy array or a DLPack "
+                                "tensor, got " +
+                                std::string(nb::type_name(value.type()).c_str()));
     int device = array.device_type();
     if (device != nb::device::cpu::value && device != nb::device::cuda_host::value)
       raise(inputErrorType, "input '" + spec.name + "' is in device memory (DLPack device " +
@@ -441,16 +440,16 @@ NB_MODULE(_sluice, m) {
   Py_DECREF(inputBases);
   newError(m, "CompileError", errorType, "sluice-compile failed; the message is its error.");
 
-  m.def("runtime_version", [] { return std::string(sluice_runtime_version()); },
-        "The runtime library's version (SLUICE_VERSION_STRING).");
+  m.def(
+      "runtime_version", [] { return std::string(sluice_runtime_version()); },
+      "The runtime library's version (SLUICE_VERSION_STRING).");
 
   nb::class_<Model>(m, "Model", "A loaded bundle (sluice_model_load).")
       .def(nb::init<const std::string &>(), nb::arg("path"))
       .def_prop_ro("path", [](const Model &model) { return model.signature()->path; })
       .def_prop_ro("target", [](const Model &model) { return model.signature()->target; })
       .def_prop_ro("name", [](const Model &model) { return model.text(sluice_model_name); })
-      .def_prop_ro("version",
-                   [](const Model &model) { return model.text(sluice_model_version); })
+      .def_prop_ro("version", [](const Model &model) { return model.text(sluice_model_version); })
       .def_prop_ro("arena_bytes",
                    [](const Model &model) { return model.size(sluice_model_arena_bytes); })
       .def_prop_ro("weights_bytes",
@@ -462,8 +461,8 @@ NB_MODULE(_sluice, m) {
       .def_prop_ro("kernels", &Model::kernels);
 
   nb::class_<Context>(m, "Context", "One run's state (sluice_context_create_on_device).")
-      .def(nb::init<const Model &, int32_t, int32_t>(), nb::arg("model"),
-           nb::arg("device") = -1, nb::arg("threads") = 0)
+      .def(nb::init<const Model &, int32_t, int32_t>(), nb::arg("model"), nb::arg("device") = -1,
+           nb::arg("threads") = 0)
       .def("run", &Context::run, nb::arg("inputs"))
       .def_prop_ro("device", &Context::device)
       .def_prop_ro("run_time_us", &Context::runTimeUs);
