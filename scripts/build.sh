@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds Sluice into build/ (Ninja, Release). Idempotent.
+# Configures and builds Sluice into build/ (Ninja, Release), then puts the
+# Python package it built on the .venv's path. Idempotent.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${SLUICE_BUILD_DIR:-$root/build}"
@@ -13,3 +14,13 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 echo "[build] building with $jobs jobs"
 ninja -C "$build" -j "$jobs"
+# The Python package (runtime/python, docs/python.md): a development install
+# of build/python into the project's .venv (SLUICE_VENV: another one), so
+# that `.venv/bin/python -c "import sluice"` works after this build. A .pth
+# file names the folder; the build keeps the package there current.
+venv="${SLUICE_VENV:-$root/.venv}"
+if [ -f "$build/python/sluice/__init__.py" ] && [ -x "$venv/bin/python" ]; then
+  site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  echo "$build/python" > "$site/sluice-build.pth"
+  echo "[build] Python package sluice: $build/python (via $site/sluice-build.pth)"
+fi

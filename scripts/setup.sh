@@ -3,7 +3,8 @@
 # (LLVM/MLIR 22, ONNX, protobuf, OpenBLAS, OpenMPI, torch, scikit-learn for
 # the quantization accuracy data, ninja, gtest) and a
 # Python virtual environment (.venv) with onnx, onnxruntime and numpy that also
-# sees Debian's torch (--system-site-packages), and, where it installs,
+# sees Debian's torch (--system-site-packages), nanobind, scikit-build-core and
+# pytest for the Python package, and, where it installs,
 # nvidia-cusparselt-cu13 (cuSPARSELt for the cuda target's 2:4 GEMMs).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,6 +40,15 @@ if ! "$venv/bin/python" -c "import onnx, onnxruntime, numpy, torch" 2>/dev/null;
   echo "[setup] installing Python packages into $venv"
   # torch 1.13 (Debian) is built against numpy 1.x.
   "$venv/bin/pip" install -q --disable-pip-version-check "numpy<2" "onnx" "onnxruntime"
+fi
+# The Python package sluice (runtime/python, docs/python.md): nanobind
+# builds its extension with the project, scikit-build-core its wheel
+# (pip wheel .), pytest runs its tests (ctest label python). scripts/build.sh
+# then puts the built package on the .venv's path.
+if ! "$venv/bin/python" -c "import nanobind, scikit_build_core, pytest" 2>/dev/null; then
+  echo "[setup] installing nanobind, scikit-build-core and pytest into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "nanobind==3.1.0" \
+    "scikit-build-core==1.1.2" "pytest==9.2.0"
 fi
 # cuSPARSELt (issue 16): the cuda target's 2:4 GEMMs compile against its
 # header and dlopen its library at run time (codegen/cuda/groups/Gemm.cpp,
