@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs every dependency Sluice needs, idempotently: the Debian packages
 # (LLVM/MLIR 22, ONNX, protobuf, OpenBLAS, OpenMPI, torch, scikit-learn for
-# the quantization accuracy data, ninja, gtest) and a
+# the quantization accuracy data, torchvision for the zoo, ninja, gtest) and a
 # Python virtual environment (.venv) with onnx, onnxruntime and numpy that also
 # sees Debian's torch (--system-site-packages), nanobind, scikit-build-core and
-# pytest for the Python package, and, where it installs,
+# pytest for the Python package, transformers (pinned, the zoo's models), and,
+# where it installs,
 # nvidia-cusparselt-cu13 (cuSPARSELt for the cuda target's 2:4 GEMMs).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,7 +14,7 @@ debs=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libopenblas-dev libopenmpi-dev openmpi-bin
-  python3-torch python3-sklearn python3-venv ninja-build cmake g++ libgtest-dev ccache
+  python3-torch python3-torchvision python3-sklearn python3-venv ninja-build cmake g++ libgtest-dev ccache
   libdnnl-dev # oneDNN: the int8 GEMM benchmark's reference (bench/cpu)
   clang # libFuzzer, for scripts/fuzz.sh (test/fuzz)
 )
@@ -49,6 +50,14 @@ if ! "$venv/bin/python" -c "import nanobind, scikit_build_core, pytest" 2>/dev/n
   echo "[setup] installing nanobind, scikit-build-core and pytest into $venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "nanobind==3.1.0" \
     "scikit-build-core==1.1.2" "pytest==9.2.0"
+fi
+# Hugging Face transformers for the zoo (test/zoo/make_zoo.py builds its
+# architectures from configs, no downloads): pinned to a release that runs on
+# Debian's torch 1.13 and numpy 1.x (4.38 still supports torch < 2 and exports
+# its eager attention with torch.onnx).
+if ! "$venv/bin/python" -c "import transformers; assert transformers.__version__ == '4.38.2'" 2>/dev/null; then
+  echo "[setup] installing transformers 4.38.2 into $venv (the zoo's models)"
+  "$venv/bin/pip" install -q --disable-pip-version-check "numpy<2" "transformers==4.38.2"
 fi
 # cuSPARSELt (issue 16): the cuda target's 2:4 GEMMs compile against its
 # header and dlopen its library at run time (codegen/cuda/groups/Gemm.cpp,
