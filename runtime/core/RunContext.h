@@ -65,11 +65,22 @@ public:
   /// A multi-rank context's collective transport ("mpi", "nccl" ...); ""
   /// for a single-rank one.
   virtual std::string commTransport() const = 0;
+
+  /// The expert-load counters of the manifest's moe ops (host memory,
+  /// Manifest::expertLoadCounters entries, zero at creation): runs add to
+  /// them through SluiceRunArgs.expert_load, sluice_context_reset_expert_load
+  /// zeroes them. A context's own, so concurrent contexts never share one.
+  std::vector<int64_t> expertLoad;
+  /// What SluiceRunArgs.expert_load gets: null when there is no moe op.
+  int64_t *expertLoadArg() {
+    return expertLoad.empty() ? nullptr : expertLoad.data();
+  }
 };
 
 /// Bumped whenever RunContext, Bundle, Manifest, CudaCommRequest or the
 /// comm interfaces (runtime/core/Comm.h) change layout.
-constexpr int32_t kCudaModuleInterface = 2;
+/// 3: RunContext::expertLoad, Manifest::moe.
+constexpr int32_t kCudaModuleInterface = 3;
 
 /// A cuda context of a multi-rank job: its process group and the factory
 /// of libsluice_comm_cuda.so, which the context calls with its device

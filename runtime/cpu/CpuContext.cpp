@@ -35,6 +35,7 @@ bool CpuContext::init(std::string &error) {
             std::to_string(manifest.arenaBytes) + " bytes)";
     return false;
   }
+  expertLoad.assign(manifest.expertLoadCounters, 0);
   outputs.resize(manifest.outputs.size());
   outputShapes.clear();
   for (const TensorSpec &spec : manifest.outputs)
@@ -156,6 +157,7 @@ bool CpuContext::run(std::string &error) {
   args.error = message;
   args.error_size = sizeof message;
   args.comm = comm ? comm->comm() : nullptr;
+  args.expert_load = expertLoadArg();
 
   events.clear();
   runStart = std::chrono::steady_clock::now();

@@ -47,6 +47,10 @@ bool CudaContext::checked(cudaError_t status, const char *call,
 bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
                        std::string &error) {
   const Manifest &manifest = bundle.manifest();
+  // Host memory: the moe ops run as host steps (cpu_moe.h), which count
+  // into it from the stream's host function; it is read after the
+  // caller's synchronize.
+  expertLoad.assign(manifest.expertLoadCounters, 0);
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {
@@ -347,6 +351,7 @@ bool CudaContext::enqueueRun(const SluiceTraceHooks *hooks,
   args.device_state = modelState;
   args.host_arena = hostArena;
   args.host_weights = bundle.weights();
+  args.expert_load = expertLoadArg();
   if (rankComm) {
     rankComm->beginRun();
     args.comm = rankComm->comm();

@@ -673,6 +673,7 @@ int main(int argc, char **argv) {
             json.value(b);
         });
         sluice::codegen::writeParallel(json, *facts);
+        sluice::codegen::writeMoe(json, *facts);
         json.attributeArray("collectives", [&] {
           for (const auto &c : facts->collectives)
             json.object([&] {
