@@ -15,13 +15,17 @@ compares the report's "expert_load" with two counts made without Sluice:
   expert; for hard gating the expert index input, each sample's tokens
   counted for its expert.
 
+With --lib, the C API too (through ctypes): counters summed over a
+context's runs, reset, one set per context, bad arguments refused.
+
 Then tokens_per_rank must be the sums of blocks of experts_per_rank experts
 and imbalance their max over mean (over the experts when one rank holds
 them all). Exit 0 when everything agrees, 1 with the differences otherwise.
 
-Usage: check_load.py --bin BUILD/bin MODEL_DIR [--ranks N] [-- COMPILE_FLAGS...]
+Usage: check_load.py --bin BUILD/bin [--lib BUILD/lib] MODEL_DIR [--ranks N] [-- COMPILE_FLAGS...]
 """
 import argparse
+import ctypes
 import json
 import os
 import subprocess
@@ -71,10 +75,74 @@ def router_count(model_dir, inputs):
     return np.bincount(np.repeat(index, per_sample)), 1
 
 
+def check_c_api(lib_dir, bundle, manifest, inputs, hand):
+    """The C API on the bundle through ctypes: the counters of a context add
+    up over its runs (two runs: twice the hand count), a reset zeroes them,
+    a second context counts on its own, and bad arguments are refused."""
+    rt = ctypes.CDLL(os.path.join(lib_dir, "libsluice_runtime.so"))
+    rt.sluice_last_error.restype = ctypes.c_char_p
+    errors = []
+
+    def call(name, *call_args):
+        status = getattr(rt, name)(*call_args)
+        if status != 0:
+            raise RuntimeError(f"{name}: {rt.sluice_last_error().decode()}")
+
+    model, contexts = ctypes.c_void_p(), [ctypes.c_void_p(), ctypes.c_void_p()]
+    call("sluice_model_load", bundle.encode(), ctypes.byref(model))
+    count = ctypes.c_size_t()
+    call("sluice_model_num_moe", model, ctypes.byref(count))
+    if count.value != 1:
+        errors.append(f"sluice_model_num_moe: {count.value}, not 1")
+    experts = len(hand)
+    counts = (ctypes.c_int64 * experts)()
+
+    def load(context):
+        call("sluice_context_expert_load", context, ctypes.c_size_t(0), counts, ctypes.c_size_t(experts))
+        return list(counts)
+
+    arrays = [np.ascontiguousarray(inputs[name]) for name in manifest["inputs"]]
+    for context in contexts:
+        call("sluice_context_create", model, ctypes.byref(context))
+        for i, a in enumerate(arrays):
+            call("sluice_context_set_input", context, ctypes.c_size_t(i), a.ctypes.data_as(ctypes.c_void_p),
+                 ctypes.c_size_t(a.nbytes))
+    first, second = contexts
+    if load(first) != [0] * experts:
+        errors.append(f"a new context's counters are {load(first)}, not zero")
+    call("sluice_context_run", first)
+    call("sluice_context_run", first)
+    if load(first) != [2 * c for c in hand]:
+        errors.append(f"after two runs the counters are {load(first)}, not twice {hand}")
+    call("sluice_context_run", second)
+    if load(second) != hand:
+        errors.append(f"a second context's one run counted {load(second)}, not {hand}")
+    call("sluice_context_reset_expert_load", first)
+    if load(first) != [0] * experts:
+        errors.append(f"after a reset the counters are {load(first)}")
+    call("sluice_context_run", first)
+    if load(first) != hand:
+        errors.append(f"a run after the reset counted {load(first)}, not {hand}")
+    # Refusals: an index past the moe ops, a buffer shorter than the experts.
+    if rt.sluice_context_expert_load(first, ctypes.c_size_t(1), counts, ctypes.c_size_t(experts)) == 0:
+        errors.append("sluice_context_expert_load accepted moe index 1 of 1")
+    elif b"no index 1" not in rt.sluice_last_error():
+        errors.append(f"index 1: unexpected message {rt.sluice_last_error()}")
+    if rt.sluice_context_expert_load(first, ctypes.c_size_t(0), counts, ctypes.c_size_t(experts - 1)) == 0:
+        errors.append("sluice_context_expert_load accepted a buffer shorter than the experts")
+    for context in contexts:
+        call("sluice_context_free", context)
+    call("sluice_model_free", model)
+    if not errors:
+        print("C API: counters add over runs, reset, per context, bad arguments refused")
+    return errors
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bin", required=True, help="the folder of sluice-compile and sluice-run")
     parser.add_argument("--ranks", type=int, default=1, help="sluice-run --ranks (a multi-rank bundle)")
+    parser.add_argument("--lib", help="the folder of libsluice_runtime.so: also check the C API")
     parser.add_argument("model_dir")
     parser.add_argument("compile_flags", nargs="*")
     args = parser.parse_args()
@@ -103,6 +171,9 @@ def main():
         if result.returncode != 0:
             sys.exit(f"sluice-run failed ({result.returncode}):\n{result.stdout}{result.stderr}")
         loads = json.load(open(report))["expert_load"]
+
+        if args.ranks == 1 and args.lib:
+            errors += check_c_api(args.lib, bundle, manifest, inputs, hand["tokens_per_expert"])
 
     if len(loads) != 1:
         errors.append(f"the report has {len(loads)} expert_load entries, the model one moe op")
