@@ -42,22 +42,22 @@ LogicalResult emitMoe(CpuOpContext &ctx) {
   int64_t perSample = hard ? tokens / product(shapeOf(op.getRouter())) : 1;
   ctx.include("sluice_gen/cpu_moe.h");
   ctx.code.line("static const sluice_moe_shape shape = {{{0}};",
-                llvm::join(std::vector<std::string>{
-                               cInt64(tokens), cInt64(d), cInt64(w1[2]), cInt64(w2[2]),
-                               cInt64(op.getExperts()), cInt64(w1[0]), cInt64(op.getTopK()),
-                               cInt64(perSample), hard ? "true" : "false",
-                               op.getNormalize() ? "true" : "false",
-                               std::to_string(kernel::moeActivationCode(op))},
+                llvm::join(std::vector<std::string>{cInt64(tokens), cInt64(d), cInt64(w1[2]),
+                                                    cInt64(w2[2]), cInt64(op.getExperts()),
+                                                    cInt64(w1[0]), cInt64(op.getTopK()),
+                                                    cInt64(perSample), hard ? "true" : "false",
+                                                    op.getNormalize() ? "true" : "false",
+                                                    std::to_string(kernel::moeActivationCode(op))},
                            ", "));
-  ctx.code.line("return {0};",
-                cCall("sluice_moe<" + typeOf(op.getRouter()) + ">",
-                      {"args", cStringLiteral(ctx.kernelName), "shape",
-                       pointerOf(ctx, op.getTokens()), pointerOf(ctx, op.getRouter()),
-                       pointerOf(ctx, op.getW1()), pointerOf(ctx, op.getB1()),
-                       pointerOf(ctx, op.getW2()), pointerOf(ctx, op.getB2()),
-                       pointerOf(ctx, op.getExpertOffset()), ctx.out[0],
-                       "args->expert_load ? args->expert_load + " +
-                           cInt64(kernel::moeLoadOffset(op)) + " : nullptr"}));
+  ctx.code.line(
+      "return {0};",
+      cCall("sluice_moe<" + typeOf(op.getRouter()) + ">",
+            {"args", cStringLiteral(ctx.kernelName), "shape", pointerOf(ctx, op.getTokens()),
+             pointerOf(ctx, op.getRouter()), pointerOf(ctx, op.getW1()), pointerOf(ctx, op.getB1()),
+             pointerOf(ctx, op.getW2()), pointerOf(ctx, op.getB2()),
+             pointerOf(ctx, op.getExpertOffset()), ctx.out[0],
+             "args->expert_load ? args->expert_load + " + cInt64(kernel::moeLoadOffset(op)) +
+                 " : nullptr"}));
   return success();
 }
 

@@ -39,8 +39,7 @@ static inline float sluice_moe_activate(int activation, float v) {
   case 2:
     return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
   case 3:
-    return 0.5f * v *
-           (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
   case 4:
     return v / (1.0f + std::exp(-v));
   default:
@@ -55,15 +54,16 @@ static inline float sluice_moe_activate(int activation, float v) {
 /// sample's index, weight 1; an index outside [0, experts) fails the run.
 template <typename R>
 static inline int32_t sluice_moe_route(const SluiceRunArgs *args, const char *kernel,
-                                       const sluice_moe_shape &s, const R *router,
-                                       int64_t *choice, float *weight) {
+                                       const sluice_moe_shape &s, const R *router, int64_t *choice,
+                                       float *weight) {
   if (s.hard) {
     for (int64_t t = 0; t < s.tokens; ++t) {
       int64_t e = (int64_t)router[t / s.per_sample];
       if (e < 0 || e >= s.experts) {
         char message[128];
-        snprintf(message, sizeof message, "expert index %lld of sample %lld is out of range [0, %lld)",
-                 (long long)e, (long long)(t / s.per_sample), (long long)s.experts);
+        snprintf(message, sizeof message,
+                 "expert index %lld of sample %lld is out of range [0, %lld)", (long long)e,
+                 (long long)(t / s.per_sample), (long long)s.experts);
         return sluice_fail(args, kernel, message);
       }
       choice[t] = e;
@@ -112,9 +112,8 @@ static inline int32_t sluice_moe_route(const SluiceRunArgs *args, const char *ke
 template <typename R>
 static inline int32_t sluice_moe(const SluiceRunArgs *args, const char *kernel,
                                  const sluice_moe_shape &s, const float *x, const R *router,
-                                 const float *w1, const float *b1, const float *w2,
-                                 const float *b2, const int64_t *offset, float *out,
-                                 int64_t *load) {
+                                 const float *w1, const float *b1, const float *w2, const float *b2,
+                                 const int64_t *offset, float *out, int64_t *load) {
   const int64_t slots = s.tokens * s.top_k, first = offset ? offset[0] : 0;
   std::vector<int64_t> choice(slots);
   std::vector<float> weight(slots);
@@ -155,8 +154,8 @@ static inline int32_t sluice_moe(const SluiceRunArgs *args, const char *kernel,
 #pragma omp parallel for num_threads(args->num_threads) if (n * s.d > 65536)
     for (int64_t i = 0; i < n; ++i)
       memcpy(rows.data() + i * s.d, x + (slot[i] / s.top_k) * s.d, sizeof(float) * s.d);
-    sluice_gemm<float>::run(n, s.f, s.d, rows.data(), s.d, w1 + e * s.d * s.f, s.f,
-                            hidden.data(), s.f);
+    sluice_gemm<float>::run(n, s.f, s.d, rows.data(), s.d, w1 + e * s.d * s.f, s.f, hidden.data(),
+                            s.f);
 #pragma omp parallel for num_threads(args->num_threads) if (n * s.f > 65536)
     for (int64_t i = 0; i < n; ++i) {
       float *h = hidden.data() + i * s.f;
