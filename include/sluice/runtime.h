@@ -341,20 +341,17 @@ typedef struct SluiceMoeInfo {
 
 /* The bundle's moe ops (0 when it has none) and op `index`'s facts, owned
  * by the model. */
-SLUICE_RT_API SluiceStatus sluice_model_num_moe(const SluiceModel *model,
-                                                size_t *count);
-SLUICE_RT_API SluiceStatus sluice_model_moe(const SluiceModel *model,
-                                            size_t index, SluiceMoeInfo *info);
+SLUICE_RT_API SluiceStatus sluice_model_num_moe(const SluiceModel *model, size_t *count);
+SLUICE_RT_API SluiceStatus sluice_model_moe(const SluiceModel *model, size_t index,
+                                            SluiceMoeInfo *info);
 /* The tokens moe op `index` routed to each of its `experts` experts, summed
  * over the context's runs since it was created or last reset (a token
  * counted once per chosen expert; every rank counts the whole routing, not
  * only its experts' share). `counts` holds `count` entries, at least
  * `experts`. Counters belong to the context: contexts running at once do
  * not share them. */
-SLUICE_RT_API SluiceStatus sluice_context_expert_load(const SluiceContext *context,
-                                                      size_t index,
-                                                      int64_t *counts,
-                                                      size_t count);
+SLUICE_RT_API SluiceStatus sluice_context_expert_load(const SluiceContext *context, size_t index,
+                                                      int64_t *counts, size_t count);
 /* Zeroes the context's expert-load counters (every moe op). */
 SLUICE_RT_API SluiceStatus sluice_context_reset_expert_load(SluiceContext *context);
 

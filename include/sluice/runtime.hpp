@@ -159,8 +159,7 @@ public:
     for (size_t i = 0; i < n; ++i) {
       SluiceMoeInfo info = {};
       if (sluice_model_moe(model, i, &info) == SLUICE_OK)
-        result.push_back({info.node, info.gating, info.experts, info.top_k,
-                          info.experts_per_rank});
+        result.push_back({info.node, info.gating, info.experts, info.top_k, info.experts_per_rank});
     }
     return result;
   }
@@ -390,8 +389,7 @@ public:
   std::vector<int64_t> expertLoad(size_t index, int64_t experts,
                                   std::string *error = nullptr) const {
     std::vector<int64_t> counts(experts > 0 ? size_t(experts) : 0);
-    if (!detail::check(sluice_context_expert_load(context, index, counts.data(),
-                                                  counts.size()),
+    if (!detail::check(sluice_context_expert_load(context, index, counts.data(), counts.size()),
                        error))
       return {};
     return counts;

@@ -409,8 +409,7 @@ struct DecomposeCompositesPass
 } // namespace
 
 void sluice::populateDecomposeCompositesPatterns(RewritePatternSet &patterns,
-                                                 ArrayRef<std::string> ops,
-                                                 bool keepMoeKernels) {
+                                                 ArrayRef<std::string> ops, bool keepMoeKernels) {
   addIfSelected<GeluOp>(patterns, ops);
   addIfSelected<SiluOp>(patterns, ops);
   addIfSelected<LayerNormOp>(patterns, ops);

@@ -149,8 +149,8 @@ SluiceStatus loadModel(const char *bundle_dir, int32_t rank,
       model->kernels.push_back({kernel.name.c_str(), kernel.kind.c_str(),
                                 kernel.op.c_str(), kernel.node.c_str()});
     for (const MoeSpec &moe : manifest.moe)
-      model->moe.push_back({moe.node.c_str(), moe.gating.c_str(), moe.experts, moe.topK,
-                            moe.expertsPerRank});
+      model->moe.push_back(
+          {moe.node.c_str(), moe.gating.c_str(), moe.experts, moe.topK, moe.expertsPerRank});
     *out = model.release();
     return SLUICE_OK;
   });
@@ -280,22 +280,22 @@ SluiceStatus sluice_model_moe(const SluiceModel *model, size_t index, SluiceMoeI
   if (!model || !info)
     return nullArgument("sluice_model_moe");
   if (index >= model->moe.size())
-    return fail(SLUICE_ERROR_INVALID_ARGUMENT,
-                "bundle '" + model->bundle->dir() + "' has " + std::to_string(model->moe.size()) +
-                    " moe ops; no index " + std::to_string(index));
+    return fail(SLUICE_ERROR_INVALID_ARGUMENT, "bundle '" + model->bundle->dir() + "' has " +
+                                                   std::to_string(model->moe.size()) +
+                                                   " moe ops; no index " + std::to_string(index));
   *info = model->moe[index];
   return SLUICE_OK;
 }
 
-SluiceStatus sluice_context_expert_load(const SluiceContext *context, size_t index,
-                                        int64_t *counts, size_t count) {
+SluiceStatus sluice_context_expert_load(const SluiceContext *context, size_t index, int64_t *counts,
+                                        size_t count) {
   if (!context || !counts)
     return nullArgument("sluice_context_expert_load");
   const std::vector<MoeSpec> &moe = context->bundle->manifest().moe;
   if (index >= moe.size())
-    return fail(SLUICE_ERROR_INVALID_ARGUMENT,
-                "bundle '" + context->bundle->dir() + "' has " + std::to_string(moe.size()) +
-                    " moe ops; no index " + std::to_string(index));
+    return fail(SLUICE_ERROR_INVALID_ARGUMENT, "bundle '" + context->bundle->dir() + "' has " +
+                                                   std::to_string(moe.size()) +
+                                                   " moe ops; no index " + std::to_string(index));
   const MoeSpec &spec = moe[index];
   if (count < size_t(spec.experts))
     return fail(SLUICE_ERROR_INVALID_ARGUMENT,
@@ -303,8 +303,7 @@ SluiceStatus sluice_context_expert_load(const SluiceContext *context, size_t ind
                     std::to_string(spec.experts) + " experts; the buffer holds " +
                     std::to_string(count));
   const std::vector<int64_t> &load = context->run->expertLoad;
-  std::copy(load.begin() + spec.loadOffset, load.begin() + spec.loadOffset + spec.experts,
-            counts);
+  std::copy(load.begin() + spec.loadOffset, load.begin() + spec.loadOffset + spec.experts, counts);
   return SLUICE_OK;
 }
 

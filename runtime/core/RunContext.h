@@ -72,9 +72,7 @@ public:
   /// zeroes them. A context's own, so concurrent contexts never share one.
   std::vector<int64_t> expertLoad;
   /// What SluiceRunArgs.expert_load gets: null when there is no moe op.
-  int64_t *expertLoadArg() {
-    return expertLoad.empty() ? nullptr : expertLoad.data();
-  }
+  int64_t *expertLoadArg() { return expertLoad.empty() ? nullptr : expertLoad.data(); }
 };
 
 /// Bumped whenever RunContext, Bundle, Manifest, CudaCommRequest or the
