@@ -151,7 +151,8 @@ typedef struct SluiceRunArgs {
    * communicator; `weights` is then this rank's weights file. Null for a
    * single-rank bundle, whose run calls no collective. */
   const SluiceComm *comm;
-  /* ABI 6: the context's expert-load counters (host memory, int64), or
+  /* ABI 6: the context's expert-load counters (int64 host memory; on cuda
+   * mapped pinned memory that device code may write, in stream order), or
    * null: no profile. Each moe op of the manifest's "moe" list, in order,
    * owns "experts" consecutive counters (its offset is the sum of the
    * experts of the entries before it) and adds, per run, the tokens the

@@ -302,15 +302,17 @@ SluiceStatus sluice_context_expert_load(const SluiceContext *context, size_t ind
                 "sluice_context_expert_load: moe op " + std::to_string(index) + " has " +
                     std::to_string(spec.experts) + " experts; the buffer holds " +
                     std::to_string(count));
-  const std::vector<int64_t> &load = context->run->expertLoad;
-  std::copy(load.begin() + spec.loadOffset, load.begin() + spec.loadOffset + spec.experts, counts);
+  const int64_t *load = context->run->expertLoad + spec.loadOffset;
+  std::copy(load, load + spec.experts, counts);
   return SLUICE_OK;
 }
 
 SluiceStatus sluice_context_reset_expert_load(SluiceContext *context) {
   if (!context)
     return nullArgument("sluice_context_reset_expert_load");
-  std::fill(context->run->expertLoad.begin(), context->run->expertLoad.end(), 0);
+  RunContext &run = *context->run;
+  if (run.expertLoad)
+    std::fill(run.expertLoad, run.expertLoad + run.expertLoadSize, 0);
   return SLUICE_OK;
 }
 

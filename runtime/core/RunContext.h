@@ -66,13 +66,14 @@ public:
   /// for a single-rank one.
   virtual std::string commTransport() const = 0;
 
-  /// The expert-load counters of the manifest's moe ops (host memory,
-  /// Manifest::expertLoadCounters entries, zero at creation): runs add to
-  /// them through SluiceRunArgs.expert_load, sluice_context_reset_expert_load
-  /// zeroes them. A context's own, so concurrent contexts never share one.
-  std::vector<int64_t> expertLoad;
-  /// What SluiceRunArgs.expert_load gets: null when there is no moe op.
-  int64_t *expertLoadArg() { return expertLoad.empty() ? nullptr : expertLoad.data(); }
+  /// The expert-load counters of the manifest's moe ops
+  /// (Manifest::expertLoadCounters entries, zero at creation; null when
+  /// there is none): runs add to them through SluiceRunArgs.expert_load,
+  /// sluice_context_reset_expert_load zeroes them. Host memory the context
+  /// owns (a vector on cpu; mapped pinned memory on cuda, which the device
+  /// kernels write too), so concurrent contexts never share one.
+  int64_t *expertLoad = nullptr;
+  size_t expertLoadSize = 0;
 };
 
 /// Bumped whenever RunContext, Bundle, Manifest, CudaCommRequest or the

@@ -47,10 +47,6 @@ bool CudaContext::checked(cudaError_t status, const char *call,
 bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
                        std::string &error) {
   const Manifest &manifest = bundle.manifest();
-  // Host memory: the moe ops run as host steps (cpu_moe.h), which count
-  // into it from the stream's host function; it is read after the
-  // caller's synchronize.
-  expertLoad.assign(manifest.expertLoadCounters, 0);
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {
@@ -193,6 +189,20 @@ bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
                "cudaHostAlloc (host arena)", error))
     return false;
 
+  // The expert-load counters: mapped pinned memory, which the device MoE
+  // kernel adds to (one thread, in stream order; with unified addressing
+  // the host pointer is the device's) and host steps running the cpu
+  // kernel too. Read after the caller's synchronize.
+  if (manifest.expertLoadCounters) {
+    size_t bytes = manifest.expertLoadCounters * sizeof(int64_t);
+    if (!checked(cudaHostAlloc(reinterpret_cast<void **>(&expertLoad), bytes,
+                               cudaHostAllocMapped),
+                 "cudaHostAlloc (expert-load counters)", error))
+      return false;
+    std::memset(expertLoad, 0, bytes);
+    expertLoadSize = manifest.expertLoadCounters;
+  }
+
   boundInputs.assign(manifest.inputs.size(), nullptr);
   inputSet.assign(manifest.inputs.size(), false);
   unsigned hardware = std::thread::hardware_concurrency();
@@ -242,6 +252,7 @@ CudaContext::~CudaContext() {
   (void)cudaFreeHost(hostDimsTemplate);
   (void)cudaFreeHost(hostDims);
   (void)cudaFreeHost(hostArena);
+  (void)cudaFreeHost(expertLoad);
   if (stream)
     (void)cudaStreamDestroy(stream);
   (void)cudaGetLastError();
@@ -351,7 +362,7 @@ bool CudaContext::enqueueRun(const SluiceTraceHooks *hooks,
   args.device_state = modelState;
   args.host_arena = hostArena;
   args.host_weights = bundle.weights();
-  args.expert_load = expertLoadArg();
+  args.expert_load = expertLoad;
   if (rankComm) {
     rankComm->beginRun();
     args.comm = rankComm->comm();
