@@ -69,11 +69,15 @@ def DecomposeCompositesPass : Pass<"sluice-decompose-composites", "mlir::func::F
     target has no kernel for (tools/driver/Pipeline.cpp,
     `compositesToDecompose`); tests run it after the recognizers to compare
     the two graphs numerically. Fails on a causal or rotary attention whose
-    sequence or head dims are not static.
+    sequence or head dims are not static. With `keep-moe-kernels` (the cpu
+    and cuda targets) a `sluice.moe` the MoE kernel applies to (static f32,
+    `kernel::moeKernelRefusal`) stays; the others take the dense form.
   }];
   let options = [
     ListOption<"ops", "ops", "std::string",
                "Op names to decompose (e.g. sluice.attention,sluice.rms_norm); all composites when empty">,
+    Option<"keepMoeKernels", "keep-moe-kernels", "bool", /*default=*/"false",
+           "Leave the sluice.moe ops the cpu/cuda MoE kernel runs (lib/kernel/Moe.h) as they are">,
   ];
   let dependentDialects = ["sluice::SluiceDialect"];
 }

@@ -300,6 +300,21 @@ void writeParallel(llvm::json::OStream &json, const ModelFacts &model) {
   });
 }
 
+void writeMoe(llvm::json::OStream &json, const ModelFacts &model) {
+  if (model.moe.empty())
+    return;
+  json.attributeArray("moe", [&] {
+    for (const MoeInfo &moe : model.moe)
+      json.object([&] {
+        json.attribute("node", jsonText(moe.node));
+        json.attribute("experts", moe.experts);
+        json.attribute("top_k", moe.topK);
+        json.attribute("gating", jsonText(moe.gating));
+        json.attribute("experts_per_rank", moe.expertsPerRank);
+      });
+  });
+}
+
 namespace {
 
 bool writeManifest(const std::string &dir, const BundleOptions &options, const ModelFacts &model,
@@ -345,6 +360,7 @@ bool writeManifest(const std::string &dir, const BundleOptions &options, const M
       writeParallel(json, model);
       json.attribute("collective_max_bytes", model.collectiveMaxBytes);
     }
+    writeMoe(json, model);
     writeJsonStrings(json, "gpu_architectures", facts.architectures);
     writeTensors(json, "inputs", model.inputs);
     writeTensors(json, "outputs", model.outputs);

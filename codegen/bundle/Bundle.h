@@ -50,6 +50,10 @@ std::string weightsFileName(const ModelFacts &model, size_t rank);
 /// micro_batches, ep, grid, axes, layers); the report writes it for every
 /// bundle, the manifest for a multi-rank one.
 void writeParallel(llvm::json::OStream &json, const ModelFacts &model);
+/// The "moe" list of the manifest and the compile report: per sluice.moe,
+/// {"node", "experts", "top_k", "gating", "experts_per_rank"}, in the order
+/// of the expert-load counters. Written only when the model has one.
+void writeMoe(llvm::json::OStream &json, const ModelFacts &model);
 
 /// nvcc: $SLUICE_NVCC, else $CUDA_HOME/bin/nvcc, else nvcc on the PATH, else
 /// /usr/local/cuda/bin/nvcc.

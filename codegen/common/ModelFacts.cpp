@@ -408,6 +408,13 @@ LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::String
     return result;
   };
   model.func = func;
+  // Walk order, as kernel::moeLoadOffset counts.
+  func.walk([&](MoeOp op) {
+    std::vector<std::string> nodes = onnxNodeNames(op.getLoc());
+    model.moe.push_back({nodes.empty() ? "" : nodes.front(), op.getGating().str(),
+                         int64_t(op.getExperts()), int64_t(op.getTopK()),
+                         cast<ShapedType>(op.getW1().getType()).getDimSize(0)});
+  });
   Block &block = func.getBody().front();
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   auto inputNames = names("sluice.input_names", block.getNumArguments(), "input");

@@ -90,6 +90,17 @@ struct CollectiveInfo {
   int64_t bytes = 0;
 };
 
+/// One sluice.moe of the bundle, for the manifest's and the report's "moe"
+/// list (in walk order of `main`: the order of the expert-load counters,
+/// kernel::moeLoadOffset).
+struct MoeInfo {
+  std::string node;   ///< its ONNX node ("" when it has none)
+  std::string gating; ///< "top_k" or "hard"
+  int64_t experts = 0, topK = 1;
+  /// Experts one rank holds (w1's first dim): experts / ep.
+  int64_t expertsPerRank = 0;
+};
+
 /// What every target's emitter reads off a planned module first.
 struct ModelFacts {
   mlir::func::FuncOp func;
@@ -128,6 +139,7 @@ struct ModelFacts {
   std::vector<int64_t> weightsBytesPerRank() const;
   int64_t arenaBytes = 0;
   std::vector<TensorInfo> inputs, outputs;
+  std::vector<MoeInfo> moe;
 };
 
 /// Fills `facts` from the planned `main` of `module`: the boundary tensors

@@ -30,6 +30,7 @@ const CpuOpRegistry &CpuOpRegistry::get() {
     registerCpuReductionEmitters(r);
     registerCpuNNEmitters(r);
     registerCpuMiscEmitters(r);
+    registerCpuMoeEmitters(r);
     // Collectives: one call through the run's communicator.
     for (StringRef name : {AllReduceOp::getOperationName(), AllGatherOp::getOperationName(),
                            ReduceScatterOp::getOperationName(), AllToAllOp::getOperationName(),
@@ -232,6 +233,9 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
       });
   if (failed(steps))
     return failure();
+  // The MoE kernel's expert GEMMs call the BLAS glue (cpu_moe.h).
+  if (headers.count("sluice_gen/cpu_moe.h"))
+    model.usesBlas = true;
 
   // Outputs not written in place: copies at the end.
   auto copies = buffers.outputCopies(ret, "cpu");

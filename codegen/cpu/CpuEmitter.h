@@ -85,6 +85,7 @@ void registerCpuMovementEmitters(CpuOpRegistry &registry);
 void registerCpuReductionEmitters(CpuOpRegistry &registry);
 void registerCpuNNEmitters(CpuOpRegistry &registry);
 void registerCpuMiscEmitters(CpuOpRegistry &registry);
+void registerCpuMoeEmitters(CpuOpRegistry &registry);
 
 struct CpuModel : ModelFacts {
   std::string source;              ///< the C++ translation unit

@@ -381,7 +381,8 @@ LogicalResult emitCudaStep(CudaSources &sources, CudaModel &model, KernelOp kern
   }
   if (failed(writeHostStep(sources, model, kernel, offsets, step)))
     return failure();
-  if (kernel.getLibrary())
+  // Library calls and the MoE kernel's expert GEMMs (cpu_moe.h) call BLAS.
+  if (kernel.getLibrary() || sources.hostHeaders.count("sluice_gen/cpu_moe.h"))
     model.hostUsesBlas = true;
   model.remarks.push_back(name + " (" + describeOp(stepOp(kernel)) +
                           "): runs on the host: " + ctx.reason);

@@ -131,6 +131,9 @@ CudaEmit emitCudaAttentionGroup(CudaGroupContext &ctx);
 /// F5 single ops with a cuda implementation (conv through cuDNN, pooling,
 /// data movement ...); Unsupported for the rest (host steps).
 CudaEmit emitCudaSingleOp(CudaGroupContext &ctx, mlir::Operation *op);
+/// sluice.moe as the device MoE kernels (ops/Moe.cpp); Unsupported (a host
+/// step with the cpu kernel) where kernel::moeKernelRefusal says no.
+CudaEmit emitCudaMoe(CudaGroupContext &ctx, MoeOp op);
 /// Pooling and inference batch norm (ops/NN.cpp).
 CudaEmit emitCudaNNOp(CudaGroupContext &ctx, mlir::Operation *op);
 /// Conv and conv_transpose through cuDNN (library "conv" groups).

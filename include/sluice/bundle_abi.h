@@ -24,8 +24,9 @@ extern "C" {
  *    host_weights) and sluice_model_init/sluice_model_release.
  * 4: SluiceRunArgs.comm (multi-rank bundles, manifest "world_size" > 1).
  * 5: SluiceComm.axes (a communicator per axis of the device grid: the
- *    tensor-parallel ranks of one pipeline stage, docs/parallel.md). */
-#define SLUICE_BUNDLE_ABI_VERSION 5
+ *    tensor-parallel ranks of one pipeline stage, docs/parallel.md).
+ * 6: SluiceRunArgs.expert_load (the expert-load profile of moe ops). */
+#define SLUICE_BUNDLE_ABI_VERSION 6
 
 /* The axes of a device grid that have communicators of their own
  * (SluiceComm.axes). Pipeline transfers and the outputs' broadcast use the
@@ -150,6 +151,15 @@ typedef struct SluiceRunArgs {
    * communicator; `weights` is then this rank's weights file. Null for a
    * single-rank bundle, whose run calls no collective. */
   const SluiceComm *comm;
+  /* ABI 6: the context's expert-load counters (int64 host memory; on cuda
+   * mapped pinned memory that device code may write, in stream order), or
+   * null: no profile. Each moe op of the manifest's "moe" list, in order,
+   * owns "experts" consecutive counters (its offset is the sum of the
+   * experts of the entries before it) and adds, per run, the tokens the
+   * router sent to each expert over the whole routing (a token counted once
+   * per chosen expert), whichever experts this rank holds. The runtime
+   * zeroes them at context creation and on reset; runs only add. */
+  int64_t *expert_load;
 } SluiceRunArgs;
 
 /* Exported by every bundle library. */

@@ -326,6 +326,35 @@ SLUICE_RT_API SluiceStatus sluice_context_create_rank(const SluiceModel *model,
 SLUICE_RT_API SluiceStatus sluice_context_comm_transport(
     const SluiceContext *context, const char **transport);
 
+/*---- Mixture of experts: the expert-load profile ---------------------------*/
+
+/* One mixture-of-experts op of the bundle (manifest "moe"). */
+typedef struct SluiceMoeInfo {
+  const char *node;         /* the ONNX node ("" if unknown) */
+  const char *gating;       /* "top_k" (a learned router) or "hard" (an
+                               expert index per sample) */
+  int64_t experts;          /* E, the model's experts */
+  int64_t top_k;            /* experts each token goes to */
+  int64_t experts_per_rank; /* E / ep: rank r holds experts
+                               [r * this, (r + 1) * this) */
+} SluiceMoeInfo;
+
+/* The bundle's moe ops (0 when it has none) and op `index`'s facts, owned
+ * by the model. */
+SLUICE_RT_API SluiceStatus sluice_model_num_moe(const SluiceModel *model, size_t *count);
+SLUICE_RT_API SluiceStatus sluice_model_moe(const SluiceModel *model, size_t index,
+                                            SluiceMoeInfo *info);
+/* The tokens moe op `index` routed to each of its `experts` experts, summed
+ * over the context's runs since it was created or last reset (a token
+ * counted once per chosen expert; every rank counts the whole routing, not
+ * only its experts' share). `counts` holds `count` entries, at least
+ * `experts`. Counters belong to the context: contexts running at once do
+ * not share them. */
+SLUICE_RT_API SluiceStatus sluice_context_expert_load(const SluiceContext *context, size_t index,
+                                                      int64_t *counts, size_t count);
+/* Zeroes the context's expert-load counters (every moe op). */
+SLUICE_RT_API SluiceStatus sluice_context_reset_expert_load(SluiceContext *context);
+
 #ifdef __cplusplus
 }
 #endif

@@ -34,6 +34,12 @@ struct KernelInfo {
   std::string name, kind, op, node;
 };
 
+/// One mixture-of-experts op (sluice_model_moe).
+struct MoeInfo {
+  std::string node, gating;
+  int64_t experts = 0, topK = 1, expertsPerRank = 0;
+};
+
 namespace detail {
 inline bool check(SluiceStatus status, std::string *error) {
   if (status == SLUICE_OK)
@@ -142,6 +148,18 @@ public:
       SluiceKernelInfo info = {};
       if (sluice_model_kernel(model, i, &info) == SLUICE_OK)
         result.push_back({info.name, info.kind, info.op, info.node});
+    }
+    return result;
+  }
+  /// The moe ops, in the order of their expert-load counters.
+  std::vector<MoeInfo> moe() const {
+    size_t n = 0;
+    sluice_model_num_moe(model, &n);
+    std::vector<MoeInfo> result;
+    for (size_t i = 0; i < n; ++i) {
+      SluiceMoeInfo info = {};
+      if (sluice_model_moe(model, i, &info) == SLUICE_OK)
+        result.push_back({info.node, info.gating, info.experts, info.top_k, info.experts_per_rank});
     }
     return result;
   }
@@ -365,6 +383,19 @@ public:
     if (sluice_context_trace(context, &events, &n) != SLUICE_OK || !events)
       return {};
     return std::vector<SluiceTraceEvent>(events, events + n);
+  }
+  /// Tokens moe op `index` (of `experts`) routed to each expert since the
+  /// context was created or reset; empty on error.
+  std::vector<int64_t> expertLoad(size_t index, int64_t experts,
+                                  std::string *error = nullptr) const {
+    std::vector<int64_t> counts(experts > 0 ? size_t(experts) : 0);
+    if (!detail::check(sluice_context_expert_load(context, index, counts.data(), counts.size()),
+                       error))
+      return {};
+    return counts;
+  }
+  bool resetExpertLoad(std::string *error = nullptr) {
+    return detail::check(sluice_context_reset_expert_load(context), error);
   }
 
 private:

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/kernel/Moe.h"
 #include "passes/Passes.h"
 #include "passes/recognize/Match.h"
 #include "passes/recognize/Patterns.h"
@@ -367,6 +368,19 @@ struct DecomposePattern : OpRewritePattern<OpTy> {
   }
 };
 
+/// A sluice.moe the MoE kernel runs stays one op (keep-moe-kernels).
+struct DecomposeMoePattern : DecomposePattern<MoeOp> {
+  DecomposeMoePattern(MLIRContext *context, bool keepKernels)
+      : DecomposePattern<MoeOp>(context), keepKernels(keepKernels) {}
+
+  LogicalResult matchAndRewrite(MoeOp op, PatternRewriter &rewriter) const override {
+    if (keepKernels && !kernel::moeKernelRefusal(op))
+      return rewriter.notifyMatchFailure(op, "the MoE kernel runs it");
+    return DecomposePattern<MoeOp>::matchAndRewrite(op, rewriter);
+  }
+  bool keepKernels;
+};
+
 /// Adds the decomposition of `OpTy` when `ops` names it (or is empty).
 template <typename OpTy>
 void addIfSelected(RewritePatternSet &patterns, ArrayRef<std::string> ops) {
@@ -381,10 +395,12 @@ struct DecomposeCompositesPass
   void runOnOperation() override {
     SmallVector<std::string> names(ops.begin(), ops.end());
     RewritePatternSet patterns(&getContext());
-    populateDecomposeCompositesPatterns(patterns, names);
+    populateDecomposeCompositesPatterns(patterns, names, keepMoeKernels);
     applyRecognizePatterns(getOperation(), std::move(patterns));
     // A selected composite left over is one the target cannot run.
     getOperation().walk([&](Operation *op) {
+      if (auto moe = dyn_cast<MoeOp>(op); moe && keepMoeKernels && !kernel::moeKernelRefusal(moe))
+        return;
       if (isa<GeluOp, SiluOp, LayerNormOp, RmsNormOp, AttentionOp, MoeOp>(op) &&
           (names.empty() || llvm::is_contained(names, op->getName().getStringRef().str()))) {
         op->emitOpError("cannot be decomposed (dynamic sequence or head dims?)");
@@ -397,11 +413,12 @@ struct DecomposeCompositesPass
 } // namespace
 
 void sluice::populateDecomposeCompositesPatterns(RewritePatternSet &patterns,
-                                                 ArrayRef<std::string> ops) {
+                                                 ArrayRef<std::string> ops, bool keepMoeKernels) {
   addIfSelected<GeluOp>(patterns, ops);
   addIfSelected<SiluOp>(patterns, ops);
   addIfSelected<LayerNormOp>(patterns, ops);
   addIfSelected<RmsNormOp>(patterns, ops);
   addIfSelected<AttentionOp>(patterns, ops);
-  addIfSelected<MoeOp>(patterns, ops);
+  if (ops.empty() || llvm::is_contained(ops, MoeOp::getOperationName().str()))
+    patterns.add<DecomposeMoePattern>(patterns.getContext(), keepMoeKernels);
 }

@@ -38,9 +38,11 @@ void populateRecognizeMoePatterns(mlir::RewritePatternSet &patterns);
 void populateRecognizeLinearPatterns(mlir::RewritePatternSet &patterns);
 
 /// Each composite named in `ops` ("sluice.attention" ...; every composite
-/// when empty) written back as primitive ops (DecomposeComposites.cpp).
+/// when empty) written back as primitive ops (DecomposeComposites.cpp);
+/// `keepMoeKernels`: not the sluice.moe ops the MoE kernel runs.
 void populateDecomposeCompositesPatterns(mlir::RewritePatternSet &patterns,
-                                         llvm::ArrayRef<std::string> ops = {});
+                                         llvm::ArrayRef<std::string> ops = {},
+                                         bool keepMoeKernels = false);
 
 /// Applies `patterns` to the regions of `op` with the greedy driver, top-down
 /// (program order, as the passes walked before they were patterns), with

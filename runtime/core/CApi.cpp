@@ -31,6 +31,7 @@
 
 using sluice::runtime::Bundle;
 using sluice::runtime::CpuContext;
+using sluice::runtime::MoeSpec;
 using sluice::runtime::ProcessGroup;
 using sluice::runtime::RankComm;
 using sluice::runtime::RunContext;
@@ -45,6 +46,7 @@ struct SluiceModel {
   /// The C views of the manifest, pointing into it.
   std::vector<SluiceTensorInfo> inputs, outputs;
   std::vector<SluiceKernelInfo> kernels;
+  std::vector<SluiceMoeInfo> moe;
 };
 
 struct SluiceCommunicator {
@@ -146,6 +148,9 @@ SluiceStatus loadModel(const char *bundle_dir, int32_t rank,
     for (const auto &kernel : manifest.kernels)
       model->kernels.push_back({kernel.name.c_str(), kernel.kind.c_str(),
                                 kernel.op.c_str(), kernel.node.c_str()});
+    for (const MoeSpec &moe : manifest.moe)
+      model->moe.push_back(
+          {moe.node.c_str(), moe.gating.c_str(), moe.experts, moe.topK, moe.expertsPerRank});
     *out = model.release();
     return SLUICE_OK;
   });
@@ -261,6 +266,53 @@ SluiceStatus sluice_model_kernel(const SluiceModel *model, size_t index,
                     std::to_string(model->kernels.size()) +
                     " kernels; no index " + std::to_string(index));
   *info = model->kernels[index];
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_model_num_moe(const SluiceModel *model, size_t *count) {
+  if (!model || !count)
+    return nullArgument("sluice_model_num_moe");
+  *count = model->moe.size();
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_model_moe(const SluiceModel *model, size_t index, SluiceMoeInfo *info) {
+  if (!model || !info)
+    return nullArgument("sluice_model_moe");
+  if (index >= model->moe.size())
+    return fail(SLUICE_ERROR_INVALID_ARGUMENT, "bundle '" + model->bundle->dir() + "' has " +
+                                                   std::to_string(model->moe.size()) +
+                                                   " moe ops; no index " + std::to_string(index));
+  *info = model->moe[index];
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_context_expert_load(const SluiceContext *context, size_t index, int64_t *counts,
+                                        size_t count) {
+  if (!context || !counts)
+    return nullArgument("sluice_context_expert_load");
+  const std::vector<MoeSpec> &moe = context->bundle->manifest().moe;
+  if (index >= moe.size())
+    return fail(SLUICE_ERROR_INVALID_ARGUMENT, "bundle '" + context->bundle->dir() + "' has " +
+                                                   std::to_string(moe.size()) +
+                                                   " moe ops; no index " + std::to_string(index));
+  const MoeSpec &spec = moe[index];
+  if (count < size_t(spec.experts))
+    return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                "sluice_context_expert_load: moe op " + std::to_string(index) + " has " +
+                    std::to_string(spec.experts) + " experts; the buffer holds " +
+                    std::to_string(count));
+  const int64_t *load = context->run->expertLoad + spec.loadOffset;
+  std::copy(load, load + spec.experts, counts);
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_context_reset_expert_load(SluiceContext *context) {
+  if (!context)
+    return nullArgument("sluice_context_reset_expert_load");
+  RunContext &run = *context->run;
+  if (run.expertLoad)
+    std::fill(run.expertLoad, run.expertLoad + run.expertLoadSize, 0);
   return SLUICE_OK;
 }
 

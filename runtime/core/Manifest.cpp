@@ -470,6 +470,32 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
                            kernel.kind + "'");
     manifest.kernels.push_back(std::move(kernel));
   }
+
+  // The moe ops (bundles without one have no key).
+  if (const JsonValue *moe = root.get("moe")) {
+    if (!moe->isArray())
+      return reader.reject("'moe' must be an array");
+    for (size_t i = 0; i < moe->array.size(); ++i) {
+      std::string where = "moe[" + std::to_string(i) + "]";
+      const JsonValue &entry = moe->array[i];
+      if (!entry.isObject())
+        return reader.reject("'" + where + "' must be an object");
+      Reader moeReader(entry, file, where + ".", error);
+      MoeSpec spec;
+      if (!moeReader.string("node", spec.node) || !moeReader.string("gating", spec.gating) ||
+          !moeReader.integer("experts", spec.experts) || !moeReader.integer("top_k", spec.topK) ||
+          !moeReader.integer("experts_per_rank", spec.expertsPerRank))
+        return false;
+      if (spec.experts < 1 || spec.experts > (int64_t(1) << 24) || spec.expertsPerRank < 1 ||
+          spec.experts % spec.expertsPerRank != 0)
+        return reader.reject("'" + where + "' needs experts >= 1 and experts_per_rank " +
+                             "dividing it, got " + std::to_string(spec.experts) + " and " +
+                             std::to_string(spec.expertsPerRank));
+      spec.loadOffset = manifest.expertLoadCounters;
+      manifest.expertLoadCounters += spec.experts;
+      manifest.moe.push_back(std::move(spec));
+    }
+  }
   return true;
 }
 

@@ -53,6 +53,16 @@ struct ParallelSpec {
   int64_t layers = 0;            ///< transformer layers split (0: not given)
 };
 
+/// One mixture-of-experts op (manifest "moe", in the order of the
+/// expert-load counters, SluiceRunArgs.expert_load).
+struct MoeSpec {
+  std::string node;   ///< its ONNX node
+  std::string gating; ///< "top_k" or "hard"
+  int64_t experts = 0, topK = 1;
+  int64_t expertsPerRank = 0; ///< experts / ep: the world is experts / this
+  int64_t loadOffset = 0;     ///< its first counter (the experts before it)
+};
+
 struct Manifest {
   std::string version;
   int64_t abi = 0;
@@ -86,6 +96,10 @@ struct Manifest {
   std::vector<std::string> gpuArchitectures;
   std::vector<TensorSpec> inputs, outputs;
   std::vector<KernelSpec> kernels;
+  /// The moe ops (optional key; none when absent) and the counters their
+  /// expert-load profile takes: the sum of their experts.
+  std::vector<MoeSpec> moe;
+  int64_t expertLoadCounters = 0;
 };
 
 /// The size of one element of NumPy dtype `name` (bool is 1 byte), or 0 if

@@ -65,11 +65,21 @@ public:
   /// A multi-rank context's collective transport ("mpi", "nccl" ...); ""
   /// for a single-rank one.
   virtual std::string commTransport() const = 0;
+
+  /// The expert-load counters of the manifest's moe ops
+  /// (Manifest::expertLoadCounters entries, zero at creation; null when
+  /// there is none): runs add to them through SluiceRunArgs.expert_load,
+  /// sluice_context_reset_expert_load zeroes them. Host memory the context
+  /// owns (a vector on cpu; mapped pinned memory on cuda, which the device
+  /// kernels write too), so concurrent contexts never share one.
+  int64_t *expertLoad = nullptr;
+  size_t expertLoadSize = 0;
 };
 
 /// Bumped whenever RunContext, Bundle, Manifest, CudaCommRequest or the
 /// comm interfaces (runtime/core/Comm.h) change layout.
-constexpr int32_t kCudaModuleInterface = 2;
+/// 3: RunContext::expertLoad, Manifest::moe.
+constexpr int32_t kCudaModuleInterface = 3;
 
 /// A cuda context of a multi-rank job: its process group and the factory
 /// of libsluice_comm_cuda.so, which the context calls with its device

@@ -35,6 +35,9 @@ bool CpuContext::init(std::string &error) {
             std::to_string(manifest.arenaBytes) + " bytes)";
     return false;
   }
+  loadCounters.assign(manifest.expertLoadCounters, 0);
+  expertLoad = loadCounters.empty() ? nullptr : loadCounters.data();
+  expertLoadSize = loadCounters.size();
   outputs.resize(manifest.outputs.size());
   outputShapes.clear();
   for (const TensorSpec &spec : manifest.outputs)
@@ -156,6 +159,7 @@ bool CpuContext::run(std::string &error) {
   args.error = message;
   args.error_size = sizeof message;
   args.comm = comm ? comm->comm() : nullptr;
+  args.expert_load = expertLoad;
 
   events.clear();
   runStart = std::chrono::steady_clock::now();

@@ -93,6 +93,7 @@ private:
   std::vector<AlignedBuffer> inputCopies, outputs;
   std::vector<std::vector<int64_t>> outputShapes;
   std::vector<const void *> inputs; ///< null until set
+  std::vector<int64_t> loadCounters; ///< what RunContext::expertLoad points at
   int32_t numThreads = 1;
   bool tracing = false;
   std::vector<SluiceTraceEvent> events;

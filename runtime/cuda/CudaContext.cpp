@@ -189,6 +189,20 @@ bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
                "cudaHostAlloc (host arena)", error))
     return false;
 
+  // The expert-load counters: mapped pinned memory, which the device MoE
+  // kernel adds to (one thread, in stream order; with unified addressing
+  // the host pointer is the device's) and host steps running the cpu
+  // kernel too. Read after the caller's synchronize.
+  if (manifest.expertLoadCounters) {
+    size_t bytes = manifest.expertLoadCounters * sizeof(int64_t);
+    if (!checked(cudaHostAlloc(reinterpret_cast<void **>(&expertLoad), bytes,
+                               cudaHostAllocMapped),
+                 "cudaHostAlloc (expert-load counters)", error))
+      return false;
+    std::memset(expertLoad, 0, bytes);
+    expertLoadSize = manifest.expertLoadCounters;
+  }
+
   boundInputs.assign(manifest.inputs.size(), nullptr);
   inputSet.assign(manifest.inputs.size(), false);
   unsigned hardware = std::thread::hardware_concurrency();
@@ -238,6 +252,7 @@ CudaContext::~CudaContext() {
   (void)cudaFreeHost(hostDimsTemplate);
   (void)cudaFreeHost(hostDims);
   (void)cudaFreeHost(hostArena);
+  (void)cudaFreeHost(expertLoad);
   if (stream)
     (void)cudaStreamDestroy(stream);
   (void)cudaGetLastError();
@@ -347,6 +362,7 @@ bool CudaContext::enqueueRun(const SluiceTraceHooks *hooks,
   args.device_state = modelState;
   args.host_arena = hostArena;
   args.host_weights = bundle.weights();
+  args.expert_load = expertLoad;
   if (rankComm) {
     rankComm->beginRun();
     args.comm = rankComm->comm();

@@ -17,7 +17,7 @@ const char *kDir = "/b/my model.sluice";
 
 std::string validManifest() {
   return R"({"format": "sluice-bundle", "version": ")" SLUICE_VERSION_STRING
-         R"(", "abi": 5, "target": "cpu",
+         R"(", "abi": 6, "target": "cpu",
  "model": "mlp", "library": "model.so",
  "weights": {"file": "weights.bin", "bytes": 4096, "alignment": 64},
  "arena_bytes": 1024, "world_size": 1, "gpu_architectures": [],
@@ -80,9 +80,9 @@ TEST(Manifest, RefusesWhatThisRuntimeCannotRun) {
   EXPECT_EQ(errorOf(with("\"target\": \"cpu\"", "\"target\": \"tpu\"")),
             "bundle '/b/my model.sluice' is for target 'tpu'; this runtime "
             "runs cpu and cuda bundles");
-  EXPECT_EQ(errorOf(with("\"abi\": 5", "\"abi\": 3")),
+  EXPECT_EQ(errorOf(with("\"abi\": 6", "\"abi\": 3")),
             "bundle '/b/my model.sluice' uses bundle ABI 3; this runtime "
-            "supports ABI 5");
+            "supports ABI 6");
   EXPECT_EQ(errorOf(with("\"version\": \"" SLUICE_VERSION_STRING "\"",
                          "\"version\": \"9.1.0\"")),
             "bundle '/b/my model.sluice' was written by Sluice 9.1.0; this "
@@ -97,7 +97,7 @@ TEST(Manifest, NamesTheBadKey) {
   std::string file = std::string(kDir) + "/manifest.json: ";
   EXPECT_EQ(errorOf(with("\"arena_bytes\": 1024,", "")),
             file + "missing key 'arena_bytes'");
-  EXPECT_EQ(errorOf(with("\"abi\": 5", "\"abi\": \"5\"")),
+  EXPECT_EQ(errorOf(with("\"abi\": 6", "\"abi\": \"5\"")),
             file + "key 'abi' must be a number, got a string");
   EXPECT_EQ(errorOf(with("\"bytes\": 4096", "\"bytes\": -1")),
             file + "key 'weights.bytes' must not be negative");
@@ -312,3 +312,43 @@ TEST(Manifest, NamesTheBadMultiRankKey) {
             file + "'world_size' must be at least 1, got 0");
 }
 
+
+// The moe list (bundle ABI 6): each op's counters start after the experts
+// of the ops before it; a bundle without the key has none.
+TEST(Manifest, ReadsTheMoeOps) {
+  Manifest m;
+  std::string error;
+  ASSERT_TRUE(parseManifest(validManifest(), kDir, m, error)) << error;
+  EXPECT_TRUE(m.moe.empty());
+  EXPECT_EQ(m.expertLoadCounters, 0);
+  std::string moe = R"("moe": [
+    {"node": "/a/Softmax", "experts": 8, "top_k": 2, "gating": "top_k", "experts_per_rank": 2},
+    {"node": "/b/Gather", "experts": 4, "top_k": 1, "gating": "hard", "experts_per_rank": 4}],
+ "kernels":)";
+  ASSERT_TRUE(parseManifest(with("\"kernels\":", moe), kDir, m, error)) << error;
+  ASSERT_EQ(m.moe.size(), 2u);
+  EXPECT_EQ(m.moe[0].node, "/a/Softmax");
+  EXPECT_EQ(m.moe[0].gating, "top_k");
+  EXPECT_EQ(m.moe[0].experts, 8);
+  EXPECT_EQ(m.moe[0].topK, 2);
+  EXPECT_EQ(m.moe[0].expertsPerRank, 2);
+  EXPECT_EQ(m.moe[0].loadOffset, 0);
+  EXPECT_EQ(m.moe[1].gating, "hard");
+  EXPECT_EQ(m.moe[1].loadOffset, 8);
+  EXPECT_EQ(m.expertLoadCounters, 12);
+}
+
+TEST(Manifest, NamesTheBadMoeKey) {
+  std::string file = std::string(kDir) + "/manifest.json: ";
+  auto moe = [](const std::string &entry) {
+    return with("\"kernels\":", "\"moe\": [" + entry + "], \"kernels\":");
+  };
+  EXPECT_EQ(errorOf(with("\"kernels\":", "\"moe\": 3, \"kernels\":")),
+            file + "'moe' must be an array");
+  EXPECT_EQ(errorOf(moe(R"({"node": "n", "experts": 4, "top_k": 1, "gating": "hard"})")),
+            file + "missing key 'moe[0].experts_per_rank'");
+  EXPECT_EQ(
+      errorOf(moe(
+          R"({"node": "n", "experts": 4, "top_k": 1, "gating": "hard", "experts_per_rank": 3})")),
+      file + "'moe[0]' needs experts >= 1 and experts_per_rank dividing it, got 4 and 3");
+}

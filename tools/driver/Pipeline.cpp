@@ -195,6 +195,9 @@ void buildFusePipeline(OpPassManager &pm, const CompilerOptions &options) {
   if (!decompose.empty()) {
     DecomposeCompositesPassOptions decomposeOptions;
     decomposeOptions.ops.assign(decompose.begin(), decompose.end());
+    // cpu and cuda run sluice.moe with the MoE kernel where it applies
+    // (static f32, lib/kernel/Moe.h); the others take the dense form.
+    decomposeOptions.keepMoeKernels = options.target == "cpu" || options.target == "cuda";
     pm.addNestedPass<func::FuncOp>(sluice::createDecomposeCompositesPass(decomposeOptions));
   }
   if (options.fusion == "all")

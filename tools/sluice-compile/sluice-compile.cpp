@@ -686,6 +686,7 @@ int main(int argc, char **argv) {
             json.value(b);
         });
         sluice::codegen::writeParallel(json, *facts);
+        sluice::codegen::writeMoe(json, *facts);
         json.attributeArray("collectives", [&] {
           for (const auto &c : facts->collectives)
             json.object([&] {
@@ -718,12 +719,6 @@ int main(int argc, char **argv) {
             writeAttributeJson(json, q);
             json.attributeEnd();
           }
-        // --ep: the MoE layers and how their experts are spread.
-        if (auto moe = func->getAttrOfType<mlir::ArrayAttr>("sluice.moe")) {
-          json.attributeBegin("moe");
-          writeAttributeJson(json, moe);
-          json.attributeEnd();
-        }
       }
       sluice::writeJsonStrings(json, "remarks", remarks);
       if (bundled)

@@ -4,6 +4,7 @@
 //              [--expect OUTPUT ...] [--rtol=1e-3 --atol=1e-7 | --max-rel-l2=X]
 //              [--iters=N --warmup=W] [--save-outputs=DIR] [--random-inputs]
 //              [--shape=NAME=2x128] [--trace=FILE.json] [--threads=N]
+//              [--report=FILE.json]
 //              [--device=N] [--no-cuda-graph] [--ranks=N]
 //
 // A bundle written by sluice-compile runs through the runtime's API only
@@ -81,6 +82,10 @@ model on the reference evaluator, checks and times it.
   --trace=FILE.json     bundles: write a Chrome trace (Perfetto,
                         chrome://tracing) of one run, an event per kernel
                         and library call
+  --report=FILE.json    bundles: write the run's profile: "expert_load",
+                        per moe op the tokens each expert and each rank
+                        received in the first run (the one checked) and
+                        the imbalance, max over mean (docs/parallel.md)
   --contexts=N          bundles: also run the model on N threads at once,
                         each with its own context, for --iters runs (or
                         one), check every thread's outputs against the
@@ -131,6 +136,7 @@ struct Options {
   std::map<std::string, std::vector<int64_t>> shapes;
   bool bundle = false; ///< OUT.sluice: run through the runtime
   std::string trace;
+  std::string report; ///< --report: the expert-load profile
   int threads = 0; ///< 0: the hardware's concurrency
   int contexts = 1; ///< bundles: contexts running at once on their own threads
   int device = -1;  ///< cuda bundles: -1 for SLUICE_DEVICE or 0
@@ -211,6 +217,8 @@ Options parseArgs(int argc, char **argv) {
       o.saveOutputs = args.flagValue("--save-outputs");
     } else if (args.is("--trace")) {
       o.trace = args.flagValue("--trace");
+    } else if (args.is("--report")) {
+      o.report = args.flagValue("--report");
     } else if (args.is("--contexts")) {
       o.contexts = (int)parseNumber("--contexts", args.flagValue("--contexts"));
       if (o.contexts < 1)
@@ -609,6 +617,65 @@ void writeTrace(const std::string &path, const std::string &bundle,
   }
 }
 
+/// The --report file: per moe op, the tokens each expert received, their
+/// sums over each rank's block of experts_per_rank experts (rank r holds
+/// experts [r * experts_per_rank, (r + 1) * experts_per_rank)), and the
+/// imbalance max / mean over the ranks, or over the experts when one rank
+/// holds them all ("imbalance_over" says which; 1 when nothing was routed).
+void writeReport(const std::string &path, const std::string &bundle,
+                 const std::vector<sluice::rt::MoeInfo> &moe,
+                 const std::vector<std::vector<int64_t>> &load) {
+  std::error_code ec;
+  llvm::raw_fd_ostream file(path, ec);
+  if (ec)
+    die(path + ": cannot write the report: " + ec.message());
+  llvm::json::OStream json(file, /*IndentSize=*/2);
+  auto imbalance = [](const std::vector<int64_t> &counts) {
+    int64_t most = 0, sum = 0;
+    for (int64_t c : counts) {
+      most = std::max(most, c);
+      sum += c;
+    }
+    return sum ? double(most) * double(counts.size()) / double(sum) : 1.0;
+  };
+  json.object([&] {
+    json.attribute("bundle", jsonText(bundle));
+    json.attribute("runs", 1);
+    json.attributeArray("expert_load", [&] {
+      for (size_t i = 0; i < moe.size(); ++i)
+        json.object([&] {
+          const sluice::rt::MoeInfo &op = moe[i];
+          int64_t perRank = std::max<int64_t>(op.expertsPerRank, 1);
+          std::vector<int64_t> ranks((op.experts + perRank - 1) / perRank, 0);
+          for (int64_t e = 0; e < op.experts; ++e)
+            ranks[e / perRank] += load[i][e];
+          json.attribute("node", jsonText(op.node));
+          json.attribute("gating", jsonText(op.gating));
+          json.attribute("experts", op.experts);
+          json.attribute("top_k", op.topK);
+          json.attribute("experts_per_rank", op.expertsPerRank);
+          json.attributeArray("tokens_per_expert", [&] {
+            for (int64_t c : load[i])
+              json.value(c);
+          });
+          json.attributeArray("tokens_per_rank", [&] {
+            for (int64_t c : ranks)
+              json.value(c);
+          });
+          bool overRanks = ranks.size() > 1;
+          json.attribute("imbalance", imbalance(overRanks ? ranks : load[i]));
+          json.attribute("imbalance_over", overRanks ? "ranks" : "experts");
+        });
+    });
+  });
+  file << "\n";
+  file.close();
+  if (std::error_code writeError = file.error()) {
+    file.clear_error();
+    die(path + ": cannot write the report: " + writeError.message());
+  }
+}
+
 /// A multi-rank run's faults that every rank finds alike, before it joins
 /// the job (from the command line, the launcher's environment and the
 /// manifest): rank 0 says it (every rank, when the launcher did not say
@@ -845,6 +912,17 @@ int runBundle(const Options &options, bool rankMode) {
 
   if (!context.run(&error))
     die(error);
+  // The expert-load profile of this first run (the one checked below),
+  // read before the timed runs add to the counters.
+  std::vector<std::vector<int64_t>> expertLoad;
+  std::vector<sluice::rt::MoeInfo> moe = model.moe();
+  for (size_t i = 0; i < moe.size() && !options.report.empty(); ++i) {
+    expertLoad.push_back(context.expertLoad(i, moe[i].experts, &error));
+    if (expertLoad.back().empty())
+      die(error);
+  }
+  if (leader && !options.report.empty())
+    writeReport(options.report, options.model, moe, expertLoad);
   std::vector<sluice::Tensor> results;
   for (size_t i = 0; i < outputs.size(); ++i) {
     size_t bytes = 0;

@@ -129,6 +129,8 @@ CudaEmit emitCudaSingleOp(CudaGroupContext &ctx, Operation *op) {
     return emitConcat(ctx, concat);
   if (isa<PoolOp, BatchNormOp>(op))
     return emitCudaNNOp(ctx, op);
+  if (auto moe = dyn_cast<MoeOp>(op))
+    return emitCudaMoe(ctx, moe);
   if (kernel::isCollective(op)) {
     // NCCL (or host-staged MPI) through the run's communicator, enqueued on
     // the step's stream like a library call.
