@@ -21,6 +21,7 @@
 #include <fstream>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 namespace fs = std::filesystem;
 using sluice::rt::Context;
@@ -313,6 +314,77 @@ TEST(Runtime, ContextsRunConcurrently) {
   b.join();
   EXPECT_EQ(failuresA, 0);
   EXPECT_EQ(failuresB, 0);
+}
+
+// A bundle sluice-compile generated, named by SLUICE_TEST_GENERATED_BUNDLE
+// (scripts/sanitize.sh thread builds fixtures/concurrent.onnxtxt with
+// ThreadSanitizer: a GEMM over OpenMP threads with per-thread scratch):
+// contexts on three threads run it at once, each
+// output bit for bit the one of a run alone (same thread count, static
+// schedules). SLUICE_TEST_OMP_THREADS sets each run's OpenMP threads
+// (default 2; ThreadSanitizer runs use 1: libgomp is not instrumented, so
+// its barriers are invisible to it). Skipped without the bundle.
+TEST(Runtime, GeneratedBundleRunsConcurrently) {
+  const char *dir = std::getenv("SLUICE_TEST_GENERATED_BUNDLE");
+  if (!dir || !*dir)
+    GTEST_SKIP() << "SLUICE_TEST_GENERATED_BUNDLE is not set";
+  const char *threadsText = std::getenv("SLUICE_TEST_OMP_THREADS");
+  int32_t threads = threadsText && *threadsText ? std::atoi(threadsText) : 2;
+  ASSERT_GE(threads, 1);
+  Model model;
+  std::string error;
+  ASSERT_TRUE(model.load(dir, &error)) << error;
+  // Inputs: each input's bytes from one pattern (small float32 values).
+  std::vector<std::vector<float>> inputs;
+  for (size_t i = 0; i < model.numInputs(); ++i) {
+    sluice::rt::TensorInfo info = model.input(i);
+    ASSERT_EQ(info.dtype, "float32") << info.name;
+    inputs.emplace_back(info.bytes / sizeof(float));
+    for (size_t e = 0; e < inputs.back().size(); ++e)
+      inputs.back()[e] = (float)((e * 7 + i * 3) % 17) / 16.0f - 0.5f;
+  }
+  auto runAll = [&](Context &context, std::vector<std::string> &outputs, std::string &why) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!context.setInput(i, inputs[i].data(), inputs[i].size() * sizeof(float), &why))
+        return false;
+    if (!context.run(&why))
+      return false;
+    outputs.clear();
+    for (size_t o = 0; o < model.numOutputs(); ++o) {
+      size_t bytes = 0;
+      const void *data = context.output(o, &bytes);
+      outputs.emplace_back(static_cast<const char *>(data), bytes);
+    }
+    return true;
+  };
+  std::vector<std::string> alone;
+  {
+    Context context;
+    ASSERT_TRUE(context.create(model, &error) && context.setNumThreads(threads, &error)) << error;
+    ASSERT_TRUE(runAll(context, alone, error)) << error;
+  }
+  constexpr int kThreads = 3;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < kThreads; ++t)
+    workers.emplace_back([&, t] {
+      Context context;
+      std::string why;
+      if (!context.create(model, &why) || !context.setNumThreads(threads, &why)) {
+        failures[t] = why;
+        return;
+      }
+      std::vector<std::string> outputs;
+      for (int run = 0; run < 10 && failures[t].empty(); ++run)
+        if (!runAll(context, outputs, why))
+          failures[t] = why;
+        else if (outputs != alone)
+          failures[t] = "run " + std::to_string(run) + " differs from a run alone";
+    });
+  for (std::thread &worker : workers)
+    worker.join();
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(failures[t], "") << "thread " << t;
 }
 
 TEST(Runtime, BadBundles) {
