@@ -135,3 +135,6 @@ model("axis-unsqueeze", helper.make_node("Unsqueeze", ["x", "a"], ["y"]), [x3], 
       inits=[i64("a", [-5])])
 model("lrn-size", helper.make_node("LRN", ["x"], ["y"], size=-4), [value("x", [1, 4, 2, 2])],
       [y])
+# Inputs the op's schema requires, missing (the first crashed the importer).
+model("pow-one-input", helper.make_node("Pow", ["x"], ["y"]), [value("x", [2])], [y])
+model("gemm-empty-input", helper.make_node("Gemm", ["x", ""], ["y"]), [value("x", [2, 2])], [y])
