@@ -47,12 +47,15 @@ if [ "$mode" = address ]; then
   build="${SLUICE_ASAN_BUILD_DIR:-$root/build-asan}"
   configure "$build" address,undefined
   # allocator_may_return_null: the hostile-input tests check that oversized
-  # allocations fail cleanly rather than abort.
-  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}"
+  # allocations fail cleanly rather than abort. detect_leaks=0: gcc 12's
+  # LeakSanitizer crashes in its own tracer ("Tracer caught signal 11") on
+  # the thread-local storage of dlopened model libraries; the fuzz runs
+  # (clang, scripts/fuzz.sh) check leaks.
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1}"
   replays=(json manifest npy tensor_proto bundle)
   if [ "$runtime_only" = 1 ]; then
     ninja -C "$build" -j "$jobs" sluice-runtime-tests $(printf 'sluice-fuzz-replay-%s ' "${replays[@]}")
-    (cd "$build" && ctest --output-on-failure -j "$jobs" -L runtime -R '^Runtime\.') || status=1
+    (cd "$build" && ctest --output-on-failure -j "$jobs" -R '^Runtime\.') || status=1
     (cd "$build" && ctest --output-on-failure -j "$jobs" \
        -R "^fuzz-replay-($(IFS='|'; echo "${replays[*]}"))\$") || status=1
   else
