@@ -480,9 +480,18 @@ std::string flagsOf(const std::vector<std::string> &args, size_t end) {
 }
 
 /// The host C++ flags of generated code (cpu bundles and cuda host steps).
+/// A sanitizer build of Sluice (SLUICE_SANITIZE) builds its bundles with the
+/// same sanitizers, so that their code is checked where its tests run it.
 std::vector<std::string> hostCxxFlags() {
-  return {"-std=c++17",         "-O2", "-march=native", "-fopenmp", "-fPIC", "-fno-math-errno",
-          "-fno-trapping-math", "-w"};
+  std::vector<std::string> flags = {"-std=c++17", "-O2",           "-march=native",
+                                    "-fopenmp",   "-fPIC",         "-fno-math-errno",
+                                    "-fno-trapping-math", "-w"};
+#ifdef SLUICE_SANITIZE_FLAGS
+  for (const char *flag : {SLUICE_SANITIZE_FLAGS, "-fno-sanitize-recover=all",
+                           "-fno-omit-frame-pointer"})
+    flags.push_back(flag);
+#endif
+  return flags;
 }
 
 /// The host C++ compiler's command for generated code: the program, the

@@ -256,6 +256,8 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
   source.blank().raw(kernels);
   source.line("extern \"C\" int32_t sluice_model_abi_version(void) {{ return "
               "SLUICE_BUNDLE_ABI_VERSION; }");
+  // Lets the runtime free the threads' scratch with the model.
+  source.line("SLUICE_SCRATCH_EXPORTS");
   source.blank();
   if (model.pp > 1) {
     // A pipeline bundle: the steps are one micro-batch of this rank's stage.

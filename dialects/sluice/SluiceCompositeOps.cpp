@@ -40,7 +40,7 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
                                           SmallVectorImpl<Type> &inferred) {
   auto type = cast<TensorType>(adaptor.getInput().getType());
   if (type.hasRank() && failed(normalizeAxis(adaptor.getAxis(), type.getRank())))
-    return emitOptionalError(loc, "rms_norm axis ", adaptor.getAxis(),
+    return emitOptionalError(loc, "rms_norm axis ", (int64_t)adaptor.getAxis(),
                              " out of range for rank ", type.getRank());
   inferred.push_back(type);
   return success();

@@ -59,7 +59,7 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   }
   auto axis = normalizeAxis(adaptor.getAxis(), input.getRank());
   if (failed(axis))
-    return emitOptionalError(loc, "gather axis ", adaptor.getAxis(),
+    return emitOptionalError(loc, "gather axis ", (int64_t)adaptor.getAxis(),
                              " out of range for rank ", input.getRank());
   SmallVector<int64_t> shape(input.getShape().take_front(*axis));
   shape.append(indices.getShape().begin(), indices.getShape().end());
@@ -86,7 +86,7 @@ LogicalResult GatherElementsOp::inferReturnTypes(
   auto indices = cast<TensorType>(adaptor.getIndices().getType());
   if (input.hasRank() &&
       failed(normalizeAxis(adaptor.getAxis(), input.getRank())))
-    return emitOptionalError(loc, "gather_elements axis ", adaptor.getAxis(),
+    return emitOptionalError(loc, "gather_elements axis ", (int64_t)adaptor.getAxis(),
                              " out of range for rank ", input.getRank());
   inferred.push_back(indices.clone(input.getElementType()));
   return success();
@@ -160,7 +160,7 @@ LogicalResult ScatterElementsOp::inferReturnTypes(
   auto input = cast<TensorType>(adaptor.getInput().getType());
   if (input.hasRank() &&
       failed(normalizeAxis(adaptor.getAxis(), input.getRank())))
-    return emitOptionalError(loc, "scatter_elements axis ", adaptor.getAxis(),
+    return emitOptionalError(loc, "scatter_elements axis ", (int64_t)adaptor.getAxis(),
                              " out of range for rank ", input.getRank());
   inferred.push_back(input);
   return success();
@@ -243,7 +243,7 @@ LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,
   int64_t rank = indices.getRank() + 1;
   auto axis = normalizeAxis(adaptor.getAxis(), rank);
   if (failed(axis))
-    return emitOptionalError(loc, "one_hot axis ", adaptor.getAxis(),
+    return emitOptionalError(loc, "one_hot axis ", (int64_t)adaptor.getAxis(),
                              " out of range for result rank ", rank);
   int64_t depth = kDynamic;
   if (auto values = getConstantIntValues(adaptor.getDepth())) {
@@ -302,7 +302,7 @@ LogicalResult CompressOp::inferReturnTypes(MLIRContext *,
     }
     auto normalized = normalizeAxis(*adaptor.getAxis(), input.getRank());
     if (failed(normalized))
-      return emitOptionalError(loc, "compress axis ", *adaptor.getAxis(),
+      return emitOptionalError(loc, "compress axis ", (int64_t)*adaptor.getAxis(),
                                " out of range for rank ", input.getRank());
     axis = *normalized;
   }
@@ -337,7 +337,7 @@ LogicalResult CompressOp::verify() {
     return success();
   auto axis = normalizeAxis(*getAxis(), input.getRank());
   if (failed(axis))
-    return emitOpError("axis ") << *getAxis() << " out of range for rank "
+    return emitOpError("axis ") << (int64_t)*getAxis() << " out of range for rank "
                                 << input.getRank();
   int64_t dim = input.getDimSize(*axis), length = condition.getDimSize(0);
   if (!ShapedType::isDynamic(dim) && !ShapedType::isDynamic(length) &&
@@ -439,7 +439,7 @@ LogicalResult UniqueOp::inferReturnTypes(MLIRContext *ctx,
   }
   auto axis = normalizeAxis(*adaptor.getAxis(), input.getRank());
   if (failed(axis))
-    return emitOptionalError(loc, "unique axis ", *adaptor.getAxis(),
+    return emitOptionalError(loc, "unique axis ", (int64_t)*adaptor.getAxis(),
                              " out of range for rank ", input.getRank());
   SmallVector<int64_t> shape(input.getShape());
   shape[*axis] = kDynamic;

@@ -489,7 +489,7 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
   }
   auto axis = normalizeAxis(adaptor.getAxis(), type.getRank());
   if (failed(axis))
-    return emitOptionalError(loc, "layer_norm axis ", adaptor.getAxis(),
+    return emitOptionalError(loc, "layer_norm axis ", (int64_t)adaptor.getAxis(),
                              " out of range for rank ", type.getRank());
   SmallVector<int64_t> statShape(type.getShape());
   for (int64_t i = *axis; i < type.getRank(); ++i)

@@ -40,6 +40,11 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *,
     if (failed(normalized))
       return emitOptionalError(loc, "reduce axis ", axis,
                                " out of range for rank ", rank);
+    // ONNX does not define a repeated axis ([1, -2] of a rank-3 input):
+    // refused rather than guessed.
+    if (reduced[*normalized])
+      return emitOptionalError(loc, "reduce axis ", axis, " is repeated (dim ",
+                               *normalized, ")");
     reduced[*normalized] = true;
   }
   SmallVector<int64_t> shape;

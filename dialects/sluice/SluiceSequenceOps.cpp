@@ -112,7 +112,7 @@ LogicalResult ConcatFromSequenceOp::inferReturnTypes(
   int64_t rank = element.getRank() + (adaptor.getNewAxis() ? 1 : 0);
   auto axis = normalizeAxis(adaptor.getAxis(), rank);
   if (failed(axis))
-    return emitOptionalError(loc, "axis ", adaptor.getAxis(),
+    return emitOptionalError(loc, "axis ", (int64_t)adaptor.getAxis(),
                              " is out of range for rank ", rank);
   // The number of elements is a runtime property: the axis dim is dynamic.
   SmallVector<int64_t> shape(element.getShape());
@@ -135,7 +135,7 @@ SplitToSequenceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   }
   auto axis = normalizeAxis(adaptor.getAxis(), type.getRank());
   if (failed(axis))
-    return emitOptionalError(loc, "axis ", adaptor.getAxis(),
+    return emitOptionalError(loc, "axis ", (int64_t)adaptor.getAxis(),
                              " is out of range for rank ", type.getRank());
   if (Value split = adaptor.getSplit()) {
     auto splitType = cast<TensorType>(split.getType());

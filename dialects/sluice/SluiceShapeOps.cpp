@@ -287,7 +287,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
     if (!shape) {
       auto a = normalizeAxis(adaptor.getAxis(), type.getRank());
       if (failed(a))
-        return emitOptionalError(loc, "concat axis ", adaptor.getAxis(),
+        return emitOptionalError(loc, "concat axis ", (int64_t)adaptor.getAxis(),
                                  " is out of range for rank ", type.getRank());
       axis = *a;
       shape = SmallVector<int64_t>(type.getShape());
@@ -354,7 +354,7 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
   }
   auto axis = normalizeAxis(adaptor.getAxis(), type.getRank());
   if (failed(axis))
-    return emitOptionalError(loc, "split axis ", adaptor.getAxis(),
+    return emitOptionalError(loc, "split axis ", (int64_t)adaptor.getAxis(),
                              " is out of range for rank ", type.getRank());
   int64_t dim = type.getDimSize(*axis);
   SmallVector<int64_t> pieces(count, kDynamic);

@@ -187,6 +187,14 @@ int32_t sluice_model_check(void *device_state, char *error, size_t error_size);
  * manifest's (a library and a manifest of different compiles). */
 const char *sluice_model_bundle_id(void);
 
+/* Optional (cpu bundles): frees the per-thread scratch (packing buffers,
+ * im2col matrices) that the library's threads keep between runs. The
+ * runtime calls it when the last model using the library is freed, so no
+ * run can be in flight; later runs grow the buffers again. */
+void sluice_model_release_scratch(void);
+/* Optional, for tests: the bytes that scratch holds now. */
+size_t sluice_model_scratch_bytes(void);
+
 /* A weights file's fingerprint, recorded per file in the manifest
  * ("weights.fingerprint", or "fingerprint" of each "weights.ranks" entry)
  * and checked when the runtime maps it: FNV-1a (64 bit) over the size and

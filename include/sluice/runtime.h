@@ -192,10 +192,17 @@ SLUICE_RT_API SluiceStatus sluice_context_set_input(SluiceContext *context, size
  * and lets it update the data in place between runs. */
 SLUICE_RT_API SluiceStatus sluice_context_bind_input(SluiceContext *context, size_t index,
                                        const void *data, size_t bytes);
-/* OpenMP threads for each run (>= 1; the default is the hardware's); on
- * cuda, those of the host steps (ops run on the cpu). */
+/* OpenMP threads for each run (>= 1); on cuda, those of the host steps
+ * (ops run on the cpu). Without it a context takes SLUICE_NUM_THREADS (as
+ * set when the context was made), else the hardware threads divided by
+ * the contexts alive in the process (and by the ranks on the host), worked
+ * out again at each run: contexts running side by side do not each start
+ * a thread per core. */
 SLUICE_RT_API SluiceStatus sluice_context_set_num_threads(SluiceContext *context,
                                             int32_t num_threads);
+/* The thread count the context's next run uses. */
+SLUICE_RT_API SluiceStatus sluice_context_num_threads(const SluiceContext *context,
+                                                      int32_t *num_threads);
 /* Runs the model once; every input must have been set. */
 SLUICE_RT_API SluiceStatus sluice_context_run(SluiceContext *context);
 /* Output `index` of the last run, owned by the context and valid until its

@@ -326,6 +326,11 @@ public:
     return detail::check(sluice_context_set_num_threads(context, threads),
                          error);
   }
+  /// The thread count the next run uses (0 without a context).
+  int32_t numThreads() const {
+    int32_t threads = 0;
+    return sluice_context_num_threads(context, &threads) == SLUICE_OK ? threads : 0;
+  }
   void enableTrace(bool on) { sluice_context_enable_trace(context, on); }
   /// cuda: capture runs into a CUDA graph (on by default).
   void enableCudaGraph(bool on) {

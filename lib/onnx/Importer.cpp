@@ -23,6 +23,7 @@
 #include "llvm/Support/Path.h"
 
 #include <onnx/defs/parser.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -728,6 +729,26 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, int index) 
       return failure();
     }
     inputs.push_back(value);
+  }
+  // The inputs its ONNX schema requires are there: handlers index them
+  // without checking (a Pow with one input dereferenced a null value; the
+  // onnx_import fuzz target found it). Optional ones they check themselves.
+  if (const onnx::OpSchema *schema =
+          onnx::OpSchemaRegistry::Schema(node.op_type(), opset, domain)) {
+    if (node.input_size() < schema->min_input()) {
+      error += describeLocation(loc) + ": " + node.op_type() + " needs at least " +
+               std::to_string(schema->min_input()) + " inputs, got " +
+               std::to_string(node.input_size()) + "\n";
+      return failure();
+    }
+    const auto &formal = schema->inputs();
+    for (int i = 0; i < node.input_size() && i < (int)formal.size(); ++i)
+      if (node.input(i).empty() &&
+          formal[i].GetOption() == onnx::OpSchema::FormalParameterOption::Single) {
+        error += describeLocation(loc) + ": input " + std::to_string(i) + " ('" +
+                 formal[i].GetName() + "') of " + node.op_type() + " is required\n";
+        return failure();
+      }
   }
   const Handler *handler = OpRegistry::get().lookup(domain, node.op_type(), opset);
   Binder binder(builder, loc, node, opset, std::move(inputs), error);

@@ -375,6 +375,10 @@ LogicalResult groupNormHandler(Binder &b) {
 LogicalResult lrnHandler(Binder &b) {
   if (!b.hasAttr("size"))
     return b.fail("LRN needs size");
+  // A size below 1 sums over no channel: the evaluator ran it, dividing by
+  // a window it never formed.
+  if (int64_t size = b.attrInt("size", 1); size < 1)
+    return b.fail("LRN size is " + Twine(size) + "; it must be at least 1");
   return b.output(
       b.create<LrnOp>(b.input(0), b.b.getI64IntegerAttr(b.attrInt("size", 1)),
                       b.b.getF32FloatAttr(b.attrFloat("alpha", 1e-4f)),
@@ -389,6 +393,8 @@ LogicalResult mvnHandler(Binder &b) {
   Type element = b.elementType(0);
   Value axes = b.constI64(b.attrInts("axes", {0, 2, 3}));
   Value mean = b.create<ReduceOp>(x, axes, ReduceKind::mean, true, false);
+  if (!mean) // bad axes: reported once, not again by the second reduce
+    return failure();
   Value squares = b.create<MulOp>(x, x);
   Value meanOfSquares =
       b.create<ReduceOp>(squares, axes, ReduceKind::mean, true, false);

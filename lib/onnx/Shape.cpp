@@ -175,11 +175,11 @@ LogicalResult flattenHandler(Binder &b) {
   auto type = b.rankedType(0);
   if (!type)
     return b.fail("Flatten needs a ranked input");
-  int64_t rank = type.getRank(), axis = b.attrInt("axis", 1);
-  if (axis < 0)
-    axis += rank;
+  int64_t rank = type.getRank(), given = b.attrInt("axis", 1);
+  int64_t axis = given < 0 ? given + rank : given;
   if (axis < 0 || axis > rank)
-    return b.fail("Flatten axis out of range");
+    return b.fail("flatten axis " + Twine(given) + " is out of range for rank " +
+                  Twine(rank) + " (" + Twine(-rank) + " to " + Twine(rank) + ")");
   auto product = [&](int64_t from, int64_t to) -> std::optional<int64_t> {
     int64_t p = 1;
     for (int64_t d = from; d < to; ++d) {
@@ -264,7 +264,8 @@ LogicalResult padHandler(Binder &b) {
       for (int64_t i = 0; i < n; ++i) {
         int64_t a = (*axes)[i] < 0 ? (*axes)[i] + rank : (*axes)[i];
         if (a < 0 || a >= rank)
-          return b.fail("Pad axis out of range");
+          return b.fail("pad axis " + Twine((*axes)[i]) + " is out of range for rank " +
+                        Twine(rank));
         full[a] = (*padValues)[i];
         full[a + rank] = (*padValues)[i + n];
       }

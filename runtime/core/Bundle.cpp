@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <dlfcn.h>
 #include <elf.h>
@@ -78,6 +79,20 @@ void preferAvx512Blas() {
       ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
   });
 #endif
+}
+
+/// How many loaded bundles hold each library handle. dlopen gives the same
+/// handle to every load of one library (the same bundle loaded twice, or
+/// as two ranks), and its threads' scratch may only be freed when the last
+/// of them goes: until then a context of another may be running.
+struct LibraryUsers {
+  std::mutex lock;
+  std::map<void *, int> count;
+};
+
+LibraryUsers &libraryUsers() {
+  static LibraryUsers *users = new LibraryUsers; // outlives static destructors
+  return *users;
 }
 
 } // namespace
@@ -212,6 +227,13 @@ bool Bundle::openLibrary(std::string &error) {
                "and cuDNN libraries on the library path)";
     return false;
   }
+  {
+    LibraryUsers &users = libraryUsers();
+    std::lock_guard<std::mutex> guard(users.lock);
+    ++users.count[library_];
+  }
+  releaseScratch_ =
+      reinterpret_cast<void (*)()>(::dlsym(library_, "sluice_model_release_scratch"));
   auto abi = reinterpret_cast<int32_t (*)()>(
       ::dlsym(library_, "sluice_model_abi_version"));
   run_ = reinterpret_cast<int32_t (*)(const SluiceRunArgs *)>(
@@ -266,8 +288,21 @@ bool Bundle::openLibrary(std::string &error) {
 }
 
 Bundle::~Bundle() {
-  if (library_)
+  if (library_) {
+    // The library stays mapped (RTLD_NODELETE) and OpenMP's threads stay
+    // parked, so their per-thread scratch would outlive the model: the last
+    // bundle of the library frees it. Contexts share ownership of their
+    // bundle, so no run of it is in flight here.
+    LibraryUsers &users = libraryUsers();
+    std::lock_guard<std::mutex> guard(users.lock);
+    auto it = users.count.find(library_);
+    if (it != users.count.end() && --it->second == 0) {
+      users.count.erase(it);
+      if (releaseScratch_)
+        releaseScratch_();
+    }
     ::dlclose(library_);
+  }
   if (mapping_)
     ::munmap(mapping_, mappedBytes_);
 }

@@ -72,6 +72,8 @@ private:
   int32_t (*init_)(void **, void *, char *, size_t) = nullptr;
   void (*release_)(void *) = nullptr;
   int32_t (*check_)(void *, char *, size_t) = nullptr;
+  /// The library's sluice_model_release_scratch (optional).
+  void (*releaseScratch_)() = nullptr;
 };
 
 } // namespace sluice::runtime

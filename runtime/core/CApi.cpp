@@ -55,7 +55,13 @@ struct SluiceCommunicator {
   std::atomic<int> contexts{0};
 };
 
+namespace {
+/// Contexts alive in this process: by default they share the cores.
+std::atomic<int> liveContexts{0};
+} // namespace
+
 struct SluiceContext {
+  SluiceContext() { ++liveContexts; }
   /// The model's bundle, which `run` refers to: declared first, so that it
   /// is released after `run`.
   std::shared_ptr<const Bundle> bundle;
@@ -66,10 +72,31 @@ struct SluiceContext {
   /// Multi-rank: the communicator it was made with (null otherwise).
   SluiceCommunicator *comm = nullptr;
   std::string transport;
+  /// Threads for each run: what sluice_context_set_num_threads set (0: not
+  /// set), else SLUICE_NUM_THREADS as it was at creation (0: not set), else
+  /// the default, the host's cores shared by the contexts alive and by the
+  /// ranks on this host (a context made alone and then joined by others
+  /// gives up its share at its next run).
+  int32_t explicitThreads = 0;
+  int32_t environmentThreads = 0;
+  int32_t ranksOnHost = 1;
+  /// What `run` was last given (0: nothing yet).
+  int32_t appliedThreads = 0;
+
+  int32_t threads() const {
+    if (explicitThreads)
+      return explicitThreads;
+    if (environmentThreads)
+      return environmentThreads;
+    unsigned hardware = std::thread::hardware_concurrency();
+    int sharing = std::max(1, ranksOnHost) * std::max(1, liveContexts.load());
+    return std::max<int32_t>(1, (int32_t)(hardware ? hardware : 1) / sharing);
+  }
   ~SluiceContext() {
     run.reset(); // its communicator first
     if (comm)
       --comm->contexts;
+    --liveContexts;
   }
 };
 
@@ -85,6 +112,25 @@ SluiceStatus fail(SluiceStatus status, std::string message) {
 SluiceStatus nullArgument(const char *function) {
   return fail(SLUICE_ERROR_INVALID_ARGUMENT,
               std::string(function) + ": null argument");
+}
+
+/// SLUICE_NUM_THREADS into `threads` (0 when unset); false with a message
+/// when it is not a count >= 1. Read when a context is made, never set.
+bool threadsFromEnvironment(int32_t &threads, std::string &error) {
+  threads = 0;
+  const char *env = std::getenv("SLUICE_NUM_THREADS");
+  if (!env || !*env)
+    return true;
+  char *end = nullptr;
+  errno = 0;
+  long value = std::strtol(env, &end, 10);
+  if (*end || errno || value < 1 || value > 65536) {
+    error = std::string("SLUICE_NUM_THREADS='") + env +
+            "' is not a thread count (1 to 65536)";
+    return false;
+  }
+  threads = (int32_t)value;
+  return true;
 }
 
 SluiceTensorInfo infoOf(const TensorSpec &spec) {
@@ -339,6 +385,8 @@ SluiceStatus sluice_context_create_on_device(const SluiceModel *model,
     auto context = std::make_unique<SluiceContext>();
     context->bundle = model->bundle;
     std::string error;
+    if (!threadsFromEnvironment(context->environmentThreads, error))
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT, error);
     if (bundle.manifest().target != "cuda") {
       // cpu: there is one device; `device` does not apply.
       auto cpu = std::make_unique<CpuContext>(bundle);
@@ -411,6 +459,15 @@ SluiceStatus sluice_context_set_num_threads(SluiceContext *context,
   std::string error;
   if (!context->run->setNumThreads(num_threads, error))
     return fail(SLUICE_ERROR_INVALID_ARGUMENT, error);
+  context->explicitThreads = context->appliedThreads = num_threads;
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_context_num_threads(const SluiceContext *context,
+                                        int32_t *num_threads) {
+  if (!context || !num_threads)
+    return nullArgument("sluice_context_num_threads");
+  *num_threads = context->threads();
   return SLUICE_OK;
 }
 
@@ -419,6 +476,14 @@ SluiceStatus sluice_context_run(SluiceContext *context) {
     return nullArgument("sluice_context_run");
   return guarded([&] {
     std::string error;
+    // The default follows the contexts alive now (set only on a change: a
+    // cuda context recaptures its graph when the count changes).
+    int32_t threads = context->threads();
+    if (threads != context->appliedThreads) {
+      if (!context->run->setNumThreads(threads, error))
+        return fail(SLUICE_ERROR_INVALID_ARGUMENT, error);
+      context->appliedThreads = threads;
+    }
     if (!context->run->run(error))
       return fail(SLUICE_ERROR_RUN, error);
     return SLUICE_OK;
@@ -673,6 +738,10 @@ SluiceStatus sluice_context_create_rank(const SluiceModel *model,
     auto context = std::make_unique<SluiceContext>();
     context->bundle = model->bundle;
     std::string error;
+    if (!threadsFromEnvironment(context->environmentThreads, error))
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT, error);
+    // The host's cores are shared by its ranks.
+    context->ranksOnHost = std::max(1, group.localSize());
     if (bundle.manifest().target != "cuda") {
       std::unique_ptr<RankComm> rankComm;
       if (!group.createHostComm(bundle.manifest().collectiveMaxBytes, rankComm,
@@ -683,11 +752,6 @@ SluiceStatus sluice_context_create_rank(const SluiceModel *model,
       auto cpu = std::make_unique<CpuContext>(bundle, std::move(rankComm));
       if (!cpu->init(error))
         return fail(SLUICE_ERROR_OUT_OF_MEMORY, error);
-      // The host's cores are shared by its ranks.
-      unsigned hardware = std::thread::hardware_concurrency();
-      int32_t threads = std::max<int32_t>(
-          1, (int32_t)(hardware ? hardware : 1) / std::max(1, group.localSize()));
-      (void)cpu->setNumThreads(threads, error);
       context->run = std::move(cpu);
     } else {
       sluice::runtime::CudaCommRequest request;

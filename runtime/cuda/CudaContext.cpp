@@ -34,6 +34,32 @@ std::string cudaMessage(cudaError_t status) {
          cudaGetErrorName(status) + ")";
 }
 
+/// Gives the calling thread its current device back at the end of a scope.
+/// The current device is the host program's per-thread state: a context
+/// makes its own device current for its calls (a context may run on any
+/// thread), and a host thread that works on GPU 0 must not find GPU 1
+/// current after running a context there. A thread that never chose one
+/// gets device 0 back, CUDA's default.
+class CallerDevice {
+public:
+  CallerDevice() {
+    if (cudaGetDevice(&saved) != cudaSuccess) {
+      saved = -1;
+      (void)cudaGetLastError();
+    }
+  }
+  ~CallerDevice() {
+    int now = -1;
+    if (saved >= 0 && cudaGetDevice(&now) == cudaSuccess && now != saved)
+      (void)cudaSetDevice(saved);
+  }
+  CallerDevice(const CallerDevice &) = delete;
+  CallerDevice &operator=(const CallerDevice &) = delete;
+
+private:
+  int saved = -1;
+};
+
 } // namespace
 
 bool CudaContext::checked(cudaError_t status, const char *call,
@@ -227,6 +253,7 @@ CudaContext::~CudaContext() {
   // context may be freed on another thread than the one that ran it.
   if (name.empty() && !stream)
     return;
+  CallerDevice keep;
   (void)cudaSetDevice(device);
   if (stream)
     (void)cudaStreamSynchronize(stream);
@@ -567,6 +594,7 @@ bool CudaContext::run(std::string &error) {
       return false;
     }
   // The current device is per thread; a context may move between threads.
+  CallerDevice keep;
   if (!checked(cudaSetDevice(device), "cudaSetDevice", error))
     return false;
   for (size_t i = 0; i < boundInputs.size(); ++i)
@@ -659,6 +687,7 @@ sluice_cuda_create_context(int32_t interface, const Bundle *bundle,
     return 1;
   }
   try {
+    sluice::runtime::CallerDevice keep; // init (and the delete of a failed one) select theirs
     auto *context = new CudaContext(*bundle);
     if (!context->init(device, comm, *error)) {
       delete context;

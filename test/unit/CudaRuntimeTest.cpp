@@ -4,8 +4,8 @@
 // device kernel and a host step) through include/sluice/runtime.hpp on a GPU:
 // eager first run, CUDA graph capture and replay with inputs that change
 // every run (copied and bound), graphs turned off, traced runs, the
-// asynchronous failure path with and without a graph, and contexts on two
-// threads. A plain program (not gtest) so that it can exit 77, ctest's
+// asynchronous failure path with and without a graph, contexts on two
+// threads, and the caller's current device kept across the calls. A plain program (not gtest) so that it can exit 77, ctest's
 // "skipped", on machines without a CUDA device.
 //
 //   sluice-cuda-runtime-test BUNDLE [--uncapturable]
@@ -19,6 +19,8 @@
 #include "sluice/runtime.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
 #include <string>
 #include <thread>
 
@@ -179,6 +181,44 @@ void contextsOnTwoThreads(const Model &model) {
   EXPECT(bad[0] == 0 && bad[1] == 0, "%d and %d failed runs", bad[0], bad[1]);
 }
 
+/// A context on device `device` leaves the calling thread's current device
+/// alone: creating, running and freeing it, with the caller on `caller`.
+/// The CUDA runtime's calls are found in the process (the simulated one is
+/// preloaded); where it is loaded privately (a real GPU), nothing to check.
+void keepsTheCallersDevice(const Model &model, int caller, int device) {
+  using Call = int (*)(int);
+  using Query = int (*)(int *);
+  auto setDevice = reinterpret_cast<Call>(::dlsym(RTLD_DEFAULT, "cudaSetDevice"));
+  auto getDevice = reinterpret_cast<Query>(::dlsym(RTLD_DEFAULT, "cudaGetDevice"));
+  if (!setDevice || !getDevice) {
+    std::printf("the CUDA runtime is not visible here: device check skipped\n");
+    return;
+  }
+  EXPECT(setDevice(caller) == 0, "cudaSetDevice(%d)", caller);
+  int current = -1;
+  Context context;
+  std::string error;
+  bool created = context.create(model, &error, device);
+  EXPECT(created, "context on device %d: %s", device, error.c_str());
+  EXPECT(getDevice(&current) == 0 && current == caller,
+         "after create on device %d, device %d is current, not the caller's %d", device,
+         current, caller);
+  if (!created)
+    return;
+  float x[8];
+  fill(x, 7);
+  EXPECT(context.setInput(0, x, sizeof x, &error) && context.run(&error), "run: %s",
+         error.c_str());
+  EXPECT(matches(context, x), "wrong output on device %d", device);
+  EXPECT(getDevice(&current) == 0 && current == caller,
+         "after a run on device %d, device %d is current, not the caller's %d", device,
+         current, caller);
+  context = Context(); // frees it
+  EXPECT(getDevice(&current) == 0 && current == caller,
+         "after freeing a context of device %d, device %d is current, not the caller's %d",
+         device, current, caller);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -207,6 +247,14 @@ int main(int argc, char **argv) {
   }
   runsReplayAGraph(model);
   contextsOnTwoThreads(model);
+  int devices = 0;
+  if (auto count = reinterpret_cast<int (*)(int *)>(::dlsym(RTLD_DEFAULT, "cudaGetDeviceCount"));
+      count && count(&devices) == 0 && devices >= 2) {
+    keepsTheCallersDevice(model, 0, 1);
+    keepsTheCallersDevice(model, 1, 0);
+  } else {
+    std::printf("fewer than 2 devices visible: device check skipped\n");
+  }
   std::printf("%s\n", failures ? "FAILED" : "all passed");
   return failures ? 1 : 0;
 }

@@ -14,11 +14,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 namespace fs = std::filesystem;
 using sluice::rt::Context;
@@ -53,6 +56,24 @@ void editManifest(const std::string &dir, const std::string &from,
   ASSERT_NE(at, std::string::npos) << from;
   text.replace(at, from.size(), to);
   writeFile(dir + "/manifest.json", text);
+}
+
+/// A symbol of the fake bundle's library, which a model of it has loaded
+/// (dlopen gives the same handle back; the library is never unloaded).
+template <typename Fn> Fn fakeLibrarySymbol(const char *name) {
+  std::string file = std::string(SLUICE_FAKE_BUNDLE) + "/model.so";
+  void *handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (!handle)
+    return nullptr;
+  auto *symbol = reinterpret_cast<Fn>(::dlsym(handle, name));
+  ::dlclose(handle);
+  return symbol;
+}
+
+/// Runs `context` once on the fake bundle's input; false on failure.
+bool runOnce(Context &context) {
+  float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  return context.setInput(0, x, sizeof x) && context.run();
 }
 
 /// The error loading `dir` gives ("" if it loads).
@@ -139,6 +160,89 @@ TEST(Runtime, ContextOutlivesItsModel) {
   EXPECT_EQ(sluice_context_free(context), SLUICE_OK);
 }
 
+// The threads' scratch of a model library is freed with the last model
+// using it (it was kept until the process ended: OpenMP's threads never
+// end), and not before: a context of another model of the library may run.
+TEST(Runtime, ScratchFreedWithTheLastModel) {
+  Model first, second;
+  std::string error;
+  ASSERT_TRUE(first.load(SLUICE_FAKE_BUNDLE, &error)) << error;
+  ASSERT_TRUE(second.load(SLUICE_FAKE_BUNDLE, &error)) << error;
+  auto scratchBytes = fakeLibrarySymbol<size_t (*)()>("sluice_model_scratch_bytes");
+  ASSERT_NE(scratchBytes, nullptr);
+  std::thread([&] {
+    Context context;
+    ASSERT_TRUE(context.create(first, &error)) << error;
+    ASSERT_TRUE(runOnce(context)) << error;
+  }).join();
+  {
+    Context context; // on this thread too
+    ASSERT_TRUE(context.create(second, &error)) << error;
+    ASSERT_TRUE(runOnce(context)) << error;
+    // The other thread ended: its buffer went with it.
+    EXPECT_EQ(scratchBytes(), size_t(1) << 20);
+  }
+  first = Model();
+  EXPECT_EQ(scratchBytes(), size_t(1) << 20) << "freed while a model of the library is loaded";
+  second = Model();
+  EXPECT_EQ(scratchBytes(), 0u);
+  // The library stays loaded; a later model grows the buffer again.
+  ASSERT_TRUE(first.load(SLUICE_FAKE_BUNDLE, &error)) << error;
+  Context context;
+  ASSERT_TRUE(context.create(first, &error)) << error;
+  ASSERT_TRUE(runOnce(context)) << error;
+  EXPECT_EQ(scratchBytes(), size_t(1) << 20);
+}
+
+// Contexts share the cores by default (each took all of them, so two
+// contexts running at once ran twice the threads there are cores); an
+// explicit count and SLUICE_NUM_THREADS win.
+TEST(Runtime, DefaultThreadsShareTheCores) {
+  ::unsetenv("SLUICE_NUM_THREADS");
+  Model model;
+  std::string error;
+  ASSERT_TRUE(model.load(SLUICE_FAKE_BUNDLE, &error)) << error;
+  auto lastThreads = fakeLibrarySymbol<int32_t (*)()>("fake_last_num_threads");
+  ASSERT_NE(lastThreads, nullptr);
+  unsigned hardware = std::thread::hardware_concurrency();
+  int32_t all = std::max<int32_t>(1, (int32_t)hardware);
+  Context a;
+  ASSERT_TRUE(a.create(model, &error)) << error;
+  EXPECT_EQ(a.numThreads(), all);
+  ASSERT_TRUE(runOnce(a)) << error;
+  EXPECT_EQ(lastThreads(), all);
+  {
+    Context b;
+    ASSERT_TRUE(b.create(model, &error)) << error;
+    EXPECT_EQ(a.numThreads(), std::max(1, all / 2));
+    EXPECT_EQ(b.numThreads(), std::max(1, all / 2));
+    ASSERT_TRUE(runOnce(a)) << error;
+    EXPECT_EQ(lastThreads(), std::max(1, all / 2));
+    ASSERT_TRUE(b.setNumThreads(3, &error)) << error;
+    EXPECT_EQ(b.numThreads(), 3);
+    ASSERT_TRUE(runOnce(b)) << error;
+    EXPECT_EQ(lastThreads(), 3);
+  }
+  // b is gone: a takes every core again at its next run.
+  EXPECT_EQ(a.numThreads(), all);
+  ASSERT_TRUE(runOnce(a)) << error;
+  EXPECT_EQ(lastThreads(), all);
+
+  ::setenv("SLUICE_NUM_THREADS", "5", 1);
+  Context c;
+  ASSERT_TRUE(c.create(model, &error)) << error;
+  EXPECT_EQ(c.numThreads(), 5);
+  ASSERT_TRUE(runOnce(c)) << error;
+  EXPECT_EQ(lastThreads(), 5);
+  EXPECT_EQ(a.numThreads(), std::max(1, all / 2)) << "read when a context is made";
+  ::setenv("SLUICE_NUM_THREADS", "0", 1);
+  Context d;
+  EXPECT_FALSE(d.create(model, &error));
+  EXPECT_NE(error.find("SLUICE_NUM_THREADS='0' is not a thread count"), std::string::npos)
+      << error;
+  ::unsetenv("SLUICE_NUM_THREADS");
+}
+
 TEST(Runtime, ContextErrors) {
   Model model;
   std::string error;
@@ -210,6 +314,77 @@ TEST(Runtime, ContextsRunConcurrently) {
   b.join();
   EXPECT_EQ(failuresA, 0);
   EXPECT_EQ(failuresB, 0);
+}
+
+// A bundle sluice-compile generated, named by SLUICE_TEST_GENERATED_BUNDLE
+// (scripts/sanitize.sh thread builds fixtures/concurrent.onnxtxt with
+// ThreadSanitizer: a GEMM over OpenMP threads with per-thread scratch):
+// contexts on three threads run it at once, each
+// output bit for bit the one of a run alone (same thread count, static
+// schedules). SLUICE_TEST_OMP_THREADS sets each run's OpenMP threads
+// (default 2; ThreadSanitizer runs use 1: libgomp is not instrumented, so
+// its barriers are invisible to it). Skipped without the bundle.
+TEST(Runtime, GeneratedBundleRunsConcurrently) {
+  const char *dir = std::getenv("SLUICE_TEST_GENERATED_BUNDLE");
+  if (!dir || !*dir)
+    GTEST_SKIP() << "SLUICE_TEST_GENERATED_BUNDLE is not set";
+  const char *threadsText = std::getenv("SLUICE_TEST_OMP_THREADS");
+  int32_t threads = threadsText && *threadsText ? std::atoi(threadsText) : 2;
+  ASSERT_GE(threads, 1);
+  Model model;
+  std::string error;
+  ASSERT_TRUE(model.load(dir, &error)) << error;
+  // Inputs: each input's bytes from one pattern (small float32 values).
+  std::vector<std::vector<float>> inputs;
+  for (size_t i = 0; i < model.numInputs(); ++i) {
+    sluice::rt::TensorInfo info = model.input(i);
+    ASSERT_EQ(info.dtype, "float32") << info.name;
+    inputs.emplace_back(info.bytes / sizeof(float));
+    for (size_t e = 0; e < inputs.back().size(); ++e)
+      inputs.back()[e] = (float)((e * 7 + i * 3) % 17) / 16.0f - 0.5f;
+  }
+  auto runAll = [&](Context &context, std::vector<std::string> &outputs, std::string &why) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!context.setInput(i, inputs[i].data(), inputs[i].size() * sizeof(float), &why))
+        return false;
+    if (!context.run(&why))
+      return false;
+    outputs.clear();
+    for (size_t o = 0; o < model.numOutputs(); ++o) {
+      size_t bytes = 0;
+      const void *data = context.output(o, &bytes);
+      outputs.emplace_back(static_cast<const char *>(data), bytes);
+    }
+    return true;
+  };
+  std::vector<std::string> alone;
+  {
+    Context context;
+    ASSERT_TRUE(context.create(model, &error) && context.setNumThreads(threads, &error)) << error;
+    ASSERT_TRUE(runAll(context, alone, error)) << error;
+  }
+  constexpr int kThreads = 3;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < kThreads; ++t)
+    workers.emplace_back([&, t] {
+      Context context;
+      std::string why;
+      if (!context.create(model, &why) || !context.setNumThreads(threads, &why)) {
+        failures[t] = why;
+        return;
+      }
+      std::vector<std::string> outputs;
+      for (int run = 0; run < 10 && failures[t].empty(); ++run)
+        if (!runAll(context, outputs, why))
+          failures[t] = why;
+        else if (outputs != alone)
+          failures[t] = "run " + std::to_string(run) + " differs from a run alone";
+    });
+  for (std::thread &worker : workers)
+    worker.join();
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(failures[t], "") << "thread " << t;
 }
 
 TEST(Runtime, BadBundles) {

@@ -90,8 +90,10 @@ model on the reference evaluator, checks and times it.
                         each with its own context, for --iters runs (or
                         one), check every thread's outputs against the
                         first run's and print the throughput
-  --threads=N           bundles: OpenMP threads per run (default: all the
-                        hardware's; on cuda, those of host steps)
+  --threads=N           bundles: OpenMP threads per run (default:
+                        SLUICE_NUM_THREADS, else the hardware's threads
+                        shared by the contexts (--contexts) and ranks on
+                        this host; on cuda, those of host steps)
   --device=N            cuda bundles: run on GPU N (default: the
                         SLUICE_DEVICE environment variable, else 0)
   --ranks=N             multi-rank bundles (sluice-compile --tp=N): start
@@ -137,7 +139,7 @@ struct Options {
   bool bundle = false; ///< OUT.sluice: run through the runtime
   std::string trace;
   std::string report; ///< --report: the expert-load profile
-  int threads = 0; ///< 0: the hardware's concurrency
+  int threads = 0; ///< 0: the runtime's default
   int contexts = 1; ///< bundles: contexts running at once on their own threads
   int device = -1;  ///< cuda bundles: -1 for SLUICE_DEVICE or 0
   bool noCudaGraph = false;
@@ -897,15 +899,11 @@ int runBundle(const Options &options, bool rankMode) {
   }
   if (options.noCudaGraph)
     context.enableCudaGraph(false);
-  unsigned hardware = std::thread::hardware_concurrency();
-  // A rank's context shares the host's cores with the host's other ranks
-  // by default (sluice_context_create_rank).
-  int localRanks = job ? std::max(1, (int)job->comm.localSize()) : 1;
-  int threads = options.threads ? options.threads
-                                : std::max(1, (int)(hardware ? hardware : 1) /
-                                                  localRanks);
-  if ((!job || options.threads) && !context.setNumThreads(threads, &error))
+  // Without --threads the runtime's default holds: SLUICE_NUM_THREADS, else
+  // the host's cores shared by its contexts and ranks (docs/runtime.md).
+  if (options.threads && !context.setNumThreads(options.threads, &error))
     die(error);
+  int threads = context.numThreads();
   for (size_t i = 0; i < bound.size(); ++i)
     if (!context.bindInput(i, bound[i].rawData(), bound[i].byteSize(), &error))
       die(error);
@@ -976,7 +974,7 @@ int runBundle(const Options &options, bool rankMode) {
         std::string err;
         sluice::rt::Context own;
         if (!own.create(model, &err, options.device) ||
-            !own.setNumThreads(threads, &err)) {
+            (options.threads && !own.setNumThreads(options.threads, &err))) {
           failures[c] = err;
           return;
         }

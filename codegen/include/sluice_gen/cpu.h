@@ -10,6 +10,7 @@
 #define SLUICE_GEN_CPU_H
 
 #include "sluice/bundle_abi.h"
+#include "sluice_gen/cpu_scratch.h"
 #include "sluice_gen/scalar.h"
 
 #include <memory>

@@ -8,7 +8,7 @@
 //
 // The GEMM is single-threaded: callers (sluice_gemm_batched, the im2col
 // convolutions) already spread tiles over the run's OpenMP threads. Packing
-// buffers are per calling thread and never freed.
+// buffers are per calling thread, freed with the model (cpu_scratch.h).
 //
 // Structure (the classic Goto/BLIS loop nest):
 //   for each NC-column block of B
@@ -30,23 +30,19 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "sluice_gen/cpu_scratch.h"
+
 /// Users of sluice_float_scratch; each has its own buffer, since the SGEMM's
 /// packing buffer is in use while the fused attention's is read.
 enum sluice_scratch_slot { SLUICE_SCRATCH_SGEMM, SLUICE_SCRATCH_ATTENTION };
 
 /// Per-thread scratch of at least `floats` floats for `Slot`, 64-byte
-/// aligned, or null when it cannot be allocated. Grown as needed and never
-/// freed. Separate from sluice_scratch, which the convolutions hold (the
-/// im2col matrix) while they call the GEMM.
+/// aligned, or null when it cannot be allocated. Grown as needed, freed
+/// with the model (cpu_scratch.h). Separate from sluice_scratch, which the
+/// convolutions hold (the im2col matrix) while they call the GEMM.
 template <sluice_scratch_slot Slot> static inline float *sluice_float_scratch(int64_t floats) {
-  static thread_local void *raw = nullptr;
-  static thread_local int64_t capacity = 0;
-  if (floats > capacity) {
-    free(raw);
-    raw = malloc((size_t)floats * sizeof(float) + 64);
-    capacity = raw ? floats : 0;
-  }
-  return raw ? (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63) : nullptr;
+  static thread_local sluice_scratch_buffer buffer;
+  return (float *)buffer.get((size_t)(floats > 0 ? floats : 0) * sizeof(float));
 }
 
 #if defined(__AVX512F__)

@@ -209,6 +209,7 @@ static inline void sluice_int8_quantize_weights(int64_t k, int64_t n, const floa
 #include <immintrin.h>
 #endif
 #if SLUICE_INT8_ISA == SLUICE_INT8_ISA_AMX
+#include "sluice_gen/cpu_scratch.h"
 #include <cstdlib>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -781,20 +782,11 @@ static inline bool amx_permitted() {
 }
 
 /// A per-thread byte buffer of at least `bytes`, 64-byte aligned; grown as
-/// needed, freed when the thread ends. Null when it cannot be had.
+/// needed, freed with the model or when the thread ends (cpu_scratch.h).
+/// Null when it cannot be had.
 static inline uint8_t *amx_scratch(int64_t bytes) {
-  struct buffer {
-    void *raw = nullptr;
-    int64_t capacity = 0;
-    ~buffer() { free(raw); }
-  };
-  static thread_local buffer b;
-  if (bytes > b.capacity) {
-    free(b.raw);
-    b.raw = malloc((size_t)bytes + 64);
-    b.capacity = b.raw ? bytes : 0;
-  }
-  return b.raw ? (uint8_t *)(((uintptr_t)b.raw + 63) & ~(uintptr_t)63) : nullptr;
+  static thread_local sluice_scratch_buffer buffer;
+  return (uint8_t *)buffer.get((size_t)(bytes > 0 ? bytes : 0));
 }
 
 /// gemm_block with AMX tiles; false (nothing done) when the process may

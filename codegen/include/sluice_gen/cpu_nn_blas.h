@@ -16,16 +16,11 @@
 
 /// A scratch buffer of at least `bytes`, kept per calling thread between
 /// runs: im2col matrices are megabytes, and a fresh malloc of that size is a
-/// fresh mmap whose page faults cost as much as the copy. Never freed.
+/// fresh mmap whose page faults cost as much as the copy. Freed with the
+/// model (cpu_scratch.h).
 static inline void *sluice_scratch(size_t bytes) {
-  static thread_local void *buffer = nullptr;
-  static thread_local size_t capacity = 0;
-  if (bytes > capacity) {
-    free(buffer);
-    buffer = malloc(bytes);
-    capacity = buffer ? bytes : 0;
-  }
-  return buffer;
+  static thread_local sluice_scratch_buffer buffer;
+  return buffer.get(bytes);
 }
 
 /// Adds bias[m] to every (n, m) plane.

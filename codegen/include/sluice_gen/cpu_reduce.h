@@ -16,6 +16,7 @@
 #ifndef SLUICE_GEN_CPU_REDUCE_H
 #define SLUICE_GEN_CPU_REDUCE_H
 
+#include "sluice_gen/cpu_scratch.h"
 #include "sluice_gen/scalar.h"
 
 #include <stdint.h>
@@ -710,16 +711,11 @@ inline void sluice_lrn(int threads, const T *in, T *out, int64_t batch, int64_t 
 // functions below for the row's statistics and then writes the row op's
 // values with its epilogue in one more pass.
 
-/// A per-thread buffer of at least n values of C (grown, never freed).
-template <typename C> inline C *sluice_row_buffer(int64_t n) {
-  static thread_local C *buf = nullptr;
-  static thread_local int64_t capacity = 0;
-  if (n > capacity) {
-    free(buf);
-    buf = (C *)malloc((size_t)(n > 0 ? n : 1) * sizeof(C) + 64);
-    capacity = buf ? n : 0;
-  }
-  return buf;
+/// A per-thread buffer of at least n values of C (grown as needed, freed
+/// with the model: cpu_scratch.h).
+template <typename C> static inline C *sluice_row_buffer(int64_t n) {
+  static thread_local sluice_scratch_buffer buffer;
+  return (C *)buffer.get((size_t)(n > 0 ? n : 1) * sizeof(C));
 }
 
 /// x[i] = exp(x[i] - max(x)); returns 1 / sum of them (softmax = x * that).

@@ -399,16 +399,11 @@ static inline void sluice_wonly_gemv_block(int64_t n, int64_t k, const TA *a, in
 }
 
 /// Per-thread f32 scratch of at least `floats` floats (64-byte aligned),
-/// grown as needed and never freed; slot 0: B panels, slot 1: widened A.
+/// grown as needed, freed with the model (cpu_scratch.h); slot 0: B panels,
+/// slot 1: widened A.
 template <int Slot> static inline float *sluice_wonly_scratch(int64_t floats) {
-  static thread_local void *raw = nullptr;
-  static thread_local int64_t capacity = 0;
-  if (floats > capacity) {
-    std::free(raw);
-    raw = std::malloc((size_t)floats * sizeof(float) + 64);
-    capacity = raw ? floats : 0;
-  }
-  return raw ? (float *)(((uintptr_t)raw + 63) & ~(uintptr_t)63) : nullptr;
+  static thread_local sluice_scratch_buffer buffer;
+  return (float *)buffer.get((size_t)(floats > 0 ? floats : 0) * sizeof(float));
 }
 
 /// The panel path for one 64-column block: dequantize B[:, j0 .. j0 + cols)

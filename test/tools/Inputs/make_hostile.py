@@ -2,16 +2,20 @@
 """Writes the hostile models of test/tools/hostile-attributes.test into
 argv[1]: attributes and declarations that once crashed the importer (a zero
 stride under auto_pad, an empty kernel_shape, an opset-6 broadcast axis far
-out of range, a negative input dim, an opset past int's range). Binary
-.onnx, because the textual format cannot write some of them."""
+out of range, a negative input dim, an opset past int's range), and axes
+out of range, repeated or meaningless across ops (their messages printed a
+negative axis as 2^64 minus it; a repeated reduce axis and an LRN size of
+-4 were accepted). Binary .onnx, because the textual format cannot write
+some of them."""
 import os
 import sys
 
-from onnx import TensorProto, helper, save
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
 
 
-def model(name, node, inputs, outputs, opset=17, ir=8):
-    graph = helper.make_graph([node], name, inputs, outputs)
+def model(name, node, inputs, outputs, opset=17, ir=8, inits=()):
+    graph = helper.make_graph([node], name, inputs, outputs, initializer=list(inits))
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = ir
     save(m, os.path.join(sys.argv[1], name + ".onnx"))
@@ -90,3 +94,47 @@ graph = helper.make_graph(list(top.node), "nested", [helper.make_tensor_value_in
 m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 m.ir_version = 8
 save(m, os.path.join(sys.argv[1], "nested-if.onnx"))
+
+
+# Axes out of range (-4 of a rank-3 input), repeated, or meaningless.
+def i64(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+x3, y = value("x", [2, 3, 4]), value("y", None)
+model("axis-concat", helper.make_node("Concat", ["x", "x"], ["y"], axis=-4), [x3], [y])
+model("axis-gather", helper.make_node("Gather", ["x", "i"], ["y"], axis=-4), [x3], [y],
+      inits=[i64("i", [0])])
+model("axis-gather-elements",
+      helper.make_node("GatherElements", ["x", "i"], ["y"], axis=-4), [x3], [y],
+      inits=[i64("i", np.zeros((2, 3, 4)))])
+model("axis-scatter-elements",
+      helper.make_node("ScatterElements", ["x", "i", "x"], ["y"], axis=-4), [x3], [y],
+      inits=[i64("i", np.zeros((2, 3, 4)))])
+model("axis-split", helper.make_node("Split", ["x"], ["y", "z"], axis=-4, num_outputs=2),
+      [x3], [y, value("z", None)], opset=18)
+model("axis-split-to-sequence", helper.make_node("SplitToSequence", ["x"], ["y"], axis=-4),
+      [x3], [helper.make_tensor_sequence_value_info("y", TensorProto.FLOAT, None)])
+model("axis-layer-norm", helper.make_node("LayerNormalization", ["x", "g"], ["y"], axis=-4),
+      [x3, value("g", [4])], [y])
+model("axis-compress", helper.make_node("Compress", ["x", "c"], ["y"], axis=-4), [x3], [y],
+      inits=[numpy_helper.from_array(np.array([True]), "c")])
+model("axis-one-hot", helper.make_node("OneHot", ["i", "d", "v"], ["y"], axis=-3), [], [y],
+      inits=[i64("i", [0, 1]), i64("d", [3]),
+             numpy_helper.from_array(np.array([0.0, 1.0], dtype=np.float32), "v")])
+model("axis-flatten", helper.make_node("Flatten", ["x"], ["y"], axis=-4), [x3], [y])
+model("axis-pad", helper.make_node("Pad", ["x", "p", "", "a"], ["y"]), [x3], [y], opset=18,
+      inits=[i64("p", [1, 1]), i64("a", [3])])
+model("axis-softmax", helper.make_node("Softmax", ["x"], ["y"], axis=3), [x3], [y])
+model("axis-reduce-repeated", helper.make_node("ReduceSum", ["x", "a"], ["y"]), [x3], [y],
+      inits=[i64("a", [1, -2])])
+model("axis-mvn", helper.make_node("MeanVarianceNormalization", ["x"], ["y"], axes=[0, 5]),
+      [x3], [y])
+model("axis-transpose", helper.make_node("Transpose", ["x"], ["y"], perm=[0, 0, 1]), [x3], [y])
+model("axis-unsqueeze", helper.make_node("Unsqueeze", ["x", "a"], ["y"]), [x3], [y],
+      inits=[i64("a", [-5])])
+model("lrn-size", helper.make_node("LRN", ["x"], ["y"], size=-4), [value("x", [1, 4, 2, 2])],
+      [y])
+# Inputs the op's schema requires, missing (the first crashed the importer).
+model("pow-one-input", helper.make_node("Pow", ["x"], ["y"]), [value("x", [2])], [y])
+model("gemm-empty-input", helper.make_node("Gemm", ["x", ""], ["y"]), [value("x", [2, 2])], [y])

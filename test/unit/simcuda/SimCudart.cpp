@@ -184,7 +184,22 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *properties, int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+/// The current device, per thread as in CUDA (the runtime must give the
+/// caller's back: CudaRuntimeTest checks it).
+thread_local int currentDevice = 0;
+
+cudaError_t cudaSetDevice(int device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || device < 0 || device >= count)
+    return fail(cudaErrorInvalidDevice);
+  currentDevice = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int *device) {
+  *device = currentDevice;
+  return cudaSuccess;
+}
 
 cudaError_t cudaMalloc(void **p, size_t bytes) {
   return allocate(p, bytes, Memory::Device);
