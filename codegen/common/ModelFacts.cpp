@@ -244,10 +244,14 @@ LogicalResult collectWeights(func::FuncOp func, ModelFacts &model,
       continue;
     if (shard && getElementTypeOrSelf(shard->getResult(0).getType()).isInteger(4))
       return shard.emitOpError("4-bit weights cannot be split across ranks");
-    if (shard && (int64_t)shard.getParts() != model.tp)
+    // A shard splits over the tensor-parallel ranks, or over the expert
+    // ranks of a pure expert-parallel program (rank r: block r).
+    int64_t parts = model.ep > 1 ? model.ep : model.tp;
+    if (shard && (int64_t)shard.getParts() != parts)
       return shard.emitOpError() << "is split into " << shard.getParts()
-                                 << " parts in a program for " << model.tp
-                                 << " tensor-parallel ranks";
+                                 << " parts in a program for " << parts
+                                 << (model.ep > 1 ? " expert-parallel" : " tensor-parallel")
+                                 << " ranks";
     auto tensor = tensorFromAttr(constant ? constant.getValue() : shard.getValue());
     if (failed(tensor))
       return op.emitOpError("cannot read this constant's value");
@@ -280,7 +284,7 @@ LogicalResult collectWeights(func::FuncOp func, ModelFacts &model,
         const auto *from = static_cast<const unsigned char *>(tensor->rawData());
         file.insert(file.end(), from, from + tensor->byteSize());
       } else {
-        SmallVector<std::pair<int64_t, int64_t>> blocks = shard.blocksOf(r % model.tp);
+        SmallVector<std::pair<int64_t, int64_t>> blocks = shard.blocksOf(r % parts);
         Tensor block = tensor->takeAlong(shard.getAxis(), {blocks.begin(), blocks.end()});
         const auto *from = static_cast<const unsigned char *>(block.rawData());
         file.insert(file.end(), from, from + block.byteSize());

@@ -17,7 +17,8 @@ model (a test/moe folder) at --ep=N, as real MPI ranks on the cpu target.
    expert_load) of both runs against the hand count in expected_load.json
    (made by export_moe.py in numpy from the router's own outputs):
    tokens_per_expert equal, tokens_per_rank the sums of blocks of E/N
-   experts, imbalance = max / mean of tokens_per_rank.
+   experts, imbalance = max / mean of tokens_per_rank (of tokens_per_expert
+   for the single device).
 
 usage: check_ep.py --bin BUILD/bin --ep N MODEL_DIR
 """
@@ -61,11 +62,14 @@ def check_load(report, where, hand, ranks):
     if load.get("tokens_per_rank") != per_rank:
         failures.append(f"{where}: tokens_per_rank {load.get('tokens_per_rank')} != {per_rank} "
                         f"({block} experts per rank)")
-    imbalance = max(per_rank) / (sum(per_rank) / len(per_rank))
+    # Over ranks when there are several, over experts for one rank.
+    over, counts = ("ranks", per_rank) if ranks > 1 else ("experts", hand)
+    imbalance = max(counts) / (sum(counts) / len(counts)) if sum(counts) else 1.0
     if not isinstance(load.get("imbalance"), (int, float)) or abs(
-            load["imbalance"] - imbalance) > 1e-6:
-        failures.append(f"{where}: imbalance {load.get('imbalance')!r} != max/mean of "
-                        f"tokens_per_rank {imbalance:.6f}")
+            load["imbalance"] - imbalance) > 1e-6 or load.get("imbalance_over") != over:
+        failures.append(f"{where}: imbalance {load.get('imbalance')!r} over "
+                        f"{load.get('imbalance_over')!r} != max/mean of tokens_per_{over[:-1]} "
+                        f"{imbalance:.6f}")
     return failures
 
 
@@ -124,9 +128,11 @@ def main():
         totals = collective_totals(par)
         out_bytes = int(np.load(os.path.join(model_dir, "expected",
                                              manifest["outputs"][0] + ".npy")).nbytes)
-        if totals.get("all_reduce", (0, 0)) != (1, out_bytes) or set(totals) != {"all_reduce"}:
-            failures.append(f"collectives {totals}: expected one all_reduce of {out_bytes} "
-                            "bytes (the MoE layer's output)")
+        # A ring all-reduce sends 2 (N-1)/N of the tensor per rank.
+        ring = out_bytes * 2 * (n - 1) // n
+        if totals.get("all_reduce", (0, 0)) != (1, ring) or set(totals) != {"all_reduce"}:
+            failures.append(f"collectives {totals}: expected one all_reduce of the MoE layer's "
+                            f"{out_bytes}-byte output ({ring} bytes sent per rank)")
         expert_bytes, tensors = expert_weight_bytes(model, experts)
         expected = single["weights_bytes"] - expert_bytes * (n - 1) / n
         per_rank = par.get("weights_bytes_per_rank", [])
