@@ -10,6 +10,7 @@
 #include "codegen/cpu/CpuEmitter.h"
 
 #include "codegen/common/Format.h"
+#include "codegen/common/MoeShape.h"
 #include "dialects/sluice/SluiceOps.h"
 #include "lib/kernel/Moe.h"
 
@@ -36,19 +37,8 @@ LogicalResult emitMoe(CpuOpContext &ctx) {
   auto op = cast<MoeOp>(ctx.op);
   if (const char *why = kernel::moeKernelRefusal(op))
     return op.emitOpError("cpu target: no MoE kernel: ") << why;
-  ArrayRef<int64_t> w1 = shapeOf(op.getW1()), w2 = shapeOf(op.getW2());
-  int64_t d = w1[1], tokens = product(shapeOf(op.getTokens())) / std::max<int64_t>(d, 1);
-  bool hard = op.getGating() == "hard";
-  int64_t perSample = hard ? tokens / product(shapeOf(op.getRouter())) : 1;
   ctx.include("sluice_gen/cpu_moe.h");
-  ctx.code.line("static const sluice_moe_shape shape = {{{0}};",
-                llvm::join(std::vector<std::string>{cInt64(tokens), cInt64(d), cInt64(w1[2]),
-                                                    cInt64(w2[2]), cInt64(op.getExperts()),
-                                                    cInt64(w1[0]), cInt64(op.getTopK()),
-                                                    cInt64(perSample), hard ? "true" : "false",
-                                                    op.getNormalize() ? "true" : "false",
-                                                    std::to_string(kernel::moeActivationCode(op))},
-                           ", "));
+  ctx.code.line("{0}", moeShapeDecl(op));
   ctx.code.line(
       "return {0};",
       cCall("sluice_moe<" + typeOf(op.getRouter()) + ">",

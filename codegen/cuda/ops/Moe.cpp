@@ -11,6 +11,7 @@
 #include "lib/kernel/Moe.h"
 #include "codegen/common/Format.h"
 #include "codegen/common/ModelFacts.h"
+#include "codegen/common/MoeShape.h"
 #include "codegen/cuda/CudaGroups.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -34,8 +35,6 @@ CudaEmit emitCudaMoe(CudaGroupContext &ctx, MoeOp op) {
     return ctx.unsupported(std::string("no cuda MoE kernel: ") + why);
   ArrayRef<int64_t> w1 = shapeOf(op.getW1()), w2 = shapeOf(op.getW2());
   int64_t d = w1[1], tokens = product(shapeOf(op.getTokens())) / std::max<int64_t>(d, 1);
-  bool hard = op.getGating() == "hard";
-  int64_t perSample = hard ? tokens / product(shapeOf(op.getRouter())) : 1;
   // Operand pointers by value: absent optional operands take no index.
   auto pointer = [&](Value operand) -> FailureOr<std::string> {
     if (!operand)
@@ -60,14 +59,7 @@ CudaEmit emitCudaMoe(CudaGroupContext &ctx, MoeOp op) {
       std::max(*ctx.workspaceBytes, moeWorkspaceBytes(tokens * op.getTopK(), w1[0], w1[2], w2[2]));
   ctx.include("sluice_gen/cuda_moe.h");
   CodeWriter h(1);
-  h.line("static const sluice_cuda_moe_shape shape = {{{0}};",
-         llvm::join(std::vector<std::string>{cInt64(tokens), cInt64(d), cInt64(w1[2]),
-                                             cInt64(w2[2]), cInt64(op.getExperts()), cInt64(w1[0]),
-                                             cInt64(op.getTopK()), cInt64(perSample),
-                                             hard ? "true" : "false",
-                                             op.getNormalize() ? "true" : "false",
-                                             std::to_string(kernel::moeActivationCode(op))},
-                    ", "));
+  h.line("{0}", moeShapeDecl(op));
   std::vector<std::string> callArgs = {"args",   ctx.kernelName(),         "state",
                                        "stream", std::to_string(ctx.step), "shape"};
   callArgs.insert(callArgs.end(), operands.begin(), operands.end());

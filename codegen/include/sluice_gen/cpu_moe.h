@@ -20,32 +20,10 @@
 
 #include "sluice_gen/cpu.h"
 #include "sluice_gen/cpu_blas.h"
+#include "sluice_gen/moe_shape.h"
 
 #include <cmath>
 #include <vector>
-
-/// Compile-time facts of one moe op. `per_sample`: tokens per router entry
-/// (hard gating: the sequence length; top_k: 1).
-struct sluice_moe_shape {
-  int64_t tokens, d, f, d_out, experts, local, top_k, per_sample;
-  bool hard, normalize;
-  int activation; ///< 0 none, 1 relu, 2 gelu, 3 gelu_tanh, 4 silu
-};
-
-static inline float sluice_moe_activate(int activation, float v) {
-  switch (activation) {
-  case 1:
-    return v > 0.0f ? v : 0.0f;
-  case 2:
-    return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
-  case 3:
-    return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-  case 4:
-    return v / (1.0f + std::exp(-v));
-  default:
-    return v;
-  }
-}
 
 /// The routing of every token: `choice[t * top_k + j]` its j-th expert
 /// (global index) and `weight[...]` its weight. top_k: softmax of the

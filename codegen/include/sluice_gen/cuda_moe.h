@@ -31,30 +31,10 @@
 #define SLUICE_GEN_CUDA_MOE_H
 
 #include "sluice_gen/cuda.h"
-
-struct sluice_cuda_moe_shape {
-  int64_t tokens, d, f, d_out, experts, local, top_k, per_sample;
-  bool hard, normalize;
-  int activation; ///< 0 none, 1 relu, 2 gelu, 3 gelu_tanh, 4 silu
-};
-
-__device__ __forceinline__ float sluice_moe_act(int activation, float v) {
-  switch (activation) {
-  case 1:
-    return v > 0.0f ? v : 0.0f;
-  case 2:
-    return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-  case 3:
-    return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-  case 4:
-    return v / (1.0f + expf(-v));
-  default:
-    return v;
-  }
-}
+#include "sluice_gen/moe_shape.h"
 
 template <typename R>
-__global__ void sluice_moe_route_kernel(sluice_cuda_moe_shape s, const R *router, int *choice,
+__global__ void sluice_moe_route_kernel(sluice_moe_shape s, const R *router, int *choice,
                                         float *weight, int *error, int step) {
   for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < s.tokens;
        t += (int64_t)gridDim.x * blockDim.x) {
@@ -100,7 +80,7 @@ __global__ void sluice_moe_route_kernel(sluice_cuda_moe_shape s, const R *router
 
 /// One block of 256 threads; `counts` is shared memory of max(experts,
 /// local + 1) ints (the launch passes its size).
-__global__ void sluice_moe_group_kernel(sluice_cuda_moe_shape s, const int *choice,
+__global__ void sluice_moe_group_kernel(sluice_moe_shape s, const int *choice,
                                         const int64_t *offset, int *start, int *order,
                                         int64_t *load) {
   extern __shared__ int counts[];
@@ -140,7 +120,7 @@ __global__ void sluice_moe_group_kernel(sluice_cuda_moe_shape s, const int *choi
 /// blockIdx.z: A's row of a slot is x's token row (`gather`: the first
 /// GEMM) or the slot's own row (the second). 16 x 16 tiles.
 template <bool Gather>
-__global__ void sluice_moe_gemm_kernel(sluice_cuda_moe_shape s, const int *start, const int *order,
+__global__ void sluice_moe_gemm_kernel(sluice_moe_shape s, const int *start, const int *order,
                                        const float *a, int64_t k, const float *b, const float *bias,
                                        int64_t n, float *c, int activation) {
   __shared__ float as[16][17], bs[16][17];
@@ -162,10 +142,10 @@ __global__ void sluice_moe_gemm_kernel(sluice_cuda_moe_shape s, const int *start
     __syncthreads();
   }
   if (slot >= 0 && col < n)
-    c[slot * n + col] = sluice_moe_act(activation, acc + (bias ? bias[e * n + col] : 0.0f));
+    c[slot * n + col] = sluice_moe_activate(activation, acc + (bias ? bias[e * n + col] : 0.0f));
 }
 
-__global__ void sluice_moe_combine_kernel(sluice_cuda_moe_shape s, const int *choice,
+__global__ void sluice_moe_combine_kernel(sluice_moe_shape s, const int *choice,
                                           const float *weight, const int64_t *offset,
                                           const float *y, float *out) {
   const int64_t first = offset ? offset[0] : 0;
@@ -183,7 +163,7 @@ __global__ void sluice_moe_combine_kernel(sluice_cuda_moe_shape s, const int *ch
 }
 
 /// Workspace bytes of one moe op (the emitter reserves them).
-static inline size_t sluice_moe_workspace(const sluice_cuda_moe_shape &s) {
+static inline size_t sluice_moe_workspace(const sluice_moe_shape &s) {
   size_t slots = (size_t)(s.tokens * s.top_k);
   auto round = [](size_t b) { return (b + 255) / 256 * 256; };
   return round(slots * 4) * 3 + round((size_t)(s.local + 1) * 4) + round(slots * (size_t)s.f * 4) +
@@ -195,7 +175,7 @@ static inline size_t sluice_moe_workspace(const sluice_cuda_moe_shape &s) {
 template <typename R>
 static inline int32_t
 sluice_cuda_moe(const SluiceRunArgs *args, const char *kernel, SluiceCudaState *state,
-                cudaStream_t stream, int step, const sluice_cuda_moe_shape &s, const float *x,
+                cudaStream_t stream, int step, const sluice_moe_shape &s, const float *x,
                 const R *router, const float *w1, const float *b1, const float *w2, const float *b2,
                 const int64_t *offset, float *out, int64_t *load) {
   if (s.tokens == 0)
