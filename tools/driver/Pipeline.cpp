@@ -299,10 +299,13 @@ parallel::PlanRequest CompilerOptions::planRequest() const {
 }
 
 /// The automatic plan, between compress and parallelize: plans `module`,
-/// hands the result to `options.planResult`, and with `--auto` writes the
-/// choice into `effective`.
-static LogicalResult runAutoPlan(ModuleOp module, const CompilerOptions &options,
-                                 CompilerOptions &effective, std::string &error) {
+/// hands the result to `options.planResult` and returns the chosen
+/// candidate (compileModel applies it).
+static FailureOr<parallel::PlanCandidate> runAutoPlan(ModuleOp module,
+                                                      const CompilerOptions &options,
+                                                      std::string &error,
+                                                      std::vector<PhaseTiming> *timings) {
+  auto start = std::chrono::steady_clock::now();
   parallel::PlanRequest request = options.planRequest();
   parallel::PlanResult plan = parallel::planParallel(module, request);
   if (auto func = module.lookupSymbol<func::FuncOp>("main")) {
@@ -313,21 +316,18 @@ static LogicalResult runAutoPlan(ModuleOp module, const CompilerOptions &options
   }
   if (options.planResult)
     *options.planResult = plan;
+  if (timings)
+    timings->push_back({"auto-plan", std::chrono::duration<double, std::milli>(
+                                         std::chrono::steady_clock::now() - start)
+                                         .count()});
   if (plan.chosen < 0) {
     error += "--devices=" + std::to_string(options.devices) + ": " + plan.error + "\n";
     return failure();
   }
   const parallel::PlanCandidate &chosen = plan.candidates[plan.chosen];
-  if (options.autoPlan && !options.planOnly) {
-    effective.tp = chosen.tp;
-    effective.sp = chosen.sp;
-    effective.pp = chosen.pp;
-    effective.microBatches = chosen.microBatches;
-    effective.ep = chosen.ep;
-  }
   if (options.remarks)
     options.remarks->push_back("auto plan: " + chosen.describe() + ": " + plan.reason);
-  return success();
+  return chosen;
 }
 
 LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
@@ -354,24 +354,12 @@ LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
                         {Phase::Parallelize, buildParallelizePipeline},
                         {Phase::Fuse, buildFusePipeline},
                         {Phase::Plan, buildPlanPipeline}};
-  // What the phases see: the options, with the automatic plan's choice.
-  CompilerOptions effective = options;
   for (const Step &step : steps) {
-    if (step.phase == Phase::Parallelize && options.devices > 0 && after < step.phase &&
-        (stopAfter >= step.phase || options.planOnly)) {
-      auto start = std::chrono::steady_clock::now();
-      if (failed(runAutoPlan(module, options, effective, error)))
-        return failure();
-      if (timings)
-        timings->push_back({"auto-plan", std::chrono::duration<double, std::milli>(
-                                             std::chrono::steady_clock::now() - start)
-                                             .count()});
-    }
     if (after >= step.phase || stopAfter < step.phase)
       continue;
     auto start = std::chrono::steady_clock::now();
     PassManager pm(&context);
-    step.build(pm, effective);
+    step.build(pm, options);
     if (failed(pm.run(module))) {
       if (error.empty())
         error = std::string(phaseName(step.phase)) + " phase failed\n";
@@ -553,32 +541,37 @@ static OwningOpRef<ModuleOp> compileOnce(MLIRContext &context, const std::string
 OwningOpRef<ModuleOp> compileModel(MLIRContext &context, const std::string &modelPath,
                                    const CompilerOptions &options, Phase stopAfter,
                                    std::string &error, std::vector<PhaseTiming> *timings) {
-  if (!options.autoPlan || options.devices == 0 || options.planOnly ||
-      stopAfter < Phase::Parallelize)
+  // The plan (--devices) runs on the whole batch's program after compress:
+  // for --emit=plan, then stops; for --auto, a plan that streams
+  // micro-batches needs the program at the micro-batch's shapes, which the
+  // import sets, so that one is compiled again from the import; any other
+  // continues from compress with the chosen grid.
+  bool plans = options.devices > 0 &&
+               (options.planOnly || (options.autoPlan && stopAfter >= Phase::Parallelize));
+  if (!plans)
     return compileOnce(context, modelPath, options, stopAfter, error, timings);
-  // --auto: plan on the whole batch's program after compress. A plan that
-  // streams micro-batches needs the program at the micro-batch's shapes,
-  // which the import sets: that one is compiled again from the import; any
-  // other continues from compress with the chosen grid.
-  OwningOpRef<ModuleOp> module =
-      compileOnce(context, modelPath, options, Phase::Compress, error, timings);
+  OwningOpRef<ModuleOp> module = compileOnce(
+      context, modelPath, options, std::min(stopAfter, Phase::Compress), error, timings);
   if (!module)
     return nullptr;
   if (module->walk([](KernelOp) { return WalkResult::interrupt(); }).wasInterrupted()) {
-    error = modelPath + ": --auto plans the program before the fuse phase, and this file is "
+    error = modelPath + ": --devices plans the program before the fuse phase, and this file is "
                         "past it: give the .onnx model or an earlier phase's .mlir\n";
     return nullptr;
   }
-  auto start = std::chrono::steady_clock::now();
-  CompilerOptions fixed = options;
-  if (failed(runAutoPlan(*module, options, fixed, error)))
+  FailureOr<parallel::PlanCandidate> chosen = runAutoPlan(*module, options, error, timings);
+  if (failed(chosen))
     return nullptr;
-  if (timings)
-    timings->push_back({"auto-plan", std::chrono::duration<double, std::milli>(
-                                         std::chrono::steady_clock::now() - start)
-                                         .count()});
+  if (options.planOnly)
+    return module;
+  CompilerOptions fixed = options;
   fixed.devices = 0;
   fixed.autoPlan = false;
+  fixed.tp = chosen->tp;
+  fixed.sp = chosen->sp;
+  fixed.pp = chosen->pp;
+  fixed.microBatches = chosen->microBatches;
+  fixed.ep = chosen->ep;
   if (fixed.microBatches > 1)
     return compileOnce(context, modelPath, fixed, stopAfter, error, timings);
   if (failed(runPhases(*module, fixed, Phase::Compress, stopAfter, error, timings)))
