@@ -112,8 +112,10 @@ strip --strip-unneeded "$root"/bin/* "$root"/lib/*.so
 
 # Shared libraries a plain system lacks: everything the tools and runtime
 # need except the C/C++ runtime, zlib/zstd, OpenMP and CUDA's own libraries
-# (the device's toolkit provides those, in its own version).
-system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libzstd|libgomp|libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnvrtc|libnvJitLink)\.so'
+# (the device's toolkit provides those, in its own version). NCCL (218 MiB,
+# over what a call may carry) comes from the device's nvidia-nccl wheel or
+# toolkit: device-env.sh puts its folder on LD_LIBRARY_PATH.
+system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libzstd|libgomp|libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnvrtc|libnvJitLink|libnccl)\.so'
 for f in "$root"/bin/* "$root"/lib/*.so; do
   ldd "$f" | awk '/=>/ { print $1, $3 }'
 done | sort -u | while read -r name path; do

@@ -63,6 +63,9 @@ _sluice_cudnn=$(_sluice_find_dir 'libcudnn.so*' "$CUDA_HOME/lib64" "$CUDA_HOME/l
 _sluice_cublas=$(_sluice_find_dir 'libcublasLt.so*' "$CUDA_HOME/lib64" "$CUDA_HOME/lib" \
   "$CUDA_HOME/targets/x86_64-linux/lib" /usr/lib/x86_64-linux-gnu $_sluice_wheels) ||
   echo "device-env: libcublasLt.so not found" >&2
+_sluice_nccl=$(_sluice_find_dir 'libnccl.so*' "$CUDA_HOME/lib64" "$CUDA_HOME/lib" \
+  /usr/lib/x86_64-linux-gnu /usr/local/lib $_sluice_wheels) ||
+  echo "device-env: libnccl.so not found (multi-rank cuda bundles will not load)" >&2
 
 # nvcc links generated bundles with -lcudnn -lcublasLt -lcublas: where a
 # folder has only the versioned files (the wheels' layout), give the linker
@@ -87,7 +90,7 @@ export SLUICE_NVCC_FLAGS="${SLUICE_NVCC_FLAGS:-} $_sluice_flags"
 
 # The bundle's libraries first (runtime, onnx, protobuf), then CUDA's.
 _sluice_ld="$_sluice_root/lib:$_sluice_root/blas/lib:$CUDA_HOME/lib64:$CUDA_HOME/lib"
-for _d in $_sluice_cudnn $_sluice_cublas; do _sluice_ld="$_sluice_ld:$_d"; done
+for _d in $_sluice_cudnn $_sluice_cublas $_sluice_nccl; do _sluice_ld="$_sluice_ld:$_d"; done
 export LD_LIBRARY_PATH="$_sluice_ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$_sluice_root/bin:$CUDA_HOME/bin:$PATH"
 
@@ -103,5 +106,5 @@ fi
 export SLUICE_GPU_ARCH="${SLUICE_GPU_ARCH:-sm_90}"
 
 unset _sluice_here _sluice_root _sluice_site _sluice_wheels _sluice_inc _sluice_cudnn \
-  _sluice_cublas _sluice_links _sluice_flags _sluice_ld _lib _d _v _f _pat _cc
+  _sluice_cublas _sluice_nccl _sluice_links _sluice_flags _sluice_ld _lib _d _v _f _pat _cc
 unset -f _sluice_find_dir
