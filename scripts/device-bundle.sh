@@ -11,6 +11,10 @@
 #                                 [--no-check] [-j N]
 #   --testdata      add the ONNX backend test cases (libonnx-testdata) that
 #                   the conformance stage runs
+#   --zoo DIR[:A,B] add zoo models (folders made by test/zoo/make_zoo.py, e.g.
+#                   build/test/zoo) that the zoo stage runs: the names after
+#                   the colon, or by default the ones that fit a call (the
+#                   transformers, shufflenet_v2_x0_5, squeezenet1_1, swin_t)
 #   --build-dir     the static build (default build-static/; configured with
 #                   -DSLUICE_STATIC_MLIR=ON when it does not exist yet)
 #   --out           where the tarball and MANIFEST.txt go (default device-bundle/)
@@ -22,7 +26,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$repo/build-static
 out=$repo/device-bundle
-testdata=0 check=1 jobs=2
+testdata=0 check=1 jobs=2 zoo_dir='' zoo_names=''
 limit=$((64 * 1024 * 1024)) # what one device call may carry, the repo included
 data_dir=/usr/share/libonnx-testdata/data
 
@@ -31,6 +35,7 @@ say() { echo "[device-bundle] $*"; }
 while [ $# -gt 0 ]; do
   case $1 in
     --testdata) testdata=1; shift ;;
+    --zoo) zoo_dir=$(realpath -m "${2%%:*}"); [[ $2 == *:* ]] && zoo_names=${2#*:}; shift 2 ;;
     --build-dir) build=$(realpath -m "$2"); shift 2 ;;
     --out) out=$(realpath -m "$2"); shift 2 ;;
     --no-check) check=0; shift ;;
@@ -208,6 +213,15 @@ if [ $testdata -eq 1 ]; then
   mkdir -p "$root/testdata"
   for suite in node pytorch-converted pytorch-operator simple; do
     cp -r "$data_dir/$suite" "$root/testdata/"
+  done
+fi
+
+if [ -n "$zoo_dir" ]; then
+  [ -n "$zoo_names" ] || zoo_names=bert,distilbert,roberta,gpt2,opt,gpt_neox,llama,llama_gqa,mistral,t5_encoder,vit,shufflenet_v2_x0_5,squeezenet1_1,swin_t
+  mkdir -p "$root/test/zoo"
+  for name in ${zoo_names//,/ }; do
+    [ -f "$zoo_dir/$name/manifest.json" ] || die "no zoo model $zoo_dir/$name (make it with test/zoo/make_zoo.py)"
+    cp -r "$zoo_dir/$name" "$root/test/zoo/"
   done
 fi
 

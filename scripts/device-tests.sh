@@ -20,6 +20,12 @@
 #                     transformer models at --tp=2 and --tp=2 --sp as two
 #                     ranks sharing the GPU (host-staged MPI transport; needs
 #                     mpirun on the machine)
+#   quant             test/quant/check_accuracy.py --target cuda: the digits
+#                     classifiers' top-1 as int8 (QDQ and calibrated), fp8,
+#                     w8a16 and w4a16 bundles on the GPU, with the ctest
+#                     bounds, plus GPT-2 w8a16 by relative L2
+#   zoo               test/models/check_model.py --target cuda --precision
+#                     fp16 on the zoo models the bundle carries (--zoo)
 #   all               env runtime kernels models
 #
 # Options:
@@ -289,6 +295,45 @@ stage_parallel() {
   done
 }
 
+stage_quant() {
+  local m mode acc="$root/test/quant/check_accuracy.py" cal="--calibration={data}/calibration --quantization-cache=none"
+  run_parallel_begin "${SLUICE_DEVICE_JOBS:-6}"
+  for m in digits_cnn_qdq digits_transformer_qdq; do
+    run_step "quant/$m" "$work/quant-$m.log" "$py" "$acc" --bin "$root/bin" --target cuda \
+      --model "$m" --match-ort 1 --max-drop 1 --require-int8 "--flags=--gpu-arch=$arch"
+  done
+  for m in digits_cnn digits_transformer; do
+    run_step "quant/$m-int8" "$work/quant-$m-int8.log" "$py" "$acc" --bin "$root/bin" --target cuda \
+      --model "$m" --max-drop 1 --require-int8 "--flags=--quantize=int8 $cal --gpu-arch=$arch"
+    run_step "quant/$m-fp8" "$work/quant-$m-fp8.log" "$py" "$acc" --bin "$root/bin" --target cuda \
+      --model "$m" --max-drop 1 --require-layers fp8 --max-weights-ratio 0.4 \
+      "--flags=--quantize=fp8 $cal --gpu-arch=$arch"
+    for mode in w8a16 w4a16; do
+      run_step "quant/$m-$mode" "$work/quant-$m-$mode.log" "$py" "$acc" --bin "$root/bin" \
+        --target cuda --model "$m" --max-drop 2 --max-weights-ratio 0.4 \
+        "--flags=--quantize=$mode --gpu-arch=$arch"
+    done
+  done
+  run_step "quant/gpt_decoder-w8a16" "$work/quant-gpt_decoder-w8a16.log" "$py" \
+    "$root/test/models/check_model.py" --bin "$root/bin" --target cuda --gpu-arch="$arch" \
+    --quantize w8a16 --max-rel-l2 2e-2 "$root/test/models/gpt_decoder"
+  run_parallel_end
+}
+
+stage_zoo() {
+  local d n=0
+  run_parallel_begin "${SLUICE_DEVICE_JOBS:-6}"
+  for d in "$root"/test/zoo/*/; do
+    [ -f "$d/manifest.json" ] || continue
+    n=$((n + 1))
+    run_step "zoo/$(basename "$d")-fp16" "$work/zoo-$(basename "$d").log" "$py" \
+      "$root/test/models/check_model.py" --bin "$root/bin" --target cuda --gpu-arch="$arch" \
+      --precision fp16 "$d"
+  done
+  run_parallel_end
+  [ $n -gt 0 ] || [ $dry -eq 1 ] || { results+=("zoo: FAILED (the bundle has no zoo models: make it with --zoo)"); failed=1; }
+}
+
 stage_conformance() {
   local shard=${1:-1/1}
   local k=${shard%/*} n=${shard#*/}
@@ -316,6 +361,8 @@ for s in "${stages[@]}"; do
     kernels) stage_ctest kernels ;;
     models) stage_models ;;
     parallel) stage_parallel ;;
+    quant) stage_quant ;;
+    zoo) stage_zoo ;;
     conformance) stage_conformance 1/1 ;;
     conformance:*) stage_conformance "${s#conformance:}" ;;
     bench) stage_bench all ;;
