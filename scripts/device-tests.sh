@@ -70,8 +70,8 @@ while [ $# -gt 0 ]; do
     -h|--help) usage; exit 0 ;;
     -*) die "unknown option '$1' (see --help)" ;;
     all) stages+=(env runtime kernels models); shift ;;
-    env|runtime|kernels|models|parallel|conformance|conformance:*|bench|bench:*) stages+=("$1"); shift ;;
-    *) die "unknown stage '$1' (env runtime kernels models parallel conformance[:K/N] bench[:CFG] all)" ;;
+    env|runtime|kernels|models|parallel|quant|zoo|conformance|conformance:*|bench|bench:*) stages+=("$1"); shift ;;
+    *) die "unknown stage '$1' (env runtime kernels models parallel quant zoo conformance[:K/N] bench[:CFG] all)" ;;
   esac
 done
 [ ${#stages[@]} -gt 0 ] || die "no stage given (see --help)"
