@@ -54,11 +54,14 @@ if [ -n "$_sluice_site" ] && [ -d "$_sluice_site/nvidia" ]; then
                      "$_sluice_site"/nvidia/*/*/include "$_sluice_site"/nvidia/*/*/lib 2>/dev/null | tr '\n' ' ')
 fi
 
-_sluice_inc=$(_sluice_find_dir 'cudnn.h' "$CUDA_HOME/include" /usr/include \
-  /usr/include/x86_64-linux-gnu /usr/local/include $_sluice_wheels) ||
+# cuDNN: PyTorch's wheel first, so that the bundles and PyTorch (the
+# benchmark's peer, which refuses another cuDNN on LD_LIBRARY_PATH) load the
+# same one.
+_sluice_inc=$(_sluice_find_dir 'cudnn.h' $_sluice_wheels "$CUDA_HOME/include" /usr/include \
+  /usr/include/x86_64-linux-gnu /usr/local/include) ||
   echo "device-env: cudnn.h not found (cuda bundles with convolutions will not build)" >&2
-_sluice_cudnn=$(_sluice_find_dir 'libcudnn.so*' "$CUDA_HOME/lib64" "$CUDA_HOME/lib" \
-  /usr/lib/x86_64-linux-gnu /usr/local/lib $_sluice_wheels) ||
+_sluice_cudnn=$(_sluice_find_dir 'libcudnn.so*' $_sluice_wheels "$CUDA_HOME/lib64" \
+  "$CUDA_HOME/lib" /usr/lib/x86_64-linux-gnu /usr/local/lib) ||
   echo "device-env: libcudnn.so not found" >&2
 _sluice_cublas=$(_sluice_find_dir 'libcublasLt.so*' "$CUDA_HOME/lib64" "$CUDA_HOME/lib" \
   "$CUDA_HOME/targets/x86_64-linux/lib" /usr/lib/x86_64-linux-gnu $_sluice_wheels) ||
@@ -89,8 +92,11 @@ done
 export SLUICE_NVCC_FLAGS="${SLUICE_NVCC_FLAGS:-} $_sluice_flags"
 
 # The bundle's libraries first (runtime, onnx, protobuf), then CUDA's.
-_sluice_ld="$_sluice_root/lib:$_sluice_root/blas/lib:$CUDA_HOME/lib64:$CUDA_HOME/lib"
-for _d in $_sluice_cudnn $_sluice_cublas $_sluice_nccl; do _sluice_ld="$_sluice_ld:$_d"; done
+# cuDNN's folder comes before the toolkit's, which may hold another cuDNN.
+_sluice_ld="$_sluice_root/lib:$_sluice_root/blas/lib"
+[ -n "$_sluice_cudnn" ] && _sluice_ld="$_sluice_ld:$_sluice_cudnn"
+_sluice_ld="$_sluice_ld:$CUDA_HOME/lib64:$CUDA_HOME/lib"
+for _d in $_sluice_cublas $_sluice_nccl; do _sluice_ld="$_sluice_ld:$_d"; done
 export LD_LIBRARY_PATH="$_sluice_ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$_sluice_root/bin:$CUDA_HOME/bin:$PATH"
 

@@ -237,7 +237,7 @@ static inline int32_t sluice_quant_lt_find(const SluiceRunArgs *args, SluiceCuda
 }
 
 /// Enqueues `plan` (from sluice_quant_lt_find) on `stream`: D = A B with
-/// alpha 1, beta 0 (C is D, unread). `wsPtr`: cuBLASLt's part of the
+/// alpha 1, beta 0 (C unread). `wsPtr`: cuBLASLt's part of the
 /// state's workspace.
 static inline int32_t sluice_quant_lt_enqueue(const SluiceRunArgs *args, SluiceCudaState *state,
                                               const char *kernel, const SluiceQuantLtProblem &g,
@@ -254,8 +254,12 @@ static inline int32_t sluice_quant_lt_enqueue(const SluiceRunArgs *args, SluiceC
   const bool intScale = g.scaleType == CUDA_R_32I;
   const void *alpha = intScale ? (const void *)&one32 : (const void *)&one;
   const void *beta = intScale ? (const void *)&zero32 : (const void *)&zero;
+  // C is D (in place) when their types agree; otherwise (an E4M3 D with a
+  // bf16 C) cuBLASLt refuses C == D with differing descriptors, and C,
+  // unread at beta 0, is null.
+  const void *c = g.cType == g.dType ? d : nullptr;
   SLUICE_CUBLAS(kernel,
-                cublasLtMatmul(state->lt, plan->lt.op, alpha, b, plan->lt.a, a, plan->lt.b, beta, d,
+                cublasLtMatmul(state->lt, plan->lt.op, alpha, b, plan->lt.a, a, plan->lt.b, beta, c,
                                plan->lt.c, d, plan->lt.d, &plan->lt.algo,
                                plan->lt.workspace ? wsPtr : nullptr, plan->lt.workspace, stream));
   return 0;

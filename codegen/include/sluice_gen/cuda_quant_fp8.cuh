@@ -21,7 +21,12 @@
 // kernel's (cuBLASLt computes amax only for fp8 outputs). Shapes: K and N
 // multiples of 16 and 16-byte aligned pointers are what the fp8 kernels
 // need; anything else fails with cuBLASLt's "no algorithm", since there is
-// no CUDA-core fp8 fallback.
+// no CUDA-core fp8 fallback. The scale and amax pointers must be 16-byte
+// aligned too: on an H100 (cuBLASLt 13.1) a B scale 4 bytes after the A
+// scale makes cublasLtMatmul answer NOT_SUPPORTED although the heuristic
+// offered algorithms. Scalars that are not get staged through the last 256
+// bytes of the state's workspace (a device-to-device copy on the stream, so
+// the GEMM still captures into a graph).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_GEN_CUDA_QUANT_FP8_CUH
@@ -154,7 +159,32 @@ static inline int32_t sluice_fp8_gemm(const SluiceRunArgs *args, SluiceCudaState
                        "fp8 GEMMs need a GPU of compute capability 8.9 or newer (Ada, Hopper)");
   if (workspace > state->workspaceBytes)
     workspace = state->workspaceBytes;
+  // Scalars not 16-byte aligned: staged in the workspace's last 256 bytes,
+  // which cuBLASLt then does not get.
   const bool fp8Out = g.out == SLUICE_FP8_OUT_E4M3;
+  float *amaxOut = amax;
+  const auto misaligned = [](const void *p) { return p && ((uintptr_t)p % 16) != 0; };
+  if (misaligned(aScale) || misaligned(bScale) || (fp8Out && (misaligned(dScale) || misaligned(amax)))) {
+    if (!state->workspace || state->workspaceBytes < 512)
+      return sluice_fail(args, kernel,
+                         "fp8 GEMM scales are not 16-byte aligned and there is no workspace to "
+                         "stage them in");
+    const uintptr_t end = (uintptr_t)state->workspace + state->workspaceBytes;
+    float *slots = (float *)((end - 256) & ~(uintptr_t)255);
+    const size_t usable = (size_t)((uintptr_t)slots - (uintptr_t)state->workspace);
+    if (workspace > usable)
+      workspace = usable;
+    const float **scalars[3] = {&aScale, &bScale, &dScale};
+    for (int i = 0; i < 3; ++i) {
+      if (misaligned(*scalars[i])) {
+        SLUICE_CUDA(kernel, cudaMemcpyAsync(slots + 4 * i, *scalars[i], sizeof(float),
+                                            cudaMemcpyDeviceToDevice, stream));
+        *scalars[i] = slots + 4 * i;
+      }
+    }
+    if (fp8Out && misaligned(amax))
+      amax = slots + 12;
+  }
   SluiceQuantLtProblem p;
   memset(&p, 0, sizeof(p));
   p.aType = p.bType = CUDA_R_8F_E4M3;
@@ -206,8 +236,12 @@ static inline int32_t sluice_fp8_gemm(const SluiceRunArgs *args, SluiceCudaState
   if (int32_t status = sluice_quant_lt_enqueue(args, state, kernel, p, plan, a, b, d, ptr,
                                                state->workspace, stream))
     return status;
-  if (fp8Out)
+  if (fp8Out) {
+    if (amax != amaxOut)
+      SLUICE_CUDA(kernel, cudaMemcpyAsync(amaxOut, amax, sizeof(float), cudaMemcpyDeviceToDevice,
+                                          stream));
     return 0;
+  }
   const void *lateBias = postBias ? bias : nullptr;
   switch (g.out) {
   case SLUICE_FP8_OUT_F16:
