@@ -328,7 +328,7 @@ stage_zoo() {
     n=$((n + 1))
     run_step "zoo/$(basename "$d")-fp16" "$work/zoo-$(basename "$d").log" "$py" \
       "$root/test/models/check_model.py" --bin "$root/bin" --target cuda --gpu-arch="$arch" \
-      --precision fp16 "$d"
+      --precision fp16 --no-launch-budget "$d"
   done
   run_parallel_end
   [ $n -gt 0 ] || [ $dry -eq 1 ] || { results+=("zoo: FAILED (the bundle has no zoo models: make it with --zoo)"); failed=1; }

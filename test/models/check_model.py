@@ -103,6 +103,9 @@ def main():
                          "error (--max-rel-l2) like the half precisions")
     ap.add_argument("--max-rel-l2", default="1e-2")
     ap.add_argument("--gpu-arch", help="cuda: sluice-compile --gpu-arch")
+    ap.add_argument("--no-launch-budget", action="store_true",
+                    help="skip LAYERS' launch budget (a model folder that shares a name with "
+                         "one of test/models, e.g. the zoo's vit)")
     ap.add_argument("--compile-only", action="store_true",
                     help="build the bundle (and count launches) but do not run it: "
                          "checks the cuda target's generated code with nvcc where "
@@ -146,7 +149,9 @@ def main():
             if "runs on the host" in remark:
                 print("  " + remark)
         # A model folder's manifest may carry its own span (bench/gpu/check_export.py).
-        spec = manifest.get("layers") or LAYERS.get(os.path.basename(os.path.normpath(args.model_dir)))
+        spec = manifest.get("layers") or (
+            None if args.no_launch_budget
+            else LAYERS.get(os.path.basename(os.path.normpath(args.model_dir))))
         if spec:
             counts = layer_launches(report["steps"], spec)
             if counts is None:
