@@ -606,6 +606,89 @@ void timeInt8(Context &ctx, int64_t m, int64_t n, int64_t k) {
          (long long)m, (long long)n, (long long)k, us, 2.0 * m * n * k / us * 1e-6);
 }
 
+/// The f16 cuBLASLt GEMM Sluice's fp16 bundles run (f32 accumulation,
+/// weight [N, K] as a Linear's), the peer of the int8 and fp8 timings.
+double timeHalf(Context &ctx, int64_t m, int64_t n, int64_t k) {
+  DeviceBuffer<sluice_f16> da(m * k), db(n * k), dy(m * n);
+  SluiceGemmShape g{SLUICE_GEMM_F16, 0, 1, m, n, k, k, k, n, n, 1, 0, 0, 0, 0, SLUICE_EPI_NONE, 0};
+  return timeIt(ctx, [&] {
+    return sluice_gemm(&ctx.args, &ctx.state, "f16", g, da.ptr, db.ptr, nullptr, dy.ptr, nullptr,
+                       1.0, (size_t)32 << 20, ctx.state.stream);
+  });
+}
+
+double timeFp8(Context &ctx, int64_t m, int64_t n, int64_t k) {
+  DeviceBuffer<uint8_t> da(m * k), db(n * k);
+  DeviceBuffer<sluice_f16> dy(m * n);
+  const float ones[2] = {1.0f, 1.0f};
+  DeviceBuffer<float> ds(ones, 2);
+  SluiceFp8GemmShape g{m, n, k, k, k, n, SLUICE_FP8_OUT_F16, 0};
+  return timeIt(ctx, [&] {
+    return sluice_fp8_gemm(&ctx.args, &ctx.state, "fp8", g, da.ptr, db.ptr, dy.ptr, nullptr,
+                           ds.ptr, ds.ptr + 1, nullptr, nullptr, (size_t)32 << 20,
+                           ctx.state.stream);
+  });
+}
+
+/// BERT-base at batch 32, sequence 128 (M = 4096): the QKV, attention-out,
+/// FFN-up and FFN-down GEMMs, each as f16, int8 (IMMA, int32 to f32
+/// dequantized in the epilogue) and fp8 (E4M3 in, f16 out) in the same run.
+void compareBertGemms(Context &ctx, bool fp8) {
+  const int64_t shapes[4][3] = {{4096, 2304, 768}, {4096, 768, 768}, {4096, 3072, 768},
+                                {4096, 768, 3072}};
+  double sumHalf = 0, sumInt8 = 0, sumFp8 = 0;
+  for (const auto &s : shapes) {
+    const int64_t m = s[0], n = s[1], k = s[2];
+    const double half = timeHalf(ctx, m, n, k);
+    DeviceBuffer<int8_t> da(m * k), db(n * k);
+    DeviceBuffer<float> dy(m * n);
+    SluiceInt8GemmShape g{m, n, k, k, k, SLUICE_INT8_B_NK, 0, 0, 1, 0, 0};
+    const double int8 = timeIt(ctx, [&] {
+      SluiceInt8Dequant<float> e{dy.ptr, n, 0, m, 1.0f, nullptr, nullptr, nullptr, false};
+      return sluice_int8_gemm(&ctx.args, &ctx.state, "int8", g, da.ptr, db.ptr, nullptr, e,
+                              (size_t)sluice_int8_gemm_workspace(g), ctx.state.stream);
+    });
+    const double f8 = fp8 ? timeFp8(ctx, m, n, k) : 0;
+    sumHalf += half;
+    sumInt8 += int8;
+    sumFp8 += f8;
+    printf("compare: BERT-base b32 GEMM M=%lld N=%lld K=%lld: f16 %.1f us, int8 %.1f us (%.2fx), "
+           "fp8 %.1f us (%.2fx)\n",
+           (long long)m, (long long)n, (long long)k, half, int8, half / int8, f8,
+           f8 > 0 ? half / f8 : 0.0);
+  }
+  printf("compare: BERT-base b32 layer GEMMs: f16 %.1f us, int8 %.1f us (%.2fx f16), fp8 %.1f us "
+         "(%.2fx f16)\n",
+         sumHalf, sumInt8, sumHalf / sumInt8, sumFp8, sumFp8 > 0 ? sumHalf / sumFp8 : 0.0);
+}
+
+/// GPT-2 decoding (M = 1): w4a16 and w8a16 against the f16 GEMM.
+void compareDecodeGemms(Context &ctx) {
+  const int64_t shapes[4][2] = {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}};
+  for (const auto &s : shapes) {
+    const int64_t n = s[0], k = s[1];
+    const double half = timeHalf(ctx, 1, n, k);
+    double w[2];
+    for (int i = 0; i < 2; ++i) {
+      const int bits = i ? 8 : 4;
+      const int64_t bBytes = bits == 8 ? n * k : n * k / 2, groups = bits == 8 ? 1 : k / 128;
+      DeviceBuffer<sluice_f16> da(k), ds(groups * n);
+      DeviceBuffer<uint8_t> db(bBytes);
+      DeviceBuffer<float> dy(n);
+      SluiceWonlyShape g{1, n, k, k, n, bits, 1, 0, bits == 8 ? k : 128};
+      const size_t workspace = (size_t)sluice_wonly_workspace(g, 2);
+      w[i] = timeIt(ctx, [&] {
+        SluiceWonlyStore<float> e{dy.ptr, n, nullptr, false};
+        return sluice_wonly_gemm(&ctx.args, &ctx.state, "wonly", g, da.ptr, db.ptr, ds.ptr, e,
+                                 workspace, ctx.state.stream);
+      });
+    }
+    printf("compare: GPT-2 decoding GEMM M=1 N=%lld K=%lld: f16 %.1f us, w4a16 %.1f us (%.2fx), "
+           "w8a16 %.1f us (%.2fx)\n",
+           (long long)n, (long long)k, half, w[0], half / w[0], w[1], half / w[1]);
+  }
+}
+
 } // namespace
 
 int main() {
@@ -639,6 +722,8 @@ int main() {
   timeWonly(ctx, 4, 1, 768, 3072);
   timeInt8(ctx, 4096, 768, 768);
   timeInt8(ctx, 4096, 3072, 768);
+  compareBertGemms(ctx, sluice_fp8_supported(device));
+  compareDecodeGemms(ctx);
   printf("%d failure(s)\n", failures);
   return failures ? 1 : 0;
 }
