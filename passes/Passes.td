@@ -485,10 +485,17 @@ def FuseGroupsPass : Pass<"sluice-fuse-groups", "mlir::func::FuncOp"> {
 
     `mode=elementwise` only chains elementwise ops without views (F1, what
     every target's emitter takes today); `mode=all` runs every stage.
+    `fp8-gemm=true` (the cuda target) first gives every Form F8 matmul the
+    dequantize_linear ops of its E4M3 activation and constant E4M3 weight,
+    so that it runs as one fp8 GEMM and the activation's producer stores
+    E4M3.
   }];
   let options = [
     Option<"mode", "mode", "std::string", "\"all\"",
            "Which groups to grow: elementwise or all">,
+    Option<"fp8Gemm", "fp8-gemm", "bool", "false",
+           "Form F8: make the dequantizations of an fp8 GEMM's E4M3 operands its "
+           "prologue (targets with fp8 GEMM kernels: cuda)">,
   ];
   let dependentDialects = ["sluice::SluiceDialect"];
 }

@@ -99,6 +99,8 @@ CudaEmit emitGroup(CudaGroupContext &ctx) {
       return emitCudaInt8GemmGroup(ctx);
     if (isCudaWonlyGemmGroup(kernel))
       return emitCudaWonlyGemmGroup(ctx);
+    if (isCudaFp8GemmGroup(kernel))
+      return emitCudaFp8GemmGroup(ctx);
     return emitCudaGemmGroup(ctx);
   case KernelForm::row:
     return emitCudaRowGroup(ctx);

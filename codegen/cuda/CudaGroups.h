@@ -122,6 +122,13 @@ bool isCudaWonlyGemmGroup(KernelOp kernel);
 /// or dequantize + cuBLASLt for larger M) with a generated epilogue functor
 /// (groups/QuantGemm.cpp); Unsupported (a host step) for the rest.
 CudaEmit emitCudaWonlyGemmGroup(CudaGroupContext &ctx);
+/// Whether `kernel` (a GEMM group) holds the Form F8 dequantizations of its
+/// matmul's A and B as its prologue (sluice-fuse-groups fp8-gemm=true).
+bool isCudaFp8GemmGroup(KernelOp kernel);
+/// Form F8: such a group as one sluice_fp8_gemm_epi (cuBLASLt's E4M3 GEMM
+/// with the per-tensor scales as its A/B scale pointers, B stored [N, K])
+/// with a generated epilogue functor (groups/QuantGemm.cpp).
+CudaEmit emitCudaFp8GemmGroup(CudaGroupContext &ctx);
 /// How the cuda target stores kernel input `input`: packed for IMMA when it
 /// is the weight of a device int8 GEMM, else as the cpu kernels of host
 /// steps read it (cpuWeightTransform).

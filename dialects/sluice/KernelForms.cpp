@@ -231,6 +231,44 @@ bool isWeightPrologue(Operation *op) {
   return w && w->dequant == dequant;
 }
 
+//===-- Form F8 -------------------------------------------------------------===//
+
+namespace {
+/// A dequantize_linear of an E4M3FN tensor by one f32 scale with no (or a
+/// zero) zero point, read by `user` alone.
+bool isPerTensorFp8Dequant(DequantizeLinearOp dq, Operation *user) {
+  if (!dq || !dq->hasOneUse() || *dq->getUsers().begin() != user)
+    return false;
+  auto input = dyn_cast<RankedTensorType>(dq.getInput().getType());
+  auto scale = dyn_cast<RankedTensorType>(dq.getScale().getType());
+  auto output = dyn_cast<RankedTensorType>(dq.getOutput().getType());
+  if (!input || !scale || !output || !input.hasStaticShape() || !scale.hasStaticShape() ||
+      !isa<Float8E4M3FNType>(input.getElementType()) || !scale.getElementType().isF32() ||
+      scale.getNumElements() != 1 || !output.getElementType().isF32())
+    return false;
+  if (Value zero = dq.getZeroPoint()) {
+    auto constant = zero.getDefiningOp<ConstantOp>();
+    auto values = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+    if (!values || !values.isSplat() || !values.getSplatValue<APFloat>().isZero())
+      return false;
+  }
+  return true;
+}
+} // namespace
+
+std::optional<Fp8Operands> fp8OperandsOf(MatMulOp matmul) {
+  auto a = matmul.getLhs().getDefiningOp<DequantizeLinearOp>();
+  auto b = matmul.getRhs().getDefiningOp<DequantizeLinearOp>();
+  auto result = dyn_cast<RankedTensorType>(matmul.getOutput().getType());
+  if (!a || !b || !result || !result.hasStaticShape() || !result.getElementType().isF32() ||
+      !isPerTensorFp8Dequant(a, matmul) || !isPerTensorFp8Dequant(b, matmul))
+    return std::nullopt;
+  if (cast<RankedTensorType>(a.getInput().getType()).getRank() < 2 ||
+      cast<RankedTensorType>(b.getInput().getType()).getRank() != 2)
+    return std::nullopt;
+  return Fp8Operands{a, b};
+}
+
 //===-- Kernel forms --------------------------------------------------------===//
 
 FailureOr<KernelForm> judgeForm(ArrayRef<Operation *> ops, std::string &why) {

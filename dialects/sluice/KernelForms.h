@@ -97,6 +97,21 @@ std::optional<WeightDequant> weightDequantOf(MatMulOp matmul);
 /// reads it (through its cast): a GEMM group's prologue, never an anchor.
 bool isWeightPrologue(mlir::Operation *op);
 
+//===-- Form F8: fp8 GEMM operands -----------------------------------------===//
+
+/// The operands of an fp8 GEMM (issue 15, docs/quantization.md Form F8):
+/// the matmul reads A = dequantize_linear(xq) and B = dequantize_linear(w8)
+/// with xq and w8 f8E4M3FN, each scale one f32 value (per tensor), no zero
+/// point or a zero one, each dequantization read by the matmul alone; w8 is
+/// 2-D [K, N] with static shapes; A of rank >= 2; the result f32. Types
+/// only: whether w8 is a constant is the fusion's business. Targets that
+/// run fp8 GEMMs (cuda) make both dequantizations the GEMM group's
+/// prologue (sluice-fuse-groups fp8-gemm=true).
+struct Fp8Operands {
+  DequantizeLinearOp a, b;
+};
+std::optional<Fp8Operands> fp8OperandsOf(MatMulOp matmul);
+
 //===-- Kernel forms --------------------------------------------------------===//
 
 /// The form of the group made of `ops` (any order; constants are passed

@@ -43,8 +43,8 @@ struct Group {
 
 class Grouper {
 public:
-  Grouper(func::FuncOp func, bool allowViews)
-      : func(func), allowViews(allowViews) {
+  Grouper(func::FuncOp func, bool allowViews, bool fp8Gemm)
+      : func(func), allowViews(allowViews), fp8Gemm(fp8Gemm) {
     for (Operation &op : func.getBody().front())
       if (!isa<ConstantOp, ShardConstantOp, KernelOp, func::ReturnOp>(op) &&
           !op.hasAttr(kGroupAttr))
@@ -57,6 +57,12 @@ public:
       for (Operation *op : order)
         if (kindOf(op) == Kind::Attention)
           growAttention(op);
+      // Form F8 first: an fp8 GEMM's dequantizations join it before an
+      // earlier anchor's epilogue could take the activation's.
+      if (fp8Gemm)
+        for (Operation *op : order)
+          if (auto matmul = dyn_cast<MatMulOp>(op))
+            absorbFp8Dequants(matmul);
       for (Operation *op : order)
         if (kindOf(op) == Kind::Gemm)
           growAnchor(op, /*prologue=*/false);
@@ -87,6 +93,7 @@ public:
 private:
   func::FuncOp func;
   bool allowViews;
+  bool fp8Gemm;
   std::vector<std::unique_ptr<Group>> groups;
   llvm::DenseMap<Operation *, Group *> groupOf;
   /// Refusals, remarked at the end on ops still alone (first reason wins).
@@ -382,6 +389,46 @@ private:
     g->ops = std::move(all);
   }
 
+  /// Form F8 (targets with fp8 GEMMs): the dequantizations of the E4M3
+  /// activation and of the constant E4M3 weight that `matmul` reads join
+  /// its group, so that the GEMM reads one byte per element and the
+  /// activation's producer stores the E4M3 value (its quantize_linear ends
+  /// that group). Both or neither; layout views on the activation follow.
+  void absorbFp8Dequants(MatMulOp matmul) {
+    auto f8 = kernel::fp8OperandsOf(matmul);
+    if (!f8)
+      return;
+    auto isConstant = [](Value v) {
+      return isa_and_nonnull<ConstantOp, ShardConstantOp>(v.getDefiningOp());
+    };
+    if (!isConstant(f8->b.getInput()) || !groupOf.count(matmul) || !groupOf.count(f8->a) ||
+        !groupOf.count(f8->b))
+      return;
+    Group *g = groupOf[matmul];
+    SmallVector<Group *, 2> from = {groupOf[f8->a]};
+    if (groupOf[f8->b] != from[0])
+      from.push_back(groupOf[f8->b]);
+    SmallVector<Operation *> all(g->ops);
+    for (Group *f : from) {
+      if (f == g || f->ops.size() != 1)
+        return;
+      all.append(f->ops.begin(), f->ops.end());
+    }
+    std::string why;
+    if (failed(checkForm(all, allowViews, why)) || !convex(all)) {
+      refuse(f8->a, "not fused into " + describeOp(matmul) + " as an fp8 GEMM: " +
+                        (why.empty() ? std::string("it would create a cycle") : why));
+      return;
+    }
+    for (Group *f : from) {
+      for (Operation *op : f->ops)
+        groupOf[op] = g;
+      f->ops.clear();
+    }
+    g->ops = std::move(all);
+    absorbViews(g, f8->a, 0, isLayoutView);
+  }
+
   /// Whether a GEMM operand, read through its chain of views, has unit
   /// stride along its last dim (what the GEMM kernels pack from).
   static bool unitStrideRows(Value operand) {
@@ -633,7 +680,7 @@ struct FuseGroupsPass
       return signalPassFailure();
     }
     bool all = mode == "all";
-    Grouper(getOperation(), /*allowViews=*/all).run(all);
+    Grouper(getOperation(), /*allowViews=*/all, fp8Gemm).run(all);
   }
 };
 

@@ -113,13 +113,21 @@ FailureOr<KernelForm> checkForm(ArrayRef<Operation *> opsIn, bool allowViews, st
   // Form W: the dequantization (and its cast) of a GEMM's B in the group
   // is that GEMM's prologue, not a second anchor.
   llvm::SmallPtrSet<Operation *, 4> weightPrologue;
+  // Form F8: the dequantizations of an fp8 GEMM's A and B in the group
+  // are its prologue too (the GEMM reads the E4M3 operands).
   for (Operation *op : ops)
-    if (auto matmul = dyn_cast<MatMulOp>(op))
+    if (auto matmul = dyn_cast<MatMulOp>(op)) {
       if (auto w = kernel::weightDequantOf(matmul); w && inGroup.contains(w->dequant)) {
         weightPrologue.insert(w->dequant);
         if (w->cast)
           weightPrologue.insert(w->cast);
       }
+      if (auto f8 = kernel::fp8OperandsOf(matmul);
+          f8 && inGroup.contains(f8->a) && inGroup.contains(f8->b)) {
+        weightPrologue.insert(f8->a);
+        weightPrologue.insert(f8->b);
+      }
+    }
   Operation *anchor = nullptr;
   for (Operation *op : ops) {
     Kind kind = kindOf(op);
@@ -173,7 +181,7 @@ FailureOr<KernelForm> checkForm(ArrayRef<Operation *> opsIn, bool allowViews, st
         r = Trailing;
       else
         r = Prologue;
-    } else if (kind == Kind::Elementwise) {
+    } else if (kind == Kind::Elementwise && !weightPrologue.contains(op)) {
       bool main = false;
       for (Value operand : op->getOperands()) {
         std::optional<Role> in = roleOf(operand);
@@ -198,8 +206,8 @@ FailureOr<KernelForm> checkForm(ArrayRef<Operation *> opsIn, bool allowViews, st
     } else {
       for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
         std::optional<Role> in = roleOf(operand);
-        bool weightB = i == 1 && operand.getDefiningOp() &&
-                       weightPrologue.contains(operand.getDefiningOp());
+        // Form W's B, Form F8's A and B: dequantized inside the GEMM.
+        bool weightB = operand.getDefiningOp() && weightPrologue.contains(operand.getDefiningOp());
         if (in && *in == Prologue && !(anchorKind == Kind::Row && i == 0) && !weightB) {
           why = "only a row op's input may be computed in its group";
           return failure();

@@ -205,6 +205,9 @@ void buildFusePipeline(OpPassManager &pm, const CompilerOptions &options) {
   if (options.fusion == "all" || options.fusion == "elementwise") {
     FuseGroupsPassOptions groups;
     groups.mode = options.fusion;
+    // The cuda target runs Form F8 as one fp8 GEMM (cuBLASLt); the cpu
+    // emulates it with the dequantizations in the producers' kernels.
+    groups.fp8Gemm = options.target == "cuda";
     pm.addNestedPass<func::FuncOp>(sluice::createFuseGroupsPass(groups));
   }
   pm.addNestedPass<func::FuncOp>(sluice::createFormKernelsPass());

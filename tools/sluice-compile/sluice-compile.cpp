@@ -578,12 +578,12 @@ int main(int argc, char **argv) {
           hostSteps = cudaModel.hostSteps;
           remarks.insert(remarks.end(), cudaModel.remarks.begin(), cudaModel.remarks.end());
         }
-        // Form F8 is not lowered to sluice_fp8_gemm yet: the same kernels
-        // as the cpu's, on the device.
+        // Form F8 is one fp8 GEMM per layer (cuBLASLt, sm_89 and newer;
+        // the runtime dequantizes and multiplies in f32 on older GPUs).
         if (options.quantize == "fp8")
-          remarks.push_back("--quantize=fp8: fp8 emulated on cuda (E4M3 rounding in elementwise "
-                            "kernels, f32 cuBLASLt GEMMs; the fp8 GEMM launch is not emitted "
-                            "yet; docs/quantization.md)");
+          remarks.push_back("--quantize=fp8: fp8 GEMMs (cuBLASLt E4M3 with per-tensor scale "
+                            "pointers) on sm_89 and newer; on older GPUs the same launch "
+                            "dequantizes and multiplies in f32 (docs/quantization.md)");
       } else {
         auto emitted = sluice::codegen::emitCpuModel(*module);
         if ((ok = succeeded(emitted))) {

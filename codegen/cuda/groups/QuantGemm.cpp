@@ -546,9 +546,105 @@ std::optional<std::string> analyzeWonly(KernelOp kernel, WonlyGemm &g) {
   return analyzeEpilogue(kernel, g);
 }
 
+/// Form F8 on the device, from the IR alone.
+struct Fp8Gemm : EpilogueOps {
+  MatMulOp matmul;
+  kernel::Fp8Operands ops;
+  int64_t m = 0, n = 0, k = 0, lda = 0;
+  StridedView a, w;
+  std::vector<int64_t> aOff;
+  int64_t rowsPerCall = 0;
+};
+
+/// Analyzes `kernel` as a device fp8 GEMM group; the reason when the
+/// device cannot run it.
+std::optional<std::string> analyzeFp8(KernelOp kernel, Fp8Gemm &g) {
+  if (kernel.getForm() != KernelForm::gemm)
+    return std::string("not a GEMM group");
+  g.parts = splitGroupOps(kernel, [](Operation *op) { return isa<MatMulOp>(op); });
+  g.matmul = dyn_cast_or_null<MatMulOp>(g.parts.anchor);
+  if (!g.matmul)
+    return std::string("no matmul in the GEMM group");
+  auto ops = kernel::fp8OperandsOf(g.matmul);
+  if (!ops)
+    return std::string("the matmul does not read two fp8 dequantizations");
+  g.ops = *ops;
+  for (Operation *op : g.parts.before)
+    if (op != ops->a.getOperation() && op != ops->b.getOperation() && !kernel::isViewOp(op))
+      return std::string("ops before the fp8 GEMM besides its operands' dequantization");
+  for (Operation *op : g.parts.after)
+    if (!kernel::isElementwise(op))
+      return "a GEMM group's epilogue holds " + op->getName().getStringRef().str() +
+             ", not elementwise";
+  g.result = g.matmul.getResult();
+  g.space = shapeOf(g.result);
+  if (product(g.space) == 0)
+    return std::string("an empty fp8 GEMM");
+  for (Value scale : {ops->a.getScale(), ops->b.getScale()})
+    if (!isLeaf(kernel, scale))
+      return std::string("an fp8 scale is computed in the group");
+  Value xq = ops->a.getInput(), w8 = ops->b.getInput();
+  ArrayRef<int64_t> aShape = shapeOf(xq);
+  g.m = aShape[aShape.size() - 2];
+  g.k = aShape.back();
+  g.n = shapeOf(w8)[1];
+  auto a = resolveView(xq, /*emitErrors=*/false);
+  auto w = resolveView(w8, /*emitErrors=*/false);
+  if (failed(a) || !isLeaf(kernel, a->base))
+    return std::string("the fp8 GEMM's A is not a view of a group input");
+  if (failed(w) || !isLeaf(kernel, w->base))
+    return std::string("the fp8 GEMM's weight is not a group input");
+  g.a = *a;
+  g.w = *w;
+  int64_t ar = aShape.size();
+  if (g.k > 1 && a->strides[ar - 1] != 1)
+    return std::string("the fp8 GEMM's A is not contiguous along K");
+  g.lda = g.m > 1 ? a->strides[ar - 2] : g.k;
+  if (g.lda < g.k)
+    return std::string("the fp8 GEMM's A rows overlap");
+  if ((g.n > 1 && w->strides[1] != 1) || (g.k > 1 && w->strides[0] < g.n))
+    return std::string("the fp8 GEMM's weight is not a [K, N] matrix with rows of N");
+  std::vector<int64_t> batchDims(g.space.begin(), g.space.end() - 2);
+  int64_t batches = product(batchDims);
+  for (int64_t i = 0; i < batches; ++i)
+    g.aOff.push_back(a->offset + batchOffset(batchDims, i, aShape, a->strides));
+  bool stack = true;
+  for (int64_t i = 0; i < batches && stack; ++i)
+    stack = g.aOff[i] == g.aOff[0] + i * g.m * g.lda;
+  g.rowsPerCall = stack ? g.m * batches : g.m;
+  if (stack)
+    g.aOff.resize(1);
+  return analyzeEpilogue(kernel, g);
+}
+
+/// The stored layout of an fp8 GEMM's weight: [N, K], K contiguous
+/// (cuBLASLt's fp8 GEMMs are "TN" only).
+std::string fp8Key(const Fp8Gemm &g) {
+  return "cuda_fp8_nk k=" + decimal(g.k) + " n=" + decimal(g.n) + " offset=" +
+         decimal(g.w.offset) + " ldk=" + decimal(g.w.strides[0]);
+}
+
 } // namespace
 
 std::optional<WeightTransform> cudaWeightTransform(KernelOp kernel, unsigned input) {
+  // An fp8 GEMM's weight: transposed to [N, K] at compile time.
+  if (Fp8Gemm f; !analyzeFp8(kernel, f)) {
+    auto arg = dyn_cast<BlockArgument>(f.w.base);
+    if (!arg || arg.getArgNumber() != input)
+      return cpuWeightTransform(kernel, input);
+    WeightTransform t;
+    t.key = fp8Key(f);
+    int64_t k = f.k, n = f.n, offset = f.w.offset, ldk = f.w.strides[0];
+    t.apply = [=](const Tensor &weight) {
+      std::vector<unsigned char> nk(k * n);
+      const auto *src = static_cast<const unsigned char *>(weight.rawData()) + offset;
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j)
+          nk[j * k + p] = src[p * ldk + j];
+      return nk;
+    };
+    return t;
+  }
   // Every group but a device int8 GEMM keeps the cpu target's layouts: its
   // host step (if it is one) reads them.
   Int8Gemm g;
@@ -721,6 +817,79 @@ CudaEmit emitCudaWonlyGemmGroup(CudaGroupContext &ctx) {
   }
   ctx.include("sluice_gen/cuda_quant.cuh");
   ctx.kind = "kernel";
+  *ctx.device += device.str();
+  *ctx.host += host.str();
+  if (ctx.workspaceBytes)
+    *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, workspace);
+  return CudaEmit::Done;
+}
+
+bool isCudaFp8GemmGroup(KernelOp kernel) {
+  Operation *anchor = kernel::anchorOf(kernel);
+  auto matmul = dyn_cast_or_null<MatMulOp>(anchor);
+  if (!matmul)
+    return false;
+  auto ops = kernel::fp8OperandsOf(matmul);
+  return ops && ops->a->getParentOp() == kernel.getOperation() &&
+         ops->b->getParentOp() == kernel.getOperation();
+}
+
+CudaEmit emitCudaFp8GemmGroup(CudaGroupContext &ctx) {
+  KernelOp kernel = ctx.kernel;
+  Fp8Gemm g;
+  if (auto why = analyzeFp8(kernel, g)) {
+    // The cpu emitter has no Form F8 group (the cpu target keeps the
+    // dequantizations in the producers): no host step can run it.
+    kernel.emitOpError("cuda target: an fp8 GEMM group the device cannot run: ") << *why;
+    return CudaEmit::Error;
+  }
+  // B: [N, K] as stored (the weight transform), else [K, N] where it is
+  // (the runtime then dequantizes and multiplies in f32).
+  bool nk = false;
+  if (auto arg = dyn_cast<BlockArgument>(g.w.base)) {
+    auto stored = storedTransform(kernel.getInputs()[arg.getArgNumber()], cudaWeightTransform);
+    nk = stored && stored->key == fp8Key(g);
+  }
+  Functor functor(ctx, g);
+  functor.weightOnly = true;
+  functor.rowsPerCall = g.rowsPerCall;
+  if (failed(functor.plan())) {
+    kernel.emitOpError("cuda target: an epilogue operand of the fp8 GEMM is not addressable");
+    return CudaEmit::Error;
+  }
+  CodeWriter device, host(1);
+  if (failed(functor.print(device)))
+    return CudaEmit::Error;
+  auto aPtr = ctx.leafPointer(StridedView{g.a.base, 0, {}});
+  auto wPtr = ctx.leafPointer(StridedView{g.w.base, 0, {}});
+  auto saPtr = ctx.leafPointer(StridedView{g.ops.a.getScale(), 0, {}});
+  auto sbPtr = ctx.leafPointer(StridedView{g.ops.b.getScale(), 0, {}});
+  if (failed(aPtr) || failed(wPtr) || failed(saPtr) || failed(sbPtr))
+    return CudaEmit::Error;
+  SluiceFp8GemmShape shape{g.rowsPerCall, g.n, g.k, g.lda, nk ? g.k : g.w.strides[0], g.n,
+                           SLUICE_FP8_OUT_F32, 0};
+  int64_t workspace = sluice_fp8_gemm_epi_workspace(shape);
+  std::string w = nk ? "(const uint8_t *)" + *wPtr
+                     : "((const uint8_t *)" + *wPtr + " + " + cInt64(g.w.offset) + ")";
+  {
+    auto call = host.block("");
+    host.line("static const SluiceFp8GemmShape gemm = {{{0}, {1}, {2}, {3}, {4}, {5}, "
+              "SLUICE_FP8_OUT_F32, 0};",
+              cInt64(shape.m), cInt64(shape.n), cInt64(shape.k), cInt64(shape.lda),
+              cInt64(shape.ldb), cInt64(shape.ldd));
+    host.line("{0}", cInt64ArrayDecl("a_off", g.aOff));
+    host.line("for (int64_t o = 0; o < {0}; ++o)", cInt64((int64_t)g.aOff.size()));
+    auto loop = host.block("");
+    host.line("const {0}_epi epi = {1};", ctx.name, functor.initializer("o"));
+    host.line("if (int32_t status = sluice_fp8_gemm_epi(args, state, {0}, gemm, {1}, (const "
+              "uint8_t *){2} + a_off[o], {3}, (const float *){4}, (const float *){5}, epi, "
+              "(size_t){6}, stream))",
+              ctx.kernelName(), nk ? 1 : 0, *aPtr, w, *saPtr, *sbPtr, cInt64(workspace));
+    auto then = host.indented();
+    host.line("return status;");
+  }
+  ctx.include("sluice_gen/cuda_quant_fp8.cuh");
+  ctx.kind = "library";
   *ctx.device += device.str();
   *ctx.host += host.str();
   if (ctx.workspaceBytes)

@@ -36,21 +36,8 @@
 
 #include <cuda_fp8.h>
 
-/// Output element types of the fp8 GEMM.
-enum SluiceFp8Out {
-  SLUICE_FP8_OUT_F32 = 0,
-  SLUICE_FP8_OUT_F16 = 1,
-  SLUICE_FP8_OUT_BF16 = 2,
-  SLUICE_FP8_OUT_E4M3 = 3
-};
-
-/// One fp8 GEMM: A(i, p) at a[i * lda + p], B(p, j) at b[j * ldb + p],
-/// D(i, j) at d[i * ldd + j].
-struct SluiceFp8GemmShape {
-  int64_t m, n, k, lda, ldb, ldd;
-  int32_t out;     ///< SluiceFp8Out
-  int32_t hasBias; ///< a bias vector over N, of sluice_fp8_bias_type(out)
-};
+// SluiceFp8Out and SluiceFp8GemmShape: sluice_gen/cuda_quant_kernels.cuh
+// (the compiler reads them too).
 
 static inline cudaDataType_t sluice_fp8_out_type(int32_t out) {
   switch (out) {
@@ -135,56 +122,33 @@ static inline int32_t sluice_fp8_post(const SluiceRunArgs *args, const char *ker
 /// Workspace bytes a bundle declares for sluice_fp8_gemm (cuBLASLt's part).
 static inline int64_t sluice_fp8_gemm_workspace() { return SLUICE_QUANT_LT_WORKSPACE; }
 
-/// Enqueues the fp8 GEMM `g` (see the file header). aScale and bScale are
-/// device f32 scalars (required); dScale (E4M3 outputs only, may be null:
-/// 1) and amax (may be null) too. `workspace`: bytes of the state's
-/// workspace cuBLASLt may use.
-static inline int32_t sluice_fp8_gemm(const SluiceRunArgs *args, SluiceCudaState *state,
-                                      const char *kernel, const SluiceFp8GemmShape &g,
-                                      const void *a, const void *b, void *d, const void *bias,
-                                      const float *aScale, const float *bScale, const float *dScale,
-                                      float *amax, size_t workspace, cudaStream_t stream) {
-  if (g.m <= 0 || g.n <= 0)
-    return 0;
-  if (g.k <= 0)
-    return sluice_fail(args, kernel, "fp8 GEMM with an empty contraction (k = 0)");
-  if (!aScale || !bScale)
-    return sluice_fail(args, kernel, "fp8 GEMM without its A and B scales");
-  if (g.hasBias && !bias)
-    return sluice_fail(args, kernel, "fp8 GEMM with a bias epilogue but no bias vector");
-  int device = 0;
-  SLUICE_CUDA(kernel, cudaGetDevice(&device));
-  if (!sluice_fp8_supported(device))
-    return sluice_fail(args, kernel,
-                       "fp8 GEMMs need a GPU of compute capability 8.9 or newer (Ada, Hopper)");
-  if (workspace > state->workspaceBytes)
-    workspace = state->workspaceBytes;
-  // Scalars not 16-byte aligned: staged in the workspace's last 256 bytes,
-  // which cuBLASLt then does not get.
+/// The cuBLASLt call of `g` (see the file header). `slots`: 64 bytes of
+/// 16-byte aligned device memory where scalars that are not aligned are
+/// staged; `lt`, `ltBytes`: cuBLASLt's workspace. *ran is false when
+/// cuBLASLt has no fp8 algorithm for it (nothing enqueued); *postBias true
+/// when the bias was left to the caller (no algorithm with it fused).
+static inline int32_t sluice_fp8_lt(const SluiceRunArgs *args, SluiceCudaState *state,
+                                    const char *kernel, const SluiceFp8GemmShape &g,
+                                    const void *a, const void *b, void *d, const void *bias,
+                                    const float *aScale, const float *bScale,
+                                    const float *dScale, float *amax, float *slots, void *lt,
+                                    size_t ltBytes, bool *ran, bool *postBias,
+                                    cudaStream_t stream) {
+  *ran = false;
+  *postBias = false;
   const bool fp8Out = g.out == SLUICE_FP8_OUT_E4M3;
   float *amaxOut = amax;
   const auto misaligned = [](const void *p) { return p && ((uintptr_t)p % 16) != 0; };
-  if (misaligned(aScale) || misaligned(bScale) || (fp8Out && (misaligned(dScale) || misaligned(amax)))) {
-    if (!state->workspace || state->workspaceBytes < 512)
-      return sluice_fail(args, kernel,
-                         "fp8 GEMM scales are not 16-byte aligned and there is no workspace to "
-                         "stage them in");
-    const uintptr_t end = (uintptr_t)state->workspace + state->workspaceBytes;
-    float *slots = (float *)((end - 256) & ~(uintptr_t)255);
-    const size_t usable = (size_t)((uintptr_t)slots - (uintptr_t)state->workspace);
-    if (workspace > usable)
-      workspace = usable;
-    const float **scalars[3] = {&aScale, &bScale, &dScale};
-    for (int i = 0; i < 3; ++i) {
-      if (misaligned(*scalars[i])) {
-        SLUICE_CUDA(kernel, cudaMemcpyAsync(slots + 4 * i, *scalars[i], sizeof(float),
-                                            cudaMemcpyDeviceToDevice, stream));
-        *scalars[i] = slots + 4 * i;
-      }
+  const float **scalars[3] = {&aScale, &bScale, &dScale};
+  for (int i = 0; i < 3; ++i) {
+    if (misaligned(*scalars[i])) {
+      SLUICE_CUDA(kernel, cudaMemcpyAsync(slots + 4 * i, *scalars[i], sizeof(float),
+                                          cudaMemcpyDeviceToDevice, stream));
+      *scalars[i] = slots + 4 * i;
     }
-    if (fp8Out && misaligned(amax))
-      amax = slots + 12;
   }
+  if (fp8Out && misaligned(amax))
+    amax = slots + 12;
   SluiceQuantLtProblem p;
   memset(&p, 0, sizeof(p));
   p.aType = p.bType = CUDA_R_8F_E4M3;
@@ -212,18 +176,62 @@ static inline int32_t sluice_fp8_gemm(const SluiceRunArgs *args, SluiceCudaState
   ptr.dScale = dScale;
   ptr.amax = amax;
   SluiceQuantLtPlan *plan = nullptr;
-  if (int32_t status = sluice_quant_lt_find(args, state, kernel, p, a, b, d, ptr, workspace, &plan))
+  if (int32_t status = sluice_quant_lt_find(args, state, kernel, p, a, b, d, ptr, ltBytes, &plan))
     return status;
-  bool postBias = false;
   if (!plan && g.hasBias && !fp8Out) {
     // No algorithm with the bias fused: the plain product, then the bias kernel.
     p.bias = 0;
-    if (int32_t status =
-            sluice_quant_lt_find(args, state, kernel, p, a, b, d, ptr, workspace, &plan))
+    if (int32_t status = sluice_quant_lt_find(args, state, kernel, p, a, b, d, ptr, ltBytes, &plan))
       return status;
-    postBias = plan != nullptr;
+    *postBias = plan != nullptr;
   }
-  if (!plan) {
+  if (!plan)
+    return 0;
+  if (int32_t status = sluice_quant_lt_enqueue(args, state, kernel, p, plan, a, b, d, ptr, lt, stream))
+    return status;
+  if (amax != amaxOut)
+    SLUICE_CUDA(kernel, cudaMemcpyAsync(amaxOut, amax, sizeof(float), cudaMemcpyDeviceToDevice,
+                                        stream));
+  *ran = true;
+  return 0;
+}
+
+/// Enqueues the fp8 GEMM `g` (see the file header). aScale and bScale are
+/// device f32 scalars (required); dScale (E4M3 outputs only, may be null:
+/// 1) and amax (may be null) too. `workspace`: bytes of the state's
+/// workspace cuBLASLt may use (the last 256 bytes of the state's workspace
+/// stage scalars that are not 16-byte aligned).
+static inline int32_t sluice_fp8_gemm(const SluiceRunArgs *args, SluiceCudaState *state,
+                                      const char *kernel, const SluiceFp8GemmShape &g,
+                                      const void *a, const void *b, void *d, const void *bias,
+                                      const float *aScale, const float *bScale, const float *dScale,
+                                      float *amax, size_t workspace, cudaStream_t stream) {
+  if (g.m <= 0 || g.n <= 0)
+    return 0;
+  if (g.k <= 0)
+    return sluice_fail(args, kernel, "fp8 GEMM with an empty contraction (k = 0)");
+  if (!aScale || !bScale)
+    return sluice_fail(args, kernel, "fp8 GEMM without its A and B scales");
+  if (g.hasBias && !bias)
+    return sluice_fail(args, kernel, "fp8 GEMM with a bias epilogue but no bias vector");
+  int device = 0;
+  SLUICE_CUDA(kernel, cudaGetDevice(&device));
+  if (!sluice_fp8_supported(device))
+    return sluice_fail(args, kernel,
+                       "fp8 GEMMs need a GPU of compute capability 8.9 or newer (Ada, Hopper)");
+  if (!state->workspace || state->workspaceBytes < 512)
+    return sluice_fail(args, kernel, "fp8 GEMM without a workspace");
+  const uintptr_t end = (uintptr_t)state->workspace + state->workspaceBytes;
+  float *slots = (float *)((end - 256) & ~(uintptr_t)255);
+  const size_t usable = (size_t)((uintptr_t)slots - (uintptr_t)state->workspace);
+  if (workspace > usable)
+    workspace = usable;
+  bool ran = false, postBias = false;
+  if (int32_t status = sluice_fp8_lt(args, state, kernel, g, a, b, d, bias, aScale, bScale, dScale,
+                                     amax, slots, state->workspace, workspace, &ran, &postBias,
+                                     stream))
+    return status;
+  if (!ran) {
     char message[320];
     snprintf(message, sizeof(message),
              "cuBLASLt has no fp8 algorithm for m %lld, n %lld, k %lld (lda %lld, ldb %lld, ldd "
@@ -233,15 +241,8 @@ static inline int32_t sluice_fp8_gemm(const SluiceRunArgs *args, SluiceCudaState
              (long long)g.ldd, (int)g.out, (int)g.hasBias);
     return sluice_fail(args, kernel, message);
   }
-  if (int32_t status = sluice_quant_lt_enqueue(args, state, kernel, p, plan, a, b, d, ptr,
-                                               state->workspace, stream))
-    return status;
-  if (fp8Out) {
-    if (amax != amaxOut)
-      SLUICE_CUDA(kernel, cudaMemcpyAsync(amaxOut, amax, sizeof(float), cudaMemcpyDeviceToDevice,
-                                          stream));
+  if (g.out == SLUICE_FP8_OUT_E4M3)
     return 0;
-  }
   const void *lateBias = postBias ? bias : nullptr;
   switch (g.out) {
   case SLUICE_FP8_OUT_F16:
@@ -251,6 +252,113 @@ static inline int32_t sluice_fp8_gemm(const SluiceRunArgs *args, SluiceCudaState
   default:
     return sluice_fp8_post(args, kernel, g, (float *)d, lateBias, amax, stream);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Form F8 of compiled bundles: the fp8 GEMM with a generated epilogue
+//===----------------------------------------------------------------------===//
+
+/// out[r * cols + c] = scale * q[r * ld + c] (E4M3 to f32), rows x cols.
+__global__ void __launch_bounds__(256)
+    sluice_fp8_dequant_kernel(const uint8_t *q, int64_t rows, int64_t cols, int64_t ld,
+                              const float *scale, float *out) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  const float s = *scale;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < rows * cols; e += stride)
+    out[e] = sluice_load(sluice_f8e4m3{q[(e / cols) * ld + e % cols]}) * s;
+}
+
+/// The fp8 GEMM of a Form F8 group: y = aScale * bScale * sum_k A(i, k)
+/// B(k, j) in f32, then epi(i, j, y) for every output (the group's
+/// epilogue). A is E4M3 [M, K] (row stride lda); B is E4M3 [N, K] (bNK,
+/// row stride ldb: the compiler's stored layout) or [K, N]. cuBLASLt's fp8
+/// GEMM where the GPU has one (sm_89+) and B is [N, K]; otherwise, or when
+/// cuBLASLt has no fp8 algorithm for the shape (K or N not a multiple of
+/// 16), both operands are dequantized into the workspace and multiplied in
+/// f32 (the same sums up to their order). g.out must be F32, g.hasBias 0
+/// (the bias is in the epilogue).
+template <typename Epi>
+static inline int32_t sluice_fp8_gemm_epi(const SluiceRunArgs *args, SluiceCudaState *state,
+                                          const char *kernel, const SluiceFp8GemmShape &g,
+                                          int32_t bNK, const uint8_t *a, const uint8_t *b,
+                                          const float *aScale, const float *bScale,
+                                          const Epi &epi, size_t workspace, cudaStream_t stream) {
+  if (g.m <= 0 || g.n <= 0)
+    return 0;
+  if (g.out != SLUICE_FP8_OUT_F32 || g.hasBias)
+    return sluice_fail(args, kernel, "fp8 GEMM with an epilogue: f32 result, no bias");
+  if (workspace > state->workspaceBytes)
+    workspace = state->workspaceBytes;
+  const int64_t dBytes = sluice_quant_round256(g.m * g.n * 4);
+  if (!state->workspace || (int64_t)workspace < dBytes + 256 + 4096)
+    return sluice_fail(args, kernel, "fp8 GEMM: the workspace is too small for its result");
+  unsigned char *ws = (unsigned char *)state->workspace;
+  float *d = (float *)ws;
+  float *slots = (float *)(ws + dBytes);
+  unsigned char *rest = ws + dBytes + 256;
+  const int64_t restBytes = (int64_t)workspace - dBytes - 256;
+  int device = 0;
+  SLUICE_CUDA(kernel, cudaGetDevice(&device));
+  bool ran = false, postBias = false;
+  if (bNK && sluice_fp8_supported(device) && g.k > 0) {
+    if (int32_t status = sluice_fp8_lt(
+            args, state, kernel, g, a, b, d, nullptr, aScale, bScale, nullptr, nullptr, slots, rest,
+            (size_t)std::min<int64_t>(restBytes, SLUICE_QUANT_LT_WORKSPACE), &ran, &postBias,
+            stream))
+      return status;
+  }
+  if (!ran) {
+    // Fallback: E4M3 to f32 in the workspace, an f32 GEMM (no TF32).
+    const int64_t aBytes = sluice_quant_round256(g.m * g.k * 4);
+    const int64_t bBytes = sluice_quant_round256(g.k * g.n * 4);
+    if (restBytes < aBytes + bBytes + 4096)
+      return sluice_fail(args, kernel, "fp8 GEMM: the workspace is too small for its fallback");
+    float *a32 = (float *)rest, *b32 = (float *)(rest + aBytes);
+    if (g.k > 0) {
+      sluice_fp8_dequant_kernel<<<sluice_grid(g.m * g.k, 256, 4), 256, 0, stream>>>(
+          a, g.m, g.k, g.lda, aScale, a32);
+      SLUICE_LAUNCHED(kernel);
+      if (bNK)
+        sluice_fp8_dequant_kernel<<<sluice_grid(g.k * g.n, 256, 4), 256, 0, stream>>>(
+            b, g.n, g.k, g.ldb, bScale, b32);
+      else
+        sluice_fp8_dequant_kernel<<<sluice_grid(g.k * g.n, 256, 4), 256, 0, stream>>>(
+            b, g.k, g.n, g.ldb, bScale, b32);
+      SLUICE_LAUNCHED(kernel);
+    }
+    SluiceQuantLtProblem p;
+    memset(&p, 0, sizeof(p));
+    p.aType = p.bType = p.cType = p.dType = CUDA_R_32F;
+    p.scaleType = p.biasType = CUDA_R_32F;
+    p.compute = CUBLAS_COMPUTE_32F;
+    p.bTransposed = bNK ? 1 : 0;
+    p.m = g.m;
+    p.n = g.n;
+    p.k = g.k;
+    p.lda = g.k;
+    p.ldb = bNK ? g.k : g.n;
+    p.ldd = g.n;
+    p.batch = 1;
+    unsigned char *lt = rest + aBytes + bBytes;
+    const size_t ltBytes =
+        (size_t)std::min<int64_t>(restBytes - aBytes - bBytes, SLUICE_QUANT_LT_WORKSPACE);
+    SluiceQuantLtPlan *plan = nullptr;
+    if (g.k > 0) {
+      if (int32_t status = sluice_quant_lt_find(args, state, kernel, p, a32, b32, d,
+                                                SluiceQuantLtPointers(), ltBytes, &plan))
+        return status;
+      if (!plan)
+        return sluice_fail(args, kernel, "cuBLASLt has no f32 algorithm for the fp8 GEMM's fallback");
+      if (int32_t status = sluice_quant_lt_enqueue(args, state, kernel, p, plan, a32, b32, d,
+                                                   SluiceQuantLtPointers(), lt, stream))
+        return status;
+    } else {
+      SLUICE_CUDA(kernel, cudaMemsetAsync(d, 0, (size_t)(g.m * g.n * 4), stream));
+    }
+  }
+  sluice_wonly_store_kernel<Epi><<<sluice_grid(g.m * g.n, 256, 4), 256, 0, stream>>>(d, g.m, g.n, epi);
+  SLUICE_LAUNCHED(kernel);
+  return 0;
 }
 
 #endif // SLUICE_GEN_CUDA_QUANT_FP8_CUH

@@ -277,6 +277,30 @@ static inline int64_t sluice_wonly_workspace(const SluiceWonlyShape &g, int64_t 
          SLUICE_QUANT_LT_WORKSPACE;
 }
 
+/// Output element types of the fp8 GEMM.
+enum SluiceFp8Out {
+  SLUICE_FP8_OUT_F32 = 0,
+  SLUICE_FP8_OUT_F16 = 1,
+  SLUICE_FP8_OUT_BF16 = 2,
+  SLUICE_FP8_OUT_E4M3 = 3
+};
+
+/// One fp8 GEMM: A(i, p) at a[i * lda + p], B(p, j) at b[j * ldb + p],
+/// D(i, j) at d[i * ldd + j].
+struct SluiceFp8GemmShape {
+  int64_t m, n, k, lda, ldb, ldd;
+  int32_t out;     ///< SluiceFp8Out
+  int32_t hasBias; ///< a bias vector over N, of sluice_fp8_bias_type(out)
+};
+
+/// Workspace bytes of sluice_fp8_gemm_epi (cuda_quant_fp8.cuh) for `g`:
+/// the f32 result, 256 bytes of scalar slots, the f32 operands of its
+/// fallback and cuBLASLt's part.
+static inline int64_t sluice_fp8_gemm_epi_workspace(const SluiceFp8GemmShape &g) {
+  return sluice_quant_round256(g.m * g.n * 4) + 256 + sluice_quant_round256(g.m * g.k * 4) +
+         sluice_quant_round256(g.k * g.n * 4) + SLUICE_QUANT_LT_WORKSPACE;
+}
+
 /// A 2-D int8 convolution (NCHW, weight [M, C / groups, kh, kw]) as GEMMs:
 /// per group, A = im2col of every image ([images * OH * OW, K], K =
 /// C / groups * kh * kw) times B = the group's weight rows ([M / groups, K]:
