@@ -94,6 +94,32 @@ for _d in $_sluice_cudnn $_sluice_cublas $_sluice_nccl; do _sluice_ld="$_sluice_
 export LD_LIBRARY_PATH="$_sluice_ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$_sluice_root/bin:$CUDA_HOME/bin:$PATH"
 
+# Open MPI from the bundle's mpi/ (device-bundle.sh; the device has none):
+# OPAL_PREFIX relocates Open MPI (plugins, help files), PMIX_LIBDIR and
+# PMIX_DATADIR its external PMIx (their compiled-in paths are absolute).
+# One machine: mpirun starts the ranks itself (plm isolated: no ssh to look
+# for), shared memory between them (vader; tcp as a fallback) and ob1 (the
+# bundle has no UCX or libfabric); as root, which the device is. A setting
+# already in the environment wins.
+if [ -x "$_sluice_root/mpi/bin/mpirun" ]; then
+  export OPAL_PREFIX="$_sluice_root/mpi"
+  if [ -d "$_sluice_root/mpi/pmix" ]; then
+    export PMIX_PREFIX="$_sluice_root/mpi/pmix" PMIX_LIBDIR="$_sluice_root/mpi/pmix/lib" \
+      PMIX_DATADIR="$_sluice_root/mpi/pmix/share"
+  fi
+  export PATH="$_sluice_root/mpi/bin:$PATH"
+  export OMPI_ALLOW_RUN_AS_ROOT="${OMPI_ALLOW_RUN_AS_ROOT:-1}"
+  export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}"
+  export OMPI_MCA_plm="${OMPI_MCA_plm:-isolated}"
+  export OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader,tcp}"
+  export OMPI_MCA_pml="${OMPI_MCA_pml:-ob1}"
+  export OMPI_MCA_btl_base_warn_component_unused="${OMPI_MCA_btl_base_warn_component_unused:-0}"
+  # Containers' seccomp denies the ptrace that vader's CMA copies need.
+  export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
+elif ! command -v mpirun >/dev/null 2>&1; then
+  echo "device-env: no mpirun (neither the bundle's mpi/ nor the machine's): multi-rank bundles will not run" >&2
+fi
+
 # Generated code includes sluice_gen/*.h and sluice/*.h (and host steps
 # cblas.h) from the bundle.
 export SLUICE_INCLUDE_DIRS="$_sluice_root/codegen/include:$_sluice_root/include:$_sluice_root/blas/include"

@@ -18,8 +18,8 @@
 #   bench[:CFG]       bench/gpu/run.sh CFG (default: all configurations)
 #   parallel          test/parallel/check_parallel.py --target cuda: the five
 #                     transformer models at --tp=2 and --tp=2 --sp as two
-#                     ranks sharing the GPU (host-staged MPI transport; needs
-#                     mpirun on the machine)
+#                     ranks sharing the GPU (host-staged MPI transport; mpirun
+#                     is the bundle's Open MPI, mpi/)
 #   quant             test/quant/check_accuracy.py --target cuda: the digits
 #                     classifiers' top-1 as int8 (QDQ and calibrated), fp8,
 #                     w8a16 and w4a16 bundles on the GPU, with the ctest
@@ -281,11 +281,16 @@ stage_models() {
 
 stage_parallel() {
   local m sp
+  # mpirun: the bundle's Open MPI (mpi/, put on PATH by device-env.sh).
   if [ $dry -eq 0 ] && ! command -v mpirun >/dev/null 2>&1; then
-    results+=("parallel: FAILED (no mpirun on this machine: the ranks need Open MPI)")
+    results+=("parallel: FAILED (no mpirun: the bundle has no mpi/ and the machine no Open MPI)")
     failed=1
     return
   fi
+  [ $dry -eq 1 ] || echo "[parallel] $(command -v mpirun): $(mpirun --version 2>&1 | head -n 1)"
+  # nvcc builds dominate, as in the models stage: several checks at once,
+  # each two ranks sharing the GPU.
+  run_parallel_begin "${SLUICE_DEVICE_JOBS:-4}"
   for m in bert_encoder gpt_decoder llama_block t5_block vit; do
     for sp in "" --sp; do
       run_step "parallel/$m-tp2${sp:+-sp}" "$work/parallel-$m${sp}.log" "$py" \
@@ -293,6 +298,7 @@ stage_parallel() {
         --gpu-arch="$arch" --tp 2 $sp "$root/test/models/$m"
     done
   done
+  run_parallel_end
 }
 
 stage_quant() {
