@@ -4,8 +4,9 @@
 # against static LLVM/MLIR (the device has none), the runtime libraries, the
 # headers generated code includes, the shared libraries the tools need that a
 # plain system lacks (onnx, protobuf), the test models, the gpu-labelled tests
-# (built binaries, their fixtures and scripts), bench/gpu and the device
-# scripts. docs/device.md says how a session uses it.
+# (built binaries, their fixtures and scripts), bench/gpu, the device
+# scripts and a relocatable Open MPI (mpi/, for a machine without one).
+# docs/device.md says how a session uses it.
 #
 # usage: scripts/device-bundle.sh [--testdata] [--build-dir DIR] [--out DIR]
 #                                 [--no-check] [-j N]
@@ -122,7 +123,8 @@ strip --strip-unneeded "$root"/bin/* "$root"/lib/*.so
 # toolkit: device-env.sh puts its folder on LD_LIBRARY_PATH. Open MPI too:
 # the device image has its own (4.1.6, with mpirun), whose plugins live
 # where Debian's would, so a carried libmpi of another version would load
-# them and fail; libmpi.so.40 is the same ABI.
+# them and fail; libmpi.so.40 is the same ABI. (This machine's whole Open
+# MPI travels apart in mpi/, below, for a machine without one.)
 system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libzstd|libgomp|libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnvrtc|libnvJitLink|libnccl|libmpi|libopen-pal|libopen-rte|libhwloc|libevent[a-z_]*-[0-9.]*|libudev|libpmix)\.so'
 for f in "$root"/bin/* "$root"/lib/*.so; do
   ldd "$f" | awk '/=>/ { print $1, $3 }'
@@ -152,14 +154,14 @@ ldd "$blas_lib" | awk '/=>/ { print $1, $3 }' | while read -r name path; do
 done
 cp -L "$blas_inc/cblas.h" "$blas_inc/openblas_config.h" "$root/blas/include/"
 
-# Open MPI for multi-rank bundles (sluice-run --ranks starts mpirun): the
-# device image has no mpirun, no PMIx and no registry, so this machine's
-# Open MPI travels in mpi/, laid out as under its prefix so that OPAL_PREFIX
-# relocates it (bin/, the MCA plugins at pkglibdir, the help files at
-# pkgdatadir); its external PMIx goes under mpi/pmix (PMIX_LIBDIR and
-# PMIX_DATADIR relocate it: Debian's PMIx has them absolute, PMIX_PREFIX alone
-# does not move them). device-env.sh sets those. The libraries they need
-# join the bundle's lib/. Plugins for fabrics the device lacks (UCX,
+# Open MPI for multi-rank bundles (sluice-run --ranks starts mpirun), for a
+# machine that has none (or SLUICE_MPI=bundle; device-env.sh uses a machine's
+# own otherwise): this machine's travels whole in mpi/, laid out as under its
+# prefix so that OPAL_PREFIX relocates it (bin/, the MCA plugins at
+# pkglibdir, the help files at pkgdatadir; etc/ for OPAL_SYSCONFDIR), its
+# external PMIx under mpi/pmix (PMIX_LIBDIR, PMIX_DATADIR, PMIX_SYSCONFDIR:
+# Debian's PMIx has them absolute, PMIX_PREFIX alone moves nothing), the
+# libraries they need in mpi/lib. Plugins for fabrics the device lacks (UCX,
 # libfabric, verbs, PSM), OpenSHMEM and netlink stay behind: a plugin that
 # fails to load is skipped, but it would drag in megabytes of libraries.
 mpi_dropped=() mpi=0
@@ -200,15 +202,28 @@ if compgen -G "$build/lib/libsluice_comm*.so" >/dev/null; then
     cp "$pmix_libdir"/pmix/*.so "$root/mpi/pmix/lib/pmix/"
     cp "$pmix_prefix"/share/pmix/help-*.txt "$root/mpi/pmix/share/pmix/"
   fi
-  # What they need, but the C/C++ runtime and zlib (as for the tools above).
+  # Its configuration (sysconfdir, relocated by OPAL_SYSCONFDIR: the
+  # machine's /etc/openmpi may belong to another Open MPI).
+  mkdir -p "$root/mpi/etc"
+  for f in openmpi-mca-params.conf openmpi-default-hostfile; do
+    if [ -f "$(mpi_path sysconfdir)/$f" ]; then cp "$(mpi_path sysconfdir)/$f" "$root/mpi/etc/"; else : >"$root/mpi/etc/$f"; fi
+  done
+  # What they need, but the C/C++ runtime and zlib, in mpi/lib: libmpi and
+  # the rest of Open MPI's closure go with its programs and plugins (a
+  # machine with its own Open MPI keeps using its own: device-env.sh).
+  mkdir -p "$root/mpi/lib"
+  mpi_system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz)\.so'
   for f in "$root/mpi/$mpi_bin"/orte* "$root/mpi/$mpi_bin"/ompi_info "$root/mpi/$mpi_plugins"/*.so \
     "$root"/mpi/pmix/lib/pmix/*.so; do
     [ -f "$f" ] && ldd "$f" | awk '/=>/ { print $1, $3 }'
   done | sort -u | while read -r name path; do
-    if [[ ! $name =~ $system ]] && [ ! -e "$root/lib/$name" ]; then
+    if [[ ! $name =~ $mpi_system ]]; then
       [ -f "$path" ] || die "$name is needed by Open MPI but not found ($path)"
-      cp -L "$path" "$root/lib/$name"
+      cp -L "$path" "$root/mpi/lib/$name"
     fi
+  done
+  for name in $(ldd "$root"/lib/libsluice_comm*.so | awk '$1 ~ /^lib(mpi|open-)/ { print $1 }' | sort -u); do
+    [ -f "$root/mpi/lib/$name" ] || die "the comm libraries need $name, which Open MPI's closure lacks"
   done
   mpi=1
   say "$(ompi_info --version | head -n 1) in mpi/ ($(du -sk "$root/mpi" | cut -f1) KiB, $(find "$root/mpi/$mpi_plugins" -name '*.so' | wc -l) plugins; left out: ${mpi_dropped[*]:-none})"
@@ -387,23 +402,35 @@ EOF
   if [ $mpi -eq 1 ]; then
     declare -A hidden=()
     for f in "$mpi_prefix/$mpi_bin"/{mpirun,mpiexec,orterun,orted,ompi_info}* /usr/lib/x86_64-linux-gnu/*.so*; do
-      case $f in */lib/*) [ -e "$root/lib/$(basename "$f")" ] || continue ;; esac
+      case $f in
+        */lib/*) [ -e "$root/lib/$(basename "$f")" ] || [ -e "$root/mpi/lib/$(basename "$f")" ] || continue ;;
+      esac
       f=$(readlink -f "$f")
       if [ -f "$f" ] && [ -z "${hidden[$f]:-}" ]; then
         hidden[$f]=1
         hide+="mount --bind /dev/null $f && "
       fi
     done
-    for d in "$(mpi_path libdir)" "$mpi_prefix/$mpi_data" "$(mpi_path sysconfdir)" ${pmix_prefix:+"$pmix_prefix"}; do
+    for d in "$(mpi_path libdir)" "$mpi_prefix/$mpi_data"; do
       [ -d "$d" ] && hide+="mount --bind $tmp/empty $d && "
     done
+    # Where another Open MPI or PMIx keeps its configuration, decoys that
+    # break the bundle's if it read them (a component path that does not
+    # exist): on the device those files belong to the machine's own.
+    decoy="mca_base_component_path = /nonexistent/decoy"
+    mkdir -p "$tmp/decoy-etc" "$tmp/decoy-pmix/share" "$tmp/decoy-pmix/etc"
+    echo "$decoy" >"$tmp/decoy-etc/openmpi-mca-params.conf"
+    echo "$decoy" >"$tmp/decoy-pmix/share/pmix-mca-params.conf" # Debian's sysconfdir
+    echo "$decoy" >"$tmp/decoy-pmix/etc/pmix-mca-params.conf"
+    [ -d "$(mpi_path sysconfdir)" ] && hide+="mount --bind $tmp/decoy-etc $(mpi_path sysconfdir) && "
+    [ -n "${pmix_prefix:-}" ] && [ -d "$pmix_prefix" ] && hide+="mount --bind $tmp/decoy-pmix $pmix_prefix && "
   fi
   if (cd "$tmp" && "${clean_env[@]}" unshare -m true) 2>/dev/null; then
     # A namespace but a mount that fails: a path above is wrong, say so.
     (cd "$tmp" && "${clean_env[@]}" unshare -m bash -c "${hide}true") ||
       die "cannot hide LLVM$([ $mpi -eq 1 ] && echo " and Open MPI") in a mount namespace (above)"
     say "check: LLVM/MLIR libraries hidden ($llvm_dir and libLLVM*.so* bind-mounted over)$([ $mpi -eq 1 ] &&
-      echo ", and Open MPI (its folders and ${#hidden[@]} programs and libraries)")"
+      echo ", and Open MPI (its folders and ${#hidden[@]} programs and libraries; decoy configuration files)")"
     (cd "$tmp" && "${clean_env[@]}" unshare -m bash -c "${hide}$inner") || die "the check failed"
   else
     say "check: cannot hide LLVM here (no mount namespace); ldd above shows it is not needed"
