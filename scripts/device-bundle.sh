@@ -123,8 +123,7 @@ strip --strip-unneeded "$root"/bin/* "$root"/lib/*.so
 # toolkit: device-env.sh puts its folder on LD_LIBRARY_PATH. Open MPI too:
 # the device image has its own (4.1.6, with mpirun), whose plugins live
 # where Debian's would, so a carried libmpi of another version would load
-# them and fail; libmpi.so.40 is the same ABI. (This machine's whole Open
-# MPI travels apart in mpi/, below, for a machine without one.)
+# them and fail; libmpi.so.40 is the same ABI.
 system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libzstd|libgomp|libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnvrtc|libnvJitLink|libnccl|libmpi|libopen-pal|libopen-rte|libhwloc|libevent[a-z_]*-[0-9.]*|libudev|libpmix)\.so'
 for f in "$root"/bin/* "$root"/lib/*.so; do
   ldd "$f" | awk '/=>/ { print $1, $3 }'
