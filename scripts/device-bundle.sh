@@ -4,8 +4,9 @@
 # against static LLVM/MLIR (the device has none), the runtime libraries, the
 # headers generated code includes, the shared libraries the tools need that a
 # plain system lacks (onnx, protobuf), the test models, the gpu-labelled tests
-# (built binaries, their fixtures and scripts), bench/gpu and the device
-# scripts. docs/device.md says how a session uses it.
+# (built binaries, their fixtures and scripts), bench/gpu, the device
+# scripts and a relocatable Open MPI (mpi/, for a machine without one).
+# docs/device.md says how a session uses it.
 #
 # usage: scripts/device-bundle.sh [--testdata] [--build-dir DIR] [--out DIR]
 #                                 [--no-check] [-j N]
@@ -152,6 +153,83 @@ ldd "$blas_lib" | awk '/=>/ { print $1, $3 }' | while read -r name path; do
 done
 cp -L "$blas_inc/cblas.h" "$blas_inc/openblas_config.h" "$root/blas/include/"
 
+# Open MPI for multi-rank bundles (sluice-run --ranks starts mpirun), for a
+# machine that has none (or SLUICE_MPI=bundle; device-env.sh uses a machine's
+# own otherwise): this machine's travels whole in mpi/, laid out as under its
+# prefix so that OPAL_PREFIX relocates it (bin/, the MCA plugins at
+# pkglibdir, the help files at pkgdatadir; etc/ for OPAL_SYSCONFDIR), its
+# external PMIx under mpi/pmix (PMIX_LIBDIR, PMIX_DATADIR, PMIX_SYSCONFDIR:
+# Debian's PMIx has them absolute, PMIX_PREFIX alone moves nothing), the
+# libraries they need in mpi/lib. Plugins for fabrics the device lacks (UCX,
+# libfabric, verbs, PSM), OpenSHMEM and netlink stay behind: a plugin that
+# fails to load is skipped, but it would drag in megabytes of libraries.
+mpi_dropped=() mpi=0
+if compgen -G "$build/lib/libsluice_comm*.so" >/dev/null; then
+  command -v ompi_info >/dev/null || die "no ompi_info: the comm libraries need Open MPI (scripts/setup.sh)"
+  mpi_path() { ompi_info --parsable --path "$1" | sed -n "s|^path:$1:||p" | head -n 1; }
+  mpi_prefix=$(mpi_path prefix)
+  mpi_rel() { # $1 relative to the prefix (relocation keeps it there)
+    local p
+    p=$(mpi_path "$1")
+    [[ $p == "$mpi_prefix"/* ]] || die "Open MPI's $1 ($p) is not under its prefix $mpi_prefix"
+    echo "${p#"$mpi_prefix"/}"
+  }
+  mpi_bin=$(mpi_rel bindir) mpi_plugins=$(mpi_rel pkglibdir) mpi_data=$(mpi_rel pkgdatadir)
+  mkdir -p "$root/mpi/$mpi_bin" "$root/mpi/$mpi_plugins" "$root/mpi/$mpi_data"
+  for tool in orterun orted ompi_info; do
+    [ -x "$mpi_prefix/$mpi_bin/$tool" ] || die "no $mpi_prefix/$mpi_bin/$tool"
+    cp -L "$mpi_prefix/$mpi_bin/$tool" "$root/mpi/$mpi_bin/"
+  done
+  ln -s orterun "$root/mpi/$mpi_bin/mpirun"
+  unwanted='^(liboshmem|libuc[pstm]|libfabric|libibverbs|librdmacm|libefa|libpsm|libinfinipath|libnl-|libmca_common_(ucx|ofi|verbs|cuda)|libcuda)'
+  for f in "$mpi_prefix/$mpi_plugins"/*.so; do
+    if ldd "$f" | awk '/=>/ { print $1 }' | grep -qE "$unwanted"; then
+      mpi_dropped+=("$(basename "$f" .so)")
+    else
+      cp "$f" "$root/mpi/$mpi_plugins/"
+    fi
+  done
+  cp -r "$mpi_prefix/$mpi_data"/help-*.txt "$mpi_prefix/$mpi_data"/amca-param-sets "$root/mpi/$mpi_data/"
+  # PMIx: the one mca_pmix_ext3x.so loads (pkg-config knows its folders).
+  pmix_lib=$(ldd "$mpi_prefix/$mpi_plugins/mca_pmix_ext3x.so" 2>/dev/null | awk '$1 ~ /^libpmix/ { print $3 }')
+  if [ -n "$pmix_lib" ]; then
+    pmix_prefix=$(pkg-config --variable=prefix pmix) && pmix_libdir=$(pkg-config --variable=libdir pmix) ||
+      die "Open MPI uses an external PMIx ($pmix_lib) that pkg-config does not know (libpmix-dev)"
+    [ -d "$pmix_libdir/pmix" ] && [ -d "$pmix_prefix/share/pmix" ] ||
+      die "no PMIx plugins or help files under $pmix_libdir/pmix, $pmix_prefix/share/pmix"
+    mkdir -p "$root/mpi/pmix/lib/pmix" "$root/mpi/pmix/share/pmix"
+    cp "$pmix_libdir"/pmix/*.so "$root/mpi/pmix/lib/pmix/"
+    cp "$pmix_prefix"/share/pmix/help-*.txt "$root/mpi/pmix/share/pmix/"
+  fi
+  # Its configuration (sysconfdir, relocated by OPAL_SYSCONFDIR: the
+  # machine's /etc/openmpi may belong to another Open MPI).
+  mkdir -p "$root/mpi/etc"
+  for f in openmpi-mca-params.conf openmpi-default-hostfile; do
+    if [ -f "$(mpi_path sysconfdir)/$f" ]; then cp "$(mpi_path sysconfdir)/$f" "$root/mpi/etc/"; else : >"$root/mpi/etc/$f"; fi
+  done
+  # What they need, but the C/C++ runtime and zlib, in mpi/lib: libmpi and
+  # the rest of Open MPI's closure go with its programs and plugins (a
+  # machine with its own Open MPI keeps using its own: device-env.sh).
+  mkdir -p "$root/mpi/lib"
+  mpi_system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz)\.so'
+  for f in "$root/mpi/$mpi_bin"/orte* "$root/mpi/$mpi_bin"/ompi_info "$root/mpi/$mpi_plugins"/*.so \
+    "$root"/mpi/pmix/lib/pmix/*.so; do
+    [ -f "$f" ] && ldd "$f" | awk '/=>/ { print $1, $3 }'
+  done | sort -u | while read -r name path; do
+    if [[ ! $name =~ $mpi_system ]]; then
+      [ -f "$path" ] || die "$name is needed by Open MPI but not found ($path)"
+      cp -L "$path" "$root/mpi/lib/$name"
+    fi
+  done
+  for name in $(ldd "$root"/lib/libsluice_comm*.so | awk '$1 ~ /^lib(mpi|open-)/ { print $1 }' | sort -u); do
+    [ -f "$root/mpi/lib/$name" ] || die "the comm libraries need $name, which Open MPI's closure lacks"
+  done
+  mpi=1
+  say "$(ompi_info --version | head -n 1) in mpi/ ($(du -sk "$root/mpi" | cut -f1) KiB, $(find "$root/mpi/$mpi_plugins" -name '*.so' | wc -l) plugins; left out: ${mpi_dropped[*]:-none})"
+else
+  say "no comm libraries in $build: no Open MPI in the bundle (multi-rank bundles will not run)"
+fi
+
 # Sources the generated code and the checks need, at their repository paths.
 copy_src() {
   local p
@@ -161,7 +239,7 @@ copy_src() {
   done
 }
 copy_src codegen/include include bench/gpu scripts/device-env.sh scripts/device-tests.sh \
-  test/models test/parallel test/quant test/conformance/run_conformance.py test/gpu test/common
+  test/models test/parallel test/moe test/quant test/conformance/run_conformance.py test/gpu test/common
 [ -f "$repo/docs/device.md" ] && copy_src docs/device.md
 find "$root" -name __pycache__ -prune -exec rm -rf {} +
 
@@ -236,13 +314,13 @@ fi
   echo "nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo none)"
   echo "testdata: $([ $testdata -eq 1 ] && echo "yes ($data_dir)" || echo no)"
   # The device's C and C++ runtimes must be at least these.
-  echo "needs: $(for f in "$root"/bin/* "$root"/lib/*.so*; do objdump -T "$f"; done |
+  echo "needs: $(for f in "$root"/bin/* "$root"/lib/*.so* $(find "$root/mpi" -type f \( -name '*.so' -o -path '*/bin/*' \) 2>/dev/null); do objdump -T "$f"; done |
     grep -o 'GLIBC_2\.[0-9]*\|GLIBCXX_3\.4\.[0-9]*' | sort -V -u |
     awk -F_ '{ v[$1] = $0 } END { print v["GLIBC"], v["GLIBCXX"] }')"
   echo
   echo "## ldd (libraries under lib/ travel in the bundle)"
-  for f in "$root"/bin/* "$root"/lib/*.so*; do
-    echo "${f#"$root"/}: $(ldd "$f" | awk '/=>/ { print $1 }' | tr '\n' ' ')"
+  for f in "$root"/bin/* "$root"/lib/*.so* "$root"/mpi/bin/orte*; do
+    [ -f "$f" ] && echo "${f#"$root"/}: $(ldd "$f" | awk '/=>/ { print $1 }' | tr '\n' ' ')"
   done
   echo
   echo "## files"
@@ -273,6 +351,32 @@ if [ $check -eq 1 ]; then
   if ldd "$tmp"/sluice-device/bin/* "$tmp"/sluice-device/lib/*.so | grep -E 'libLLVM|libMLIR|not found'; then
     die "the extracted bundle needs LLVM/MLIR or a missing library (above)"
   fi
+  # With Open MPI: in the namespace below, with this machine's Open MPI and
+  # PMIx hidden, the bundle's mpirun starts two cpu ranks of a tensor
+  # parallel model (the cuda target needs a GPU); every MPI binary and
+  # plugin resolves its libraries from the bundle.
+  mpi_check=""
+  if [ $mpi -eq 1 ]; then
+    python=python3
+    [ -x "$repo/.venv/bin/python" ] && python=$repo/.venv/bin/python
+    cat >"$tmp/mpi-check.sh" <<EOF
+if ldd \$(find sluice-device/mpi -type f \( -name '*.so' -o -path '*/bin/*' \)) sluice-device/lib/*.so* |
+  grep 'not found'; then
+  echo "[device-bundle] check: the bundle's Open MPI lacks a library (above)"
+  exit 1
+fi
+echo "[device-bundle] check: \$(command -v mpirun): \$(mpirun --version | head -n 1)"
+[ "\$(command -v mpirun)" = "\$PWD/sluice-device/mpi/bin/mpirun" ] ||
+  { echo "[device-bundle] check: mpirun is not the bundle's"; exit 1; }
+# Silent: a help file or plugin Open MPI or PMIx looks for at its build's
+# paths shows as a "Sorry!" notice, not as a failure.
+out=\$(mpirun -np 1 true 2>&1) && [ -z "\$out" ] ||
+  { echo "\$out"; echo "[device-bundle] check: mpirun -np 1 true failed or warned (above)"; exit 1; }
+$python sluice-device/test/parallel/check_parallel.py --bin sluice-device/bin --target cpu \\
+  --tp 2 sluice-device/test/models/bert_encoder
+EOF
+    mpi_check="source mpi-check.sh"
+  fi
   shapes=$(python3 -c 'import json,sys; print(" ".join("--shape=" + s for s in json.load(open(sys.argv[1]))["shapes"]))' \
     "$tmp/sluice-device/test/models/small_cnn/manifest.json")
   inner="set -e; unset LD_LIBRARY_PATH; source sluice-device/scripts/device-env.sh;
@@ -281,7 +385,8 @@ if [ $check -eq 1 ]; then
       --gpu-arch=sm_90 --quiet $shapes --report=report.json;
     sluice-run sluice-device/test/models/small_cnn/model.onnx --reference $shapes \
       image=sluice-device/test/models/small_cnn/inputs/image.npy \
-      --expect logits=sluice-device/test/models/small_cnn/expected/logits.npy --rtol=1e-4 --atol=1e-5"
+      --expect logits=sluice-device/test/models/small_cnn/expected/logits.npy --rtol=1e-4 --atol=1e-5;
+    $mpi_check"
   clean_env=(env -i "HOME=$tmp" "PATH=/usr/local/bin:/usr/bin:/bin" "CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}")
   # Hide LLVM's folder when this machine lets us (a private mount namespace).
   llvm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v llvm-config-22 2>/dev/null ||
@@ -290,8 +395,41 @@ if [ $check -eq 1 ]; then
   for f in /usr/lib/x86_64-linux-gnu/libLLVM*.so* /usr/lib/x86_64-linux-gnu/libMLIR*.so*; do
     [ -f "$f" ] && [ ! -L "$f" ] && hide+="mount --bind /dev/null $f && "
   done
-  if (cd "$tmp" && "${clean_env[@]}" unshare -m bash -c "${hide}true") 2>/dev/null; then
-    say "check: LLVM/MLIR libraries hidden ($llvm_dir and libLLVM*.so* bind-mounted over)"
+  # And this machine's Open MPI: its programs, every system copy of a library
+  # the bundle's lib/ holds (so that none is found but there), then its
+  # folders (some of those copies live in them).
+  if [ $mpi -eq 1 ]; then
+    declare -A hidden=()
+    for f in "$mpi_prefix/$mpi_bin"/{mpirun,mpiexec,orterun,orted,ompi_info}* /usr/lib/x86_64-linux-gnu/*.so*; do
+      case $f in
+        */lib/*) [ -e "$root/lib/$(basename "$f")" ] || [ -e "$root/mpi/lib/$(basename "$f")" ] || continue ;;
+      esac
+      f=$(readlink -f "$f")
+      if [ -f "$f" ] && [ -z "${hidden[$f]:-}" ]; then
+        hidden[$f]=1
+        hide+="mount --bind /dev/null $f && "
+      fi
+    done
+    for d in "$(mpi_path libdir)" "$mpi_prefix/$mpi_data"; do
+      [ -d "$d" ] && hide+="mount --bind $tmp/empty $d && "
+    done
+    # Where another Open MPI or PMIx keeps its configuration, decoys that
+    # break the bundle's if it read them (a component path that does not
+    # exist): on the device those files belong to the machine's own.
+    decoy="mca_base_component_path = /nonexistent/decoy"
+    mkdir -p "$tmp/decoy-etc" "$tmp/decoy-pmix/share" "$tmp/decoy-pmix/etc"
+    echo "$decoy" >"$tmp/decoy-etc/openmpi-mca-params.conf"
+    echo "$decoy" >"$tmp/decoy-pmix/share/pmix-mca-params.conf" # Debian's sysconfdir
+    echo "$decoy" >"$tmp/decoy-pmix/etc/pmix-mca-params.conf"
+    [ -d "$(mpi_path sysconfdir)" ] && hide+="mount --bind $tmp/decoy-etc $(mpi_path sysconfdir) && "
+    [ -n "${pmix_prefix:-}" ] && [ -d "$pmix_prefix" ] && hide+="mount --bind $tmp/decoy-pmix $pmix_prefix && "
+  fi
+  if (cd "$tmp" && "${clean_env[@]}" unshare -m true) 2>/dev/null; then
+    # A namespace but a mount that fails: a path above is wrong, say so.
+    (cd "$tmp" && "${clean_env[@]}" unshare -m bash -c "${hide}true") ||
+      die "cannot hide LLVM$([ $mpi -eq 1 ] && echo " and Open MPI") in a mount namespace (above)"
+    say "check: LLVM/MLIR libraries hidden ($llvm_dir and libLLVM*.so* bind-mounted over)$([ $mpi -eq 1 ] &&
+      echo ", and Open MPI (its folders and ${#hidden[@]} programs and libraries; decoy configuration files)")"
     (cd "$tmp" && "${clean_env[@]}" unshare -m bash -c "${hide}$inner") || die "the check failed"
   else
     say "check: cannot hide LLVM here (no mount namespace); ldd above shows it is not needed"

@@ -100,6 +100,50 @@ for _d in $_sluice_cublas $_sluice_nccl; do _sluice_ld="$_sluice_ld:$_d"; done
 export LD_LIBRARY_PATH="$_sluice_ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$_sluice_root/bin:$CUDA_HOME/bin:$PATH"
 
+# Open MPI: the machine's where it has one (an mpirun on PATH that runs),
+# else the bundle's mpi/ (device-bundle.sh); SLUICE_MPI=bundle or =system
+# chooses.
+# The bundle's is relocated whole, so that nothing of another Open MPI or
+# PMIx on the machine is read: OPAL_PREFIX and OPAL_SYSCONFDIR (plugins, help
+# files, mca-params.conf), PMIX_LIBDIR, PMIX_DATADIR and PMIX_SYSCONFDIR (its
+# external PMIx has them absolute; the machine's pmix-mca-params.conf would
+# point PMIx at the machine's plugins), its libraries first.
+_sluice_mpi=${SLUICE_MPI:-auto}
+if [ "$_sluice_mpi" = auto ]; then
+  _sluice_mpi=bundle
+  _m=$(command -v mpirun 2>/dev/null)
+  case $_m in
+    "" | "$_sluice_root"/mpi/*) ;;
+    *) "$_m" --version >/dev/null 2>&1 && _sluice_mpi=system ;;
+  esac
+fi
+if [ "$_sluice_mpi" = bundle ] && [ -x "$_sluice_root/mpi/bin/mpirun" ]; then
+  export OPAL_PREFIX="$_sluice_root/mpi" OPAL_SYSCONFDIR="$_sluice_root/mpi/etc"
+  if [ -d "$_sluice_root/mpi/pmix" ]; then
+    export PMIX_PREFIX="$_sluice_root/mpi/pmix" PMIX_LIBDIR="$_sluice_root/mpi/pmix/lib" \
+      PMIX_DATADIR="$_sluice_root/mpi/pmix/share" PMIX_SYSCONFDIR="$_sluice_root/mpi/pmix/share" \
+      PMIX_MCA_mca_base_component_path="$_sluice_root/mpi/pmix/lib/pmix"
+  fi
+  export PATH="$_sluice_root/mpi/bin:$PATH"
+  export LD_LIBRARY_PATH="$_sluice_root/mpi/lib:$LD_LIBRARY_PATH"
+elif [ "$_sluice_mpi" = bundle ]; then
+  echo "device-env: SLUICE_MPI=bundle but the bundle has no mpi/: multi-rank bundles will not run" >&2
+elif ! command -v mpirun >/dev/null 2>&1; then
+  echo "device-env: no mpirun (neither the machine's nor the bundle's mpi/): multi-rank bundles will not run" >&2
+fi
+# Either Open MPI on one machine: mpirun starts the ranks itself (plm
+# isolated: no ssh to look for), shared memory between them (vader; tcp as a
+# fallback) and ob1 (no UCX or libfabric needed); as root, which the device
+# is. A setting already in the environment wins.
+export OMPI_ALLOW_RUN_AS_ROOT="${OMPI_ALLOW_RUN_AS_ROOT:-1}"
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}"
+export OMPI_MCA_plm="${OMPI_MCA_plm:-isolated}"
+export OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader,tcp}"
+export OMPI_MCA_pml="${OMPI_MCA_pml:-ob1}"
+export OMPI_MCA_btl_base_warn_component_unused="${OMPI_MCA_btl_base_warn_component_unused:-0}"
+# Containers' seccomp denies the ptrace that vader's CMA copies need.
+export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
+
 # Generated code includes sluice_gen/*.h and sluice/*.h (and host steps
 # cblas.h) from the bundle.
 export SLUICE_INCLUDE_DIRS="$_sluice_root/codegen/include:$_sluice_root/include:$_sluice_root/blas/include"
@@ -112,5 +156,5 @@ fi
 export SLUICE_GPU_ARCH="${SLUICE_GPU_ARCH:-sm_90}"
 
 unset _sluice_here _sluice_root _sluice_site _sluice_wheels _sluice_inc _sluice_cudnn \
-  _sluice_cublas _sluice_nccl _sluice_links _sluice_flags _sluice_ld _lib _d _v _f _pat _cc
+  _sluice_cublas _sluice_nccl _sluice_links _sluice_flags _sluice_ld _sluice_mpi _m _lib _d _v _f _pat _cc
 unset -f _sluice_find_dir

@@ -18,8 +18,11 @@
 #   bench[:CFG]       bench/gpu/run.sh CFG (default: all configurations)
 #   parallel          test/parallel/check_parallel.py --target cuda: the five
 #                     transformer models at --tp=2 and --tp=2 --sp as two
-#                     ranks sharing the GPU (host-staged MPI transport; needs
-#                     mpirun on the machine)
+#                     ranks sharing the GPU (host-staged MPI transport; mpirun
+#                     is the bundle's Open MPI, mpi/)
+#   moe               test/moe/check_ep.py --target cuda: the MoE models
+#                     (moe_top2, moe_hard) at --ep=2 as two ranks sharing the
+#                     GPU, and check_model.py --target cuda on each
 #   quant             test/quant/check_accuracy.py --target cuda: the digits
 #                     classifiers' top-1 as int8 (QDQ and calibrated), fp8,
 #                     w8a16 and w4a16 bundles on the GPU, with the ctest
@@ -70,8 +73,8 @@ while [ $# -gt 0 ]; do
     -h|--help) usage; exit 0 ;;
     -*) die "unknown option '$1' (see --help)" ;;
     all) stages+=(env runtime kernels models); shift ;;
-    env|runtime|kernels|models|parallel|quant|zoo|conformance|conformance:*|bench|bench:*) stages+=("$1"); shift ;;
-    *) die "unknown stage '$1' (env runtime kernels models parallel quant zoo conformance[:K/N] bench[:CFG] all)" ;;
+    env|runtime|kernels|models|parallel|moe|quant|zoo|conformance|conformance:*|bench|bench:*) stages+=("$1"); shift ;;
+    *) die "unknown stage '$1' (env runtime kernels models parallel moe quant zoo conformance[:K/N] bench[:CFG] all)" ;;
   esac
 done
 [ ${#stages[@]} -gt 0 ] || die "no stage given (see --help)"
@@ -281,11 +284,16 @@ stage_models() {
 
 stage_parallel() {
   local m sp
+  # mpirun: the bundle's Open MPI (mpi/, put on PATH by device-env.sh).
   if [ $dry -eq 0 ] && ! command -v mpirun >/dev/null 2>&1; then
-    results+=("parallel: FAILED (no mpirun on this machine: the ranks need Open MPI)")
+    results+=("parallel: FAILED (no mpirun: the bundle has no mpi/ and the machine no Open MPI)")
     failed=1
     return
   fi
+  [ $dry -eq 1 ] || echo "[parallel] $(command -v mpirun): $(mpirun --version 2>&1 | head -n 1)"
+  # nvcc builds dominate, as in the models stage: several checks at once,
+  # each two ranks sharing the GPU.
+  run_parallel_begin "${SLUICE_DEVICE_JOBS:-4}"
   for m in bert_encoder gpt_decoder llama_block t5_block vit; do
     for sp in "" --sp; do
       run_step "parallel/$m-tp2${sp:+-sp}" "$work/parallel-$m${sp}.log" "$py" \
@@ -293,6 +301,28 @@ stage_parallel() {
         --gpu-arch="$arch" --tp 2 $sp "$root/test/models/$m"
     done
   done
+  run_parallel_end
+}
+
+# Expert parallelism (issue 17) on the GPU: the MoE test models at --ep=2
+# as two ranks sharing it (test/moe/check_ep.py: the report contract, the
+# outputs against one device and ONNX Runtime, the expert-load profile),
+# and each one's single-device check.
+stage_moe() {
+  local m
+  if [ $dry -eq 0 ] && ! command -v mpirun >/dev/null 2>&1; then
+    results+=("moe: FAILED (no mpirun: the bundle has no mpi/ and the machine no Open MPI)")
+    failed=1
+    return
+  fi
+  run_parallel_begin "${SLUICE_DEVICE_JOBS:-4}"
+  for m in moe_top2 moe_hard; do
+    run_step "moe/$m-ep2" "$work/moe-$m-ep2.log" "$py" "$root/test/moe/check_ep.py" \
+      --bin "$root/bin" --target cuda --gpu-arch="$arch" --ep 2 "$root/test/moe/$m"
+    run_step "moe/$m" "$work/moe-$m.log" "$py" "$root/test/models/check_model.py" \
+      --bin "$root/bin" --target cuda --gpu-arch="$arch" "$root/test/moe/$m"
+  done
+  run_parallel_end
 }
 
 stage_quant() {
@@ -361,6 +391,7 @@ for s in "${stages[@]}"; do
     kernels) stage_ctest kernels ;;
     models) stage_models ;;
     parallel) stage_parallel ;;
+    moe) stage_moe ;;
     quant) stage_quant ;;
     zoo) stage_zoo ;;
     conformance) stage_conformance 1/1 ;;

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The acceptance check of expert parallelism (issue 17) for one MoE test
-model (a test/moe folder) at --ep=N, as real MPI ranks on the cpu target.
+model (a test/moe folder) at --ep=N, as real MPI ranks on the cpu target,
+or with --target cuda on the machine's GPU (the ranks share it: the
+host-staged transport; exits 77 where nvidia-smi lists no GPU).
 
 1. Compiles the single-device bundle and the --ep=N one, each with --report.
 2. Runs the single bundle on the model's inputs (--save-outputs, and its
@@ -20,11 +22,12 @@ model (a test/moe folder) at --ep=N, as real MPI ranks on the cpu target.
    experts, imbalance = max / mean of tokens_per_rank (of tokens_per_expert
    for the single device).
 
-usage: check_ep.py --bin BUILD/bin --ep N MODEL_DIR
+usage: check_ep.py --bin BUILD/bin --ep N [--target cpu|cuda [--gpu-arch SM]] MODEL_DIR
 """
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -34,6 +37,17 @@ from onnx import numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parallel"))
 from check_parallel import ATOL, RTOL, Tools, collective_totals  # noqa: E402
+
+SKIPPED = 77  # ctest SKIP_RETURN_CODE
+
+
+def gpu_present():
+    """Whether an NVIDIA GPU is visible (nvidia-smi lists one)."""
+    try:
+        proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0 and "GPU" in proc.stdout
 
 
 def expert_weight_bytes(model_path, experts):
@@ -77,9 +91,15 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True)
     parser.add_argument("--ep", type=int, required=True)
+    parser.add_argument("--target", choices=["cpu", "cuda"], default="cpu",
+                        help="the bundles' target (cuda: the ranks share the machine's GPUs)")
+    parser.add_argument("--gpu-arch", help="cuda: sluice-compile --gpu-arch")
     parser.add_argument("--timeout", type=int, default=300)
     parser.add_argument("model_dir")
     args = parser.parse_args()
+    if args.target == "cuda" and not gpu_present():
+        print("no GPU here (nvidia-smi -L lists none): skipped")
+        return SKIPPED
     model_dir = os.path.normpath(args.model_dir)
     name = os.path.basename(model_dir)
     model = os.path.join(model_dir, "model.onnx")
@@ -88,7 +108,10 @@ def main():
     with open(os.path.join(model_dir, "expected_load.json")) as f:
         hand = json.load(f)["tokens_per_expert"]
     experts, n = len(hand), args.ep
-    tools = Tools(args.bin, args.timeout)
+    target_flags = [f"--target={args.target}"]
+    if args.gpu_arch:
+        target_flags.append(f"--gpu-arch={args.gpu_arch}")
+    tools = Tools(args.bin, args.timeout, target_flags)
     inputs = [os.path.join(model_dir, "inputs", i + ".npy") for i in manifest["inputs"]]
     failures = []
 
@@ -97,7 +120,8 @@ def main():
         for key, flags in (("single", []), ("ep", [f"--ep={n}"])):
             bundles[key] = os.path.join(work, key + ".sluice")
             rc, out, _ = tools.call([tools.compile, model, "-o", bundles[key], "--quiet",
-                                     f"--report={bundles[key]}.json", *flags])
+                                     f"--report={bundles[key]}.json", *tools.target_flags,
+                                     *flags])
             if rc != 0:
                 sys.stdout.write(out)
                 print(f"FAIL: sluice-compile {' '.join(flags)} {name} failed")
@@ -181,7 +205,7 @@ def main():
             if ranks == n:
                 print(f"expert load: {json.dumps(report.get('expert_load'))}")
 
-    print(f"{name} --ep={n}: weights per rank {per_rank} (single {single['weights_bytes']}), "
+    print(f"{name} --ep={n} ({args.target}): weights per rank {per_rank} (single {single['weights_bytes']}), "
           f"collectives {totals}, {n}-rank run {seconds:.2f} s")
     for failure in failures:
         print("FAIL:", failure)
