@@ -336,7 +336,7 @@ stage_quant() {
     run_step "quant/$m-int8" "$work/quant-$m-int8.log" "$py" "$acc" --bin "$root/bin" --target cuda \
       --model "$m" --max-drop 1 --require-int8 "--flags=--quantize=int8 $cal --gpu-arch=$arch"
     run_step "quant/$m-fp8" "$work/quant-$m-fp8.log" "$py" "$acc" --bin "$root/bin" --target cuda \
-      --model "$m" --max-drop 1 --require-layers fp8 --require-compute fp8 --max-weights-ratio 0.4 \
+      --model "$m" --max-drop 1 --require-layers fp8 --require-layer-compute fp8 --max-weights-ratio 0.4 \
       "--flags=--quantize=fp8 $cal --gpu-arch=$arch"
     for mode in w8a16 w4a16; do
       run_step "quant/$m-$mode" "$work/quant-$m-$mode.log" "$py" "$acc" --bin "$root/bin" \

@@ -233,11 +233,8 @@ bool isWeightPrologue(Operation *op) {
 
 //===-- Form F8 -------------------------------------------------------------===//
 
-namespace {
-/// A dequantize_linear of an E4M3FN tensor by one f32 scale with no (or a
-/// zero) zero point, read by `user` alone.
-bool isPerTensorFp8Dequant(DequantizeLinearOp dq, Operation *user) {
-  if (!dq || !dq->hasOneUse() || *dq->getUsers().begin() != user)
+bool isFp8TensorDequant(DequantizeLinearOp dq) {
+  if (!dq)
     return false;
   auto input = dyn_cast<RankedTensorType>(dq.getInput().getType());
   auto scale = dyn_cast<RankedTensorType>(dq.getScale().getType());
@@ -253,6 +250,12 @@ bool isPerTensorFp8Dequant(DequantizeLinearOp dq, Operation *user) {
       return false;
   }
   return true;
+}
+
+namespace {
+/// isFp8TensorDequant, read by `user` alone.
+bool isPerTensorFp8Dequant(DequantizeLinearOp dq, Operation *user) {
+  return dq && dq->hasOneUse() && *dq->getUsers().begin() == user && isFp8TensorDequant(dq);
 }
 } // namespace
 

@@ -111,6 +111,10 @@ struct Fp8Operands {
   DequantizeLinearOp a, b;
 };
 std::optional<Fp8Operands> fp8OperandsOf(MatMulOp matmul);
+/// Whether `dq` dequantizes an E4M3FN tensor of static shape by one f32
+/// scale with no (or a zero) zero point to f32 (an fp8 GEMM operand's
+/// form, whoever reads it).
+bool isFp8TensorDequant(DequantizeLinearOp dq);
 
 //===-- Kernel forms --------------------------------------------------------===//
 

@@ -59,10 +59,19 @@ public:
           growAttention(op);
       // Form F8 first: an fp8 GEMM's dequantizations join it before an
       // earlier anchor's epilogue could take the activation's.
-      if (fp8Gemm)
+      if (fp8Gemm) {
+        llvm::SetVector<Operation *> shared;
         for (Operation *op : order)
           if (auto matmul = dyn_cast<MatMulOp>(op))
-            absorbFp8Dequants(matmul);
+            absorbFp8Dequants(matmul, shared);
+        // An activation's dequantization every GEMM took a copy of.
+        for (Operation *dq : shared)
+          if (dq->use_empty()) {
+            groupOf.lookup(dq)->ops.clear();
+            groupOf.erase(dq);
+            dq->erase();
+          }
+      }
       for (Operation *op : order)
         if (kindOf(op) == Kind::Gemm)
           growAnchor(op, /*prologue=*/false);
@@ -394,7 +403,18 @@ private:
   /// its group, so that the GEMM reads one byte per element and the
   /// activation's producer stores the E4M3 value (its quantize_linear ends
   /// that group). Both or neither; layout views on the activation follow.
-  void absorbFp8Dequants(MatMulOp matmul) {
+  void absorbFp8Dequants(MatMulOp matmul, llvm::SetVector<Operation *> &shared) {
+    // One activation read by several fp8 GEMMs (q, k and v of one
+    // layer_norm): each takes its own copy of the dequantization (free in
+    // a GEMM's prologue); the original goes once no one reads it.
+    auto lhs = matmul.getLhs().getDefiningOp<DequantizeLinearOp>();
+    auto rhs = matmul.getRhs().getDefiningOp<DequantizeLinearOp>();
+    if (lhs && !lhs->hasOneUse() && kernel::isFp8TensorDequant(lhs) &&
+        kernel::isFp8TensorDequant(rhs) && rhs->hasOneUse() && groupOf.count(lhs) &&
+        groupOf[lhs]->ops.size() == 1) {
+      shared.insert(lhs);
+      duplicateFor(lhs, matmul, 0);
+    }
     auto f8 = kernel::fp8OperandsOf(matmul);
     if (!f8)
       return;

@@ -105,6 +105,27 @@ def check_compute(report, compute):
     return problems
 
 
+def check_layer_compute(report, precision):
+    """Problems with the rule: every quantization.layers entry in
+    `precision` (not kept by the guard) runs in a GEMM/conv step that
+    computes in `precision` (a target that emulates the mode fails it)."""
+    layers = (report.get("quantization") or {}).get("layers") or []
+    steps = [s for s in report.get("steps", []) if s.get("op") in GEMM_OPS]
+    problems = []
+    for layer in layers:
+        if layer.get("precision") != precision or "reason" in layer:
+            continue
+        names = set(layer.get("nodes") or [layer.get("node")])
+        hits = [s for s in steps if names & set(s.get("nodes", []))]
+        if not hits:
+            problems.append(f"layer {layer.get('node')}: no GEMM/conv step holds it")
+        for s in hits:
+            if s.get("compute") != precision:
+                problems.append(f"layer {layer.get('node')}: step {s['name']} computes in "
+                                f"{s.get('compute')}, not {precision}")
+    return problems
+
+
 def check_layers(report, precision):
     """Problems with the rule: quantization.layers lists the quantized GEMMs,
     each in `precision` or kept in float by the guard (a "reason"), at least
@@ -293,6 +314,8 @@ def main_check(args):
         problems += check_compute(report, compute)
     if args.require_layers:
         problems += check_layers(report, args.require_layers)
+    if args.require_layer_compute:
+        problems += check_layer_compute(report, args.require_layer_compute)
     if args.require_remark:
         problems += check_remark(report, args.require_remark)
     if weights_ratio is not None and weights_ratio > args.max_weights_ratio:
@@ -443,6 +466,12 @@ def self_test():
            "remarks": ["--quantize=fp8: fp8 emulated on cpu (...)"]}
     expect("fp8 layers, one kept", check_layers(fp8, "fp8"), [])
     expect("the remark", check_remark(fp8, "fp8 emulated on cpu"), [])
+    fp8["steps"] = [step("k1_matmul", "sluice.matmul", "fp8", ["/fc1/Gemm"]),
+                    step("k2_matmul", "sluice.matmul", "f32", ["/fc2/Gemm"]),
+                    step("k3_matmul", "sluice.matmul", "f32", ["/attn/MatMul"])]
+    expect("fp8 layers in fp8 steps", check_layer_compute(fp8, "fp8"), [])
+    fp8["steps"][0]["compute"] = "f32"
+    expect("an emulated fp8 layer", check_layer_compute(fp8, "fp8"), ["computes in f32"])
     expect("no such remark", check_remark({"remarks": []}, "fp8 emulated"), ["no remark says"])
     unkept = json.loads(json.dumps(fp8))
     del unkept["quantization"]["layers"][1]["reason"]
@@ -492,6 +521,9 @@ def main():
                     help="the report's sparsity.gemms_2_4 at least this")
     ap.add_argument("--require-layers", help="every entry of the report's "
                     "quantization.layers in this precision (fp8) or kept by the guard")
+    ap.add_argument("--require-layer-compute", help="every quantization.layers entry in this "
+                    "precision (fp8) runs in a GEMM step computing in it (a real fp8 GEMM, not "
+                    "an emulation)")
     ap.add_argument("--require-remark", help="a remark of the report contains this text")
     ap.add_argument("--max-weights-ratio", type=float,
                     help="weights_bytes at most this times the fp32 bundle's")
