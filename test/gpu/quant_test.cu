@@ -531,8 +531,11 @@ void runFp8(Context &ctx, const Fp8Case &c) {
     if (c.amax)
       amaxErr = std::fabs(damax.read()[0] - peak) / peak;
   }
-  // f32 sums of exact products; the output's rounding dominates.
-  const double tol = c.out == SLUICE_FP8_OUT_F32    ? 1e-5
+  // Exact products; the output's rounding dominates, except for an f32
+  // output: Hopper's fp8 tensor cores add into an accumulator of about 14
+  // mantissa bits between cuBLASLt's promotions to f32 (2^-14 = 6e-5; an
+  // H200 measured 6.9e-5 at K = 64, 2026-11-27).
+  const double tol = c.out == SLUICE_FP8_OUT_F32    ? 2e-4
                      : c.out == SLUICE_FP8_OUT_F16  ? 1e-3
                      : c.out == SLUICE_FP8_OUT_BF16 ? 8e-3
                                                     : 7e-2;
