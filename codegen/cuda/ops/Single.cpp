@@ -118,9 +118,125 @@ CudaEmit emitConcat(CudaGroupContext &ctx, ConcatOp op) {
   return CudaEmit::Done;
 }
 
+/// The unsigned type of an element of `bytes` bytes for the move kernel.
+std::optional<std::string> moveType(int64_t bytes) {
+  switch (bytes) {
+  case 1: return std::string("unsigned char");
+  case 2: return std::string("unsigned short");
+  case 4: return std::string("unsigned");
+  case 8: return std::string("unsigned long long");
+  default: return std::nullopt;
+  }
+}
+
+/// One sluice_strided_move_kernel launch: `out` (row-major `shape`) from
+/// the leaf of `src` with per-dim `strides` (elements), pads `begin`, input
+/// `extent`, and the fill at `fill` (or "nullptr").
+CudaEmit emitMove(CudaGroupContext &ctx, Operation *op, const StridedView &src,
+                  ArrayRef<int64_t> shape, ArrayRef<int64_t> strides, ArrayRef<int64_t> begin,
+                  ArrayRef<int64_t> extent, Type element, const std::string &out,
+                  const std::string &fill) {
+  int64_t total = product(shape);
+  if (total == 0)
+    return CudaEmit::Done;
+  if (shape.size() > 8)
+    return ctx.unsupported("a data move of rank above 8");
+  auto type = moveType(storageBytes(element));
+  if (!type)
+    return ctx.unsupported("a data move of elements of another size than 1, 2, 4 or 8 bytes");
+  auto in = ctx.leafPointer(StridedView{src.base, 0, {}});
+  if (failed(in))
+    return CudaEmit::Error;
+  auto list = [&](ArrayRef<int64_t> v) {
+    std::string s = "{";
+    for (int64_t i = 0; i < 8; ++i)
+      s += (i ? ", " : "") + cInt64(i < (int64_t)v.size() ? v[i] : 1);
+    return s + "}";
+  };
+  ctx.include("sluice_gen/cuda_movement.h");
+  CodeWriter h(1);
+  {
+    auto block = h.block("");
+    h.line("static const SluiceMoveShape move = {{{0}, {1}, {2}, {3}, {4}, {5}};",
+           cInt64((int64_t)shape.size()), list(shape), list(strides), list(begin), list(extent),
+           cInt64(src.offset));
+    h.line("sluice_strided_move_kernel<{0}><<<sluice_grid({1}, 256), 256, 0, stream>>>((const "
+           "{0} *){2}, ({0} *){3}, {1}, move, (const {0} *){4});",
+           *type, cInt64(total), *in, out, fill);
+    h.line("SLUICE_LAUNCHED({0});", ctx.kernelName());
+  }
+  *ctx.host += h.str();
+  return CudaEmit::Done;
+}
+
+/// A view group the elementwise kernel cannot plan (ShuffleNet's channel
+/// shuffle: reshape -> transpose -> reshape, whose last reshape merges a
+/// transposed pair of dims): the data-moving view's result copied from its
+/// strided source, the views after it being layout-preserving aliases of
+/// the group's one output.
+CudaEmit emitViewCopy(CudaGroupContext &ctx, Operation *view) {
+  auto yields = KernelYieldOp(ctx.kernel.getBody().front().getTerminator()).getValues();
+  if (yields.size() != 1)
+    return ctx.unsupported("a view group with several outputs");
+  Value copied = yields[0];
+  auto whole = resolveView(copied, /*emitErrors=*/false);
+  if (failed(whole)) {
+    // The output as the anchor's result through layout-preserving views.
+    while (copied != view->getResult(0)) {
+      Operation *def = copied.getDefiningOp();
+      if (!def || def->getParentOp() != ctx.kernel.getOperation() ||
+          !kernel::isLayoutPreserving(def))
+        return ctx.unsupported("a view group whose output is not its moving view's result");
+      copied = def->getOperand(0);
+    }
+    whole = resolveView(copied, /*emitErrors=*/false);
+  }
+  if (failed(whole) || !isa<BlockArgument>(whole->base))
+    return ctx.unsupported("a view group whose source is not a group input");
+  ArrayRef<int64_t> shape = shapeOf(copied);
+  std::vector<int64_t> zeros(shape.size(), 0);
+  return emitMove(ctx, view, *whole, shape, whole->strides, zeros, shape, elementOf(copied),
+                  ctx.output(0), "nullptr");
+}
+
+/// Pad in constant mode (negative pads crop): one move with a fill.
+CudaEmit emitPad(CudaGroupContext &ctx, PadOp op) {
+  if (op.getMode() != PadMode::constant)
+    return ctx.unsupported("no cuda kernel for sluice.pad in " +
+                           stringifyPadMode(op.getMode()).str() + " mode");
+  auto pads = getConstantIntValues(op.getPads());
+  ArrayRef<int64_t> inShape = shapeOf(op.getInput()), outShape = shapeOf(op.getOutput());
+  if (!pads || pads->size() != 2 * inShape.size())
+    return ctx.unsupported("sluice.pad with pads that are not constants");
+  auto src = resolveView(op.getInput(), /*emitErrors=*/false);
+  if (failed(src) || !isa<BlockArgument>(src->base))
+    return ctx.unsupported("sluice.pad of a value that is not a view of a group input");
+  auto out = singleResult(ctx, op, 0);
+  if (failed(out))
+    return CudaEmit::Error;
+  std::string fill = "nullptr";
+  if (Value value = op.getConstantValue()) {
+    auto view = resolveView(value, /*emitErrors=*/false);
+    if (failed(view))
+      return ctx.unsupported("sluice.pad's constant value is a view without strides");
+    auto p = ctx.leafPointer(StridedView{view->base, 0, {}});
+    if (failed(p))
+      return CudaEmit::Error;
+    fill = "((const unsigned char *)" + *p + " + " +
+           cInt64(view->offset * storageBytes(elementOf(value))) + ")";
+  }
+  std::vector<int64_t> begin(pads->begin(), pads->begin() + inShape.size());
+  return emitMove(ctx, op, *src, outShape, src->strides, begin, inShape,
+                  elementOf(op.getOutput()), *out, fill);
+}
+
 } // namespace
 
 CudaEmit emitCudaSingleOp(CudaGroupContext &ctx, Operation *op) {
+  if (auto pad = dyn_cast<PadOp>(op))
+    return emitPad(ctx, pad);
+  if (kernel::isViewOp(op))
+    return emitViewCopy(ctx, op);
   if (isa<ConvOp, ConvTransposeOp>(op) && ctx.kernel.getLibrary() == "conv")
     return emitCudaConv(ctx, op);
   if (auto gather = dyn_cast<GatherOp>(op))

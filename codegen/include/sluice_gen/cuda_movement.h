@@ -10,6 +10,7 @@
 #define SLUICE_GEN_CUDA_MOVEMENT_H
 
 #include "sluice_gen/cuda.h"
+#include "sluice_gen/cuda_move_kernels.cuh"
 
 /// out[o][p][i] = in[o][idx[p]][i] in chunks C: `inner` chunks per slice,
 /// `extent` slices along the gathered axis, `count` indices. Negative
