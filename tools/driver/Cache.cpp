@@ -12,8 +12,6 @@
 
 #include "tools/driver/Cache.h"
 
-#include "sluice/version.h"
-
 #include <onnx/onnx_pb.h>
 
 #include "llvm/ADT/SmallString.h"
@@ -323,7 +321,7 @@ bool computeKey(const KeyInputs &inputs, std::string &key, std::string &recipe,
                 std::string &error) {
   const CompilerOptions &o = *inputs.options;
   std::vector<std::string> lines = {"format: sluice-compile-cache 1",
-                                    std::string("version: ") + SLUICE_VERSION_STRING,
+                                    "version: " + inputs.compilerVersion,
                                     std::string("llvm: ") + LLVM_VERSION_STRING};
   // This compiler's own binary: a rebuilt compiler (any pass, any emitter
   // changed) is a new key; one rebuilt from the same sources is not.

@@ -31,6 +31,8 @@ std::string cacheDirectory(const std::string &flagDir, bool noCache);
 
 /// What a compile is made of, beyond the options themselves.
 struct KeyInputs {
+  /// The Sluice version the compiler stamps bundles with.
+  std::string compilerVersion;
   /// The model file as given on the command line.
   std::string modelPath;
   /// The driver's choices that are not CompilerOptions: target, GPU

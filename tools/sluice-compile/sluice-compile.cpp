@@ -15,6 +15,7 @@
 #include "lib/support/Json.h"
 #include "lib/support/Locations.h"
 #include "passes/Passes.h"
+#include "sluice/version.h"
 #include "tools/common/ToolSupport.h"
 #include "tools/driver/Cache.h"
 #include "tools/driver/Installed.h"
@@ -559,6 +560,7 @@ int main(int argc, char **argv) {
   if (!cacheDir.empty()) {
     auto start = std::chrono::steady_clock::now();
     sluice::cache::KeyInputs inputs;
+    inputs.compilerVersion = SLUICE_VERSION_STRING;
     inputs.modelPath = model;
     inputs.options = &options;
     inputs.gpuArchitectures = gpuArchs;
