@@ -34,7 +34,8 @@ def check(condition, what):
 
 
 def entries(cache):
-    """The cache's complete entries (partial ones start with a dot)."""
+    """The cache's complete entries (partial ones and .digests start with a
+    dot)."""
     if not os.path.isdir(cache):
         return []
     return sorted(e for e in os.listdir(cache) if not e.startswith("."))
@@ -152,17 +153,23 @@ def main():
     model = onnx.load(args.model)
     onnx.save(model, external, save_as_external_data=True, all_tensors_to_one_file=True,
               location="mlp.data", size_threshold=0)
+    # Older than two seconds: the key remembers the files' digests by their
+    # stat stamps (DIR/.digests), and an edit in place must still show.
+    time.sleep(2.5)
     out, _ = compile(external, "h.sluice", shape, f"--cache-dir={cache}")
     check("cache hit" not in out, "a model with external data: a miss (new model bytes)")
     out, _ = compile(external, "h2.sluice", shape, f"--cache-dir={cache}")
     check("cache hit" in out, "the same model with external data again: a hit")
+    check(len(os.listdir(os.path.join(cache, ".digests"))) > 0,
+          "the digests of settled files are remembered")
     with open(f"{work}/external/mlp.data", "r+b") as f:
         data = bytearray(f.read())
         data[0] ^= 0x01
         f.seek(0)
         f.write(data)
     out, _ = compile(external, "h3.sluice", shape, f"--cache-dir={cache}")
-    check("cache hit" not in out, "one byte of the external data changed: a miss")
+    check("cache hit" not in out,
+          "one byte of the remembered external data changed in place: a miss")
 
     # Off: --no-cache and SLUICE_CACHE_DIR=none write nothing anywhere.
     unused = os.path.join(work, "unused")

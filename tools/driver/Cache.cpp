@@ -26,10 +26,12 @@
 #include "llvm/Support/xxhash.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace sluice::cache {
@@ -47,9 +49,62 @@ std::string hex128(llvm::XXH128_hash_t hash) {
   return text;
 }
 
+/// Where file digests are remembered (DIR/.digests), set by computeKey;
+/// empty: nothing remembered.
+std::string digestMemoDir;
+
+/// A file's identity as stat gives it: device, inode, size, and the
+/// modification and change times in nanoseconds. Any write changes the
+/// change time, which no user call can set back.
+struct FileStamp {
+  std::string text;
+  bool settled = false; ///< both times at least two seconds old
+};
+
+bool stampOf(const std::string &path, FileStamp &stamp) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0)
+    return false;
+  auto ns = [](const struct timespec &t) { return (long long)t.tv_sec * 1000000000LL + t.tv_nsec; };
+  stamp.text = std::to_string((unsigned long long)info.st_dev) + " " +
+               std::to_string((unsigned long long)info.st_ino) + " " +
+               std::to_string((long long)info.st_size) + " " + std::to_string(ns(info.st_mtim)) +
+               " " + std::to_string(ns(info.st_ctim));
+  long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  stamp.settled = now - ns(info.st_mtim) > 2000000000LL && now - ns(info.st_ctim) > 2000000000LL;
+  return true;
+}
+
 /// The hash of a file's bytes (mapped, not copied: a model may be
 /// gigabytes) and its size, as "hash size"; false when it cannot be read.
-bool hashFile(const std::string &path, std::string &digest, std::string &error) {
+/// With `mentionsLocation`, also whether the bytes hold "location" (see
+/// hashModel). Reading a BERT-base model costs a second here, more than
+/// the rest of a hit: so a digest is remembered in DIR/.digests under the
+/// file's real path with its stamp, and used again while the stamp is the
+/// same, as ccache does. A file changed in the last two seconds is hashed
+/// and not remembered: its times may not show a second change within the
+/// file system's clock tick.
+bool hashFile(const std::string &path, std::string &digest, std::string &error,
+              bool *mentionsLocation = nullptr) {
+  FileStamp stamp;
+  llvm::SmallString<256> real;
+  std::string memo;
+  if (!digestMemoDir.empty() && !llvm::sys::fs::real_path(path, real) && stampOf(path, stamp)) {
+    memo = digestMemoDir + "/" + hex128(llvm::xxh3_128bits(llvm::arrayRefFromStringRef(real)));
+    if (auto buffer = llvm::MemoryBuffer::getFile(memo)) {
+      // "real path\nstamp\ndigest\nlocation flag"
+      llvm::SmallVector<llvm::StringRef> lines;
+      (*buffer)->getBuffer().split(lines, '\n');
+      if (lines.size() >= 4 && lines[0] == real && lines[1] == stamp.text && stamp.settled) {
+        digest = lines[2].str();
+        if (mentionsLocation)
+          *mentionsLocation = lines[3] == "1";
+        return true;
+      }
+    }
+  }
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer) {
@@ -59,6 +114,22 @@ bool hashFile(const std::string &path, std::string &digest, std::string &error) 
   llvm::StringRef bytes = (*buffer)->getBuffer();
   digest = hex128(llvm::xxh3_128bits(llvm::arrayRefFromStringRef(bytes))) + " " +
            std::to_string(bytes.size());
+  bool location = mentionsLocation && bytes.contains("location");
+  if (mentionsLocation)
+    *mentionsLocation = location;
+  if (!memo.empty() && stamp.settled && !llvm::sys::fs::create_directories(digestMemoDir)) {
+    // Written aside and renamed: a reader sees a whole memo or none.
+    std::string temporary = memo + ".tmp-" + std::to_string(llvm::sys::Process::getProcessId());
+    std::error_code ec;
+    {
+      llvm::raw_fd_ostream out(temporary, ec);
+      if (!ec)
+        out << real << "\n" << stamp.text << "\n" << digest << "\n" << (location ? "1" : "0")
+            << "\n";
+    }
+    if (ec || llvm::sys::fs::rename(temporary, memo))
+      llvm::sys::fs::remove(temporary);
+  }
   return true;
 }
 
@@ -127,6 +198,14 @@ void externalLocations(const onnx::GraphProto &graph, std::set<std::string> &loc
 /// with its weights inline may be large, and parsing it would cost a hit
 /// the time it saves.
 bool hashModel(const std::string &path, std::vector<std::string> &lines, std::string &error) {
+  std::string digest;
+  bool mentionsLocation = false;
+  if (!hashFile(path, digest, error, &mentionsLocation))
+    return false;
+  lines.push_back("model: " + digest);
+  lines.push_back("model-name: " + llvm::sys::path::stem(path).str());
+  if (!mentionsLocation)
+    return true;
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer) {
@@ -134,11 +213,6 @@ bool hashModel(const std::string &path, std::vector<std::string> &lines, std::st
     return false;
   }
   llvm::StringRef bytes = (*buffer)->getBuffer();
-  lines.push_back("model: " + hex128(llvm::xxh3_128bits(llvm::arrayRefFromStringRef(bytes))) +
-                  " " + std::to_string(bytes.size()));
-  lines.push_back("model-name: " + llvm::sys::path::stem(path).str());
-  if (!bytes.contains("location"))
-    return true;
   std::set<std::string> locations;
   llvm::StringRef ext = llvm::sys::path::extension(path);
   if (ext != ".onnxtxt" && ext != ".txt") {
@@ -320,6 +394,7 @@ std::vector<std::string> keyFlags(int argc, char **argv, const std::string &mode
 bool computeKey(const KeyInputs &inputs, std::string &key, std::string &recipe,
                 std::string &error) {
   const CompilerOptions &o = *inputs.options;
+  digestMemoDir = inputs.cacheDir.empty() ? "" : inputs.cacheDir + "/.digests";
   std::vector<std::string> lines = {"format: sluice-compile-cache 1",
                                     "version: " + inputs.compilerVersion,
                                     std::string("llvm: ") + LLVM_VERSION_STRING};

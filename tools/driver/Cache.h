@@ -31,6 +31,9 @@ std::string cacheDirectory(const std::string &flagDir, bool noCache);
 
 /// What a compile is made of, beyond the options themselves.
 struct KeyInputs {
+  /// The cache folder: its .digests folder remembers the digests of large
+  /// files by their stat stamps, so that a hit need not read them again.
+  std::string cacheDir;
   /// The Sluice version the compiler stamps bundles with.
   std::string compilerVersion;
   /// The model file as given on the command line.

@@ -560,6 +560,7 @@ int main(int argc, char **argv) {
   if (!cacheDir.empty()) {
     auto start = std::chrono::steady_clock::now();
     sluice::cache::KeyInputs inputs;
+    inputs.cacheDir = cacheDir;
     inputs.compilerVersion = SLUICE_VERSION_STRING;
     inputs.modelPath = model;
     inputs.options = &options;
