@@ -6,9 +6,8 @@
 // (in the bundle's input order) or, for inputs not given, with a fixed
 // pattern, runs it once and prints each output's name, dtype, shape and
 // first values; --save=DIR writes each output as DIR/<name>.npy ('/' in
-// a name as '_'). It uses
-// only the installed runtime (find_package(Sluice), Sluice::runtime) and its
-// header-only C++ wrapper, sluice/runtime.hpp.
+// a name as '_'). It uses only the installed runtime (find_package(Sluice),
+// Sluice::runtime) and its header-only C++ wrapper, sluice/runtime.hpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,14 +25,22 @@ namespace {
 
 /// NumPy's dtype names as .npy headers spell them (little-endian).
 std::string npyDescr(const std::string &dtype) {
-  if (dtype == "float32") return "<f4";
-  if (dtype == "float64") return "<f8";
-  if (dtype == "float16") return "<f2";
-  if (dtype == "int64") return "<i8";
-  if (dtype == "int32") return "<i4";
-  if (dtype == "int8") return "|i1";
-  if (dtype == "uint8") return "|u1";
-  if (dtype == "bool") return "|b1";
+  if (dtype == "float32")
+    return "<f4";
+  if (dtype == "float64")
+    return "<f8";
+  if (dtype == "float16")
+    return "<f2";
+  if (dtype == "int64")
+    return "<i8";
+  if (dtype == "int32")
+    return "<i4";
+  if (dtype == "int8")
+    return "|i1";
+  if (dtype == "uint8")
+    return "|u1";
+  if (dtype == "bool")
+    return "|b1";
   return "";
 }
 
@@ -71,16 +78,16 @@ bool readNpy(const std::string &path, const std::string &dtype, size_t bytes,
 }
 
 /// Writes `bytes` of `dtype` with `shape` as a .npy file (format 1.0).
-bool writeNpy(const std::string &path, const std::string &dtype,
-              const std::vector<int64_t> &shape, const void *data, size_t bytes) {
+bool writeNpy(const std::string &path, const std::string &dtype, const std::vector<int64_t> &shape,
+              const void *data, size_t bytes) {
   std::ostringstream dims;
   for (int64_t d : shape)
     dims << d << (shape.size() == 1 ? "," : ", ");
   std::string text = dims.str();
   if (shape.size() > 1)
     text.resize(text.size() - 2);
-  std::string header = "{'descr': '" + npyDescr(dtype) + "', 'fortran_order': False, 'shape': (" +
-                       text + "), }";
+  std::string header =
+      "{'descr': '" + npyDescr(dtype) + "', 'fortran_order': False, 'shape': (" + text + "), }";
   // Magic, version and length take 10 bytes; the header ends in '\n' and
   // pads the data to 64 bytes.
   while ((10 + header.size() + 1) % 64)
@@ -201,8 +208,7 @@ int main(int argc, char **argv) {
         std::printf(" %.6g", ((const float *)data)[k]);
     std::printf("%s\n", info.dtype == "float32" && bytes / 4 > 8 ? " ..." : "");
     if (!saveDir.empty() &&
-        !writeNpy(saveDir + "/" + fileName(info.name) + ".npy", info.dtype, shape, data,
-                  bytes)) {
+        !writeNpy(saveDir + "/" + fileName(info.name) + ".npy", info.dtype, shape, data, bytes)) {
       std::fprintf(stderr, "run_bundle: cannot write %s/%s.npy\n", saveDir.c_str(),
                    fileName(info.name).c_str());
       return 1;

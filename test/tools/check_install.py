@@ -64,7 +64,7 @@ def main():
     cache = os.path.join(work, "cache")
     run([os.path.join(prefix, "bin", "sluice-compile"), model, "--shape=features=4x32",
          "-o", bundle, f"--cache-dir={cache}"], env=env)
-    (entry,) = os.listdir(cache)
+    (entry,) = [e for e in os.listdir(cache) if not e.startswith(".")]
     with open(os.path.join(cache, entry, "recipe.txt")) as f:
         recipe = f.read()
     want = f"env: SLUICE_INCLUDE_DIRS={os.path.join(prefix, 'include')}\n"

@@ -124,8 +124,10 @@ bool hashFile(const std::string &path, std::string &digest, std::string &error,
     {
       llvm::raw_fd_ostream out(temporary, ec);
       if (!ec)
-        out << real << "\n" << stamp.text << "\n" << digest << "\n" << (location ? "1" : "0")
-            << "\n";
+        out << real << "\n"
+            << stamp.text << "\n"
+            << digest << "\n"
+            << (location ? "1" : "0") << "\n";
     }
     if (ec || llvm::sys::fs::rename(temporary, memo))
       llvm::sys::fs::remove(temporary);
@@ -331,17 +333,16 @@ void optionLines(const CompilerOptions &o, std::vector<std::string> &lines) {
   lines.push_back("fusion: " + o.fusion);
   lines.push_back("recognize: " + std::to_string(o.recognize));
   lines.push_back("precision: " + o.precision);
-  lines.push_back("grid: tp=" + std::to_string(o.tp) + " sp=" + std::to_string(o.sp) +
-                  " pp=" + std::to_string(o.pp) + " micro-batches=" +
-                  std::to_string(o.microBatches) + " ep=" + std::to_string(o.ep));
+  lines.push_back("grid: tp=" + std::to_string(o.tp) + " sp=" + std::to_string(o.sp) + " pp=" +
+                  std::to_string(o.pp) + " micro-batches=" + std::to_string(o.microBatches) +
+                  " ep=" + std::to_string(o.ep));
   lines.push_back("quantize: " + o.quantize + " method=" + o.calibrationMethod +
-                  " smooth-quant=" + number(o.smoothQuant) + " budget=" +
-                  number(o.accuracyBudget));
+                  " smooth-quant=" + number(o.smoothQuant) + " budget=" + number(o.accuracyBudget));
   lines.push_back("prune: heads=" + number(o.pruneHeads) + " ffn=" + number(o.pruneFfn) +
                   " channels=" + number(o.pruneChannels) + " sparsity=" + o.sparsity);
-  lines.push_back("plan: devices=" + std::to_string(o.devices) + " auto=" +
-                  std::to_string(o.autoPlan) + " memory=" + std::to_string(o.deviceMemory) +
-                  " objective=" + o.objective);
+  lines.push_back("plan: devices=" + std::to_string(o.devices) +
+                  " auto=" + std::to_string(o.autoPlan) +
+                  " memory=" + std::to_string(o.deviceMemory) + " objective=" + o.objective);
 }
 
 } // namespace
@@ -373,8 +374,8 @@ std::vector<std::string> keyFlags(int argc, char **argv, const std::string &mode
       ++i;
       continue;
     }
-    if (arg.starts_with("-o=") || arg.starts_with("--report=") ||
-        arg.starts_with("--cache-dir=") || arg == "--quiet" || arg == "--no-cache")
+    if (arg.starts_with("-o=") || arg.starts_with("--report=") || arg.starts_with("--cache-dir=") ||
+        arg == "--quiet" || arg == "--no-cache")
       continue;
     if (arg.starts_with("-")) {
       flags.push_back(arg.str());
@@ -445,9 +446,9 @@ bool computeKey(const KeyInputs &inputs, std::string &key, std::string &recipe,
   // What the emit step reads from the environment, and the toolchain it
   // calls: the host compiler (cpu bundles and cuda host steps), nvcc for
   // cuda, and the CPU whose ISA -march=native targets.
-  for (const char *name : {"SLUICE_CXX", "CXX", "SLUICE_NVCC", "CUDA_HOME", "SLUICE_NVCC_FLAGS",
-                           "SLUICE_INCLUDE_DIRS", "SLUICE_CUSPARSELT_DIR",
-                           "SLUICE_MAX_TENSOR_BYTES"})
+  for (const char *name :
+       {"SLUICE_CXX", "CXX", "SLUICE_NVCC", "CUDA_HOME", "SLUICE_NVCC_FLAGS", "SLUICE_INCLUDE_DIRS",
+        "SLUICE_CUSPARSELT_DIR", "SLUICE_MAX_TENSOR_BYTES"})
     lines.push_back(std::string("env: ") + name + "=" + env(name));
   std::string cxx = env("SLUICE_CXX");
   if (cxx.empty())
@@ -557,8 +558,8 @@ bool restore(const std::string &cacheDir, const std::string &key, const std::str
     }
   // Staged beside the destination and renamed into place, as a compile
   // does: a reader never sees half a bundle.
-  std::string staging = destination + ".partial-" +
-                        std::to_string(llvm::sys::Process::getProcessId());
+  std::string staging =
+      destination + ".partial-" + std::to_string(llvm::sys::Process::getProcessId());
   llvm::sys::fs::remove_directories(staging);
   if (!cloneFolder(bundle, staging, error)) {
     llvm::sys::fs::remove_directories(staging);

@@ -58,8 +58,7 @@ std::vector<std::string> keyFlags(int argc, char **argv, const std::string &mode
 /// "ingredient: value" line each, stored beside the entry so that a miss
 /// can be explained by diffing two recipes). False, with `error`, when an
 /// ingredient cannot be read (the model, a --bind file ...).
-bool computeKey(const KeyInputs &inputs, std::string &key, std::string &recipe,
-                std::string &error);
+bool computeKey(const KeyInputs &inputs, std::string &key, std::string &recipe, std::string &error);
 
 /// When `cacheDir` holds `key`, puts its bundle at `output` (the same
 /// replacement rules as a compile: an old bundle there is replaced, files

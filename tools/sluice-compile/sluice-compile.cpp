@@ -588,9 +588,10 @@ int main(int argc, char **argv) {
         if (llvm::json::Object *object = value.getAsObject()) {
           (*object)["model"] = sluice::jsonText(model);
           (*object)["bundle"] = sluice::jsonText(bundlePath);
-          (*object)["cache"] = llvm::json::Object{
-              {"hit", true}, {"key", cacheKey}, {"dir", sluice::jsonText(cacheDir)},
-              {"us", (int64_t)std::llround(seconds * 1e6)}};
+          (*object)["cache"] = llvm::json::Object{{"hit", true},
+                                                  {"key", cacheKey},
+                                                  {"dir", sluice::jsonText(cacheDir)},
+                                                  {"us", (int64_t)std::llround(seconds * 1e6)}};
         }
         std::error_code ec;
         llvm::raw_fd_ostream file(report, ec);
@@ -829,8 +830,7 @@ int main(int argc, char **argv) {
   if (storing) {
     // A bundle that cannot be stored is still a finished compile.
     std::string cacheError;
-    if (!sluice::cache::store(cacheDir, cacheKey, bundlePath, reportText, cacheRecipe,
-                              cacheError))
+    if (!sluice::cache::store(cacheDir, cacheKey, bundlePath, reportText, cacheRecipe, cacheError))
       std::fprintf(stderr, "sluice-compile: warning: not cached: %s\n", cacheError.c_str());
     else if (!quiet)
       std::fprintf(stderr, "sluice-compile: cached as %s in %s\n", cacheKey.c_str(),
