@@ -4,10 +4,11 @@
 A repeated compile of the same model and flags is a hit that takes under a
 quarter of the first compile's time (two timings of this run: a ratio, not
 a number of seconds) and gives the same bundle and report; changing a
-flag, a weight byte or a byte of the external data is a miss; flag order
-and the model's folder are not part of the key; --no-cache and
-SLUICE_CACHE_DIR=none never write; the default folder follows
-$XDG_CACHE_HOME; sluice.compile passes cache_dir= and no_cache= through.
+flag, a weight byte, a byte of the external data or the C++ compiler's
+--version output is a miss; flag order and the model's folder are not part
+of the key; --no-cache and SLUICE_CACHE_DIR=none never write; the default
+folder follows $XDG_CACHE_HOME; sluice.compile passes cache_dir= and
+no_cache= through.
 
 Each run uses its own folders under --work (ctest runs tests in parallel).
 Exit 0 when every check holds, 1 with the failed checks listed.
@@ -170,6 +171,25 @@ def main():
     out, _ = compile(external, "h3.sluice", shape, f"--cache-dir={cache}")
     check("cache hit" not in out,
           "one byte of the remembered external data changed in place: a miss")
+
+    # The toolchain: the C++ compiler's --version output is in the key, so
+    # an upgraded compiler at the same path is a miss.
+    wrapper = os.path.join(work, "cxx")
+    version = os.path.join(work, "cxx-version.txt")
+    with open(version, "w") as f:
+        f.write("c++ 1.0\n")
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\n[ "$1" = --version ] && exec cat {version}\nexec c++ "$@"\n')
+    os.chmod(wrapper, 0o755)
+    env = dict(base_env, SLUICE_CXX=wrapper)
+    out, _ = compile(args.model, "t1.sluice", shape, f"--cache-dir={cache}", env=env)
+    check("cache hit" not in out, "another C++ compiler (SLUICE_CXX): a miss")
+    out, _ = compile(args.model, "t2.sluice", shape, f"--cache-dir={cache}", env=env)
+    check("cache hit" in out, "the same C++ compiler again: a hit")
+    with open(version, "w") as f:
+        f.write("c++ 2.0\n")
+    out, _ = compile(args.model, "t3.sluice", shape, f"--cache-dir={cache}", env=env)
+    check("cache hit" not in out, "the same compiler path with another --version: a miss")
 
     # Off: --no-cache and SLUICE_CACHE_DIR=none write nothing anywhere.
     unused = os.path.join(work, "unused")
