@@ -8,7 +8,8 @@ flag, a weight byte, a byte of the external data or the C++ compiler's
 --version output is a miss; flag order and the model's folder are not part
 of the key; --no-cache and SLUICE_CACHE_DIR=none never write; the default
 folder follows $XDG_CACHE_HOME; sluice.compile passes cache_dir= and
-no_cache= through.
+no_cache= through; an entry whose files were written in place (through a
+bundle's hard link) is removed, not used.
 
 Each run uses its own folders under --work (ctest runs tests in parallel).
 Exit 0 when every check holds, 1 with the failed checks listed.
@@ -114,6 +115,19 @@ def main():
     again, _ = compile(args.model, "b.sluice", shape, f"--cache-dir={cache}")
     check("cache hit" in again and os.path.exists(f"{work}/b.sluice/notes.txt") and
           runs("b.sluice"), "a hit over an old bundle replaces it and keeps other files")
+
+    # The bundle's files are hard links of the entry's: a write into one in
+    # place changes the entry, which the next hit finds and removes.
+    with open(f"{work}/b.sluice/weights.bin", "r+b") as f:
+        first_byte = f.read(1)
+        f.seek(0)
+        f.write(bytes([first_byte[0] ^ 0xFF]))
+    out, _ = compile(args.model, "m.sluice", shape, f"--cache-dir={cache}")
+    check("cache hit" not in out and "changed since it was stored" in out and
+          "cached as" in out and runs("m.sluice"),
+          "an entry whose file was written in place is removed and compiled again")
+    out, _ = compile(args.model, "m2.sluice", shape, f"--cache-dir={cache}")
+    check("cache hit" in out and runs("m2.sluice"), "the new entry is a hit")
 
     # The key: flags (in any order) and the model's bytes, not its folder.
     out, _ = compile(args.model, "c.sluice", shape, "--fusion=none", f"--cache-dir={cache}")

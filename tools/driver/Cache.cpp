@@ -520,6 +520,28 @@ bool cloneFolder(const std::string &from, const std::string &to, std::string &er
   return true;
 }
 
+/// The files of bundle folder `dir` as "name size mtime" lines, sorted: what
+/// an entry records when it is stored and checks on each hit. Its files
+/// are hard-linked to bundles, so a write into a bundle's file in place
+/// (not a recompile: that replaces files) would change the entry too; the
+/// modification time shows it (linking, unlike writing, changes only the
+/// change time).
+std::string bundleFiles(const std::string &dir) {
+  std::vector<std::string> lines;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
+    struct stat info;
+    if (::stat(it->path().c_str(), &info) != 0 || !S_ISREG(info.st_mode))
+      continue;
+    lines.push_back(llvm::sys::path::filename(it->path()).str() + " " +
+                    std::to_string((long long)info.st_size) + " " +
+                    std::to_string((long long)info.st_mtim.tv_sec * 1000000000LL +
+                                   info.st_mtim.tv_nsec));
+  }
+  std::sort(lines.begin(), lines.end());
+  return llvm::join(lines, "\n") + "\n";
+}
+
 /// A name no other process uses at the same time.
 std::string unique(const std::string &base) {
   return base + "-" + std::to_string(llvm::sys::Process::getProcessId());
@@ -533,6 +555,14 @@ bool restore(const std::string &cacheDir, const std::string &key, const std::str
   std::string bundle = inFolder(entry, "bundle");
   if (!llvm::sys::fs::exists(inFolder(bundle, "manifest.json")))
     return false;
+  auto recorded = llvm::MemoryBuffer::getFile(inFolder(entry, "files.txt"));
+  if (!recorded || (*recorded)->getBuffer() != bundleFiles(bundle)) {
+    // Changed since it was stored: not to be trusted, and not kept.
+    llvm::sys::fs::remove_directories(entry);
+    error = "cache entry " + key + " changed since it was stored (a bundle file written in " +
+            "place?): removed";
+    return false;
+  }
   std::string destination = output;
   while (destination.size() > 1 && llvm::sys::path::is_separator(destination.back()))
     destination.pop_back();
@@ -613,8 +643,10 @@ bool store(const std::string &cacheDir, const std::string &key, const std::strin
   };
   if (!cloneFolder(bundle, inFolder(staging, "bundle"), error))
     return fail(error);
+  std::string files = bundleFiles(inFolder(staging, "bundle"));
   for (auto [name, text] : {std::pair<const char *, const std::string *>{"report.json", &report},
-                            {"recipe.txt", &recipe}}) {
+                            {"recipe.txt", &recipe},
+                            {"files.txt", &files}}) {
     std::error_code ec;
     llvm::raw_fd_ostream out(inFolder(staging, name), ec);
     if (!ec) {

@@ -63,8 +63,10 @@ bool computeKey(const KeyInputs &inputs, std::string &key, std::string &recipe, 
 /// When `cacheDir` holds `key`, puts its bundle at `output` (the same
 /// replacement rules as a compile: an old bundle there is replaced, files
 /// that are not the bundle's are kept), sets `report` to the cached
-/// --report text and returns true. False when there is no entry; true with
-/// `error` set when there is one but it cannot be placed at `output`.
+/// --report text and returns true. False when there is no usable entry
+/// (with `error` saying why when there was one whose files changed since it
+/// was stored: it is removed); true with `error` set when there is one but
+/// it cannot be placed at `output`.
 bool restore(const std::string &cacheDir, const std::string &key, const std::string &output,
              std::string &report, std::string &error);
 

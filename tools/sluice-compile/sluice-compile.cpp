@@ -570,9 +570,14 @@ int main(int argc, char **argv) {
     std::string keyError, cachedReport;
     // An ingredient that cannot be read (a missing model or --bind file):
     // no cache, and the compile says what is wrong.
+    bool hit = false;
     if (!sluice::cache::computeKey(inputs, cacheKey, cacheRecipe, keyError))
       cacheDir.clear();
-    else if (sluice::cache::restore(cacheDir, cacheKey, bundlePath, cachedReport, keyError)) {
+    else if (!(hit = sluice::cache::restore(cacheDir, cacheKey, bundlePath, cachedReport,
+                                            keyError)) &&
+             !keyError.empty())
+      std::fprintf(stderr, "sluice-compile: warning: %s\n", keyError.c_str());
+    if (hit) {
       if (!keyError.empty())
         die(keyError);
       double seconds =
