@@ -3,9 +3,12 @@
 #   P/lib/       libsluice_runtime.so and the modules it dlopens from its
 #                own folder (libsluice_runtime_cuda.so, libsluice_comm.so,
 #                libsluice_comm_cuda.so, where they were built)
-#   P/include/   sluice/ (the runtime's C API and C++ wrapper) and sluice_gen/
-#                (what generated code includes: an installed sluice-compile
-#                builds bundles against it, tools/driver/Installed.cpp)
+#   P/include/sluice/       the runtime's C API and C++ wrapper
+#   P/share/sluice/include/ what generated code includes (sluice_gen/ and
+#                sluice/): an installed sluice-compile builds bundles
+#                against it (tools/driver/Installed.cpp). Not P/include:
+#                that may be /usr/include, which must not come first on
+#                a compiler's -I list (libstdc++'s #include_next breaks).
 #   P/lib/cmake/Sluice/  SluiceConfig.cmake, exporting Sluice::runtime
 # The tree is relocatable: the tools find lib/ through $ORIGIN/../lib and
 # the headers through their own path; LLVM's and MLIR's libraries stay
@@ -40,7 +43,8 @@ endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/sluice
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/codegen/include/sluice_gen
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+                  ${PROJECT_SOURCE_DIR}/include/sluice
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/sluice/include)
 
 set(SLUICE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Sluice)
 install(EXPORT SluiceTargets NAMESPACE Sluice:: DESTINATION ${SLUICE_CMAKE_DIR})

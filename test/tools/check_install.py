@@ -39,7 +39,8 @@ def main():
     run(["cmake", "--install", args.build, "--prefix", prefix])
     for path in ["bin/sluice-compile", "bin/sluice-run", "bin/sluice-opt",
                  "lib/libsluice_runtime.so", "include/sluice/runtime.h",
-                 "include/sluice/runtime.hpp", "include/sluice_gen/cpu.h",
+                 "include/sluice/runtime.hpp", "share/sluice/include/sluice_gen/cpu.h",
+                 "share/sluice/include/sluice/bundle_abi.h",
                  "lib/cmake/Sluice/SluiceConfig.cmake",
                  "lib/cmake/Sluice/SluiceConfigVersion.cmake"]:
         if not os.path.exists(os.path.join(prefix, path)):
@@ -67,7 +68,7 @@ def main():
     (entry,) = [e for e in os.listdir(cache) if not e.startswith(".")]
     with open(os.path.join(cache, entry, "recipe.txt")) as f:
         recipe = f.read()
-    want = f"env: SLUICE_INCLUDE_DIRS={os.path.join(prefix, 'include')}\n"
+    want = f"env: SLUICE_INCLUDE_DIRS={os.path.join(prefix, 'share', 'sluice', 'include')}\n"
     if want not in recipe:
         sys.exit(f"FAIL: the installed sluice-compile did not use the prefix's headers "
                  f"(no '{want.strip()}' in its recipe)")
@@ -78,6 +79,9 @@ def main():
     os.makedirs(saved)
     out = run([example, bundle, inputs, f"--save={saved}"])
     ldd = run(["ldd", example])
+    if os.path.exists(os.path.join(prefix, "include", "sluice_gen")):
+        sys.exit("FAIL: the generated-code headers are in PREFIX/include (they belong in "
+                 "PREFIX/share/sluice/include)")
     if os.path.join(prefix, "lib", "libsluice_runtime.so") not in ldd:
         sys.exit("FAIL: the example does not load the installed libsluice_runtime.so")
     got = np.load(os.path.join(saved, "probabilities.npy"))

@@ -1,7 +1,7 @@
 //===- Installed.cpp - an installed compiler's own files ------------------===//
 //
-// PREFIX/bin/sluice-compile finds PREFIX/include through /proc/self/exe,
-// so that an installed tree can move (a relocatable prefix).
+// PREFIX/bin/sluice-compile finds PREFIX/share/sluice/include through
+// /proc/self/exe, so that an installed tree can move (a relocatable prefix).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,7 +25,7 @@ void useInstalledHeaders() {
   llvm::sys::path::remove_filename(prefix); // PREFIX/bin
   llvm::sys::path::remove_filename(prefix); // PREFIX
   llvm::SmallString<256> include(prefix);
-  llvm::sys::path::append(include, "include");
+  llvm::sys::path::append(include, "share", "sluice", "include");
   llvm::SmallString<256> marker(include);
   llvm::sys::path::append(marker, "sluice_gen", "cpu.h");
   if (llvm::sys::fs::exists(marker))

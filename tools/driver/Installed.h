@@ -13,11 +13,12 @@
 
 namespace sluice {
 
-/// When this program runs from an installed tree (PREFIX/bin, with the code
-/// generator's headers in PREFIX/include/sluice_gen) and SLUICE_INCLUDE_DIRS
-/// is not set, sets it to PREFIX/include, so that the bundle writer and the
-/// compile cache's key both use the installed headers. In the build tree
-/// (build/bin has no ../include/sluice_gen) it changes nothing.
+/// When this program runs from an installed tree (PREFIX/bin, with the
+/// headers generated code includes in PREFIX/share/sluice/include) and
+/// SLUICE_INCLUDE_DIRS is not set, sets it to that folder, so that the
+/// bundle writer and the compile cache's key both use the installed
+/// headers. In the build tree (build/bin has no ../share/sluice) it changes
+/// nothing.
 void useInstalledHeaders();
 
 } // namespace sluice
