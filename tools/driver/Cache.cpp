@@ -533,10 +533,10 @@ std::string bundleFiles(const std::string &dir) {
     struct stat info;
     if (::stat(it->path().c_str(), &info) != 0 || !S_ISREG(info.st_mode))
       continue;
-    lines.push_back(llvm::sys::path::filename(it->path()).str() + " " +
-                    std::to_string((long long)info.st_size) + " " +
-                    std::to_string((long long)info.st_mtim.tv_sec * 1000000000LL +
-                                   info.st_mtim.tv_nsec));
+    lines.push_back(
+        llvm::sys::path::filename(it->path()).str() + " " +
+        std::to_string((long long)info.st_size) + " " +
+        std::to_string((long long)info.st_mtim.tv_sec * 1000000000LL + info.st_mtim.tv_nsec));
   }
   std::sort(lines.begin(), lines.end());
   return llvm::join(lines, "\n") + "\n";
