@@ -13,6 +13,9 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs
                    "unit", "conformance", "models"]
 config.environment["PATH"] = os.pathsep.join(
     [config.sluice_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+# No compile cache (docs/tools.md, "Compile cache"): every RUN line compiles,
+# and no test writes the user's ~/.cache/sluice.
+config.environment["SLUICE_CACHE_DIR"] = "none"
 config.substitutions.append(("%python", config.python_executable))
 # The exported test models (test/models/*/model.onnx, inputs/, expected/).
 config.substitutions.append(("%models", os.path.join(config.sluice_src_root, "test", "models")))

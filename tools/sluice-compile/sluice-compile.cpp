@@ -15,7 +15,10 @@
 #include "lib/support/Json.h"
 #include "lib/support/Locations.h"
 #include "passes/Passes.h"
+#include "sluice/version.h"
 #include "tools/common/ToolSupport.h"
+#include "tools/driver/Cache.h"
+#include "tools/driver/Installed.h"
 #include "tools/driver/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,6 +26,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -162,11 +166,20 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         weights_bytes, steps (each launch with its ops,
                         ONNX nodes and compute: f32, int8, int8w ...),
                         remarks and phase timings as JSON
+  --cache-dir=DIR       the compile cache (docs/tools.md, "Compile cache"):
+                        a bundle compiled before from the same model bytes
+                        (and external data), options, compiler and
+                        toolchain is linked or copied to -o instead of
+                        compiled again, with its --report (default:
+                        $SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice,
+                        else ~/.cache/sluice; bundles only, not --emit)
+  --no-cache            neither read nor write the compile cache
   --elide-weights       print weight blobs as '...' instead of hex
   --quiet               no progress lines on stderr
   -h, --help            this help
 
-Environment: SLUICE_CXX or CXX picks the C++ compiler (default c++).
+Environment: SLUICE_CXX or CXX picks the C++ compiler (default c++);
+SLUICE_CACHE_DIR sets the compile cache's folder (none: no cache).
 )";
 
 [[noreturn]] void die(const std::string &message) {
@@ -284,7 +297,11 @@ int main(int argc, char **argv) {
   bool tpGiven = false;
   bool calibrationGiven = false, methodGiven = false, budgetGiven = false;
   std::string quantizationCache;
+  std::string cacheDirFlag;
+  bool noCache = false;
   sluice::CompilerOptions options;
+  // Installed (PREFIX/bin): the code generator's headers in PREFIX/include.
+  sluice::useInstalledHeaders();
   sluice::tools::ArgReader args("sluice-compile", argc, argv);
   // --tp, --pp, --micro-batches, --ep, --devices: a count from 1 to 4096.
   auto countFlag = [&](const char *flag, const char *what) -> int64_t {
@@ -396,6 +413,12 @@ int main(int argc, char **argv) {
       quantizationCache = args.flagValue("--quantization-cache");
     } else if (arg == "--no-recognize") {
       options.recognize = false;
+    } else if (args.is("--cache-dir")) {
+      cacheDirFlag = args.flagValue("--cache-dir");
+      if (cacheDirFlag.empty())
+        die("--cache-dir needs a folder (--no-cache turns the cache off)");
+    } else if (arg == "--no-cache") {
+      noCache = true;
     } else if (arg == "--elide-weights") {
       elide = true;
     } else if (arg == "--quiet") {
@@ -528,6 +551,66 @@ int main(int argc, char **argv) {
           (output.empty() ? defaultBundlePath(model) : output) + ".quantization.json";
   }
 
+  // The compile cache: bundles only (the IR, source, kernel and plan
+  // listings are cheap to make and not worth a cache entry).
+  std::string bundlePath = output.empty() ? defaultBundlePath(model) : output;
+  std::string cacheDir, cacheKey, cacheRecipe;
+  if (emit.empty() && stopPhase == sluice::Phase::Emit)
+    cacheDir = sluice::cache::cacheDirectory(cacheDirFlag, noCache);
+  if (!cacheDir.empty()) {
+    auto start = std::chrono::steady_clock::now();
+    sluice::cache::KeyInputs inputs;
+    inputs.cacheDir = cacheDir;
+    inputs.compilerVersion = SLUICE_VERSION_STRING;
+    inputs.modelPath = model;
+    inputs.options = &options;
+    inputs.gpuArchitectures = gpuArchs;
+    inputs.clusterFile = clusterFile;
+    inputs.flags = sluice::cache::keyFlags(argc, argv, model);
+    std::string keyError, cachedReport;
+    // An ingredient that cannot be read (a missing model or --bind file):
+    // no cache, and the compile says what is wrong.
+    bool hit = false;
+    if (!sluice::cache::computeKey(inputs, cacheKey, cacheRecipe, keyError))
+      cacheDir.clear();
+    else if (!(hit = sluice::cache::restore(cacheDir, cacheKey, bundlePath, cachedReport,
+                                            keyError)) &&
+             !keyError.empty())
+      std::fprintf(stderr, "sluice-compile: warning: %s\n", keyError.c_str());
+    if (hit) {
+      if (!keyError.empty())
+        die(keyError);
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (!report.empty()) {
+        // The report of the compile that made the entry, with this
+        // compile's paths and the hit.
+        llvm::json::Value value = llvm::json::Object{};
+        if (auto parsed = llvm::json::parse(cachedReport))
+          value = std::move(*parsed);
+        else
+          llvm::consumeError(parsed.takeError());
+        if (llvm::json::Object *object = value.getAsObject()) {
+          (*object)["model"] = sluice::jsonText(model);
+          (*object)["bundle"] = sluice::jsonText(bundlePath);
+          (*object)["cache"] = llvm::json::Object{{"hit", true},
+                                                  {"key", cacheKey},
+                                                  {"dir", sluice::jsonText(cacheDir)},
+                                                  {"us", (int64_t)std::llround(seconds * 1e6)}};
+        }
+        std::error_code ec;
+        llvm::raw_fd_ostream file(report, ec);
+        if (ec)
+          die(report + ": cannot write: " + ec.message());
+        file << llvm::formatv("{0:2}", value) << "\n";
+      }
+      if (!quiet)
+        std::fprintf(stderr, "sluice-compile: cache hit (%s): %s from %s in %.2f s\n",
+                     cacheKey.c_str(), bundlePath.c_str(), cacheDir.c_str(), seconds);
+      return 0;
+    }
+  }
+
   MLIRContext context;
   std::string error;
   std::vector<sluice::PhaseTiming> timings;
@@ -605,7 +688,7 @@ int main(int argc, char **argv) {
                                    .count()});
     if (!printIR && !printKernels && !printSource) {
       sluice::codegen::BundleOptions bundle;
-      bundle.directory = output.empty() ? defaultBundlePath(model) : output;
+      bundle.directory = bundlePath;
       bundle.modelName = llvm::sys::path::stem(model).str();
       bundle.progress = !quiet;
       bundle.cudaArchitectures = gpuArchs;
@@ -659,11 +742,12 @@ int main(int argc, char **argv) {
     printKernelGroups(*module, remarks, out);
   }
 
-  if (!report.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream file(report, ec);
-    if (ec)
-      die(report + ": cannot write: " + ec.message());
+  // The report, also without --report when the bundle goes into the
+  // cache: a later hit with --report writes it.
+  bool storing = bundled && !cacheDir.empty();
+  std::string reportText;
+  if (!report.empty() || storing) {
+    llvm::raw_string_ostream file(reportText);
     llvm::json::OStream json(file, /*IndentSize=*/2);
     json.object([&] {
       json.attribute("model", sluice::jsonText(model));
@@ -722,8 +806,7 @@ int main(int argc, char **argv) {
       }
       sluice::writeJsonStrings(json, "remarks", remarks);
       if (bundled)
-        json.attribute("bundle",
-                       sluice::jsonText(output.empty() ? defaultBundlePath(model) : output));
+        json.attribute("bundle", sluice::jsonText(bundlePath));
       json.attributeArray("phases", [&] {
         for (const auto &timing : timings)
           json.object([&] {
@@ -733,8 +816,30 @@ int main(int argc, char **argv) {
             json.attributeEnd();
           });
       });
+      if (storing)
+        json.attributeObject("cache", [&] {
+          json.attribute("hit", false);
+          json.attribute("key", cacheKey);
+          json.attribute("dir", sluice::jsonText(cacheDir));
+        });
     });
     file << "\n";
+  }
+  if (!report.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream file(report, ec);
+    if (ec)
+      die(report + ": cannot write: " + ec.message());
+    file << reportText;
+  }
+  if (storing) {
+    // A bundle that cannot be stored is still a finished compile.
+    std::string cacheError;
+    if (!sluice::cache::store(cacheDir, cacheKey, bundlePath, reportText, cacheRecipe, cacheError))
+      std::fprintf(stderr, "sluice-compile: warning: not cached: %s\n", cacheError.c_str());
+    else if (!quiet)
+      std::fprintf(stderr, "sluice-compile: cached as %s in %s\n", cacheKey.c_str(),
+                   cacheDir.c_str());
   }
   return 0;
 }

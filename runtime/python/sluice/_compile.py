@@ -173,6 +173,9 @@ def compile(model, output=None, *, shapes: Optional[dict] = None, target: str = 
     name_with_underscores: quantize="int8", calibration="cal/", tp=2,
     prune={"heads": 0.25}, gpu_arch=["sm_90"], bind={"x": "x.npy"},
     no_recognize=True ... (an unknown one is a TypeError listing them).
+    The compile cache (docs/tools.md, "Compile cache") is on as for the
+    CLI: cache_dir="DIR" picks its folder, no_cache=True turns it off; a
+    hit returns the cached bundle in well under a second.
     Raises CompileError with the compiler's message when it fails.
     """
     compiler = find_compiler()
