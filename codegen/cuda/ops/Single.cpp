@@ -230,9 +230,44 @@ CudaEmit emitPad(CudaGroupContext &ctx, PadOp op) {
                   elementOf(op.getOutput()), *out, fill);
 }
 
+/// CumSum: one thread per line along the axis (RoBERTa's position ids).
+CudaEmit emitCumSum(CudaGroupContext &ctx, CumSumOp op) {
+  ArrayRef<int64_t> shape = shapeOf(op.getInput());
+  auto axes = getConstantIntValues(op.getAxis());
+  if (!axes || axes->size() != 1)
+    return ctx.unsupported("sluice.cumsum with an axis that is not a constant");
+  int64_t rank = (int64_t)shape.size(), axis = (*axes)[0];
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return ctx.unsupported("sluice.cumsum's axis is out of range");
+  Type et = elementOf(op.getInput());
+  if (et.isInteger(1) || !(et.isIntOrFloat()))
+    return ctx.unsupported("sluice.cumsum of booleans or non-numbers");
+  int64_t outer = product(shape, 0, axis), len = shape[axis], inner = product(shape, axis + 1);
+  if (outer * len * inner == 0)
+    return CudaEmit::Done;
+  auto in = singleOperand(ctx, op, 0);
+  auto out = singleResult(ctx, op, 0);
+  if (failed(in) || failed(out))
+    return CudaEmit::Error;
+  std::string t = storageType(et);
+  ctx.include("sluice_gen/cuda_movement.h");
+  CodeWriter h(1);
+  h.line("sluice_cumsum_kernel<{0}><<<sluice_grid({1}, 256), 256, 0, stream>>>((const {0} *){2}, "
+         "({0} *){3}, {4}, {5}, {6}, {7}, {8});",
+         t, cInt64(outer * inner), *in, *out, cInt64(outer), cInt64(len), cInt64(inner),
+         op.getExclusive() ? "true" : "false", op.getReverse() ? "true" : "false");
+  h.line("SLUICE_LAUNCHED({0});", ctx.kernelName());
+  *ctx.host += h.str();
+  return CudaEmit::Done;
+}
+
 } // namespace
 
 CudaEmit emitCudaSingleOp(CudaGroupContext &ctx, Operation *op) {
+  if (auto cumsum = dyn_cast<CumSumOp>(op))
+    return emitCumSum(ctx, cumsum);
   if (auto pad = dyn_cast<PadOp>(op))
     return emitPad(ctx, pad);
   if (kernel::isViewOp(op))

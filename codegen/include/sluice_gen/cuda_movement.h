@@ -51,4 +51,32 @@ sluice_copy_rows_kernel(const C *__restrict__ src, int64_t srcRow, C *__restrict
   }
 }
 
+/// CumSum along the middle axis of [outer, len, inner] (contiguous): one
+/// thread per line, sequential along it, summing in sluice_load's type
+/// (f32 for f16 / bf16, the type itself otherwise, as the evaluator);
+/// `exclusive` leaves each element out of its own sum, `reverse` runs from
+/// the end.
+template <typename T>
+__global__ void __launch_bounds__(256)
+sluice_cumsum_kernel(const T *__restrict__ in, T *__restrict__ out, int64_t outer, int64_t len,
+                     int64_t inner, bool exclusive, bool reverse) {
+  using A = decltype(sluice_load(T()));
+  for (int64_t line = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; line < outer * inner;
+       line += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t base = (line / inner) * len * inner + line % inner;
+    A acc = A(0);
+    for (int64_t t = 0; t < len; ++t) {
+      const int64_t at = base + (reverse ? len - 1 - t : t) * inner;
+      const A v = sluice_load(in[at]);
+      if (exclusive) {
+        out[at] = SLUICE_STORE(T, acc);
+        acc += v;
+      } else {
+        acc += v;
+        out[at] = SLUICE_STORE(T, acc);
+      }
+    }
+  }
+}
+
 #endif // SLUICE_GEN_CUDA_MOVEMENT_H
