@@ -456,6 +456,47 @@ CudaEmit emitInt8Conv(CudaGroupContext &ctx, const Int8Gemm &g) {
   return CudaEmit::Done;
 }
 
+/// The A operand of a GEMM whose batches may stack along M (Forms W and
+/// F8): rows of K contiguous elements, lda apart; one call's A offset per
+/// call (one call with batches * M rows when the batches are evenly
+/// spaced, else one per batch).
+struct StackedA {
+  StridedView a;
+  int64_t m = 0, k = 0, lda = 0, rowsPerCall = 0;
+  std::vector<int64_t> aOff;
+};
+
+/// Fills `s` for A = `aValue` of the GEMM result shaped `space`; why not,
+/// with `what` naming the GEMM ("weight-only", "fp8").
+std::optional<std::string> analyzeStackedA(KernelOp kernel, Value aValue,
+                                           ArrayRef<int64_t> space, const std::string &what,
+                                           StackedA &s) {
+  ArrayRef<int64_t> aShape = shapeOf(aValue);
+  int64_t ar = aShape.size();
+  s.m = aShape[ar - 2];
+  s.k = aShape[ar - 1];
+  auto a = resolveView(aValue, /*emitErrors=*/false);
+  if (failed(a) || !isLeaf(kernel, a->base))
+    return "the " + what + " GEMM's A is not a view of a group input";
+  s.a = *a;
+  if (s.k > 1 && a->strides[ar - 1] != 1)
+    return "the " + what + " GEMM's A is not contiguous along K";
+  s.lda = s.m > 1 ? a->strides[ar - 2] : s.k;
+  if (s.lda < s.k)
+    return "the " + what + " GEMM's A rows overlap";
+  std::vector<int64_t> batchDims(space.begin(), space.end() - 2);
+  int64_t batches = product(batchDims);
+  for (int64_t i = 0; i < batches; ++i)
+    s.aOff.push_back(a->offset + batchOffset(batchDims, i, aShape, a->strides));
+  bool stack = true;
+  for (int64_t i = 0; i < batches && stack; ++i)
+    stack = s.aOff[i] == s.aOff[0] + i * s.m * s.lda;
+  s.rowsPerCall = stack ? s.m * batches : s.m;
+  if (stack)
+    s.aOff.resize(1);
+  return std::nullopt;
+}
+
 /// Form W on the device, from the IR alone.
 struct WonlyGemm : EpilogueOps {
   MatMulOp matmul;
@@ -520,29 +561,16 @@ std::optional<std::string> analyzeWonly(KernelOp kernel, WonlyGemm &g) {
     return std::string("weight-only GEMMs of a vector (rank 1) run on the host");
   if (product(g.space) == 0)
     return std::string("an empty weight-only GEMM");
-  g.m = aShape[aShape.size() - 2];
-  g.k = aShape.back();
   g.n = shapeOf(q)[1];
-  auto a = resolveView(aValue, /*emitErrors=*/false);
-  if (failed(a) || !isLeaf(kernel, a->base))
-    return std::string("the weight-only GEMM's A is not a view of a group input");
-  g.a = *a;
-  int64_t ar = aShape.size();
-  if (g.k > 1 && a->strides[ar - 1] != 1)
-    return std::string("the weight-only GEMM's A is not contiguous along K");
-  g.lda = g.m > 1 ? a->strides[ar - 2] : g.k;
-  if (g.lda < g.k)
-    return std::string("the weight-only GEMM's A rows overlap");
-  std::vector<int64_t> batchDims(g.space.begin(), g.space.end() - 2);
-  int64_t batches = product(batchDims);
-  for (int64_t i = 0; i < batches; ++i)
-    g.aOff.push_back(a->offset + batchOffset(batchDims, i, aShape, a->strides));
-  bool stack = true;
-  for (int64_t i = 0; i < batches && stack; ++i)
-    stack = g.aOff[i] == g.aOff[0] + i * g.m * g.lda;
-  g.rowsPerCall = stack ? g.m * batches : g.m;
-  if (stack)
-    g.aOff.resize(1);
+  StackedA s;
+  if (auto why = analyzeStackedA(kernel, aValue, g.space, "weight-only", s))
+    return why;
+  g.m = s.m;
+  g.k = s.k;
+  g.lda = s.lda;
+  g.a = s.a;
+  g.aOff = std::move(s.aOff);
+  g.rowsPerCall = s.rowsPerCall;
   return analyzeEpilogue(kernel, g);
 }
 
@@ -584,36 +612,22 @@ std::optional<std::string> analyzeFp8(KernelOp kernel, Fp8Gemm &g) {
     if (!isLeaf(kernel, scale))
       return std::string("an fp8 scale is computed in the group");
   Value xq = ops->a.getInput(), w8 = ops->b.getInput();
-  ArrayRef<int64_t> aShape = shapeOf(xq);
-  g.m = aShape[aShape.size() - 2];
-  g.k = aShape.back();
   g.n = shapeOf(w8)[1];
-  auto a = resolveView(xq, /*emitErrors=*/false);
+  StackedA s;
+  if (auto why = analyzeStackedA(kernel, xq, g.space, "fp8", s))
+    return why;
+  g.m = s.m;
+  g.k = s.k;
+  g.lda = s.lda;
+  g.a = s.a;
+  g.aOff = std::move(s.aOff);
+  g.rowsPerCall = s.rowsPerCall;
   auto w = resolveView(w8, /*emitErrors=*/false);
-  if (failed(a) || !isLeaf(kernel, a->base))
-    return std::string("the fp8 GEMM's A is not a view of a group input");
   if (failed(w) || !isLeaf(kernel, w->base))
     return std::string("the fp8 GEMM's weight is not a group input");
-  g.a = *a;
   g.w = *w;
-  int64_t ar = aShape.size();
-  if (g.k > 1 && a->strides[ar - 1] != 1)
-    return std::string("the fp8 GEMM's A is not contiguous along K");
-  g.lda = g.m > 1 ? a->strides[ar - 2] : g.k;
-  if (g.lda < g.k)
-    return std::string("the fp8 GEMM's A rows overlap");
   if ((g.n > 1 && w->strides[1] != 1) || (g.k > 1 && w->strides[0] < g.n))
     return std::string("the fp8 GEMM's weight is not a [K, N] matrix with rows of N");
-  std::vector<int64_t> batchDims(g.space.begin(), g.space.end() - 2);
-  int64_t batches = product(batchDims);
-  for (int64_t i = 0; i < batches; ++i)
-    g.aOff.push_back(a->offset + batchOffset(batchDims, i, aShape, a->strides));
-  bool stack = true;
-  for (int64_t i = 0; i < batches && stack; ++i)
-    stack = g.aOff[i] == g.aOff[0] + i * g.m * g.lda;
-  g.rowsPerCall = stack ? g.m * batches : g.m;
-  if (stack)
-    g.aOff.resize(1);
   return analyzeEpilogue(kernel, g);
 }
 
