@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/sluice/SluiceOps.h"
+#include "dialects/sluice/Limits.h"
 
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
@@ -386,6 +387,9 @@ LogicalResult MaxUnpoolOp::inferReturnTypes(MLIRContext *,
       return success();
     }
     auto shapeType = cast<TensorType>(outputShape.getType());
+    if (shapeType.hasStaticShape() && shapeType.getNumElements() > kMaxInferredRank)
+      return emitOptionalError(loc, "max_unpool output_shape of ", shapeType.getNumElements(),
+                               " dims; at most ", kMaxInferredRank);
     if (shapeType.hasStaticShape())
       inferred.push_back(RankedTensorType::get(
           SmallVector<int64_t>(shapeType.getDimSize(0), kDynamic), element));

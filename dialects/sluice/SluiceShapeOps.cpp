@@ -1,6 +1,7 @@
 //===- SluiceShapeOps.cpp - shape and data-movement ops -------------------===//
 
 #include "dialects/sluice/SluiceOps.h"
+#include "dialects/sluice/Limits.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/Support/MathExtras.h"
@@ -110,6 +111,10 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
     if (shapeType.isDynamicDim(0)) {
       inferred.push_back(UnrankedTensorType::get(element));
     } else {
+      if (shapeType.getDimSize(0) > kMaxInferredRank)
+        return emitOptionalError(loc, "reshape to ", shapeType.getDimSize(0),
+                                 " dims (a shape operand of that length); at most ",
+                                 kMaxInferredRank);
       SmallVector<int64_t> shape(shapeType.getDimSize(0), ShapedType::kDynamic);
       inferred.push_back(RankedTensorType::get(shape, element));
     }
@@ -518,6 +523,9 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
   auto type = cast<TensorType>(adaptor.getInput().getType());
   Type element = type.getElementType();
   int64_t n = staticLength(adaptor.getShape());
+  if (n != kDynamic && n > kMaxInferredRank)
+    return emitOptionalError(loc, "expand to ", n, " dims (a shape operand of that length); at most ",
+                             kMaxInferredRank);
   if (!type.hasRank() || n == kDynamic) {
     inferred.push_back(UnrankedTensorType::get(element));
     return success();
@@ -636,7 +644,11 @@ ConstantOfShapeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
     inferred.push_back(RankedTensorType::get(*shape, element));
     return success();
   }
-  inferred.push_back(dynamicOfRank(staticLength(adaptor.getShape()), element));
+  int64_t n = staticLength(adaptor.getShape());
+  if (n != kDynamic && n > kMaxInferredRank)
+    return emitOptionalError(loc, "constant_of_shape with ", n,
+                             " dims (a shape operand of that length); at most ", kMaxInferredRank);
+  inferred.push_back(dynamicOfRank(n, element));
   return success();
 }
 

@@ -48,6 +48,12 @@ model("add6-axis",
       [value("a", [2, 3]), value("b", [3])], [value("y", [2, 3])], opset=6, ir=3)
 model("negative-dim", helper.make_node("Relu", ["a"], ["y"]),
       [value("a", [2, -3])], [value("y", None)])
+# A Reshape whose shape input declares a billion elements (the fuzzer's
+# find: type inference once allocated a billion-dim type).
+model("reshape-huge-shape", helper.make_node("Reshape", ["a", "s"], ["y"]),
+      [value("a", [2, 3]),
+       helper.make_tensor_value_info("s", TensorProto.INT64, [1000000000])],
+      [value("y", None)])
 model("huge-opset", helper.make_node("Relu", ["a"], ["y"]),
       [value("a", [2, 3])], [value("y", [2, 3])], opset=2**32 + 17)
 
