@@ -95,6 +95,20 @@ struct Int8Gemm : EpilogueOps {
   std::vector<int64_t> aOff, bOff;
 };
 
+/// Hands a quantized GEMM step to the emitter: the header its code
+/// includes, its kind, the functor (device code), the call (host code) and
+/// the workspace it needs.
+CudaEmit finishStep(CudaGroupContext &ctx, const char *header, const char *kind,
+                    const CodeWriter &device, const CodeWriter &host, int64_t workspace) {
+  ctx.include(header);
+  ctx.kind = kind;
+  *ctx.device += device.str();
+  *ctx.host += host.str();
+  if (ctx.workspaceBytes)
+    *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, workspace);
+  return CudaEmit::Done;
+}
+
 /// B's layout when it is [N, K] (K contiguous) or [K, N] (N contiguous),
 /// or none.
 std::optional<std::pair<int32_t, int64_t>> bLayoutOf(const Int8Gemm &g) {
@@ -447,13 +461,7 @@ CudaEmit emitInt8Conv(CudaGroupContext &ctx, const Int8Gemm &g) {
     auto then = host.indented();
     host.line("return status;");
   }
-  ctx.include("sluice_gen/cuda_quant.cuh");
-  ctx.kind = "library";
-  *ctx.device += device.str();
-  *ctx.host += host.str();
-  if (ctx.workspaceBytes)
-    *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, workspace);
-  return CudaEmit::Done;
+  return finishStep(ctx, "sluice_gen/cuda_quant.cuh", "library", device, host, workspace);
 }
 
 /// The A operand of a GEMM whose batches may stack along M (Forms W and
@@ -773,13 +781,7 @@ CudaEmit emitCudaInt8GemmGroup(CudaGroupContext &ctx) {
     auto then = host.indented();
     host.line("return status;");
   }
-  ctx.include("sluice_gen/cuda_quant.cuh");
-  ctx.kind = "library";
-  *ctx.device += device.str();
-  *ctx.host += host.str();
-  if (ctx.workspaceBytes)
-    *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, workspace);
-  return CudaEmit::Done;
+  return finishStep(ctx, "sluice_gen/cuda_quant.cuh", "library", device, host, workspace);
 }
 
 bool isCudaWonlyGemmGroup(KernelOp kernel) {
@@ -829,13 +831,7 @@ CudaEmit emitCudaWonlyGemmGroup(CudaGroupContext &ctx) {
     auto then = host.indented();
     host.line("return status;");
   }
-  ctx.include("sluice_gen/cuda_quant.cuh");
-  ctx.kind = "kernel";
-  *ctx.device += device.str();
-  *ctx.host += host.str();
-  if (ctx.workspaceBytes)
-    *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, workspace);
-  return CudaEmit::Done;
+  return finishStep(ctx, "sluice_gen/cuda_quant.cuh", "kernel", device, host, workspace);
 }
 
 bool isCudaFp8GemmGroup(KernelOp kernel) {
@@ -902,13 +898,7 @@ CudaEmit emitCudaFp8GemmGroup(CudaGroupContext &ctx) {
     auto then = host.indented();
     host.line("return status;");
   }
-  ctx.include("sluice_gen/cuda_quant_fp8.cuh");
-  ctx.kind = "library";
-  *ctx.device += device.str();
-  *ctx.host += host.str();
-  if (ctx.workspaceBytes)
-    *ctx.workspaceBytes = std::max(*ctx.workspaceBytes, workspace);
-  return CudaEmit::Done;
+  return finishStep(ctx, "sluice_gen/cuda_quant_fp8.cuh", "library", device, host, workspace);
 }
 
 } // namespace sluice::codegen
