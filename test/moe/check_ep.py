@@ -36,18 +36,9 @@ import onnx
 from onnx import numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parallel"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
 from check_parallel import ATOL, RTOL, Tools, collective_totals  # noqa: E402
-
-SKIPPED = 77  # ctest SKIP_RETURN_CODE
-
-
-def gpu_present():
-    """Whether an NVIDIA GPU is visible (nvidia-smi lists one)."""
-    try:
-        proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return proc.returncode == 0 and "GPU" in proc.stdout
+from check_model import SKIPPED, gpu_present  # noqa: E402
 
 
 def expert_weight_bytes(model_path, experts):
