@@ -27,7 +27,6 @@ usage: check_ep.py --bin BUILD/bin --ep N [--target cpu|cuda [--gpu-arch SM]] MO
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
