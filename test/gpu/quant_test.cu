@@ -579,32 +579,43 @@ double timeIt(Context &ctx, const std::function<int32_t()> &call) {
   return ms * 1000.0 / 50;
 }
 
-void timeWonly(Context &ctx, int bits, int64_t m, int64_t n, int64_t k) {
+/// Microseconds of a weight-only GEMM (f16 A, groups of 128 for int4).
+double wonlyTime(Context &ctx, int bits, int64_t m, int64_t n, int64_t k) {
   const int64_t bBytes = bits == 8 ? n * k : n * k / 2, groups = bits == 8 ? 1 : k / 128;
   DeviceBuffer<sluice_f16> da(m * k), ds(groups * n);
   DeviceBuffer<uint8_t> db(bBytes);
   DeviceBuffer<float> dy(m * n);
   SluiceWonlyShape g{m, n, k, k, n, bits, 1, 0, bits == 8 ? k : 128};
   const size_t workspace = (size_t)sluice_wonly_workspace(g, 2);
-  const double us = timeIt(ctx, [&] {
+  return timeIt(ctx, [&] {
     SluiceWonlyStore<float> e{dy.ptr, n, nullptr, false};
     return sluice_wonly_gemm(&ctx.args, &ctx.state, "wonly", g, da.ptr, db.ptr, ds.ptr, e,
                              workspace, ctx.state.stream);
   });
+}
+
+void timeWonly(Context &ctx, int bits, int64_t m, int64_t n, int64_t k) {
+  const int64_t bBytes = bits == 8 ? n * k : n * k / 2, groups = bits == 8 ? 1 : k / 128;
+  const double us = wonlyTime(ctx, bits, m, n, k);
   const double bytes = (double)bBytes + groups * n * 2 + m * k * 2 + m * n * 4;
   printf("time: w%da16 M=%lld N=%lld K=%lld: %.1f us, %.0f GB/s\n", bits, (long long)m,
          (long long)n, (long long)k, us, bytes / us * 1e-3);
 }
 
-void timeInt8(Context &ctx, int64_t m, int64_t n, int64_t k) {
+/// Microseconds of an s8 x s8 GEMM (B [N, K]) dequantized to f32.
+double int8Time(Context &ctx, int64_t m, int64_t n, int64_t k) {
   DeviceBuffer<int8_t> da(m * k), db(n * k);
   DeviceBuffer<float> dy(m * n);
   SluiceInt8GemmShape g{m, n, k, k, k, SLUICE_INT8_B_NK, 0, 0, 1, 0, 0};
-  const double us = timeIt(ctx, [&] {
+  return timeIt(ctx, [&] {
     SluiceInt8Dequant<float> e{dy.ptr, n, 0, m, 1.0f, nullptr, nullptr, nullptr, false};
     return sluice_int8_gemm(&ctx.args, &ctx.state, "int8", g, da.ptr, db.ptr, nullptr, e,
                             (size_t)sluice_int8_gemm_workspace(g), ctx.state.stream);
   });
+}
+
+void timeInt8(Context &ctx, int64_t m, int64_t n, int64_t k) {
+  const double us = int8Time(ctx, m, n, k);
   printf("time: int8 s8 M=%lld N=%lld K=%lld (IMMA + epilogue to f32): %.1f us, %.0f TOPS\n",
          (long long)m, (long long)n, (long long)k, us, 2.0 * m * n * k / us * 1e-6);
 }
@@ -643,14 +654,7 @@ void compareBertGemms(Context &ctx, bool fp8) {
   for (const auto &s : shapes) {
     const int64_t m = s[0], n = s[1], k = s[2];
     const double half = timeHalf(ctx, m, n, k);
-    DeviceBuffer<int8_t> da(m * k), db(n * k);
-    DeviceBuffer<float> dy(m * n);
-    SluiceInt8GemmShape g{m, n, k, k, k, SLUICE_INT8_B_NK, 0, 0, 1, 0, 0};
-    const double int8 = timeIt(ctx, [&] {
-      SluiceInt8Dequant<float> e{dy.ptr, n, 0, m, 1.0f, nullptr, nullptr, nullptr, false};
-      return sluice_int8_gemm(&ctx.args, &ctx.state, "int8", g, da.ptr, db.ptr, nullptr, e,
-                              (size_t)sluice_int8_gemm_workspace(g), ctx.state.stream);
-    });
+    const double int8 = int8Time(ctx, m, n, k);
     const double f8 = fp8 ? timeFp8(ctx, m, n, k) : 0;
     sumHalf += half;
     sumInt8 += int8;
@@ -671,21 +675,7 @@ void compareDecodeGemms(Context &ctx) {
   for (const auto &s : shapes) {
     const int64_t n = s[0], k = s[1];
     const double half = timeHalf(ctx, 1, n, k);
-    double w[2];
-    for (int i = 0; i < 2; ++i) {
-      const int bits = i ? 8 : 4;
-      const int64_t bBytes = bits == 8 ? n * k : n * k / 2, groups = bits == 8 ? 1 : k / 128;
-      DeviceBuffer<sluice_f16> da(k), ds(groups * n);
-      DeviceBuffer<uint8_t> db(bBytes);
-      DeviceBuffer<float> dy(n);
-      SluiceWonlyShape g{1, n, k, k, n, bits, 1, 0, bits == 8 ? k : 128};
-      const size_t workspace = (size_t)sluice_wonly_workspace(g, 2);
-      w[i] = timeIt(ctx, [&] {
-        SluiceWonlyStore<float> e{dy.ptr, n, nullptr, false};
-        return sluice_wonly_gemm(&ctx.args, &ctx.state, "wonly", g, da.ptr, db.ptr, ds.ptr, e,
-                                 workspace, ctx.state.stream);
-      });
-    }
+    const double w[2] = {wonlyTime(ctx, 4, 1, n, k), wonlyTime(ctx, 8, 1, n, k)};
     printf("compare: GPT-2 decoding GEMM M=1 N=%lld K=%lld: f16 %.1f us, w4a16 %.1f us (%.2fx), "
            "w8a16 %.1f us (%.2fx)\n",
            (long long)n, (long long)k, half, w[0], half / w[0], w[1], half / w[1]);
