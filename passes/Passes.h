@@ -26,6 +26,11 @@ namespace sluice {
 /// program order; updates the function's result types.
 mlir::LogicalResult propagateShapes(mlir::func::FuncOp func, int64_t maxElements);
 
+/// propagateShapes on `ops` only (in this order; ops of one block, each
+/// folded or re-inferred after its operands, descending into their regions).
+/// Folded ops are erased, so `ops` must not be used afterwards.
+void propagateOps(llvm::ArrayRef<mlir::Operation *> ops, int64_t maxElements);
+
 /// Bytes a static tensor of `type` takes in a buffer (i1: one byte per
 /// element); -1 when the shape is not static.
 int64_t storageBytes(mlir::Type type);

@@ -34,6 +34,30 @@ def FoldConstantsPass : Pass<"sluice-fold-constants", "mlir::func::FuncOp"> {
   let dependentDialects = ["sluice::SluiceDialect"];
 }
 
+def ResolveControlFlowPass : Pass<"sluice-resolve-control-flow", "mlir::func::FuncOp"> {
+  let summary = "Resolves control flow and sequences the compiler can know: constant ifs, "
+                "static loops and scans (unrolled), sequences of known elements";
+  let description = [{
+    Bundles are static tensor programs. An `if` on a constant condition
+    becomes its branch; a `loop` whose trip count and conditions fold to
+    constants and a `scan` (static length) are unrolled while the copies
+    stay within `max-unrolled-ops` (each iteration is folded before the
+    next, so iteration numbers and slice bounds become constants); sequences
+    whose elements are known become `sequence_construct`s and the ops that
+    read them (sequence_at, sequence_length, concat_from_sequence,
+    sequence_map) are rewritten to the elements; optionals of a known value
+    likewise. What remains is compiled as control flow by the targets or
+    refused there.
+  }];
+  let options = [
+    Option<"maxElements", "max-elements", "int64_t", "int64_t(1) << 24",
+           "Largest result (in elements) to fold">,
+    Option<"maxUnrolledOps", "max-unrolled-ops", "int64_t", "4096",
+           "Most ops that unrolling loops, scans and sequence maps may create in all">,
+  ];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
 def SpecializeShapesPass : Pass<"sluice-specialize-shapes", "mlir::func::FuncOp"> {
   let summary = "Binds input shapes and propagates static shapes through the graph";
   let description = [{

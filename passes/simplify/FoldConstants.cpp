@@ -172,6 +172,10 @@ static void propagateInBlock(Block &block, int64_t maxElements) {
   SmallVector<Operation *> ops;
   for (Operation &op : block)
     ops.push_back(&op);
+  sluice::propagateOps(ops, maxElements);
+}
+
+void sluice::propagateOps(ArrayRef<Operation *> ops, int64_t maxElements) {
   for (Operation *op : ops) {
     if (op->hasTrait<OpTrait::IsTerminator>())
       continue;

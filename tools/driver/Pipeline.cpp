@@ -43,6 +43,9 @@ void buildSimplifyPipeline(OpPassManager &pm, const CompilerOptions &) {
   pm.addPass(createCSEPass());
   // CSE can merge constants that only now became equal; fold what that opens.
   pm.addNestedPass<func::FuncOp>(sluice::createFoldConstantsPass());
+  // Static ifs, loops, scans and sequences: resolved once shapes and
+  // constants are known, before anything matches patterns across them.
+  pm.addNestedPass<func::FuncOp>(sluice::createResolveControlFlowPass());
   pm.addPass(createCanonicalizerPass());
 }
 
