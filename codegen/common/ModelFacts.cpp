@@ -471,10 +471,13 @@ LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::String
 
   // Unsupported ops, all of them, before emitting anything.
   llvm::MapVector<StringRef, std::string> unsupported;
-  for (Operation &op : block) {
-    auto kernel = dyn_cast<KernelOp>(op);
-    if (!kernel)
-      continue;
+  // Kernels of if branches and loop bodies included.
+  SmallVector<KernelOp> allKernels;
+  func.walk([&](KernelOp kernel) {
+    allKernels.push_back(kernel);
+    return WalkResult::skip();
+  });
+  for (KernelOp kernel : allKernels) {
     for (Operation &inner : kernel.getBody().front().without_terminator()) {
       // Attention has no single-op emitter: its groups are form F4.
       if (isa<ConstantOp, AttentionOp>(inner) || isElementwise(&inner) ||
@@ -560,17 +563,208 @@ LogicalResult RunBuffers::writeStep(CodeWriter &run, KernelOp kernel, int64_t st
 }
 
 FailureOr<int64_t>
-RunBuffers::writeSteps(Block &block, CodeWriter &run, StringRef target,
-                       function_ref<LogicalResult(KernelOp, ArrayRef<int64_t>, int64_t)> emit) {
+RunBuffers::writeSteps(Block &block, CodeWriter &run, StringRef target, EmitFn emit,
+                       const ControlFlowCode &control) {
   int64_t step = 0;
-  for (KernelOp kernel : block.getOps<KernelOp>()) {
-    FailureOr<ArrayRef<int64_t>> offsets = addResults(kernel);
-    if (failed(offsets) || failed(emit(kernel, *offsets, step)) ||
-        failed(writeStep(run, kernel, step, target)))
-      return failure();
-    ++step;
-  }
+  if (failed(writeBlock(block, run, target, emit, control, step)))
+    return failure();
   return step;
+}
+
+LogicalResult RunBuffers::writeBlock(Block &block, CodeWriter &run, StringRef target,
+                                     EmitFn emit, const ControlFlowCode &control,
+                                     int64_t &step) {
+  for (Operation &op : block) {
+    if (auto kernel = dyn_cast<KernelOp>(op)) {
+      FailureOr<ArrayRef<int64_t>> offsets = addResults(kernel);
+      if (failed(offsets) || failed(emit(kernel, *offsets, step)) ||
+          failed(writeStep(run, kernel, step, target)))
+        return failure();
+      ++step;
+      continue;
+    }
+    if (!isa<IfOp, LoopOp>(op))
+      continue;
+    if (facts->worldSize > 1)
+      return op.emitOpError() << target
+                              << " target: control flow in a multi-rank program is not "
+                                 "supported (compile it for one rank)";
+    if (auto ifOp = dyn_cast<IfOp>(op)) {
+      if (failed(writeIf(ifOp, run, target, emit, control, step)))
+        return failure();
+    } else if (failed(writeLoop(cast<LoopOp>(op), run, target, emit, control, step))) {
+      return failure();
+    }
+  }
+  return success();
+}
+
+FailureOr<ArrayRef<int64_t>> RunBuffers::controlOffsets(Operation *op, size_t count) {
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("sluice.arena_offsets");
+  if (!offsets || offsets.size() != (int64_t)count)
+    return op->emitOpError("emit needs arena offsets (run the plan phase)");
+  for (int64_t offset : offsets.asArrayRef())
+    if (offset < 0 || offset > arenaBytes)
+      return op->emitOpError() << "arena offset " << offset << " lies outside the arena of "
+                               << arenaBytes << " bytes";
+  return offsets.asArrayRef();
+}
+
+/// Bytes of a static tensor value's buffer; -1 otherwise.
+static int64_t valueBytes(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return -1;
+  return product(type.getShape()) * storageBytes(type.getElementType());
+}
+
+LogicalResult RunBuffers::writeIf(IfOp op, CodeWriter &run, StringRef target, EmitFn emit,
+                                  const ControlFlowCode &control, int64_t &step) {
+  auto offsets = controlOffsets(op, op.getNumResults());
+  if (failed(offsets))
+    return failure();
+  for (auto [result, offset] : llvm::zip(op.getResults(), *offsets))
+    where[result] = "(void *)(args->arena + " + decimal(offset) + ")";
+  std::string cond = lookup(op.getCondition());
+  if (cond.empty())
+    return op.emitOpError() << target << " target: the condition has no buffer";
+  std::string var = "cond" + decimal(controlIds++);
+  auto scope = run.block("");
+  control.read(run, var, cond, /*isBool=*/true);
+  for (unsigned branch = 0; branch < 2; ++branch) {
+    auto body = run.block(branch == 0 ? "if ({0})" : "else", var);
+    Block &block = op->getRegion(branch).front();
+    if (failed(writeBlock(block, run, target, emit, control, step)))
+      return failure();
+    for (auto [result, yielded] : llvm::zip(op.getResults(), block.getTerminator()->getOperands())) {
+      std::string from = lookup(yielded);
+      int64_t bytes = valueBytes(yielded);
+      if (from.empty() || bytes != valueBytes(result))
+        return op.emitOpError() << target << " target: a branch yields " << yielded.getType()
+                                << " for a result of type " << result.getType()
+                                << " (branches must yield the result's static shape)";
+      control.copy(run, where[result], from, bytes);
+    }
+  }
+  return success();
+}
+
+LogicalResult RunBuffers::writeLoop(LoopOp op, CodeWriter &run, StringRef target, EmitFn emit,
+                                    const ControlFlowCode &control, int64_t &step) {
+  Block &body = op.getBody().front();
+  size_t numCarried = op.getInitialValues().size();
+  size_t numScan = op.getNumResults() - numCarried;
+  auto offsets = controlOffsets(op, op.getNumResults() + 2);
+  if (failed(offsets))
+    return failure();
+  auto arena = [](int64_t offset) { return "(void *)(args->arena + " + decimal(offset) + ")"; };
+  for (auto [result, offset] : llvm::zip(op.getResults(), offsets->take_front(op.getNumResults())))
+    where[result] = arena(offset);
+  // The body reads its iteration number and condition from their buffers
+  // and its carried values from the loop's results, which hold them.
+  where[body.getArgument(0)] = arena((*offsets)[op.getNumResults()]);
+  where[body.getArgument(1)] = arena((*offsets)[op.getNumResults() + 1]);
+  for (size_t k = 0; k < numCarried; ++k)
+    where[body.getArgument(2 + k)] = where[op.getResult(k)];
+  Operation *yield = body.getTerminator();
+  // A carried value yielded in another one's place (a swap) would be
+  // overwritten before it is copied.
+  for (size_t k = 0; k < numCarried; ++k) {
+    auto arg = dyn_cast<BlockArgument>(yield->getOperand(1 + k));
+    if (arg && arg.getOwner() == &body && arg.getArgNumber() >= 2 &&
+        arg.getArgNumber() != 2 + k)
+      return op.emitOpError() << target << " target: the body yields carried value "
+                              << arg.getArgNumber() - 2 << " as carried value " << k
+                              << " (a swap of loop-carried values is not supported)";
+  }
+  std::string id = decimal(controlIds++);
+  auto scope = run.block("");
+  if (op.getMaxTripCount()) {
+    std::string trip = lookup(op.getMaxTripCount());
+    if (trip.empty())
+      return op.emitOpError() << target << " target: the trip count has no buffer";
+    control.read(run, "trip" + id, trip, /*isBool=*/false);
+  } else {
+    run.line("const int64_t trip{0} = INT64_MAX;", id);
+  }
+  if (op.getInitialCondition()) {
+    std::string cond = lookup(op.getInitialCondition());
+    if (cond.empty())
+      return op.emitOpError() << target << " target: the condition has no buffer";
+    control.read(run, "cond" + id, cond, /*isBool=*/true);
+  } else {
+    run.line("bool cond{0} = true;", id);
+  }
+  for (size_t k = 0; k < numCarried; ++k) {
+    Value initial = op.getInitialValues()[k];
+    Value result = op.getResult(k);
+    std::string from = lookup(initial);
+    int64_t bytes = valueBytes(result);
+    if (from.empty() || bytes < 0 || valueBytes(initial) != bytes)
+      return op.emitOpError() << target << " target: carried value " << k << " is "
+                              << initial.getType() << " on entry and " << result.getType()
+                              << " after the loop (bundles need one static shape)";
+    control.copy(run, where[result], from, bytes);
+  }
+  // Scan outputs: static [N, ...] results, one row per iteration; a loop
+  // that stops before N iterations (or would run past them) is a run error.
+  int64_t rows = -1;
+  for (size_t j = 0; j < numScan; ++j) {
+    auto type = dyn_cast<RankedTensorType>(op.getResult(numCarried + j).getType());
+    if (!type || !type.hasStaticShape() || type.getRank() < 1 || (rows >= 0 && type.getDimSize(0) != rows))
+      return op.emitOpError() << target << " target: scan output " << j << " has type "
+                              << op.getResult(numCarried + j).getType()
+                              << "; a loop's scan outputs need a static trip count";
+    rows = type.getDimSize(0);
+  }
+  run.line("int64_t iter{0} = 0;", id);
+  {
+    auto loop = run.block("for (; iter{0} < trip{0} && cond{0}; ++iter{0})", id);
+    if (rows >= 0) {
+      run.line("if (iter{0} >= {1})", id, rows);
+      run.line("  return sluice_fail(args, \"loop\", \"ran past the {0} iterations its scan outputs hold\");", rows);
+    }
+    control.store(run, where[body.getArgument(0)], "iter" + id, /*isBool=*/false);
+    control.store(run, where[body.getArgument(1)], "true", /*isBool=*/true);
+    if (failed(writeBlock(body, run, target, emit, control, step)))
+      return failure();
+    // The next condition: read back unless the body passes it through.
+    Value next = yield->getOperand(0);
+    if (next != body.getArgument(1)) {
+      std::string from = lookup(next);
+      if (from.empty())
+        return op.emitOpError() << target << " target: the body's condition has no buffer";
+      control.read(run, "next" + id, from, /*isBool=*/true);
+      run.line("cond{0} = next{0};", id);
+    }
+    for (size_t k = 0; k < numCarried; ++k) {
+      Value yielded = yield->getOperand(1 + k);
+      std::string from = lookup(yielded);
+      if (from.empty() || valueBytes(yielded) != valueBytes(op.getResult(k)))
+        return op.emitOpError() << target << " target: the body yields " << yielded.getType()
+                                << " for carried value " << k << " of type "
+                                << op.getResult(k).getType();
+      if (from != where[op.getResult(k)])
+        control.copy(run, where[op.getResult(k)], from, valueBytes(yielded));
+    }
+    for (size_t j = 0; j < numScan; ++j) {
+      Value yielded = yield->getOperand(1 + numCarried + j);
+      Value result = op.getResult(numCarried + j);
+      int64_t rowBytes = rows > 0 ? valueBytes(result) / rows : 0;
+      std::string from = lookup(yielded);
+      if (from.empty() || valueBytes(yielded) != rowBytes)
+        return op.emitOpError() << target << " target: the body yields " << yielded.getType()
+                                << " for scan output " << j << " of type " << result.getType();
+      control.copy(run, "(void *)((unsigned char *)" + where[result] + " + iter" + id + " * " +
+                            decimal(rowBytes) + ")",
+                   from, rowBytes);
+    }
+  }
+  if (rows >= 0) {
+    run.line("if (iter{0} != {1})", id, rows);
+    run.line("  return sluice_fail(args, \"loop\", \"stopped before the {0} iterations its scan outputs hold\");", rows);
+  }
+  return success();
 }
 
 FailureOr<std::vector<RunBuffers::OutputCopy>>

@@ -20,6 +20,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -154,6 +155,26 @@ mlir::LogicalResult collectModelFacts(mlir::ModuleOp module, ModelFacts &facts,
                                       llvm::function_ref<bool(mlir::Operation *)> implemented,
                                       WeightTransformQuery transforms = nullptr);
 
+/// How a target's run function spells the host side of runtime control
+/// flow (`if` and `loop` steps): reading a condition or trip count from a
+/// buffer, storing the iteration number and condition a loop body reads,
+/// and copying a value between buffers. Each appends statements to `run`
+/// that return from the run function on failure.
+struct ControlFlowCode {
+  /// Declares the C++ local `var` (`bool`/`int64_t`) from the scalar at `ptr`.
+  std::function<void(CodeWriter &run, const std::string &var, const std::string &ptr,
+                     bool isBool)>
+      read;
+  /// Stores the host expression `value` (`bool`/`int64_t`) at `ptr`.
+  std::function<void(CodeWriter &run, const std::string &ptr, const std::string &value,
+                     bool isBool)>
+      store;
+  /// Copies `bytes` bytes from `src` to `dst`.
+  std::function<void(CodeWriter &run, const std::string &dst, const std::string &src,
+                     int64_t bytes)>
+      copy;
+};
+
 /// Where the values of a planned `main` live while it runs, as pointer
 /// expressions of the run function (`args->inputs[i]`, the weights, the
 /// arena, `args->outputs[i]`), and the step calls that hand them to the
@@ -182,10 +203,15 @@ public:
   /// function: its results placed (addResults), `emit` called with the
   /// kernel, its offsets and its step number (the target's code for it),
   /// then the step written to `run`. Returns the number of steps.
+  /// An `if` is a branch of the run function on its condition, each branch
+  /// its kernels' steps and copies of what it yields into the if's results;
+  /// a `loop` is a C++ loop over its body's steps (see writeLoop), both
+  /// spelled by `control`.
   mlir::FailureOr<int64_t>
   writeSteps(mlir::Block &block, CodeWriter &run, llvm::StringRef target,
              llvm::function_ref<mlir::LogicalResult(KernelOp, llvm::ArrayRef<int64_t>, int64_t)>
-                 emit);
+                 emit,
+             const ControlFlowCode &control);
   /// The graph outputs of `ret` that no kernel wrote in place, as (output
   /// pointer, the value's buffer, the value): the run function copies them at
   /// its end. Fails with an error ("<target> target: ...") on an output
@@ -198,7 +224,18 @@ public:
                                                         llvm::StringRef target) const;
 
 private:
+  using EmitFn =
+      llvm::function_ref<mlir::LogicalResult(KernelOp, llvm::ArrayRef<int64_t>, int64_t)>;
+  mlir::LogicalResult writeBlock(mlir::Block &block, CodeWriter &run, llvm::StringRef target,
+                                 EmitFn emit, const ControlFlowCode &control, int64_t &step);
+  mlir::LogicalResult writeIf(IfOp op, CodeWriter &run, llvm::StringRef target, EmitFn emit,
+                              const ControlFlowCode &control, int64_t &step);
+  mlir::LogicalResult writeLoop(LoopOp op, CodeWriter &run, llvm::StringRef target,
+                                EmitFn emit, const ControlFlowCode &control, int64_t &step);
+  /// The planned buffers of a control-flow op (`sluice.arena_offsets`).
+  mlir::FailureOr<llvm::ArrayRef<int64_t>> controlOffsets(mlir::Operation *op, size_t count);
   llvm::DenseMap<mlir::Value, std::string> where;
+  int64_t controlIds = 0; ///< unique names of control-flow locals
   const ModelFacts *facts;
   /// What addResults checks offsets against: a hand-written .mlir's
   /// arena_offsets are not trusted.

@@ -110,6 +110,27 @@ LogicalResult emitSingleOp(GroupContext &gctx, Operation *inner, std::string &fn
   return success();
 }
 
+/// Runtime control flow on the cpu: buffers are host memory.
+ControlFlowCode cpuControlFlow() {
+  ControlFlowCode code;
+  code.read = [](CodeWriter &run, const std::string &var, const std::string &ptr, bool isBool) {
+    if (isBool)
+      run.line("bool {0} = *(const unsigned char *)({1}) != 0;", var, ptr);
+    else
+      run.line("int64_t {0} = *(const int64_t *)({1});", var, ptr);
+  };
+  code.store = [](CodeWriter &run, const std::string &ptr, const std::string &value,
+                  bool isBool) {
+    if (isBool)
+      run.line("*(unsigned char *)({0}) = ({1}) ? 1 : 0;", ptr, value);
+    else
+      run.line("*(int64_t *)({0}) = {1};", ptr, value);
+  };
+  code.copy = [](CodeWriter &run, const std::string &dst, const std::string &src,
+                 int64_t bytes) { run.line("memcpy({0}, {1}, {2});", dst, src, bytes); };
+  return code;
+}
+
 } // namespace
 
 FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &headers) {
@@ -230,7 +251,8 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
         if (library && (kernel.getLibrary() == "gemm" || kernel.getLibrary() == "conv"))
           model.usesBlas = true;
         return success();
-      });
+      },
+      cpuControlFlow());
   if (failed(steps))
     return failure();
   // The MoE kernel's expert GEMMs call the BLAS glue (cpu_moe.h).

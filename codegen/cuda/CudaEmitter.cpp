@@ -482,6 +482,44 @@ std::string deviceSource(const CudaModel &model, const CudaSources &sources, int
   return w.str();
 }
 
+/// Runtime control flow on cuda: conditions and trip counts are read back
+/// to the host (sluice_read_device), the body's scalars stored by one-thread
+/// kernels, values copied device to device, all on the run's stream.
+ControlFlowCode cudaControlFlow() {
+  ControlFlowCode code;
+  code.read = [](CodeWriter &run, const std::string &var, const std::string &ptr, bool isBool) {
+    if (isBool) {
+      run.line("unsigned char {0}_byte = 0;", var);
+      run.line("if (sluice_read_device(args, {0}, &{1}_byte, 1))", ptr, var);
+      run.line("  return 1;");
+      run.line("bool {0} = {0}_byte != 0;", var);
+    } else {
+      run.line("int64_t {0} = 0;", var);
+      run.line("if (sluice_read_device(args, {0}, &{1}, sizeof(int64_t)))", ptr, var);
+      run.line("  return 1;");
+    }
+  };
+  code.store = [](CodeWriter &run, const std::string &ptr, const std::string &value,
+                  bool isBool) {
+    if (isBool)
+      run.line("sluice_store_u8_kernel<<<1, 1, 0, (cudaStream_t)args->stream>>>((unsigned char "
+               "*)({0}), ({1}) ? 1 : 0);",
+               ptr, value);
+    else
+      run.line("sluice_store_i64_kernel<<<1, 1, 0, (cudaStream_t)args->stream>>>((int64_t "
+               "*)({0}), {1});",
+               ptr, value);
+    run.line("SLUICE_CUDA(\"control flow\", cudaGetLastError());");
+  };
+  code.copy = [](CodeWriter &run, const std::string &dst, const std::string &src,
+                 int64_t bytes) {
+    run.line("SLUICE_CUDA(\"control flow\", cudaMemcpyAsync({0}, {1}, {2}, "
+             "cudaMemcpyDeviceToDevice, (cudaStream_t)args->stream));",
+             dst, src, bytes);
+  };
+  return code;
+}
+
 } // namespace
 
 FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
@@ -501,7 +539,8 @@ FailureOr<CudaModel> emitCudaModel(ModuleOp module) {
           return failure();
         sources.stepNames.push_back(cStringLiteral(kernel.getSymName()));
         return success();
-      });
+      },
+      cudaControlFlow());
   if (failed(steps))
     return failure();
 

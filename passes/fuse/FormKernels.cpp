@@ -57,13 +57,55 @@ struct FormKernelsPass
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     Block &block = func.getBody().front();
-    // Groups in program order of their first op: ops marked with one
-    // `sluice.group` id by the fusion passes, every other op alone.
+    // Weights live at the top level: constants of if/loop bodies move out
+    // (they are pure), so that the bodies hold only kernels.
+    SmallVector<ConstantOp> nested;
+    func.walk([&](ConstantOp c) {
+      if (c->getBlock() != &block)
+        nested.push_back(c);
+    });
+    for (ConstantOp c : nested)
+      c->moveBefore(block.findAncestorOpInBlock(*c));
+    int64_t index = 0;
+    func.walk([&](KernelOp) { ++index; });
+    int64_t first = index;
+    llvm::SmallPtrSet<Operation *, 32> formed;
+    if (failed(formBlock(block, index, formed)))
+      return signalPassFailure();
+    // Numbers follow the final program order, branch and loop bodies
+    // included (a body's kernels between its op and the next).
+    index = first;
+    func.walk<WalkOrder::PreOrder>([&](KernelOp kernel) {
+      if (formed.contains(kernel)) {
+        StringRef suffix = kernel.getSymName().split('_').second;
+        kernel.setSymName(("k" + std::to_string(index++) + "_" + suffix).str());
+      }
+      return WalkResult::skip();
+    });
+    // Constants now cloned into every group that reads them.
+    for (Operation &op : llvm::make_early_inc_range(block))
+      if (isa<ConstantOp>(op) && op.use_empty())
+        op.erase();
+  }
+
+  /// Forms the groups of `block`: the ops marked with one `sluice.group` id
+  /// by the fusion passes, every other op alone, in program order of their
+  /// first op. The bodies of `if` and `loop` ops are formed as blocks of
+  /// their own (the targets run them as steps under runtime control flow).
+  LogicalResult formBlock(Block &block, int64_t &index,
+                          llvm::SmallPtrSetImpl<Operation *> &formed) {
     SmallVector<SmallVector<Operation *>> groups;
     llvm::DenseMap<int64_t, size_t> groupIndex;
     for (Operation &op : block) {
-      if (isa<ConstantOp, ShardConstantOp, KernelOp, func::ReturnOp>(op))
+      if (isa<ConstantOp, ShardConstantOp, KernelOp, func::ReturnOp, YieldOp>(op))
         continue;
+      if (isa<IfOp, LoopOp>(op)) {
+        for (Region &region : op.getRegions())
+          for (Block &body : region)
+            if (failed(formBlock(body, index, formed)))
+              return failure();
+        continue;
+      }
       auto id = op.getAttrOfType<IntegerAttr>(fusion::kGroupAttr);
       if (!id) {
         groups.push_back({&op});
@@ -74,34 +116,18 @@ struct FormKernelsPass
         groups.push_back({});
       groups[it->second].push_back(&op);
     }
-    int64_t index = 0;
-    func.walk([&](KernelOp) { ++index; });
-    llvm::SmallPtrSet<Operation *, 32> formed;
     for (auto &group : groups) {
       FailureOr<KernelOp> kernel = wrap(group, index++);
       if (failed(kernel))
-        return signalPassFailure();
+        return failure();
       formed.insert(*kernel);
     }
     // A kernel sits where its group's last op was; outside users of the
     // group's earlier ops may precede it. Groups are convex, so the block
     // has a topological order.
-    if (!sortTopologically(&block)) {
-      func.emitError() << "kernel groups form a cycle";
-      return signalPassFailure();
-    }
-    // Numbers follow the final program order.
-    index -= formed.size();
-    for (Operation &op : block)
-      if (formed.contains(&op)) {
-        auto kernel = cast<KernelOp>(op);
-        StringRef suffix = kernel.getSymName().split('_').second;
-        kernel.setSymName(("k" + std::to_string(index++) + "_" + suffix).str());
-      }
-    // Constants now cloned into every group that reads them.
-    for (Operation &op : llvm::make_early_inc_range(block))
-      if (isa<ConstantOp>(op) && op.use_empty())
-        op.erase();
+    if (!sortTopologically(&block))
+      return block.getParentOp()->emitError() << "kernel groups form a cycle";
+    return success();
   }
 
   /// Moves `ops` into one sluice.kernel of the form the kernel model judges

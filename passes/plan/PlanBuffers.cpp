@@ -33,6 +33,9 @@ int64_t storageBytes(Type type) {
 
 namespace {
 
+/// Where the plan puts the buffers of an if's or a loop's results.
+constexpr const char *kControlOffsetsAttr = "sluice.arena_offsets";
+
 struct PlanBuffersPass
     : public ::sluice::impl::PlanBuffersPassBase<PlanBuffersPass> {
   void runOnOperation() override {
@@ -60,13 +63,28 @@ struct PlanBuffersPass
       return signalPassFailure();
     }
 
+    // Steps: the top-level kernels and control-flow ops, in order. The
+    // kernels of an if's branches or a loop's body run within their op's
+    // step: their results live for all of it (they share no space with
+    // each other nor with what is live across the op), and the op's own
+    // results (and a loop's iteration number and condition) likewise.
     llvm::DenseMap<Operation *, int64_t> step;
-    SmallVector<KernelOp> kernels;
+    SmallVector<Operation *> steps;
     for (Operation &op : block)
-      if (auto kernel = dyn_cast<KernelOp>(op)) {
-        step[kernel] = kernels.size();
-        kernels.push_back(kernel);
+      if (isa<KernelOp, IfOp, LoopOp>(op)) {
+        step[&op] = steps.size();
+        steps.push_back(&op);
       }
+    auto lastUse = [&](Value value, int64_t first) {
+      int64_t last = first;
+      for (Operation *user : value.getUsers()) {
+        Operation *top = block.findAncestorOpInBlock(*user);
+        auto it = top ? step.find(top) : step.end();
+        // Returned (a second time: copied at the end) or read by the return.
+        last = std::max(last, it == step.end() ? (int64_t)steps.size() : it->second);
+      }
+      return last;
+    };
 
     // The first return of a kernel result writes it into that output.
     llvm::DenseMap<Value, int64_t> outputOf;
@@ -76,28 +94,49 @@ struct PlanBuffersPass
 
     std::vector<BufferLifetime> lifetimes;
     SmallVector<Value> arenaValues;
-    for (KernelOp kernel : kernels)
-      for (Value result : kernel.getResults()) {
-        if (outputOf.count(result))
-          continue;
-        int64_t bytes = storageBytes(result.getType());
-        if (bytes < 0) {
-          kernel.emitError() << "cannot plan memory for a result of type "
-                             << result.getType()
-                             << ": code generation needs static shapes "
-                                "(give input shapes with --shape; freeze shape-tensor inputs "
-                                "with --bind)";
-          return signalPassFailure();
-        }
-        int64_t last = step[kernel];
-        for (Operation *user : result.getUsers())
-          if (auto userKernel = dyn_cast<KernelOp>(user))
-            last = std::max(last, step[userKernel]);
-          else
-            last = kernels.size(); // returned a second time: copied at the end
-        lifetimes.push_back({bytes, step[kernel], last});
-        arenaValues.push_back(result);
+    auto place = [&](Operation *owner, Value result, int64_t first, int64_t last) {
+      int64_t bytes = storageBytes(result.getType());
+      if (bytes < 0) {
+        owner->emitError() << "cannot plan memory for a result of type " << result.getType()
+                           << ": code generation needs static shapes "
+                              "(give input shapes with --shape; freeze shape-tensor inputs "
+                              "with --bind)";
+        return false;
       }
+      lifetimes.push_back({bytes, first, last});
+      arenaValues.push_back(result);
+      return true;
+    };
+    SmallVector<KernelOp> kernels;
+    for (Operation *op : steps) {
+      int64_t s = step[op];
+      if (auto kernel = dyn_cast<KernelOp>(op)) {
+        kernels.push_back(kernel);
+        for (Value result : kernel.getResults())
+          if (!outputOf.count(result) && !place(kernel, result, s, lastUse(result, s)))
+            return signalPassFailure();
+        continue;
+      }
+      for (Value result : op->getResults())
+        if (!place(op, result, s, lastUse(result, s)))
+          return signalPassFailure();
+      if (isa<LoopOp>(op)) {
+        // The iteration number and condition the body reads.
+        Block &body = op->getRegion(0).front();
+        for (unsigned i = 0; i < 2; ++i)
+          if (!place(op, body.getArgument(i), s, s))
+            return signalPassFailure();
+      }
+      bool failedNested = false;
+      op->walk([&](KernelOp kernel) {
+        kernels.push_back(kernel);
+        for (Value result : kernel.getResults())
+          failedNested |= !place(kernel, result, s, s);
+        return WalkResult::skip();
+      });
+      if (failedNested)
+        return signalPassFailure();
+    }
     ArenaPlan plan = planArena(lifetimes);
 
     llvm::DenseMap<Value, int64_t> offsetOf;
@@ -110,6 +149,19 @@ struct PlanBuffersPass
         offsets.push_back(outputOf.count(result) ? -(outputOf[result] + 1)
                                                  : offsetOf[result]);
       kernel.setArenaOffsetsAttr(builder.getDenseI64ArrayAttr(offsets));
+    }
+    // Control-flow ops: their results' offsets (a loop's then its iteration
+    // number's and condition's), in `sluice.arena_offsets`.
+    for (Operation *op : steps) {
+      if (isa<KernelOp>(op))
+        continue;
+      SmallVector<int64_t> offsets;
+      for (Value result : op->getResults())
+        offsets.push_back(offsetOf[result]);
+      if (isa<LoopOp>(op))
+        for (unsigned i = 0; i < 2; ++i)
+          offsets.push_back(offsetOf[op->getRegion(0).front().getArgument(i)]);
+      op->setAttr(kControlOffsetsAttr, builder.getDenseI64ArrayAttr(offsets));
     }
     func->setAttr("sluice.arena_bytes",
                   builder.getI64IntegerAttr(plan.arenaBytes));

@@ -196,6 +196,74 @@ struct Resolver {
     return true;
   }
 
+  /// An if on a runtime condition whose branches both yield known
+  /// sequences of one length and element types: the if yields the elements,
+  /// and the sequences are constructed after it.
+  bool splitSequenceResults(IfOp op) {
+    Operation *thenYield = op.getThenRegion().front().getTerminator();
+    Operation *elseYield = op.getElseRegion().front().getTerminator();
+    SmallVector<std::optional<SmallVector<Value>>> thenElements, elseElements;
+    SmallVector<Type> types;
+    bool any = false;
+    for (auto [i, result] : llvm::enumerate(op.getResults())) {
+      std::optional<SmallVector<Value>> a, b;
+      if (isa<SequenceType>(result.getType())) {
+        a = knownElements(thenYield->getOperand(i));
+        b = knownElements(elseYield->getOperand(i));
+        if (a && b && a->size() == b->size() && !a->empty() &&
+            llvm::all_of(llvm::zip(*a, *b), [](auto pair) {
+              auto [x, y] = pair;
+              auto type = dyn_cast<RankedTensorType>(x.getType());
+              return x.getType() == y.getType() && type && type.hasStaticShape();
+            })) {
+          for (Value v : *a)
+            types.push_back(v.getType());
+          any = true;
+        } else {
+          a.reset();
+          b.reset();
+          types.push_back(result.getType());
+        }
+      } else {
+        types.push_back(result.getType());
+      }
+      thenElements.push_back(std::move(a));
+      elseElements.push_back(std::move(b));
+    }
+    if (!any)
+      return false;
+    OpBuilder b(op);
+    auto split = IfOp::create(b, op.getLoc(), types, op.getCondition());
+    split.getThenRegion().takeBody(op.getThenRegion());
+    split.getElseRegion().takeBody(op.getElseRegion());
+    for (auto [yield, elements] : {std::make_pair(thenYield, &thenElements),
+                                   std::make_pair(elseYield, &elseElements)}) {
+      SmallVector<Value> operands;
+      for (auto [i, operand] : llvm::enumerate(yield->getOperands())) {
+        if ((*elements)[i])
+          operands.append((*elements)[i]->begin(), (*elements)[i]->end());
+        else
+          operands.push_back(operand);
+      }
+      yield->setOperands(operands);
+    }
+    b.setInsertionPointAfter(split);
+    SmallVector<Value> results;
+    unsigned next = 0;
+    for (auto [i, result] : llvm::enumerate(op.getResults())) {
+      if (!thenElements[i]) {
+        results.push_back(split.getResult(next++));
+        continue;
+      }
+      size_t n = thenElements[i]->size();
+      SmallVector<Value> elements(split.getResults().slice(next, n));
+      next += n;
+      results.push_back(makeSequence(b, op.getLoc(), elements, result.getType()));
+    }
+    replace(op, results);
+    return true;
+  }
+
   bool unrollLoop(LoopOp op) {
     std::optional<int64_t> tripCount;
     if (op.getMaxTripCount()) {
@@ -568,6 +636,74 @@ struct Resolver {
     return false;
   }
 
+  /// Static result types for the ifs and loops that stay (the importer
+  /// gives them the join of what their bodies may yield): an if's where
+  /// both branches yield one static type; a loop's carried values where the
+  /// body, its carried arguments typed as on entry, yields those types, and
+  /// its scan outputs where the trip count is a constant. Returns true if
+  /// any type changed.
+  bool refineTypes() {
+    bool changed = false;
+    auto setType = [&](Value v, Type t) {
+      if (v.getType() != t) {
+        v.setType(t);
+        changed = true;
+      }
+    };
+    func.walk([&](Operation *op) {
+      if (auto ifOp = dyn_cast<IfOp>(op)) {
+        Operation *thenYield = ifOp.getThenRegion().front().getTerminator();
+        Operation *elseYield = ifOp.getElseRegion().front().getTerminator();
+        for (auto [i, result] : llvm::enumerate(ifOp.getResults())) {
+          Type a = thenYield->getOperand(i).getType(), b = elseYield->getOperand(i).getType();
+          auto ranked = dyn_cast<RankedTensorType>(a);
+          if (a == b && ranked && ranked.hasStaticShape())
+            setType(result, a);
+        }
+        return;
+      }
+      auto loop = dyn_cast<LoopOp>(op);
+      if (!loop)
+        return;
+      Block &body = loop.getBody().front();
+      size_t numCarried = loop.getInitialValues().size();
+      SmallVector<Type> before;
+      for (BlockArgument arg : body.getArguments())
+        before.push_back(arg.getType());
+      for (size_t k = 0; k < numCarried; ++k) {
+        auto type = dyn_cast<RankedTensorType>(loop.getInitialValues()[k].getType());
+        if (type && type.hasStaticShape())
+          body.getArgument(2 + k).setType(type);
+      }
+      SmallVector<Operation *> ops;
+      for (Operation &inner : body.without_terminator())
+        ops.push_back(&inner);
+      propagateOps(ops, maxElements);
+      Operation *yield = body.getTerminator();
+      bool consistent = true;
+      for (size_t k = 0; k < numCarried; ++k)
+        consistent &= yield->getOperand(1 + k).getType() == body.getArgument(2 + k).getType();
+      if (!consistent) {
+        // The carried values change shape: keep the importer's types.
+        for (auto [arg, type] : llvm::zip(body.getArguments(), before))
+          arg.setType(type);
+        return;
+      }
+      for (size_t k = 0; k < numCarried; ++k)
+        setType(loop.getResult(k), body.getArgument(2 + k).getType());
+      auto trip = constScalar(loop.getMaxTripCount());
+      for (size_t j = numCarried; j < loop.getNumResults(); ++j) {
+        auto slice = dyn_cast<RankedTensorType>(yield->getOperand(1 + j).getType());
+        if (!trip || !slice || !slice.hasStaticShape())
+          continue;
+        SmallVector<int64_t> shape{*trip};
+        shape.append(slice.getShape().begin(), slice.getShape().end());
+        setType(loop.getResult(j), RankedTensorType::get(shape, slice.getElementType()));
+      }
+    });
+    return changed;
+  }
+
   /// One pass over the function's top-level ops; true if anything changed.
   bool step() {
     Block &block = func.getBody().front();
@@ -577,7 +713,7 @@ struct Resolver {
     for (Operation *op : ops) {
       bool changed = false;
       if (auto ifOp = dyn_cast<IfOp>(op))
-        changed = resolveIf(ifOp);
+        changed = resolveIf(ifOp) || splitSequenceResults(ifOp);
       else if (auto loop = dyn_cast<LoopOp>(op))
         changed = unrollLoop(loop);
       else if (auto scan = dyn_cast<ScanOp>(op))
@@ -603,6 +739,7 @@ struct ResolveControlFlowPass
     bool changed = false;
     while (resolver.step())
       changed = true;
+    changed |= resolver.refineTypes();
     if (!changed)
       return;
     // Types of what read the rewritten values, and dead sequence ops.

@@ -156,6 +156,34 @@ static inline int32_t sluice_fail(const SluiceRunArgs *args, const char *kernel,
       return sluice_status;                                                    \
   } while (0)
 
+// Runtime control flow (if / loop steps, docs/architecture.md): the run
+// function branches on host copies of device scalars.
+
+/// Copies `bytes` from the device scalar at `ptr` to host `out` once the
+/// steps before it are done. A synchronizing read cannot be captured in a
+/// CUDA graph: under capture it fails, and the runtime runs the bundle
+/// eagerly instead (its graph note says why).
+static inline int32_t sluice_read_device(const SluiceRunArgs *args, const void *ptr, void *out,
+                                         size_t bytes) {
+  cudaStream_t stream = (cudaStream_t)args->stream;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capturing) == cudaSuccess &&
+      capturing != cudaStreamCaptureStatusNone)
+    return sluice_fail(args, "control flow",
+                       "reads a condition or trip count from the device, which a CUDA graph "
+                       "cannot capture");
+  SLUICE_CUDA("control flow", cudaMemcpyAsync(out, ptr, bytes, cudaMemcpyDeviceToHost, stream));
+  SLUICE_CUDA("control flow", cudaStreamSynchronize(stream));
+  return 0;
+}
+
+/// Stores a loop's iteration number or condition on the device, in stream
+/// order (a one-thread kernel: no host buffer has to outlive the call).
+static __global__ void sluice_store_i64_kernel(int64_t *ptr, int64_t value) { *ptr = value; }
+static __global__ void sluice_store_u8_kernel(unsigned char *ptr, unsigned char value) {
+  *ptr = value;
+}
+
 /// Grid size for `n` work items of `block` threads each handling `per`
 /// items, capped so that grid-stride loops cover the rest.
 static inline unsigned sluice_grid(int64_t n, int block, int per = 1) {
