@@ -1,7 +1,9 @@
 //===- PlanBuffers.cpp - arena offsets for every kernel result ------------===//
 //
 // The plan phase's memory planning: liveness over the kernel sequence, then
-// first-fit placement in one arena (ArenaPlanner). Results the function
+// first-fit placement in one arena (ArenaPlanner). An if or loop is one step
+// of that sequence: its results and every buffer of its bodies live for the
+// whole step. Results the function
 // returns are written into the caller's output buffers instead, which saves a
 // copy per output.
 //
@@ -117,6 +119,14 @@ struct PlanBuffersPass
             return signalPassFailure();
         continue;
       }
+      if (auto loop = dyn_cast<LoopOp>(op))
+        for (Value result : loop.getResults().drop_front(loop.getInitialValues().size()))
+          if (storageBytes(result.getType()) < 0) {
+            loop.emitError() << "a loop's scan output (" << result.getType()
+                             << ") needs a static trip count: give the trip count as a "
+                                "constant or freeze it with --bind";
+            return signalPassFailure();
+          }
       for (Value result : op->getResults())
         if (!place(op, result, s, lastUse(result, s)))
           return signalPassFailure();
