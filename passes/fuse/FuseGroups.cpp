@@ -43,10 +43,14 @@ struct Group {
 
 class Grouper {
 public:
-  Grouper(func::FuncOp func, bool allowViews, bool fp8Gemm)
-      : func(func), allowViews(allowViews), fp8Gemm(fp8Gemm) {
-    for (Operation &op : func.getBody().front())
-      if (!isa<ConstantOp, ShardConstantOp, KernelOp, func::ReturnOp>(op) &&
+  /// Groups the ops of `block`: a function's body, or an if branch's or a
+  /// loop body's (their ops fuse among themselves; control-flow ops
+  /// themselves are no group's).
+  Grouper(Block &block, bool allowViews, bool fp8Gemm)
+      : block(block), allowViews(allowViews), fp8Gemm(fp8Gemm) {
+    for (Operation &op : block)
+      if (!isa<ConstantOp, ShardConstantOp, KernelOp, func::ReturnOp, YieldOp, IfOp, LoopOp,
+               ScanOp, SequenceMapOp>(op) &&
           !op.hasAttr(kGroupAttr))
         singleton(&op);
   }
@@ -100,7 +104,7 @@ public:
   }
 
 private:
-  func::FuncOp func;
+  Block &block;
   bool allowViews;
   bool fp8Gemm;
   std::vector<std::unique_ptr<Group>> groups;
@@ -115,7 +119,7 @@ private:
 
   SmallVector<Operation *> computeOps() {
     SmallVector<Operation *> ops;
-    for (Operation &op : func.getBody().front())
+    for (Operation &op : block)
       if (groupOf.count(&op))
         ops.push_back(&op);
     return ops;
@@ -149,8 +153,7 @@ private:
     for (Operation *op : ops)
       if (last->isBeforeInBlock(op))
         last = op;
-    // Users inside a nested region count as the top-level op holding them.
-    Block &block = func.getBody().front();
+    // Users inside a nested region count as the op of this block holding them.
     SmallVector<Operation *> work;
     llvm::SmallPtrSet<Operation *, 32> seen;
     auto push = [&](Operation *user) {
@@ -660,9 +663,9 @@ private:
   }
 
   void mark() {
-    Builder b(func.getContext());
+    Builder b(block.getParentOp()->getContext());
     int64_t id = 0;
-    for (Operation &op : func.getBody().front()) {
+    for (Operation &op : block) {
       auto it = groupOf.find(&op);
       if (it == groupOf.end())
         continue;
@@ -700,7 +703,17 @@ struct FuseGroupsPass
       return signalPassFailure();
     }
     bool all = mode == "all";
-    Grouper(getOperation(), /*allowViews=*/all, fp8Gemm).run(all);
+    Grouper(getOperation().getBody().front(), /*allowViews=*/all, fp8Gemm).run(all);
+    // The bodies of the ifs and loops the targets run as control flow.
+    SmallVector<Block *> bodies;
+    getOperation().walk([&](Operation *op) {
+      if (isa<IfOp, LoopOp>(op))
+        for (Region &region : op->getRegions())
+          for (Block &body : region)
+            bodies.push_back(&body);
+    });
+    for (Block *body : bodies)
+      Grouper(*body, /*allowViews=*/all, fp8Gemm).run(all);
   }
 };
 
