@@ -1,5 +1,4 @@
-//===- Deadline.h - a polling loop's deadline that excuses pauses -*- C++
-//-*-===//
+//===- Deadline.h - a polling deadline that excuses pauses ------*- C++ -*-===//
 //
 // Every wait on another rank polls with a deadline: the timeout without
 // progress after which the silent peer is blamed. Time this process did not
