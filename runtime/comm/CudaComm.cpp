@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/comm/Deadline.h"
 #include "runtime/comm/Reduce.h"
 #include "runtime/core/Comm.h"
 
@@ -639,15 +640,17 @@ private:
   /// state until it settles, at most the timeout (then abort it: a rank did
   /// not arrive).
   bool settle(ncclResult_t result, const char *what, std::string &error) {
-    using Clock = std::chrono::steady_clock;
-    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(timeout));
+    using Clock = PollDeadline::Clock;
+    // Time this rank did not run (stopped, starved) is excused: one reading
+    // per poll, after the query (Deadline.h).
+    PollDeadline deadline(timeout, Clock::now());
     while (result == ncclInProgress && comm) {
       if (ncclCommGetAsyncError(comm, &result) != ncclSuccess)
         break;
       if (result != ncclInProgress)
         break;
-      if (Clock::now() > deadline) {
+      deadline.look(Clock::now());
+      if (deadline.passed()) {
         error = std::string(what) + ": NCCL did not settle within " +
                 std::to_string(timeout) +
                 " s (a rank did not arrive); communicator aborted";

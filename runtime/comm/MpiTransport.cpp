@@ -2,16 +2,18 @@
 
 #include "runtime/comm/MpiTransport.h"
 
+#include "runtime/comm/Deadline.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <mutex>
-#include <thread>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <sched.h>
+#include <thread>
 #include <time.h>
 
 namespace sluice::runtime::comm {
@@ -42,27 +44,36 @@ namespace {
 
 using PauseClock = std::chrono::steady_clock;
 
-/// When this process last resumed from a pause (stopped by SIGSTOP, or
-/// starved of a core) and for how long it was paused, as nanoseconds of
-/// PauseClock; 0: never. A watcher thread ticks every 100 ms and takes a gap
-/// of more than half a second between ticks for a pause: all threads of a
-/// stopped process stop, so the pause is seen wherever the rank was (in a
-/// kernel, between collectives, or inside one).
-std::atomic<int64_t> lastResumeNs{0}, lastPauseNs{0};
+int64_t nanoseconds(PauseClock::time_point at) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             at.time_since_epoch())
+      .count();
+}
+
+/// A watcher thread sees pauses wherever the rank was (in a kernel, between
+/// collectives, or inside one): all threads of a stopped process stop, so
+/// its ticks, every 100 ms, show a gap of more than kPauseGap. `watchTickNs`
+/// is its last tick; `lastResumeNs` when it last saw the process resume and
+/// `lastPauseNs` for how long it was paused; nanoseconds of PauseClock, 0:
+/// never.
+std::atomic<int64_t> watchTickNs{0}, lastResumeNs{0}, lastPauseNs{0};
 
 void startPauseWatch() {
   static std::once_flag once;
   std::call_once(once, [] {
+    watchTickNs = nanoseconds(PauseClock::now());
     std::thread([] {
       PauseClock::time_point last = PauseClock::now();
       for (;;) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         PauseClock::time_point now = PauseClock::now();
-        if (now - last > std::chrono::milliseconds(500)) {
-          lastPauseNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count();
-          lastResumeNs =
-              std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+        if (now - last > kPauseGap) {
+          lastPauseNs =
+              std::chrono::duration_cast<std::chrono::nanoseconds>(now - last)
+                  .count();
+          lastResumeNs = nanoseconds(now);
         }
+        watchTickNs = nanoseconds(now);
         last = now;
       }
     }).detach();
@@ -70,12 +81,20 @@ void startPauseWatch() {
 }
 
 /// The pause this process resumed from within the last `window` before
-/// `now`, in seconds (0: none).
+/// `now`, in seconds (0: none). After a resume the waiting thread may run
+/// before the watcher: a last tick older than kPauseGap is a pause the
+/// watcher has not recorded yet, which ended at the latest at `now`.
 double recentPause(PauseClock::time_point now, PauseClock::duration window) {
+  int64_t tick = watchTickNs.load();
+  if (!tick)
+    return 0;
+  std::chrono::nanoseconds unrecorded(nanoseconds(now) - tick);
+  if (unrecorded > kPauseGap)
+    return unrecorded.count() * 1e-9;
   int64_t resumed = lastResumeNs.load();
   if (!resumed)
     return 0;
-  auto since = now.time_since_epoch() - std::chrono::nanoseconds(resumed);
+  std::chrono::nanoseconds since(nanoseconds(now) - resumed);
   return since <= window ? lastPauseNs.load() * 1e-9 : 0;
 }
 
@@ -190,26 +209,16 @@ std::string rankList(const std::vector<int> &ranks) {
 } // namespace
 
 bool Exchange::wait(const char *what, std::string &error) {
-  using Clock = std::chrono::steady_clock;
+  using Clock = PollDeadline::Clock;
   size_t pending = requests.size();
   std::vector<int> indices(requests.size());
   std::vector<MPI_Status> statuses(requests.size());
-  auto timeoutDuration = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(timeout));
-  // The deadline moves with progress: a peer that is slow to arrive (it was
-  // still computing) is not at fault, one that sends nothing for the whole
-  // timeout is.
-  Clock::time_point deadline = Clock::now() + timeoutDuration;
-  Clock::time_point lastPoll = Clock::now();
   startPauseWatch();
+  // One reading of the clock per poll, taken after MPI_Testsome, excuses
+  // this rank's own pauses and then judges the deadline (Deadline.h): a
+  // rank resumed after SIGSTOP must not blame the others for its pause.
+  PollDeadline deadline(timeout, Clock::now());
   for (unsigned polls = 0; pending > 0; ++polls) {
-    // Time this process did not run (stopped, or starved of a core) is no
-    // peer's fault: a rank resumed after SIGSTOP must not blame the others
-    // for its own pause.
-    Clock::time_point now = Clock::now();
-    if (now - lastPoll > std::chrono::milliseconds(500))
-      deadline += now - lastPoll;
-    lastPoll = now;
     int done = 0;
     int status = MPI_Testsome((int)requests.size(), requests.data(), &done,
                               indices.data(), statuses.data());
@@ -230,28 +239,36 @@ bool Exchange::wait(const char *what, std::string &error) {
     }
     if (done == MPI_UNDEFINED) // no active request left
       break;
+    deadline.look(Clock::now());
     if (done > 0) {
       pending -= (size_t)done;
-      deadline = Clock::now() + timeoutDuration;
+      deadline.progress();
       polls = 0;
       continue;
     }
-    if (Clock::now() > deadline) {
+    if (deadline.passed()) {
       // A peer may own several pending requests; list it once.
       std::vector<int> silent;
       for (size_t i = 0; i < requests.size(); ++i)
         if (requests[i] != MPI_REQUEST_NULL &&
             std::find(silent.begin(), silent.end(), peers[i]) == silent.end())
           silent.push_back(peers[i]);
-      // A rank that was itself paused shortly before (within two timeouts:
-      // the others waited one on it, then this one waited one on them) was
-      // the silent one: they have most likely timed out on it and are gone.
-      // Say so instead of blaming them.
-      if (double paused = recentPause(Clock::now(), 2 * timeoutDuration + std::chrono::seconds(1))) {
+      // A rank that was itself paused, in this wait since the last message
+      // or shortly before (within two timeouts: the others waited one on
+      // it, then this one waited one on them), was the silent one: they
+      // have most likely timed out on it and are gone. Say so instead of
+      // blaming them.
+      auto window = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(2 * timeout + 1));
+      double paused =
+          std::max(std::chrono::duration<double>(deadline.paused()).count(),
+                   recentPause(deadline.now(), window));
+      if (paused > 0) {
         error = std::string(what) + ": this rank was paused for " +
                 secondsText(std::round(paused * 10) / 10) +
-                " (stopped, or starved of a core), and after it resumed " + rankList(silent) +
-                " stayed silent for " + secondsText(timeout) + ": they have likely given up on it";
+                " (stopped, or starved of a core), and after it resumed " +
+                rankList(silent) + " stayed silent for " +
+                secondsText(timeout) + ": they have likely given up on it";
         return false;
       }
       error = std::string(what) + ": no answer from " + rankList(silent) +

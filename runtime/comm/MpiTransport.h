@@ -53,9 +53,10 @@ public:
                    size_t strideBytes, int peer, std::string &error);
 
   /// Polls until every message is done. Fails when none completed for the
-  /// timeout ("WHAT: no answer from rank 1 within 10 s") or MPI reports an
-  /// error ("WHAT: lost rank 1: ..."); the pending requests are then left
-  /// to the broken communicator.
+  /// timeout ("WHAT: no answer from rank 1 within 10 s"; time this process
+  /// was paused does not count, Deadline.h) or MPI reports an error ("WHAT:
+  /// lost rank 1: ..."); the pending requests are then left to the broken
+  /// communicator.
   bool wait(const char *what, std::string &error);
 
 private:

@@ -168,6 +168,79 @@ def fault(args, name, sig, env_extra, patterns, within, absent=()):
                 pass
 
 
+def resumed_rank(args, pauses=16, pause=1.8, timeout=1.5):
+    """A rank stopped for longer than its own timeout and resumed while its
+    peer still waits for it (the peer's timeout is long) must carry on: the
+    pause is its own, not the peer's silence. Stopped at random points, some
+    pauses fall inside a collective's polling loop, between its reading of
+    the clock and its check of the deadline, the window in which a resumed
+    rank used to find its deadline passed and blame (or give up on) the
+    waiting peer: the mpi-stopped-rank flake. About one pause in 25 fell
+    there (measured), so 16 pauses catch that loop about half the time; a
+    rank's timeout of 1.5 s is beyond the ranks' start-up skew (slow-rank)."""
+    bundle = private_copy(args, "resumed", args.bundle2)
+    program = [args.sluice_run, bundle, "--random-inputs",
+               "--iters=1000000000"]
+    # One timeout per rank (env runs sluice-run in its place, so the rank's
+    # process is sluice-run's): rank 1's is shorter than its pauses.
+    cmd = ([args.mpirun, "--oversubscribe", "-np", "1", "env",
+            "SLUICE_COMM_TIMEOUT=60"] + program +
+           [":", "-np", "1", "env", "SLUICE_COMM_TIMEOUT=%g" % timeout] +
+           program)
+    print("$ " + " ".join(cmd), flush=True)
+    job = subprocess.Popen(cmd, env=mpi_env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True,
+                           start_new_session=True)
+    victims = []
+    deadline = time.monotonic() + 20
+    while not victims and time.monotonic() < deadline and job.poll() is None:
+        time.sleep(0.2)
+        victims = rank_pids(bundle, 1)
+    check(len(victims) == 1, "found rank 1 running (%s)" % victims)
+    if len(victims) == 1:
+        time.sleep(1.5)  # well into its runs
+        done = 0
+        for _ in range(pauses):
+            try:
+                os.kill(victims[0], signal.SIGSTOP)
+                time.sleep(pause)
+                os.kill(victims[0], signal.SIGCONT)
+            except ProcessLookupError:  # the job ended: said below
+                break
+            done += 1
+            time.sleep(0.3)
+            if job.poll() is not None:
+                break
+        print("rank 1 paused and resumed %d times" % done)
+        # A rank that gave up fails the job within a fraction of a second.
+        time.sleep(1.5)
+        check(job.poll() is None, "both ranks still run after %d pauses of "
+              "rank 1, each %g s, longer than its timeout of %g s" %
+              (pauses, pause, timeout))
+    if job.poll() is None:
+        os.killpg(job.pid, signal.SIGTERM)
+    try:
+        out, _ = job.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        out, _ = job.communicate()
+    print(out.rstrip())
+    print("(exit %s)" % job.returncode)
+    for pattern in (r"no answer from", r"this rank was paused",
+                    r"sluice-run: error: rank \d"):
+        check(re.search(pattern, out, re.M) is None,
+              "does not say /%s/" % pattern)
+    time.sleep(0.5)
+    left = rank_pids(bundle, 0) + rank_pids(bundle, 1)
+    check(not left, "no rank left running (%s)" % left)
+    for pid in left:
+        for s in (signal.SIGCONT, signal.SIGKILL):
+            try:
+                os.kill(pid, s)
+            except OSError:
+                pass
+
+
 def main():
     parser = argparse.ArgumentParser()
     for flag in ("--sluice-run", "--mpirun", "--bundle2", "--bundle3",
@@ -273,6 +346,8 @@ def main():
         fault(args, "stopped", signal.SIGSTOP, {"SLUICE_COMM_TIMEOUT": "3"},
               [r"sluice-run: error: rank 0: .*no answer from rank 1 within 3 s"],
               within=30, absent=[r"no answer from rank 0"])
+    elif case == "resumed-rank":
+        resumed_rank(args)
     elif case == "bad-launch":
         bad_launch(args, b2, x2)
     else:
