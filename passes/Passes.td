@@ -459,6 +459,25 @@ def PlanTensorParallelPass : Pass<"sluice-plan-tensor-parallel", "mlir::func::Fu
 // fuse
 //===----------------------------------------------------------------------===//
 
+def FlattenSequenceIOPass : Pass<"sluice-flatten-sequence-io", "mlir::func::FuncOp"> {
+  let summary = "Returns a sequence result's elements as the bundle's outputs";
+  let description = [{
+    The first pass of the fuse phase: bundles are static tensor programs, so
+    each result of the function that is a `sluice.sequence_construct` of
+    ranked tensors (or a `sluice.sequence_empty`) is replaced by its element
+    tensors, named `NAME.0`, `NAME.1` ... in `sluice.output_names`;
+    `sluice.output_sequences` records each such output's name and element
+    names, in order (an array of dictionaries `name`, `elements`), for the
+    bundle's manifest. A returned sequence that is anything else stays (the
+    plan phase then says it cannot be planned). A sequence input left at
+    this point is an error naming the `--shape` syntax that binds its
+    elements (sluice-specialize-shapes flattens inputs in the simplify
+    phase). Not in the simplify phase, whose results the reference
+    evaluator returns as they are (a sequence output stays a sequence there).
+  }];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
+
 def FuseGroupsPass : Pass<"sluice-fuse-groups", "mlir::func::FuncOp"> {
   let summary = "Grows kernel groups (forms F1-F5) and marks them for sluice-form-kernels";
   let description = [{
