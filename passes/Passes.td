@@ -42,10 +42,19 @@ def SpecializeShapesPass : Pass<"sluice-specialize-shapes", "mlir::func::FuncOp"
     order, folding all-constant ops with the evaluator and re-inferring every
     op's result types, so that shape subgraphs fold and the graph becomes
     static. The function's result types are updated to match.
+
+    A sequence input's shape lists its elements' (`shapes="s=3x4,2x4"`,
+    quoted for the commas; `s=empty` for none): the input is replaced by one
+    tensor argument per element, `s.0`, `s.1` ... in its place in
+    `sluice.input_names`, and a `sluice.sequence_construct` of them (a
+    `sluice.sequence_empty` for none) takes its uses;
+    `sluice.input_sequences` records each such input's name and element
+    names (in input order), for the bundle's manifest.
   }];
   let options = [
     ListOption<"shapes", "shapes", "std::string",
-               "Input shapes as name=DxDxD (rank 0: name=scalar)">,
+               "Input shapes as name=DxDxD (rank 0: name=scalar); a sequence's as "
+               "name=DxD,DxD,... (name=empty: no elements)">,
     Option<"maxElements", "max-elements", "int64_t", "int64_t(1) << 24",
            "Largest result (in elements) to fold">,
   ];
