@@ -1249,6 +1249,11 @@ int main(int argc, char **argv) {
     if (!isa<TensorType>(argType)) {
       // Sequences and optionals: no generation, no shape specialization (the
       // evaluator checks element types as it goes).
+      if (options.shapes.count(inputNames[i]))
+        die("--shape for input '" + inputNames[i] +
+            "': with --reference a sequence's element shapes are its file's (a bundle's "
+            "are bound with sluice-compile --shape=" +
+            inputNames[i] + "=2x3,2x3)");
       if (!given[i])
         die(options.model + ": input '" + inputNames[i] + "' is " +
             (isa<sluice::SequenceType>(argType) ? "a sequence" : "an optional") +
