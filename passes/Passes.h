@@ -43,6 +43,10 @@ std::optional<std::string> parsePrecision(llvm::StringRef name);
 /// Parses "2x128" ("scalar" or "" for rank 0) into dims.
 mlir::FailureOr<std::vector<int64_t>> parseShape(llvm::StringRef text);
 
+/// Parses a sequence's element shapes, "3x4,3x4,2x4" (one shape per element,
+/// "scalar" for rank 0), or "empty" for no elements.
+mlir::FailureOr<std::vector<std::vector<int64_t>>> parseShapeList(llvm::StringRef text);
+
 } // namespace sluice
 
 #endif // SLUICE_PASSES_PASSES_H

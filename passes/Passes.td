@@ -66,10 +66,19 @@ def SpecializeShapesPass : Pass<"sluice-specialize-shapes", "mlir::func::FuncOp"
     order, folding all-constant ops with the evaluator and re-inferring every
     op's result types, so that shape subgraphs fold and the graph becomes
     static. The function's result types are updated to match.
+
+    A sequence input's shape lists its elements' (`shapes="s=3x4,2x4"`,
+    quoted for the commas; `s=empty` for none): the input is replaced by one
+    tensor argument per element, `s.0`, `s.1` ... in its place in
+    `sluice.input_names`, and a `sluice.sequence_construct` of them (a
+    `sluice.sequence_empty` for none) takes its uses;
+    `sluice.input_sequences` records each such input's name and element
+    names (in input order), for the bundle's manifest.
   }];
   let options = [
     ListOption<"shapes", "shapes", "std::string",
-               "Input shapes as name=DxDxD (rank 0: name=scalar)">,
+               "Input shapes as name=DxDxD (rank 0: name=scalar); a sequence's as "
+               "name=DxD,DxD,... (name=empty: no elements)">,
     Option<"maxElements", "max-elements", "int64_t", "int64_t(1) << 24",
            "Largest result (in elements) to fold">,
   ];
@@ -482,6 +491,25 @@ def PlanTensorParallelPass : Pass<"sluice-plan-tensor-parallel", "mlir::func::Fu
 //===----------------------------------------------------------------------===//
 // fuse
 //===----------------------------------------------------------------------===//
+
+def FlattenSequenceIOPass : Pass<"sluice-flatten-sequence-io", "mlir::func::FuncOp"> {
+  let summary = "Returns a sequence result's elements as the bundle's outputs";
+  let description = [{
+    The first pass of the fuse phase: bundles are static tensor programs, so
+    each result of the function that is a `sluice.sequence_construct` of
+    ranked tensors (or a `sluice.sequence_empty`) is replaced by its element
+    tensors, named `NAME.0`, `NAME.1` ... in `sluice.output_names`;
+    `sluice.output_sequences` records each such output's name and element
+    names, in order (an array of dictionaries `name`, `elements`), for the
+    bundle's manifest. A returned sequence that is anything else stays (the
+    plan phase then says it cannot be planned). A sequence input left at
+    this point is an error naming the `--shape` syntax that binds its
+    elements (sluice-specialize-shapes flattens inputs in the simplify
+    phase). Not in the simplify phase, whose results the reference
+    evaluator returns as they are (a sequence output stays a sequence there).
+  }];
+  let dependentDialects = ["sluice::SluiceDialect"];
+}
 
 def FuseGroupsPass : Pass<"sluice-fuse-groups", "mlir::func::FuncOp"> {
   let summary = "Grows kernel groups (forms F1-F5) and marks them for sluice-form-kernels";

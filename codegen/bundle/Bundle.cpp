@@ -315,6 +315,39 @@ void writeMoe(llvm::json::OStream &json, const ModelFacts &model) {
   });
 }
 
+/// Writes the manifest's "sequences": each graph input and output that is
+/// a sequence (`main`'s sluice.input_sequences / sluice.output_sequences)
+/// with its element tensors' names, in order; those are among "inputs" /
+/// "outputs" (an empty sequence has none). Absent when there is none.
+void writeSequences(llvm::json::OStream &json, const ModelFacts &model) {
+  auto list = [&](llvm::StringRef attr) {
+    return model.func ? model.func->getAttrOfType<mlir::ArrayAttr>(attr) : mlir::ArrayAttr();
+  };
+  mlir::ArrayAttr inputs = list("sluice.input_sequences");
+  mlir::ArrayAttr outputs = list("sluice.output_sequences");
+  if ((!inputs || inputs.empty()) && (!outputs || outputs.empty()))
+    return;
+  auto write = [&](llvm::StringRef key, mlir::ArrayAttr sequences) {
+    json.attributeArray(key, [&] {
+      for (mlir::Attribute entry :
+           sequences ? sequences.getValue() : llvm::ArrayRef<mlir::Attribute>())
+        json.object([&] {
+          auto sequence = llvm::cast<mlir::DictionaryAttr>(entry);
+          json.attribute("name",
+                         jsonText(llvm::cast<mlir::StringAttr>(sequence.get("name")).str()));
+          json.attributeArray("elements", [&] {
+            for (mlir::Attribute name : llvm::cast<mlir::ArrayAttr>(sequence.get("elements")))
+              json.value(jsonText(llvm::cast<mlir::StringAttr>(name).str()));
+          });
+        });
+    });
+  };
+  json.attributeObject("sequences", [&] {
+    write("inputs", inputs);
+    write("outputs", outputs);
+  });
+}
+
 namespace {
 
 bool writeManifest(const std::string &dir, const BundleOptions &options, const ModelFacts &model,
@@ -364,6 +397,7 @@ bool writeManifest(const std::string &dir, const BundleOptions &options, const M
     writeJsonStrings(json, "gpu_architectures", facts.architectures);
     writeTensors(json, "inputs", model.inputs);
     writeTensors(json, "outputs", model.outputs);
+    writeSequences(json, model);
     json.attributeArray("kernels", [&] {
       for (const StepInfo &step : steps)
         json.object([&] {

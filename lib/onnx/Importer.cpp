@@ -488,12 +488,13 @@ LogicalResult GraphImporter::importSubgraph(const onnx::GraphProto &graph,
 FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &input) {
   if (!input.type().has_tensor_type()) {
     // Sequences and optionals: their element shapes are runtime properties,
-    // so --shape does not apply to them.
+    // so --shape does not apply to them here. A sequence's --shape lists its
+    // element shapes, which the simplify phase binds (sluice-specialize-shapes).
     std::string why;
     Type type = typeFromOnnx(ctx, input.type(), why);
     if (!type)
       return fail("input '" + input.name() + "' " + why);
-    if (options.inputShapes.count(input.name()))
+    if (options.inputShapes.count(input.name()) && !isa<SequenceType>(type))
       return fail("--shape for input '" + input.name() +
                   "' does not apply: it is not a tensor");
     return type;

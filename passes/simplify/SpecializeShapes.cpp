@@ -1,6 +1,20 @@
 //===- SpecializeShapes.cpp - bind input shapes, make the graph static ----===//
+//
+// Binds the shapes given for inputs (`shapes=NAME=2x128`), then propagates
+// static shapes through the function. A sequence input's shape lists its
+// elements (`NAME=3x4,3x4,2x4`, `NAME=empty`): bundles are static tensor
+// programs, so the sequence is replaced by one tensor argument per element,
+// NAME.0, NAME.1 ..., and a sluice.sequence_construct of them (a
+// sluice.sequence_empty for none) at the entry takes the old argument's
+// uses. `sluice.input_sequences` records which arguments form which
+// sequence, for the bundle's manifest.
+//
+//===----------------------------------------------------------------------===//
 
+#include "dialects/sluice/SluiceOps.h"
 #include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace sluice {
 #define GEN_PASS_DEF_SPECIALIZESHAPESPASS
@@ -26,7 +40,98 @@ FailureOr<std::vector<int64_t>> sluice::parseShape(StringRef text) {
   return dims;
 }
 
+FailureOr<std::vector<std::vector<int64_t>>> sluice::parseShapeList(StringRef text) {
+  std::vector<std::vector<int64_t>> shapes;
+  text = text.trim();
+  if (text == "empty")
+    return shapes;
+  SmallVector<StringRef> parts;
+  text.split(parts, ',');
+  for (StringRef part : parts) {
+    // An empty part is a typo ("3x4,,2x4"), not a rank-0 element: those are
+    // spelled "scalar".
+    auto dims = part.trim().empty() ? FailureOr<std::vector<int64_t>>(failure()) : parseShape(part);
+    if (failed(dims))
+      return failure();
+    shapes.push_back(*dims);
+  }
+  return shapes;
+}
+
 namespace {
+
+/// Checks `dims` against `type` (a ranked type's rank and static dims);
+/// `what` names the shape in the message ("shape for 'x'").
+LogicalResult checkShape(func::FuncOp func, const Twine &what, ArrayRef<int64_t> dims,
+                         TensorType type) {
+  if (!type.hasRank())
+    return success();
+  if (type.getRank() != (int64_t)dims.size())
+    return func.emitError(what) << " has rank " << dims.size() << ", input has rank "
+                                << type.getRank();
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (!type.isDynamicDim(i) && type.getDimSize(i) != dims[i])
+      return func.emitError(what) << " sets dim " << i << " to " << dims[i]
+                                  << ", input fixes it to " << type.getDimSize(i);
+  return success();
+}
+
+/// Replaces the sequence argument `index` of `func` (input `name`) by one
+/// tensor argument per shape of `shapes` and records them in
+/// `sluice.input_names` and `sluice.input_sequences`.
+LogicalResult flattenSequenceInput(func::FuncOp func, unsigned index, StringRef name,
+                                   const std::vector<std::vector<int64_t>> &shapes) {
+  MLIRContext *context = func.getContext();
+  BlockArgument arg = func.getArgument(index);
+  TensorType elementType = cast<SequenceType>(arg.getType()).getElementType();
+  auto names = func->getAttrOfType<ArrayAttr>("sluice.input_names");
+  SmallVector<Attribute> inputNames(names.begin(), names.end());
+  SmallVector<Attribute> elementNames;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    std::string element = (name + "." + Twine(i)).str();
+    for (Attribute existing : inputNames)
+      if (cast<StringAttr>(existing).getValue() == element)
+        return func.emitError("sequence input '")
+               << name << "': its element " << i << " would be input '" << element
+               << "', which the model already has";
+    if (failed(checkShape(func, "shape of element " + Twine(i) + " of sequence '" + name + "'",
+                          shapes[i], elementType)))
+      return failure();
+    elementNames.push_back(StringAttr::get(context, element));
+  }
+  // The new arguments go where the sequence was, so that the inputs keep
+  // the graph's order; the old one is erased last.
+  SmallVector<Value> elements;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    auto type = RankedTensorType::get(shapes[i], elementType.getElementType());
+    if (failed(func.insertArgument(index + i, type, {}, arg.getLoc())))
+      return failure();
+    elements.push_back(func.getArgument(index + i));
+  }
+  OpBuilder builder(context);
+  builder.setInsertionPointToStart(&func.getBody().front());
+  Value sequence = shapes.empty()
+                       ? SequenceEmptyOp::create(builder, arg.getLoc(),
+                                                 TypeAttr::get(elementType.getElementType()))
+                             .getResult()
+                       : SequenceConstructOp::create(builder, arg.getLoc(), elements).getResult();
+  arg.replaceAllUsesWith(sequence);
+  if (failed(func.eraseArgument(index + shapes.size())))
+    return failure();
+
+  inputNames.erase(inputNames.begin() + index);
+  inputNames.insert(inputNames.begin() + index, elementNames.begin(), elementNames.end());
+  func->setAttr("sluice.input_names", ArrayAttr::get(context, inputNames));
+  SmallVector<Attribute> sequences;
+  if (auto recorded = func->getAttrOfType<ArrayAttr>("sluice.input_sequences"))
+    sequences.assign(recorded.begin(), recorded.end());
+  sequences.push_back(DictionaryAttr::get(
+      context,
+      {NamedAttribute(StringAttr::get(context, "elements"), ArrayAttr::get(context, elementNames)),
+       NamedAttribute(StringAttr::get(context, "name"), StringAttr::get(context, name))}));
+  func->setAttr("sluice.input_sequences", ArrayAttr::get(context, sequences));
+  return success();
+}
 
 struct SpecializeShapesPass
     : public sluice::impl::SpecializeShapesPassBase<SpecializeShapesPass> {
@@ -35,13 +140,9 @@ struct SpecializeShapesPass
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     auto names = func->getAttrOfType<ArrayAttr>("sluice.input_names");
+    ArrayAttr graphNames = names;
     for (const std::string &spec : shapes) {
       auto [name, dimsText] = StringRef(spec).split('=');
-      auto dims = parseShape(dimsText);
-      if (failed(dims)) {
-        func.emitError("bad shape '") << spec << "' (expected name=2x128)";
-        return signalPassFailure();
-      }
       std::optional<unsigned> index;
       for (unsigned i = 0; names && i < names.size(); ++i)
         if (cast<StringAttr>(names[i]).getValue() == name)
@@ -51,22 +152,51 @@ struct SpecializeShapesPass
         return signalPassFailure();
       }
       BlockArgument arg = func.getArgument(*index);
-      auto type = cast<TensorType>(arg.getType());
-      if (type.hasRank()) {
-        if (type.getRank() != (int64_t)dims->size()) {
-          func.emitError("shape for '") << name << "' has rank " << dims->size()
-                                        << ", input has rank " << type.getRank();
+      if (isa<SequenceType>(arg.getType())) {
+        auto elementShapes = parseShapeList(dimsText);
+        if (failed(elementShapes)) {
+          func.emitError("bad shape '")
+              << spec << "' for sequence input '" << name
+              << "' (expected its element shapes: name=3x4,3x4,2x4, name=scalar or name=empty)";
           return signalPassFailure();
         }
-        for (int64_t i = 0; i < type.getRank(); ++i)
-          if (!type.isDynamicDim(i) && type.getDimSize(i) != (*dims)[i]) {
-            func.emitError("shape for '") << name << "' sets dim " << i << " to "
-                                          << (*dims)[i] << ", input fixes it to "
-                                          << type.getDimSize(i);
-            return signalPassFailure();
-          }
+        if (failed(flattenSequenceInput(func, *index, name, *elementShapes)))
+          return signalPassFailure();
+        names = func->getAttrOfType<ArrayAttr>("sluice.input_names");
+        continue;
       }
+      auto type = dyn_cast<TensorType>(arg.getType());
+      if (!type) {
+        func.emitError("shape for '") << name << "' does not apply: the input is " << arg.getType()
+                                      << ", not a tensor or a sequence";
+        return signalPassFailure();
+      }
+      if (dimsText.contains(',') || dimsText.trim() == "empty") {
+        func.emitError("shape for '") << name << "' lists a sequence's element shapes, but input '"
+                                      << name << "' is a tensor (expected name=2x128)";
+        return signalPassFailure();
+      }
+      auto dims = parseShape(dimsText);
+      if (failed(dims)) {
+        func.emitError("bad shape '") << spec << "' (expected name=2x128)";
+        return signalPassFailure();
+      }
+      if (failed(checkShape(func, "shape for '" + name + "'", *dims, type)))
+        return signalPassFailure();
       arg.setType(RankedTensorType::get(*dims, type.getElementType()));
+    }
+    // The sequences in the graph's input order, whatever order the shapes
+    // came in (the manifest lists them so).
+    if (auto sequences = func->getAttrOfType<ArrayAttr>("sluice.input_sequences");
+        sequences && graphNames) {
+      auto position = [&](Attribute sequence) {
+        Attribute name = cast<DictionaryAttr>(sequence).get("name");
+        return llvm::find(graphNames, name) - graphNames.begin();
+      };
+      SmallVector<Attribute> ordered(sequences.begin(), sequences.end());
+      llvm::stable_sort(ordered,
+                        [&](Attribute a, Attribute b) { return position(a) < position(b); });
+      func->setAttr("sluice.input_sequences", ArrayAttr::get(func.getContext(), ordered));
     }
     func.setFunctionType(FunctionType::get(
         func.getContext(), func.getBody().front().getArgumentTypes(),

@@ -9,6 +9,9 @@ refuses):
 - reference: `sluice-run MODEL --reference INPUTS --expect OUTPUTS`
 - cpu: `sluice-compile MODEL -o BUNDLE --shape=NAME=DIMS...` with the data
   set's input shapes, then `sluice-run BUNDLE NAME=FILE... --expect OUTPUTS`.
+  A sequence input's SequenceProto file gives its element shapes
+  (`--shape=NAME=3x4,2x4`, `NAME=empty`); the bundle takes the elements as
+  tensors, and sluice-run reads and compares sequences from the manifest.
   Bundles are static: where a case feeds a shape tensor (a Reshape target,
   Slice bounds, TopK's k, Resize's scales, Range's limits...) as a graph
   input, the first compile fails and the case is compiled again with its
@@ -119,6 +122,23 @@ def tensor_info(path):
         return None
 
 
+def sequence_shapes(path):
+    """The element shapes of a SequenceProto file as sluice-compile's
+    --shape spells them ("3x4,2x4", "scalar" for rank 0, "empty" for no
+    elements), or None (not a sequence of tensors, unreadable)."""
+    try:
+        import onnx  # noqa: PLC0415
+        seq = onnx.SequenceProto()
+        with open(path, "rb") as f:
+            seq.ParseFromString(f.read())
+        if seq.elem_type != onnx.SequenceProto.TENSOR and seq.tensor_values:
+            return None
+        shapes = ["x".join(map(str, t.dims)) or "scalar" for t in seq.tensor_values]
+        return ",".join(shapes) or "empty"
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def input_names(model_path):
     try:
         import onnx  # noqa: PLC0415
@@ -127,6 +147,16 @@ def input_names(model_path):
         return [i.name for i in model.graph.input if i.name not in init]
     except Exception:  # noqa: BLE001
         return []
+
+
+def input_kinds(model_path):
+    """Graph input name -> "tensor_type", "sequence_type", "optional_type" ..."""
+    try:
+        import onnx  # noqa: PLC0415
+        model = onnx.load(model_path, load_external_data=False)
+        return {i.name: i.type.WhichOneof("value") for i in model.graph.input}
+    except Exception:  # noqa: BLE001
+        return {}
 
 
 def numbered(folder, prefix):
@@ -162,14 +192,23 @@ def run_reference(bindir, model, data_sets, timeout):
 
 def run_compiled(bindir, model, data_sets, timeout, target="cpu"):
     names = input_names(model)
+    kinds = input_kinds(model)
+    sequences = {name for name, kind in kinds.items() if kind == "sequence_type"}
     bound_any = False
     work = tempfile.mkdtemp(prefix="sluice-conf-")
     try:
         for n, data_set in enumerate(data_sets):
             inputs = numbered(data_set, "input")
-            infos = [tensor_info(p) for p in inputs]
+            # A sequence input's file is a SequenceProto: its --shape lists
+            # the element shapes (the bundle takes the elements as inputs).
+            # (A file of an optional input is an OptionalProto: no --shape.)
+            infos = [tensor_info(p) if kinds.get(name, "tensor_type") == "tensor_type" else None
+                     for name, p in zip(names, inputs)]
             shapes = [f"--shape={name}=" + ("x".join(map(str, info[0])) or "scalar")
                       for name, info in zip(names, infos) if info is not None]
+            shapes += [f"--shape={name}={spec}" for name, spec in
+                       ((name, sequence_shapes(p)) for name, p in zip(names, inputs)
+                        if name in sequences) if spec is not None]
             bundle = os.path.join(work, f"set{n}.sluice")
             compile_cmd = [os.path.join(bindir, "sluice-compile"), model, "-o", bundle,
                            "--quiet", f"--target={target}", *shapes]

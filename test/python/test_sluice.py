@@ -346,3 +346,32 @@ def test_model_run_from_threads(cnn):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+# ---- sequences ------------------------------------------------------------
+
+
+def test_sequence_input_and_output():
+    """A sequence input compiled for its element shapes takes a list of
+    arrays; a returned sequence comes back as a list (manifest "sequences")."""
+    data = "/usr/share/libonnx-testdata/data/node/test_identity_sequence"
+    if not os.path.isdir(data):
+        pytest.skip("libonnx-testdata is not installed")
+    model = sluice.compile(os.path.join(data, "model.onnx"), shapes={"x": [(2, 3), (4,)]})
+    assert [i.name for i in model.inputs] == ["x.0", "x.1"]
+    assert model.sequences == {"inputs": [sluice.SequenceInfo("x", ("x.0", "x.1"))],
+                               "outputs": [sluice.SequenceInfo("y", ("y.0", "y.1"))]}
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.array([1, 2, 3, 4], dtype=np.float32)
+    for given in ({"x": [a, b]}, {"x": (a, b)}, {"x.0": a, "x.1": b}):
+        out = model.run(given)
+        assert list(out) == ["y"] and isinstance(out["y"], list) and len(out["y"]) == 2
+        np.testing.assert_array_equal(out["y"][0], a)
+        np.testing.assert_array_equal(out["y"][1], b)
+    with pytest.raises(sluice.InputError, match="input 'x' is a sequence of 1 elements, the "
+                                                "bundle takes 2"):
+        model.run({"x": [a]})
+    with pytest.raises(sluice.InputError, match="input 'x' is a sequence of 2: pass a list"):
+        model.run({"x": a})
+    with pytest.raises(sluice.InputError, match="'x.1' has shape 2x3, the bundle expects 4"):
+        model.run({"x": [a, a]})

@@ -330,6 +330,8 @@ void optionLines(const CompilerOptions &o, std::vector<std::string> &lines) {
       text += (text.empty() ? "" : "x") + std::to_string(d);
     lines.push_back("shape: " + name + "=" + text);
   }
+  for (const auto &[name, shapes] : o.sequenceShapes)
+    lines.push_back("sequence shape: " + sequenceShapeSpec(name, shapes));
   lines.push_back("fusion: " + o.fusion);
   lines.push_back("recognize: " + std::to_string(o.recognize));
   lines.push_back("precision: " + o.precision);

@@ -35,10 +35,15 @@ std::optional<Phase> parsePhase(StringRef name) {
   return std::nullopt;
 }
 
-void buildSimplifyPipeline(OpPassManager &pm, const CompilerOptions &) {
+void buildSimplifyPipeline(OpPassManager &pm, const CompilerOptions &options) {
   // Shapes first: folding the exporters' Shape->Gather->Concat chains is what
   // makes Reshape targets constant, which canonicalization then relies on.
-  pm.addNestedPass<func::FuncOp>(sluice::createSpecializeShapesPass());
+  // Tensor inputs got their --shape at import; sequence inputs get their
+  // element shapes here (each becomes its element tensors).
+  SpecializeShapesPassOptions specialize;
+  for (const auto &[name, shapes] : options.sequenceShapes)
+    specialize.shapes.push_back(sequenceShapeSpec(name, shapes));
+  pm.addNestedPass<func::FuncOp>(sluice::createSpecializeShapesPass(specialize));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // CSE can merge constants that only now became equal; fold what that opens.
@@ -194,6 +199,10 @@ std::vector<std::string> compositesToDecompose(const std::string &target) {
 }
 
 void buildFusePipeline(OpPassManager &pm, const CompilerOptions &options) {
+  // First: the bundle's boundary becomes tensors (a returned sequence its
+  // elements). Not in simplify, which the reference evaluator also runs and
+  // whose sequence outputs stay sequences there.
+  pm.addNestedPass<func::FuncOp>(sluice::createFlattenSequenceIOPass());
   std::vector<std::string> decompose = compositesToDecompose(options.target);
   if (!decompose.empty()) {
     DecomposeCompositesPassOptions decomposeOptions;
@@ -289,6 +298,40 @@ bool parseShapeOption(StringRef text,
   }
   shapes[name.str()] = *parsed;
   return true;
+}
+
+bool parseShapeOption(StringRef text, CompilerOptions &options, std::string &error) {
+  auto [name, dims] = text.rsplit('=');
+  // One shape is a tensor's, or a one-element sequence's (the import tells
+  // which); a list or "empty" can only be a sequence's.
+  if (!dims.contains(',') && dims.trim() != "empty") {
+    if (!parseShapeOption(text, options.inputShapes, error))
+      return false;
+    options.sequenceShapes.erase(name.str());
+    return true;
+  }
+  auto parsed = sluice::parseShapeList(dims);
+  if (name.empty() || !text.contains('=') || failed(parsed)) {
+    error = "bad --shape '" + text.str() +
+            "' (expected NAME=2x128, or a sequence's element shapes NAME=2x128,3x128 or "
+            "NAME=empty)";
+    return false;
+  }
+  options.sequenceShapes[name.str()] = *parsed;
+  options.inputShapes.erase(name.str());
+  return true;
+}
+
+std::string sequenceShapeSpec(const std::string &name,
+                              const std::vector<std::vector<int64_t>> &shapes) {
+  std::string text;
+  for (const auto &dims : shapes) {
+    std::string shape;
+    for (int64_t d : dims)
+      shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    text += (text.empty() ? "" : ",") + (shape.empty() ? "scalar" : shape);
+  }
+  return name + "=" + (shapes.empty() ? "empty" : text);
 }
 
 parallel::PlanRequest CompilerOptions::planRequest() const {
@@ -532,6 +575,25 @@ static OwningOpRef<ModuleOp> compileOnce(MLIRContext &context, const std::string
   }
   if (!module)
     return nullptr;
+  // A one-shape --shape on a sequence input binds a one-element sequence:
+  // the import left that input as it is, the simplify phase flattens it.
+  CompilerOptions withSequences;
+  const CompilerOptions *phaseOptions = &options;
+  if (auto func = module->lookupSymbol<func::FuncOp>("main");
+      func && !options.inputShapes.empty()) {
+    auto names = func->getAttrOfType<ArrayAttr>("sluice.input_names");
+    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+      auto name = names && i < names.size() ? dyn_cast<StringAttr>(names[i]) : StringAttr();
+      auto shape = name ? options.inputShapes.find(name.str()) : options.inputShapes.end();
+      if (!isa<SequenceType>(arg.getType()) || shape == options.inputShapes.end())
+        continue;
+      if (phaseOptions == &options) {
+        withSequences = options;
+        phaseOptions = &withSequences;
+      }
+      withSequences.sequenceShapes[shape->first] = {shape->second};
+    }
+  }
   if (timings)
     timings->push_back({"import", std::chrono::duration<double, std::milli>(
                                       std::chrono::steady_clock::now() - start)
@@ -539,7 +601,7 @@ static OwningOpRef<ModuleOp> compileOnce(MLIRContext &context, const std::string
   if (!options.boundInputs.empty() &&
       failed(bindInputs(*module, options.boundInputs, modelPath, error)))
     return nullptr;
-  if (failed(runPhases(*module, options, loadedAfter, stopAfter, error, timings)))
+  if (failed(runPhases(*module, *phaseOptions, loadedAfter, stopAfter, error, timings)))
     return nullptr;
   return module;
 }

@@ -35,6 +35,12 @@ struct CompilerOptions {
   std::string target = "cpu";
   /// Input shapes (`--shape=NAME=2x128`) bound at import.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Element shapes of sequence inputs (`--shape=NAME=3x4,2x4`,
+  /// `NAME=empty`), bound in the simplify phase: sluice-specialize-shapes
+  /// replaces each such input by its element tensors NAME.0, NAME.1 ...
+  /// A one-shape `--shape` names a tensor or a one-element sequence; the
+  /// import tells which, and compileModel moves the sequence ones here.
+  std::map<std::string, std::vector<std::vector<int64_t>>> sequenceShapes;
   /// Inputs frozen to the values of tensor files (`--bind=NAME=FILE`): they
   /// become constants and leave the bundle's inputs. For shape tensors (a
   /// Reshape target, Slice bounds, TopK's k) that a static bundle needs at
@@ -178,6 +184,16 @@ mlir::LogicalResult runPhases(mlir::ModuleOp module, const CompilerOptions &opti
 bool parseShapeOption(llvm::StringRef text,
                       std::map<std::string, std::vector<int64_t>> &shapes,
                       std::string &error);
+
+/// Parses sluice-compile's --shape: "NAME=2x128" into `options.inputShapes`,
+/// a sequence input's element shapes "NAME=3x4,2x4" (or "NAME=empty") into
+/// `options.sequenceShapes`; false (with `error`) on bad syntax.
+bool parseShapeOption(llvm::StringRef text, CompilerOptions &options, std::string &error);
+
+/// The sluice-specialize-shapes spelling of one sequence input's element
+/// shapes: "NAME=3x4,2x4", "NAME=scalar", "NAME=empty".
+std::string sequenceShapeSpec(const std::string &name,
+                              const std::vector<std::vector<int64_t>> &shapes);
 
 } // namespace sluice
 

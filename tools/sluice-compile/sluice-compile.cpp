@@ -57,7 +57,10 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         (default sm_80,sm_90,compute_90: machine code for
                         A100 and H100/H200, PTX for newer GPUs)
   --shape=NAME=2x128    bind an input's shape (repeatable); bundles need
-                        static shapes
+                        static shapes. A sequence input takes its element
+                        shapes, NAME=3x4,3x4,2x4 (scalar for rank 0, empty
+                        for no elements): the bundle takes the elements as
+                        inputs NAME.0, NAME.1 ... (manifest "sequences")
   --bind=NAME=FILE      freeze an input to a tensor file's value (.pb/.npy):
                         it becomes a constant and leaves the bundle's
                         inputs (for shape tensors a static bundle needs)
@@ -425,7 +428,7 @@ int main(int argc, char **argv) {
       quiet = true;
     } else if (args.is("--shape")) {
       std::string error;
-      if (!sluice::parseShapeOption(args.flagValue("--shape"), options.inputShapes, error))
+      if (!sluice::parseShapeOption(args.flagValue("--shape"), options, error))
         die(error);
     } else if (args.is("--bind")) {
       std::string value = args.flagValue("--bind");

@@ -40,6 +40,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
@@ -62,7 +64,9 @@ Runs a bundle written by sluice-compile (a folder; cpu or cuda target) or a
 model on the reference evaluator, checks and times it.
 
   INPUT                 .pb (ONNX TensorProto) or .npy file, in the graph's
-                        input order, or NAME=FILE
+                        input order, or NAME=FILE; a sequence is an ONNX
+                        SequenceProto .pb (a bundle's also element by
+                        element, NAME.0=FILE ...: see manifest "sequences")
   --expect OUTPUT ...   expected outputs (.pb/.npy, positional or NAME=FILE);
                         exit 0 only if all match within tolerance
   --rtol=R --atol=A     tolerances (default 1e-3 and 1e-7, as the ONNX
@@ -540,22 +544,129 @@ struct GivenTensor {
   sluice::Tensor tensor;
 };
 
-/// Reads tensors given positionally or as NAME=FILE into slots of `names`.
-std::vector<std::optional<GivenTensor>>
-readBundleTensors(const std::vector<std::string> &args,
-                  const std::vector<std::string> &names, const char *what) {
-  std::vector<std::optional<GivenTensor>> slots(names.size());
+/// A bundle's inputs or outputs as the graph has them: each tensor, and each
+/// sequence (the manifest's "sequences") as one entry standing for its
+/// element tensors, at its first element's place; an empty sequence, which
+/// has no tensor, comes last.
+struct GraphEntry {
+  std::string name;
+  bool sequence = false;
+  std::vector<size_t> tensors; ///< indexes into the bundle's tensors
+};
+
+/// `names` (the bundle's "inputs" or "outputs", `key`) with the sequences
+/// of the manifest of `bundle` folded in.
+std::vector<GraphEntry> graphEntries(const std::string &bundle, const char *key,
+                                     const std::vector<std::string> &names) {
+  std::string path = bundle + "/manifest.json";
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    die(path + ": cannot read: " + buffer.getError().message());
+  llvm::Expected<llvm::json::Value> root = llvm::json::parse((*buffer)->getBuffer());
+  if (!root)
+    die(path + ": " + llvm::toString(root.takeError()));
+  std::vector<GraphEntry> entries;
+  std::vector<GraphEntry> empty;
+  std::vector<bool> inSequence(names.size(), false);
+  const llvm::json::Object *sequences = root->getAsObject()->getObject("sequences");
+  const llvm::json::Array *list = sequences ? sequences->getArray(key) : nullptr;
+  std::vector<GraphEntry> found;
+  for (const llvm::json::Value &item : list ? *list : llvm::json::Array()) {
+    const llvm::json::Object *sequence = item.getAsObject();
+    auto name = sequence ? sequence->getString("name") : std::nullopt;
+    const llvm::json::Array *elements = sequence ? sequence->getArray("elements") : nullptr;
+    if (!name || !elements)
+      die(path + ": a \"sequences\" entry needs \"name\" and \"elements\"");
+    GraphEntry entry{name->str(), true, {}};
+    for (const llvm::json::Value &element : *elements) {
+      auto elementName = element.getAsString();
+      auto it =
+          elementName ? std::find(names.begin(), names.end(), elementName->str()) : names.end();
+      if (it == names.end())
+        die(path + ": sequence '" + entry.name + "' names an element that is not among the " + key);
+      entry.tensors.push_back(it - names.begin());
+      inSequence[it - names.begin()] = true;
+    }
+    if (entry.tensors.empty())
+      empty.push_back(entry);
+    else
+      found.push_back(entry);
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!inSequence[i]) {
+      entries.push_back({names[i], false, {i}});
+      continue;
+    }
+    for (const GraphEntry &entry : found)
+      if (entry.tensors.front() == i)
+        entries.push_back(entry);
+  }
+  entries.insert(entries.end(), empty.begin(), empty.end());
+  return entries;
+}
+
+/// What the INPUT or --expect arguments of a bundle run gave: each tensor
+/// (a sequence's elements included), and each sequence given whole.
+struct GivenValues {
+  std::vector<std::optional<GivenTensor>> tensors; ///< per bundle tensor
+  /// Per graph entry: a sequence read from a SequenceProto .pb.
+  std::vector<std::optional<std::pair<std::string, sluice::RuntimeValue>>> sequences;
+};
+
+/// Reads files given positionally (in the graph's order, `entries`) or as
+/// NAME=FILE, NAME a graph name or a sequence element's (x.0). A sequence
+/// is an ONNX SequenceProto .pb; its elements fill their tensors' slots
+/// when it has as many as the bundle (`exactLength`: else an error).
+GivenValues readBundleValues(const std::vector<std::string> &args,
+                             const std::vector<std::string> &names,
+                             const std::vector<GraphEntry> &entries, const char *what,
+                             bool exactLength) {
+  GivenValues given;
+  given.tensors.resize(names.size());
+  given.sequences.resize(entries.size());
+  std::vector<std::string> graphNames;
+  for (const GraphEntry &entry : entries)
+    graphNames.push_back(entry.name);
   size_t position = 0;
   for (const std::string &arg : args) {
     auto [name, file] = splitNamed(arg);
-    size_t index = slotOf(name, file, names, position, what, "bundle");
-    GivenTensor given{file, {}};
     std::string error;
-    if (!sluice::readTensorFile(file, given.tensor, error))
+    auto element = std::find(names.begin(), names.end(), name);
+    if (!name.empty() &&
+        std::find(graphNames.begin(), graphNames.end(), name) == graphNames.end() &&
+        element != names.end()) {
+      // One element of a sequence, by its tensor's name.
+      GivenTensor tensor{file, {}};
+      if (!sluice::readTensorFile(file, tensor.tensor, error))
+        die(error);
+      given.tensors[element - names.begin()] = std::move(tensor);
+      continue;
+    }
+    const GraphEntry &entry = entries[slotOf(name, file, graphNames, position, what, "bundle")];
+    if (!entry.sequence) {
+      GivenTensor tensor{file, {}};
+      if (!sluice::readTensorFile(file, tensor.tensor, error))
+        die(error);
+      given.tensors[entry.tensors.front()] = std::move(tensor);
+      continue;
+    }
+    sluice::RuntimeValue value;
+    if (!sluice::readValueFile(file, sluice::RuntimeValue::Kind::Sequence, value, error))
       die(error);
-    slots[index] = std::move(given);
+    size_t length = value.elements().size();
+    if (length != entry.tensors.size()) {
+      if (exactLength)
+        die(file + ": " + what + " '" + entry.name + "' is a sequence of " +
+            std::to_string(length) + " elements, the bundle takes " +
+            std::to_string(entry.tensors.size()) + " (sluice-compile --shape=" + entry.name +
+            "=... gives one shape per element)");
+    } else {
+      for (size_t k = 0; k < length; ++k)
+        given.tensors[entry.tensors[k]] = GivenTensor{file, value.elements()[k]};
+    }
+    given.sequences[&entry - entries.data()] = std::make_pair(file, std::move(value));
   }
-  return slots;
+  return given;
 }
 
 /// ONNX 1.12's backend data stores bfloat16 as uint16 bit patterns.
@@ -851,7 +962,10 @@ int runBundle(const Options &options, bool rankMode) {
   // the other ranks receive them once every rank is ready.
   std::vector<sluice::Tensor> bound;
   if (leader) {
-    auto given = readBundleTensors(options.inputs, inputNames, "input");
+    std::vector<GraphEntry> graphInputs = graphEntries(options.model, "inputs", inputNames);
+    auto given = readBundleValues(options.inputs, inputNames, graphInputs, "input",
+                                  /*exactLength=*/true)
+                     .tensors;
     std::mt19937 rng(0);
     for (size_t i = 0; i < inputs.size(); ++i) {
       const sluice::rt::TensorInfo &info = inputs[i];
@@ -1035,29 +1149,64 @@ int runBundle(const Options &options, bool rankMode) {
   if (!leader)
     return 0;
 
+  // The outputs as the graph has them: a sequence output is saved, checked
+  // and printed as one, from its element tensors.
+  std::vector<GraphEntry> graphOutputs = graphEntries(options.model, "outputs", outputNames);
+  auto sequenceOf = [&](const GraphEntry &entry) {
+    std::vector<sluice::Tensor> elements;
+    for (size_t i : entry.tensors)
+      elements.push_back(results[i]);
+    return sluice::RuntimeValue::sequence(std::move(elements));
+  };
   if (!options.saveOutputs.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.saveOutputs, ec);
     if (ec)
       die(options.saveOutputs + ": cannot create folder: " + ec.message());
-    for (size_t i = 0; i < results.size(); ++i)
-      if (!sluice::writeNpy(options.saveOutputs + "/" +
-                                safeFileName(outputNames[i]) + ".npy",
-                            results[i], error))
-        die(error);
+    // As --reference saves them: NAME.npy, a sequence NAME_0.npy, NAME_1.npy ...
+    for (const GraphEntry &entry : graphOutputs)
+      for (size_t k = 0; k < entry.tensors.size(); ++k) {
+        std::string stem = options.saveOutputs + "/" + safeFileName(entry.name);
+        if (entry.sequence)
+          stem += "_" + std::to_string(k);
+        if (!sluice::writeNpy(stem + ".npy", results[entry.tensors[k]], error))
+          die(error);
+      }
   }
 
-  auto expected = readBundleTensors(options.expects, outputNames, "output");
+  GivenValues expected = readBundleValues(options.expects, outputNames, graphOutputs, "output",
+                                          /*exactLength=*/false);
   bool allMatch = true;
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (!expected[i]) {
-      std::printf("output '%s' %s\n", outputNames[i].c_str(),
-                  results[i].describe().c_str());
+  auto checkTensor = [&](size_t i) {
+    if (!expected.tensors[i]) {
+      std::printf("output '%s' %s\n", outputNames[i].c_str(), results[i].describe().c_str());
+      return;
+    }
+    reinterpretBf16(expected.tensors[i]->tensor, results[i].dtype());
+    allMatch &=
+        compareOutput(outputNames[i], results[i], expected.tensors[i]->tensor, options.tolerance);
+  };
+  for (auto [index, entry] : llvm::enumerate(graphOutputs)) {
+    if (!entry.sequence) {
+      checkTensor(entry.tensors.front());
       continue;
     }
-    reinterpretBf16(expected[i]->tensor, results[i].dtype());
-    allMatch &= compareOutput(outputNames[i], results[i], expected[i]->tensor,
-                              options.tolerance);
+    if (auto &want = expected.sequences[index]) {
+      for (auto [k, element] : llvm::enumerate(want->second.elements()))
+        if (k < entry.tensors.size())
+          reinterpretBf16(element, results[entry.tensors[k]].dtype());
+      allMatch &= compareValue(entry.name, sequenceOf(entry), want->second, options.tolerance);
+      continue;
+    }
+    bool elementGiven = false;
+    for (size_t i : entry.tensors)
+      elementGiven |= expected.tensors[i].has_value();
+    if (!elementGiven) {
+      std::printf("output '%s' %s\n", entry.name.c_str(), sequenceOf(entry).describe().c_str());
+      continue;
+    }
+    for (size_t i : entry.tensors)
+      checkTensor(i);
   }
   return allMatch ? 0 : 1;
 }
@@ -1100,6 +1249,11 @@ int main(int argc, char **argv) {
     if (!isa<TensorType>(argType)) {
       // Sequences and optionals: no generation, no shape specialization (the
       // evaluator checks element types as it goes).
+      if (options.shapes.count(inputNames[i]))
+        die("--shape for input '" + inputNames[i] +
+            "': with --reference a sequence's element shapes are its file's (a bundle's "
+            "are bound with sluice-compile --shape=" +
+            inputNames[i] + "=2x3,2x3)");
       if (!given[i])
         die(options.model + ": input '" + inputNames[i] + "' is " +
             (isa<sluice::SequenceType>(argType) ? "a sequence" : "an optional") +

@@ -12,7 +12,7 @@ sluice-compile executable.
 
 from . import _sluice
 from ._compile import compile, compiler_options, find_compiler
-from ._model import Context, KernelInfo, Model, TensorInfo
+from ._model import Context, KernelInfo, Model, SequenceInfo, TensorInfo
 
 Error = _sluice.Error
 BundleError = _sluice.BundleError
@@ -26,6 +26,6 @@ __version__ = _sluice.runtime_version()
 
 __all__ = [
     "compile", "compiler_options", "find_compiler", "Model", "Context", "TensorInfo",
-    "KernelInfo", "Error", "BundleError", "RunError", "DeviceError", "InputError",
+    "SequenceInfo", "KernelInfo", "Error", "BundleError", "RunError", "DeviceError", "InputError",
     "CompileError", "__version__",
 ]

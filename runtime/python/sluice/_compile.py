@@ -122,6 +122,11 @@ def _shape_flags(shapes) -> List[str]:
     for name, shape in shapes.items():
         if isinstance(shape, str):
             text = shape
+        elif isinstance(shape, list) and shape and all(isinstance(s, (tuple, list))
+                                                       for s in shape):
+            # A sequence input: a list of shapes, one per element
+            # (sluice-compile's NAME=3x4,2x4; the string "empty" for none).
+            text = ",".join("x".join(str(int(d)) for d in s) or "scalar" for s in shape)
         else:
             try:
                 text = "x".join(str(int(d)) for d in shape)
@@ -166,7 +171,8 @@ def compile(model, output=None, *, shapes: Optional[dict] = None, target: str = 
     model: a path (.onnx or .onnxtxt; external data beside it as the file
     names it) or an onnx.ModelProto. output: the bundle folder (default: a
     temporary folder removed when the returned Model is collected).
-    shapes: input name -> shape, bound for the compile (--shape).
+    shapes: input name -> shape, bound for the compile (--shape); a
+        sequence input's: a list of element shapes ("empty" for none).
     target: "cpu" or "cuda"; precision: "fp32", "fp16" or "bf16".
     verbose: print the compiler's progress lines on stderr as it goes.
     options: sluice-compile's other flags, --name-with-dashes written

@@ -7,6 +7,7 @@ can read in place, and keeps a pool of contexts so that Model.run works
 from several threads at once.
 """
 
+import json
 import os
 import sys
 import threading
@@ -29,6 +30,25 @@ class TensorInfo(NamedTuple):
     """Static dims; -1 marks an output's data-dependent dim (NonZero ...)."""
     dtype_name: str
     """The manifest's dtype name ("float32", "bfloat16" ...)."""
+
+
+class SequenceInfo(NamedTuple):
+    """A sequence input or output of the graph (the manifest's "sequences"):
+    the bundle takes or returns its elements as the tensors `elements`."""
+
+    name: str
+    elements: Tuple[str, ...]
+
+
+def _manifest_sequences(path: str, key: str) -> List[SequenceInfo]:
+    # The runtime ignores "sequences" (its C API is flat tensors); the
+    # grouping is for callers, so the package reads it from the manifest.
+    try:
+        with open(os.path.join(path, "manifest.json"), encoding="utf-8") as f:
+            entries = json.load(f).get("sequences", {}).get(key, [])
+        return [SequenceInfo(e["name"], tuple(e["elements"])) for e in entries]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
 
 
 class KernelInfo(NamedTuple):
@@ -87,13 +107,34 @@ class Context:
         Values may be NumPy arrays, torch tensors, anything with __dlpack__
         or __array__, or nested lists and scalars (converted to the input's
         dtype). Arrays of the input's dtype and shape are read in place when
-        contiguous; anything else is an InputError naming the input. Returns
-        name -> a new NumPy array for every output.
+        contiguous; anything else is an InputError naming the input. A
+        sequence input (Model.sequences) takes a list of arrays, one per
+        element. Returns name -> a new NumPy array for every output, a list
+        of them for a sequence output.
         """
         if not isinstance(inputs, dict):
             raise TypeError(f"inputs must be a dict of name -> array, got {type(inputs).__name__}")
-        prepared = {name: self._prepare(name, value) for name, value in inputs.items()}
-        return self._context.run(prepared)
+        prepared = {}
+        for name, value in inputs.items():
+            sequence = self._model._input_sequences.get(name)
+            if sequence is None:
+                prepared[name] = self._prepare(name, value)
+                continue
+            # A sequence input: a list of arrays, one per element tensor.
+            if not isinstance(value, (list, tuple)):
+                raise _sluice.InputError(
+                    f"input '{name}' is a sequence of {len(sequence.elements)}: pass a list of "
+                    f"arrays, not {type(value).__name__}")
+            if len(value) != len(sequence.elements):
+                raise _sluice.InputError(
+                    f"input '{name}' is a sequence of {len(value)} elements, the bundle takes "
+                    f"{len(sequence.elements)}")
+            for element, item in zip(sequence.elements, value):
+                prepared[element] = self._prepare(element, item)
+        outputs = self._context.run(prepared)
+        for sequence in self._model._output_sequences:
+            outputs[sequence.name] = [outputs.pop(e) for e in sequence.elements]
+        return outputs
 
     def _prepare(self, name, value):
         tensor_type = _torch_tensor_type()
@@ -140,6 +181,8 @@ class Model:
         self._inputs = [_info(e) for e in self._model.inputs]
         self._outputs = [_info(e) for e in self._model.outputs]
         self._input_by_name = {i.name: i for i in self._inputs}
+        self._input_sequences = {q.name: q for q in _manifest_sequences(self._path, "inputs")}
+        self._output_sequences = _manifest_sequences(self._path, "outputs")
         self._threads = threads
         # Idle contexts for run(): a thread takes one or makes a new one, so
         # concurrent calls never share a context.
@@ -163,6 +206,14 @@ class Model:
     @property
     def outputs(self) -> List[TensorInfo]:
         return list(self._outputs)
+
+    @property
+    def sequences(self) -> Dict[str, List[SequenceInfo]]:
+        """The graph's sequence inputs and outputs ({"inputs": [...],
+        "outputs": [...]}): run() takes and returns each as a list of arrays,
+        its elements being the tensors listed in `inputs` / `outputs`."""
+        return {"inputs": list(self._input_sequences.values()),
+                "outputs": list(self._output_sequences)}
 
     @property
     def target(self) -> str:
