@@ -34,9 +34,7 @@ def check_case(bindir, suite, path, timeout):
         return "skipped", "no data set"
     names = conf.input_names(model)
     inputs = conf.numbered(data_sets[0], "input")
-    infos = [conf.tensor_info(p) for p in inputs]
-    shapes = [f"--shape={name}=" + ("x".join(map(str, info[0])) or "scalar")
-              for name, info in zip(names, infos) if info is not None]
+    shapes, infos = conf.shape_flags(model, names, inputs)
     # Shape tensors fed as graph inputs: bound when the plain compile fails,
     # as the conformance run does.
     bound = {name for name, info in zip(names, infos)

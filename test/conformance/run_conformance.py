@@ -159,6 +159,22 @@ def input_kinds(model_path):
         return {}
 
 
+def shape_flags(model, names, inputs):
+    """(--shape flags, per-input tensor info) for a data set's input files:
+    a tensor input's dims, a sequence input's element shapes from its
+    SequenceProto file (the bundle takes the elements as inputs); an
+    optional input's file is an OptionalProto and gets no --shape."""
+    kinds = input_kinds(model)
+    infos = [tensor_info(p) if kinds.get(name, "tensor_type") == "tensor_type" else None
+             for name, p in zip(names, inputs)]
+    shapes = [f"--shape={name}=" + ("x".join(map(str, info[0])) or "scalar")
+              for name, info in zip(names, infos) if info is not None]
+    shapes += [f"--shape={name}={spec}" for name, spec in
+               ((name, sequence_shapes(p)) for name, p in zip(names, inputs)
+                if kinds.get(name) == "sequence_type") if spec is not None]
+    return shapes, infos
+
+
 def numbered(folder, prefix):
     return sorted(glob.glob(os.path.join(folder, f"{prefix}_*.pb")),
                   key=lambda p: int(re.findall(r"(\d+)\.pb$", p)[0]))
@@ -192,23 +208,12 @@ def run_reference(bindir, model, data_sets, timeout):
 
 def run_compiled(bindir, model, data_sets, timeout, target="cpu"):
     names = input_names(model)
-    kinds = input_kinds(model)
-    sequences = {name for name, kind in kinds.items() if kind == "sequence_type"}
     bound_any = False
     work = tempfile.mkdtemp(prefix="sluice-conf-")
     try:
         for n, data_set in enumerate(data_sets):
             inputs = numbered(data_set, "input")
-            # A sequence input's file is a SequenceProto: its --shape lists
-            # the element shapes (the bundle takes the elements as inputs).
-            # (A file of an optional input is an OptionalProto: no --shape.)
-            infos = [tensor_info(p) if kinds.get(name, "tensor_type") == "tensor_type" else None
-                     for name, p in zip(names, inputs)]
-            shapes = [f"--shape={name}=" + ("x".join(map(str, info[0])) or "scalar")
-                      for name, info in zip(names, infos) if info is not None]
-            shapes += [f"--shape={name}={spec}" for name, spec in
-                       ((name, sequence_shapes(p)) for name, p in zip(names, inputs)
-                        if name in sequences) if spec is not None]
+            shapes, infos = shape_flags(model, names, inputs)
             bundle = os.path.join(work, f"set{n}.sluice")
             compile_cmd = [os.path.join(bindir, "sluice-compile"), model, "-o", bundle,
                            "--quiet", f"--target={target}", *shapes]
