@@ -16,7 +16,8 @@
 //
 // What stays (an `if` on a runtime condition, a loop with a runtime trip
 // count or one over the budget) is compiled as control flow by the targets
-// or refused there with a clear error. Unrolling stops at the budget rather
+// or refused there with a clear error; a scan over the budget becomes such
+// a loop. Unrolling stops at the budget rather
 // than failing: the rolled loop is still a correct program.
 //
 //===----------------------------------------------------------------------===//
@@ -636,6 +637,129 @@ struct Resolver {
     return false;
   }
 
+  /// A scan too large to unroll as a `loop` the targets run: trip count the
+  /// scan length, the states carried, each iteration gathering its slices
+  /// at the iteration number (from the end for a reversed input), the scan
+  /// outputs stacked along dim 0 by the loop and then reversed (a gather)
+  /// and moved to their axis (a transpose) where the scan says so. Not for
+  /// Scan-8's batched form.
+  bool scanToLoop(ScanOp op) {
+    if (op.getBatched())
+      return false;
+    SmallVector<Value> inputs(op.getInputs());
+    for (Value v : inputs)
+      if (!staticShape(v))
+        return false;
+    int64_t numScanInputs = op.getNumScanInputs();
+    int64_t numStates = inputs.size() - numScanInputs;
+    int64_t numOutputs = op.getNumResults() - numStates;
+    int64_t length = -1;
+    SmallVector<int64_t> axes;
+    for (int64_t j = 0; j < numScanInputs; ++j) {
+      SmallVector<int64_t> shape = *staticShape(inputs[numStates + j]);
+      int64_t axis = op.getScanInputAxes()[j];
+      if (axis < 0)
+        axis += shape.size();
+      if (axis < 0 || axis >= (int64_t)shape.size() || (length >= 0 && shape[axis] != length))
+        return false;
+      length = shape[axis];
+      axes.push_back(axis);
+    }
+    if (length <= 0)
+      return false;
+    Block &scanBody = op.getBody().front();
+    Operation *scanYield = scanBody.getTerminator();
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto i64 = RankedTensorType::get({}, b.getI64Type());
+    auto i1 = RankedTensorType::get({}, b.getI1Type());
+    SmallVector<Type> resultTypes;
+    for (int64_t i = 0; i < numStates; ++i)
+      resultTypes.push_back(inputs[i].getType());
+    for (int64_t k = 0; k < numOutputs; ++k)
+      resultTypes.push_back(UnrankedTensorType::get(
+          getElementTypeOrSelf(scanYield->getOperand(numStates + k).getType())));
+    Value trip = i64Constant(b, loc, {length}, /*scalar=*/true);
+    auto loop = LoopOp::create(b, loc, resultTypes, trip, Value(),
+                               ValueRange(inputs).take_front(numStates));
+    Block *body = new Block();
+    loop.getBody().push_back(body);
+    Value iter = body->addArgument(i64, loc);
+    Value cond = body->addArgument(i1, loc);
+    SmallVector<Value> states;
+    for (int64_t i = 0; i < numStates; ++i)
+      states.push_back(body->addArgument(inputs[i].getType(), loc));
+    OpBuilder bb = OpBuilder::atBlockEnd(body);
+    IRMapping mapping;
+    for (int64_t i = 0; i < numStates; ++i)
+      mapping.map(scanBody.getArgument(i), states[i]);
+    Value reversed;
+    for (int64_t j = 0; j < numScanInputs; ++j) {
+      Value index = iter;
+      if (op.getScanInputDirections()[j]) {
+        if (!reversed)
+          reversed = SubOp::create(bb, loc, i64Constant(bb, loc, {length - 1}, true), iter);
+        index = reversed;
+      }
+      mapping.map(scanBody.getArgument(numStates + j),
+                  GatherOp::create(bb, loc, inputs[numStates + j], index,
+                                   bb.getI64IntegerAttr(axes[j])));
+    }
+    for (Operation &inner : scanBody.without_terminator())
+      bb.clone(inner, mapping);
+    SmallVector<Value> yielded{cond};
+    for (Value v : scanYield->getOperands())
+      yielded.push_back(mapping.lookupOrDefault(v));
+    YieldOp::create(bb, loc, yielded);
+    // Types inside the new body, then the loop's own (refineTypes).
+    SmallVector<Operation *> ops;
+    for (Operation &inner : body->without_terminator())
+      ops.push_back(&inner);
+    propagateOps(ops, maxElements);
+    SmallVector<Value> results(loop.getResults().take_front(numStates));
+    b.setInsertionPointAfter(loop);
+    for (int64_t k = 0; k < numOutputs; ++k) {
+      Value stacked = loop.getResult(numStates + k);
+      auto slice = dyn_cast<RankedTensorType>(yielded[1 + numStates + k].getType());
+      if (!slice || !slice.hasStaticShape()) {
+        // Shapes the body cannot make static: leave the scan (refused later).
+        loop.erase();
+        return false;
+      }
+      SmallVector<int64_t> shape{length};
+      shape.append(slice.getShape().begin(), slice.getShape().end());
+      stacked.setType(RankedTensorType::get(shape, slice.getElementType()));
+      if (op.getScanOutputDirections()[k]) {
+        SmallVector<int64_t> order;
+        for (int64_t t = length - 1; t >= 0; --t)
+          order.push_back(t);
+        stacked = GatherOp::create(b, loc, stacked, i64Constant(b, loc, order),
+                                   b.getI64IntegerAttr(0));
+      }
+      int64_t rank = shape.size();
+      int64_t axis = op.getScanOutputAxes()[k];
+      if (axis < 0)
+        axis += rank;
+      if (axis < 0 || axis >= rank) {
+        loop.erase();
+        return false;
+      }
+      if (axis != 0) {
+        // Dim 0 (the iterations) moves to `axis`.
+        SmallVector<int64_t> perm;
+        for (int64_t d = 1; d <= axis; ++d)
+          perm.push_back(d);
+        perm.push_back(0);
+        for (int64_t d = axis + 1; d < rank; ++d)
+          perm.push_back(d);
+        stacked = TransposeOp::create(b, loc, stacked, b.getDenseI64ArrayAttr(perm));
+      }
+      results.push_back(stacked);
+    }
+    replace(op, results);
+    return true;
+  }
+
   /// Static result types for the ifs and loops that stay (the importer
   /// gives them the join of what their bodies may yield): an if's where
   /// both branches yield one static type; a loop's carried values where the
@@ -739,6 +863,11 @@ struct ResolveControlFlowPass
     bool changed = false;
     while (resolver.step())
       changed = true;
+    // Scans too large to unroll run as loops.
+    SmallVector<ScanOp> scans;
+    getOperation().walk([&](ScanOp scan) { scans.push_back(scan); });
+    for (ScanOp scan : scans)
+      changed |= resolver.scanToLoop(scan);
     changed |= resolver.refineTypes();
     if (!changed)
       return;

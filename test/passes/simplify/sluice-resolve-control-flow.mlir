@@ -1,5 +1,5 @@
 // RUN: sluice-opt %s --split-input-file --sluice-resolve-control-flow --canonicalize | FileCheck %s
-// RUN: sluice-opt %s --split-input-file --sluice-resolve-control-flow="max-unrolled-ops=8" --canonicalize | FileCheck %s --check-prefix=BUDGET
+// RUN: sluice-opt %s --split-input-file --sluice-resolve-control-flow="max-unrolled-ops=4" --canonicalize | FileCheck %s --check-prefix=BUDGET
 
 // An if on a constant condition is its branch.
 // CHECK-LABEL: func @constant_if
@@ -42,7 +42,7 @@ func.func @runtime_if(%c: tensor<i1>, %a: tensor<2xf32>) -> tensor<2xf32> {
 // CHECK: sluice.concat
 // CHECK-SAME: -> tensor<3x1xf32>
 // CHECK: return {{.*}} : tensor<1xf32>, tensor<3x1xf32>
-// The budget (8 ops) is less than three bodies: the loop stays.
+// The budget (4 ops) is less than three bodies: the loop stays.
 // BUDGET-LABEL: func @counted_loop
 // BUDGET: sluice.loop
 func.func @counted_loop(%y: tensor<1xf32>) -> (tensor<?xf32>, tensor<?x?xf32>) {
@@ -105,6 +105,16 @@ func.func @runtime_loop(%n: tensor<i64>, %y: tensor<2xf32>) -> tensor<?xf32> {
 // CHECK-COUNT-3: sluice.add
 // CHECK: sluice.concat
 // CHECK: return {{.*}} : tensor<2xf32>, tensor<3x2xf32>
+// A scan over the budget becomes a loop the targets run: the slices are
+// gathered at the iteration number (from the end: the input is reversed),
+// the scan output is the loop's stacked values.
+// BUDGET-LABEL: func @scan
+// BUDGET-NOT: sluice.scan
+// BUDGET: sluice.loop(%{{.*}} : tensor<i64>) () carried(%arg0 : tensor<2xf32>) -> tensor<2xf32>, tensor<3x2xf32>
+// BUDGET: sluice.sub
+// BUDGET: sluice.gather %arg1
+// BUDGET: sluice.add
+// BUDGET: sluice.yield
 func.func @scan(%init: tensor<2xf32>, %x: tensor<3x2xf32>) -> (tensor<?xf32>, tensor<?x?xf32>) {
   %0:2 = sluice.scan(%init, %x : tensor<2xf32>, tensor<3x2xf32>) -> tensor<?xf32>, tensor<?x?xf32> {
   ^bb0(%s: tensor<?xf32>, %row: tensor<?xf32>):
@@ -153,3 +163,4 @@ func.func @split_and_map(%x: tensor<3x4xf32>) -> !sluice.sequence<tensor<?xf32>>
   }
   return %m : !sluice.sequence<tensor<?xf32>>
 }
+

@@ -87,6 +87,32 @@ scan_model = helper.make_model(scan_graph, opset_imports=[helper.make_opsetid(""
 scan_model.ir_version = 8
 onnx.save(scan_model, os.path.join(out, "scan-loop.onnx"))
 
+# A Scan longer than the unrolling budget (3000 x 2 ops > 4096): it runs
+# as a runtime loop; the input is read from the end, the output stacked
+# along axis 1.
+long_body = helper.make_graph(
+    [helper.make_node("Add", ["sum_in", "next"], ["sum_out"]),
+     helper.make_node("Mul", ["sum_out", "next"], ["scan_out"])],
+    "long_body",
+    [helper.make_tensor_value_info("sum_in", TensorProto.FLOAT, [2]),
+     helper.make_tensor_value_info("next", TensorProto.FLOAT, [2])],
+    [helper.make_tensor_value_info("sum_out", TensorProto.FLOAT, [2]),
+     helper.make_tensor_value_info("scan_out", TensorProto.FLOAT, [2])])
+long_graph = helper.make_graph(
+    [helper.make_node("Scan", ["init", "xs"], ["total", "trace"], body=long_body,
+                      num_scan_inputs=1, scan_input_directions=[1], scan_output_axes=[1])],
+    "long_scan",
+    [helper.make_tensor_value_info("init", TensorProto.FLOAT, [2]),
+     helper.make_tensor_value_info("xs", TensorProto.FLOAT, [3000, 2])],
+    [helper.make_tensor_value_info("total", TensorProto.FLOAT, [2]),
+     helper.make_tensor_value_info("trace", TensorProto.FLOAT, [2, 3000])])
+long_model = helper.make_model(long_graph, opset_imports=[helper.make_opsetid("", 17)])
+long_model.ir_version = 8
+onnx.save(long_model, os.path.join(out, "long-scan.onnx"))
+rng = np.random.default_rng(0)
+np.save(os.path.join(out, "init.npy"), rng.standard_normal(2).astype(np.float32))
+np.save(os.path.join(out, "xs.npy"), (rng.standard_normal((3000, 2)) * 0.01).astype(np.float32))
+
 x = np.array([-1.5, 0.25, 2.0, -3.0], np.float32)
 np.save(os.path.join(out, "x.npy"), x)
 for name, value in [("c_true", True), ("c_false", False)]:
