@@ -46,8 +46,9 @@ def ResolveControlFlowPass : Pass<"sluice-resolve-control-flow", "mlir::func::Fu
     whose elements are known become `sequence_construct`s and the ops that
     read them (sequence_at, sequence_length, concat_from_sequence,
     sequence_map) are rewritten to the elements; optionals of a known value
-    likewise. What remains is compiled as control flow by the targets or
-    refused there.
+    likewise. A scan over the budget becomes a `loop` (slices gathered at
+    the iteration number). What remains is compiled as control flow by the
+    targets or refused there.
   }];
   let options = [
     Option<"maxElements", "max-elements", "int64_t", "int64_t(1) << 24",

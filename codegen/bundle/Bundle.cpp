@@ -348,6 +348,44 @@ void writeSequences(llvm::json::OStream &json, const ModelFacts &model) {
   });
 }
 
+/// Writes the manifest's "optionals": each graph input and output that is
+/// an ONNX optional (`main`'s sluice.input_optionals /
+/// sluice.output_optionals), whether the bundle has it present, and for an
+/// input the inputs holding its value (itself, or a sequence's elements).
+/// A present output is the output (or "sequences" entry) of its name; an
+/// absent one has none. Absent when there is none.
+void writeOptionals(llvm::json::OStream &json, const ModelFacts &model) {
+  auto list = [&](llvm::StringRef attr) {
+    return model.func ? model.func->getAttrOfType<mlir::ArrayAttr>(attr) : mlir::ArrayAttr();
+  };
+  mlir::ArrayAttr inputs = list("sluice.input_optionals");
+  mlir::ArrayAttr outputs = list("sluice.output_optionals");
+  if ((!inputs || inputs.empty()) && (!outputs || outputs.empty()))
+    return;
+  auto write = [&](llvm::StringRef key, mlir::ArrayAttr optionals) {
+    json.attributeArray(key, [&] {
+      for (mlir::Attribute entry :
+           optionals ? optionals.getValue() : llvm::ArrayRef<mlir::Attribute>())
+        json.object([&] {
+          auto optional = llvm::cast<mlir::DictionaryAttr>(entry);
+          json.attribute("name",
+                         jsonText(llvm::cast<mlir::StringAttr>(optional.get("name")).str()));
+          json.attribute("present",
+                         llvm::cast<mlir::BoolAttr>(optional.get("present")).getValue());
+          if (auto elements = optional.getAs<mlir::ArrayAttr>("elements"))
+            json.attributeArray("elements", [&] {
+              for (mlir::Attribute name : elements)
+                json.value(jsonText(llvm::cast<mlir::StringAttr>(name).str()));
+            });
+        });
+    });
+  };
+  json.attributeObject("optionals", [&] {
+    write("inputs", inputs);
+    write("outputs", outputs);
+  });
+}
+
 namespace {
 
 bool writeManifest(const std::string &dir, const BundleOptions &options, const ModelFacts &model,
@@ -398,6 +436,7 @@ bool writeManifest(const std::string &dir, const BundleOptions &options, const M
     writeTensors(json, "inputs", model.inputs);
     writeTensors(json, "outputs", model.outputs);
     writeSequences(json, model);
+    writeOptionals(json, model);
     json.attributeArray("kernels", [&] {
       for (const StepInfo &step : steps)
         json.object([&] {

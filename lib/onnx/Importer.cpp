@@ -494,7 +494,7 @@ FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &input) {
     Type type = typeFromOnnx(ctx, input.type(), why);
     if (!type)
       return fail("input '" + input.name() + "' " + why);
-    if (options.inputShapes.count(input.name()) && !isa<SequenceType>(type))
+    if (options.inputShapes.count(input.name()) && !isa<SequenceType, OptionalType>(type))
       return fail("--shape for input '" + input.name() +
                   "' does not apply: it is not a tensor");
     return type;

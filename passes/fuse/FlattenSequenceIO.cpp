@@ -8,7 +8,9 @@
 // `sluice.output_sequences`, which the bundle's manifest lists under
 // "sequences" so that tools can give the sequence back. Sequence inputs were
 // flattened in the simplify phase (sluice-specialize-shapes); one that is
-// left was given no element shapes, which is the error here.
+// left was given no element shapes, which is the error here. A returned
+// optional made by sluice.optional returns its value first (an absent one
+// no output), recorded in `sluice.output_optionals`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +54,47 @@ std::optional<SmallVector<Value>> elementsOf(Value sequence) {
   return SmallVector<Value>(construct.getInputs());
 }
 
+/// Returned optionals made by sluice.optional: a present one returns its
+/// value (a tensor, or a sequence flattened below) under the optional's
+/// name, an absent one no output; `sluice.output_optionals` records which.
+LogicalResult unwrapOptionalOutputs(func::FuncOp func) {
+  MLIRContext *context = func.getContext();
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  SmallVector<Value> results;
+  SmallVector<Attribute> names, optionals;
+  llvm::SetVector<Operation *> wrappers;
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    std::string name = nameAt(func, "sluice.output_names", i, "output");
+    auto wrap = value.getDefiningOp<OptionalOp>();
+    if (!isa<OptionalType>(value.getType()) || !wrap) {
+      results.push_back(value);
+      names.push_back(StringAttr::get(context, name));
+      continue;
+    }
+    wrappers.insert(wrap);
+    bool present = wrap.getInput() != nullptr;
+    if (present) {
+      results.push_back(wrap.getInput());
+      names.push_back(StringAttr::get(context, name));
+    }
+    optionals.push_back(DictionaryAttr::get(
+        context, {NamedAttribute(StringAttr::get(context, "name"), StringAttr::get(context, name)),
+                  NamedAttribute(StringAttr::get(context, "present"),
+                                 BoolAttr::get(context, present))}));
+  }
+  if (optionals.empty())
+    return success();
+  ret->setOperands(results);
+  for (Operation *op : wrappers)
+    if (op->use_empty())
+      op->erase();
+  func->setAttr("sluice.output_names", ArrayAttr::get(context, names));
+  func->setAttr("sluice.output_optionals", ArrayAttr::get(context, optionals));
+  func.setFunctionType(
+      FunctionType::get(context, func.getArgumentTypes(), ValueRange(results).getTypes()));
+  return success();
+}
+
 struct FlattenSequenceIOPass
     : public sluice::impl::FlattenSequenceIOPassBase<FlattenSequenceIOPass> {
   void runOnOperation() override {
@@ -70,6 +113,16 @@ struct FlattenSequenceIOPass
         return signalPassFailure();
       }
 
+    for (BlockArgument arg : func.getArguments())
+      if (isa<OptionalType>(arg.getType())) {
+        std::string name = nameAt(func, "sluice.input_names", arg.getArgNumber(), "input");
+        func.emitError("input '")
+            << name << "' is optional: a bundle takes it present or absent; give --shape="
+            << name << "=none (absent) or --shape=" << name << "=<the shape of its value>";
+        return signalPassFailure();
+      }
+    if (failed(unwrapOptionalOutputs(func)))
+      return signalPassFailure();
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
     SmallVector<Value> results;
     SmallVector<Attribute> names, sequences;

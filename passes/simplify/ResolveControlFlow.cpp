@@ -861,8 +861,19 @@ struct ResolveControlFlowPass
   void runOnOperation() override {
     Resolver resolver{getOperation(), maxElements, maxUnrolledOps};
     bool changed = false;
-    while (resolver.step())
+    // Rounds: rewrites until none applies, then folding over the whole
+    // function (a resolved has_element makes the `not` after it a constant,
+    // and the `if` it guards resolvable in the next round).
+    for (int round = 0; round < 64; ++round) {
+      bool any = false;
+      while (resolver.step())
+        any = true;
+      if (!any)
+        break;
       changed = true;
+      if (failed(propagateShapes(getOperation(), maxElements)))
+        return signalPassFailure();
+    }
     // Scans too large to unroll run as loops.
     SmallVector<ScanOp> scans;
     getOperation().walk([&](ScanOp scan) { scans.push_back(scan); });

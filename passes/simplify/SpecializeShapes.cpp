@@ -7,7 +7,9 @@
 // NAME.0, NAME.1 ..., and a sluice.sequence_construct of them (a
 // sluice.sequence_empty for none) at the entry takes the old argument's
 // uses. `sluice.input_sequences` records which arguments form which
-// sequence, for the bundle's manifest.
+// sequence, for the bundle's manifest. An optional input is given present
+// (`NAME=` the shape of its value) or absent (`NAME=none`):
+// `sluice.input_optionals` records which.
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,6 +135,52 @@ LogicalResult flattenSequenceInput(func::FuncOp func, unsigned index, StringRef 
   return success();
 }
 
+/// Records an optional input in `sluice.input_optionals`: its name, whether
+/// the bundle takes it present, and the inputs holding its value (itself,
+/// or a sequence's elements).
+void recordOptional(func::FuncOp func, StringRef name, bool present,
+                    ArrayRef<Attribute> elements) {
+  MLIRContext *context = func.getContext();
+  SmallVector<Attribute> optionals;
+  if (auto recorded = func->getAttrOfType<ArrayAttr>("sluice.input_optionals"))
+    optionals.assign(recorded.begin(), recorded.end());
+  optionals.push_back(DictionaryAttr::get(
+      context,
+      {NamedAttribute(StringAttr::get(context, "elements"), ArrayAttr::get(context, elements)),
+       NamedAttribute(StringAttr::get(context, "name"), StringAttr::get(context, name)),
+       NamedAttribute(StringAttr::get(context, "present"), BoolAttr::get(context, present))}));
+  func->setAttr("sluice.input_optionals", ArrayAttr::get(context, optionals));
+}
+
+/// An optional input (`NAME=none`: absent; otherwise the shape of the value
+/// it holds): bundles are static, so whether it is present is fixed at
+/// compile time. Absent, the argument goes and an empty sluice.optional
+/// takes its uses; present, the argument becomes the value (a tensor, or a
+/// sequence flattened by the caller) wrapped by a sluice.optional.
+LogicalResult specializeOptional(func::FuncOp func, unsigned index, StringRef name,
+                                 StringRef dimsText) {
+  BlockArgument arg = func.getArgument(index);
+  Type element = cast<OptionalType>(arg.getType()).getElementType();
+  OpBuilder builder(func.getContext());
+  builder.setInsertionPointToStart(&func.getBody().front());
+  if (dimsText.trim() == "none") {
+    Value empty = OptionalOp::create(builder, arg.getLoc(), Value(), TypeAttr::get(element));
+    arg.replaceAllUsesWith(empty);
+    if (failed(func.eraseArgument(index)))
+      return failure();
+    auto names = func->getAttrOfType<ArrayAttr>("sluice.input_names");
+    SmallVector<Attribute> inputNames(names.begin(), names.end());
+    inputNames.erase(inputNames.begin() + index);
+    func->setAttr("sluice.input_names", ArrayAttr::get(func.getContext(), inputNames));
+    recordOptional(func, name, false, {});
+    return success();
+  }
+  arg.setType(element);
+  auto wrap = OptionalOp::create(builder, arg.getLoc(), arg, TypeAttr());
+  arg.replaceAllUsesExcept(wrap, wrap);
+  return success();
+}
+
 struct SpecializeShapesPass
     : public sluice::impl::SpecializeShapesPassBase<SpecializeShapesPass> {
   using SpecializeShapesPassBase::SpecializeShapesPassBase;
@@ -152,6 +200,34 @@ struct SpecializeShapesPass
         return signalPassFailure();
       }
       BlockArgument arg = func.getArgument(*index);
+      if (isa<OptionalType>(arg.getType())) {
+        bool present = dimsText.trim() != "none";
+        if (failed(specializeOptional(func, *index, name, dimsText)))
+          return signalPassFailure();
+        if (!present) {
+          names = func->getAttrOfType<ArrayAttr>("sluice.input_names");
+          continue;
+        }
+        arg = func.getArgument(*index);
+        if (isa<SequenceType>(arg.getType())) {
+          auto elementShapes = parseShapeList(dimsText);
+          if (failed(elementShapes)) {
+            func.emitError("bad shape '")
+                << spec << "' for optional sequence input '" << name
+                << "' (expected none, or its element shapes: name=3x4,3x4, name=empty)";
+            return signalPassFailure();
+          }
+          if (failed(flattenSequenceInput(func, *index, name, *elementShapes)))
+            return signalPassFailure();
+          names = func->getAttrOfType<ArrayAttr>("sluice.input_names");
+          SmallVector<Attribute> elements;
+          for (size_t k = 0; k < elementShapes->size(); ++k)
+            elements.push_back(names[*index + k]);
+          recordOptional(func, name, true, elements);
+          continue;
+        }
+        recordOptional(func, name, true, {names[*index]});
+      }
       if (isa<SequenceType>(arg.getType())) {
         auto elementShapes = parseShapeList(dimsText);
         if (failed(elementShapes)) {

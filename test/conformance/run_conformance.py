@@ -139,6 +139,26 @@ def sequence_shapes(path):
         return None
 
 
+def optional_shape(path):
+    """The --shape of an OptionalProto file's input: "none" when empty, the
+    held tensor's dims, or a held sequence's element shapes; None when
+    unreadable."""
+    try:
+        import onnx  # noqa: PLC0415
+        opt = onnx.OptionalProto()
+        with open(path, "rb") as f:
+            opt.ParseFromString(f.read())
+        if opt.elem_type == onnx.OptionalProto.TENSOR and opt.HasField("tensor_value"):
+            return "x".join(map(str, opt.tensor_value.dims)) or "scalar"
+        if opt.elem_type == onnx.OptionalProto.SEQUENCE and opt.HasField("sequence_value"):
+            shapes = ["x".join(map(str, t.dims)) or "scalar"
+                      for t in opt.sequence_value.tensor_values]
+            return ",".join(shapes) or "empty"
+        return "none"
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def input_names(model_path):
     try:
         import onnx  # noqa: PLC0415
@@ -163,7 +183,7 @@ def shape_flags(model, names, inputs):
     """(--shape flags, per-input tensor info) for a data set's input files:
     a tensor input's dims, a sequence input's element shapes from its
     SequenceProto file (the bundle takes the elements as inputs); an
-    optional input's file is an OptionalProto and gets no --shape."""
+    optional input's from its OptionalProto file (none when empty)."""
     kinds = input_kinds(model)
     infos = [tensor_info(p) if kinds.get(name, "tensor_type") == "tensor_type" else None
              for name, p in zip(names, inputs)]
@@ -172,6 +192,10 @@ def shape_flags(model, names, inputs):
     shapes += [f"--shape={name}={spec}" for name, spec in
                ((name, sequence_shapes(p)) for name, p in zip(names, inputs)
                 if kinds.get(name) == "sequence_type") if spec is not None]
+    # An optional input is compiled present (its value's shape) or absent.
+    shapes += [f"--shape={name}={spec}" for name, spec in
+               ((name, optional_shape(p)) for name, p in zip(names, inputs)
+                if kinds.get(name) == "optional_type") if spec is not None]
     return shapes, infos
 
 

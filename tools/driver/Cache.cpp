@@ -332,6 +332,8 @@ void optionLines(const CompilerOptions &o, std::vector<std::string> &lines) {
   }
   for (const auto &[name, shapes] : o.sequenceShapes)
     lines.push_back("sequence shape: " + sequenceShapeSpec(name, shapes));
+  for (const std::string &name : o.absentInputs)
+    lines.push_back("absent: " + name);
   lines.push_back("fusion: " + o.fusion);
   lines.push_back("recognize: " + std::to_string(o.recognize));
   lines.push_back("precision: " + o.precision);

@@ -43,6 +43,8 @@ void buildSimplifyPipeline(OpPassManager &pm, const CompilerOptions &options) {
   SpecializeShapesPassOptions specialize;
   for (const auto &[name, shapes] : options.sequenceShapes)
     specialize.shapes.push_back(sequenceShapeSpec(name, shapes));
+  for (const std::string &name : options.absentInputs)
+    specialize.shapes.push_back(name + "=none");
   pm.addNestedPass<func::FuncOp>(sluice::createSpecializeShapesPass(specialize));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -302,6 +304,14 @@ bool parseShapeOption(StringRef text,
 
 bool parseShapeOption(StringRef text, CompilerOptions &options, std::string &error) {
   auto [name, dims] = text.rsplit('=');
+  // "none": an optional input compiled absent.
+  if (dims.trim() == "none" && !name.empty()) {
+    options.absentInputs.insert(name.str());
+    options.inputShapes.erase(name.str());
+    options.sequenceShapes.erase(name.str());
+    return true;
+  }
+  options.absentInputs.erase(name.str());
   // One shape is a tensor's, or a one-element sequence's (the import tells
   // which); a list or "empty" can only be a sequence's.
   if (!dims.contains(',') && dims.trim() != "empty") {
@@ -585,7 +595,7 @@ static OwningOpRef<ModuleOp> compileOnce(MLIRContext &context, const std::string
     for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
       auto name = names && i < names.size() ? dyn_cast<StringAttr>(names[i]) : StringAttr();
       auto shape = name ? options.inputShapes.find(name.str()) : options.inputShapes.end();
-      if (!isa<SequenceType>(arg.getType()) || shape == options.inputShapes.end())
+      if (!isa<SequenceType, OptionalType>(arg.getType()) || shape == options.inputShapes.end())
         continue;
       if (phaseOptions == &options) {
         withSequences = options;

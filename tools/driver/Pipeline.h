@@ -16,6 +16,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ struct CompilerOptions {
   /// A one-shape `--shape` names a tensor or a one-element sequence; the
   /// import tells which, and compileModel moves the sequence ones here.
   std::map<std::string, std::vector<std::vector<int64_t>>> sequenceShapes;
+  /// Optional inputs compiled absent (`--shape=NAME=none`); an optional
+  /// given a shape is compiled present (its value's shape, moved into
+  /// `sequenceShapes` like a sequence's, since the simplify phase binds it).
+  std::set<std::string> absentInputs;
   /// Inputs frozen to the values of tensor files (`--bind=NAME=FILE`): they
   /// become constants and leave the bundle's inputs. For shape tensors (a
   /// Reshape target, Slice bounds, TopK's k) that a static bundle needs at

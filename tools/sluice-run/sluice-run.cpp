@@ -552,6 +552,11 @@ struct GraphEntry {
   std::string name;
   bool sequence = false;
   std::vector<size_t> tensors; ///< indexes into the bundle's tensors
+  /// An ONNX optional (the manifest's "optionals"), which the bundle has
+  /// present (its value is the tensor or sequence above) or absent (no
+  /// tensors).
+  bool optional = false;
+  bool present = true;
 };
 
 /// `names` (the bundle's "inputs" or "outputs", `key`) with the sequences
@@ -602,7 +607,48 @@ std::vector<GraphEntry> graphEntries(const std::string &bundle, const char *key,
         entries.push_back(entry);
   }
   entries.insert(entries.end(), empty.begin(), empty.end());
+  // Optionals: a present one is the entry of its name, an absent one an
+  // entry without tensors at the end.
+  const llvm::json::Object *optionals = root->getAsObject()->getObject("optionals");
+  const llvm::json::Array *optionalList = optionals ? optionals->getArray(key) : nullptr;
+  for (const llvm::json::Value &item : optionalList ? *optionalList : llvm::json::Array()) {
+    const llvm::json::Object *optional = item.getAsObject();
+    auto name = optional ? optional->getString("name") : std::nullopt;
+    auto present = optional ? optional->getBoolean("present") : std::nullopt;
+    if (!name || !present)
+      die(path + ": an \"optionals\" entry needs \"name\" and \"present\"");
+    if (!*present) {
+      GraphEntry entry{name->str(), false, {}};
+      entry.optional = true;
+      entry.present = false;
+      entries.push_back(entry);
+      continue;
+    }
+    auto it = std::find_if(entries.begin(), entries.end(),
+                           [&](const GraphEntry &e) { return e.name == *name; });
+    if (it == entries.end())
+      die(path + ": optional '" + name->str() + "' is present but not among the " + key);
+    it->optional = true;
+  }
   return entries;
+}
+
+/// The value of `entry` (a sequence or an optional) from the bundle's
+/// tensors `tensors`.
+sluice::RuntimeValue wholeValue(const GraphEntry &entry, const std::vector<sluice::Tensor> &tensors) {
+  sluice::RuntimeValue inner;
+  if (entry.sequence) {
+    std::vector<sluice::Tensor> elements;
+    for (size_t i : entry.tensors)
+      elements.push_back(tensors[i]);
+    inner = sluice::RuntimeValue::sequence(std::move(elements));
+  } else if (!entry.tensors.empty()) {
+    inner = sluice::RuntimeValue(tensors[entry.tensors.front()]);
+  }
+  if (!entry.optional)
+    return inner;
+  return entry.present ? sluice::RuntimeValue::optional(std::move(inner))
+                       : sluice::RuntimeValue::none();
 }
 
 /// What the INPUT or --expect arguments of a bundle run gave: each tensor
@@ -643,6 +689,33 @@ GivenValues readBundleValues(const std::vector<std::string> &args,
       continue;
     }
     const GraphEntry &entry = entries[slotOf(name, file, graphNames, position, what, "bundle")];
+    if (entry.optional) {
+      // An ONNX OptionalProto .pb: its presence must be the bundle's.
+      sluice::RuntimeValue value;
+      if (!sluice::readValueFile(file, sluice::RuntimeValue::Kind::Optional, value, error))
+        die(error);
+      if (value.hasValue() != entry.present) {
+        if (exactLength)
+          die(file + ": " + what + " '" + entry.name + "' is " +
+              (value.hasValue() ? "present" : "absent") + ", the bundle was compiled with it " +
+              (entry.present ? "present" : "absent") + " (sluice-compile --shape=" + entry.name +
+              "=" + (entry.present ? "none" : "<its shape>") + ")");
+      } else if (value.hasValue()) {
+        const sluice::RuntimeValue &inner = value.value();
+        if (!entry.sequence && inner.isTensor()) {
+          given.tensors[entry.tensors.front()] = GivenTensor{file, inner.tensor()};
+        } else if (entry.sequence && inner.isSequence() &&
+                   inner.elements().size() == entry.tensors.size()) {
+          for (size_t k = 0; k < entry.tensors.size(); ++k)
+            given.tensors[entry.tensors[k]] = GivenTensor{file, inner.elements()[k]};
+        } else if (exactLength) {
+          die(file + ": " + what + " '" + entry.name + "' holds " + inner.describe() +
+              ", which the bundle does not take");
+        }
+      }
+      given.sequences[&entry - entries.data()] = std::make_pair(file, std::move(value));
+      continue;
+    }
     if (!entry.sequence) {
       GivenTensor tensor{file, {}};
       if (!sluice::readTensorFile(file, tensor.tensor, error))
@@ -1187,6 +1260,14 @@ int runBundle(const Options &options, bool rankMode) {
         compareOutput(outputNames[i], results[i], expected.tensors[i]->tensor, options.tolerance);
   };
   for (auto [index, entry] : llvm::enumerate(graphOutputs)) {
+    if (entry.optional) {
+      sluice::RuntimeValue got = wholeValue(entry, results);
+      if (auto &want = expected.sequences[index])
+        allMatch &= compareValue(entry.name, got, want->second, options.tolerance);
+      else
+        std::printf("output '%s' %s\n", entry.name.c_str(), got.describe().c_str());
+      continue;
+    }
     if (!entry.sequence) {
       checkTensor(entry.tensors.front());
       continue;
