@@ -60,7 +60,10 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         static shapes. A sequence input takes its element
                         shapes, NAME=3x4,3x4,2x4 (scalar for rank 0, empty
                         for no elements): the bundle takes the elements as
-                        inputs NAME.0, NAME.1 ... (manifest "sequences")
+                        inputs NAME.0, NAME.1 ... (manifest "sequences").
+                        An optional input is compiled absent (NAME=none)
+                        or present with its value's shape (manifest
+                        "optionals")
   --bind=NAME=FILE      freeze an input to a tensor file's value (.pb/.npy):
                         it becomes a constant and leaves the bundle's
                         inputs (for shape tensors a static bundle needs)
