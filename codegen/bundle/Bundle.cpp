@@ -315,37 +315,49 @@ void writeMoe(llvm::json::OStream &json, const ModelFacts &model) {
   });
 }
 
+/// Writes the manifest section `key` from `main`'s `inputAttr` /
+/// `outputAttr` (arrays of dictionaries): {"inputs": [...], "outputs":
+/// [...]}, each entry's `name`, then `present` and `elements` where it has
+/// them. Absent when both are empty.
+void writeGraphGroups(llvm::json::OStream &json, const ModelFacts &model, llvm::StringRef key,
+                      llvm::StringRef inputAttr, llvm::StringRef outputAttr) {
+  auto list = [&](llvm::StringRef attr) {
+    return model.func ? model.func->getAttrOfType<mlir::ArrayAttr>(attr) : mlir::ArrayAttr();
+  };
+  mlir::ArrayAttr inputs = list(inputAttr);
+  mlir::ArrayAttr outputs = list(outputAttr);
+  if ((!inputs || inputs.empty()) && (!outputs || outputs.empty()))
+    return;
+  auto write = [&](llvm::StringRef side, mlir::ArrayAttr entries) {
+    json.attributeArray(side, [&] {
+      for (mlir::Attribute entry :
+           entries ? entries.getValue() : llvm::ArrayRef<mlir::Attribute>())
+        json.object([&] {
+          auto fields = llvm::cast<mlir::DictionaryAttr>(entry);
+          json.attribute("name",
+                         jsonText(llvm::cast<mlir::StringAttr>(fields.get("name")).str()));
+          if (auto present = fields.getAs<mlir::BoolAttr>("present"))
+            json.attribute("present", present.getValue());
+          if (auto elements = fields.getAs<mlir::ArrayAttr>("elements"))
+            json.attributeArray("elements", [&] {
+              for (mlir::Attribute name : elements)
+                json.value(jsonText(llvm::cast<mlir::StringAttr>(name).str()));
+            });
+        });
+    });
+  };
+  json.attributeObject(key, [&] {
+    write("inputs", inputs);
+    write("outputs", outputs);
+  });
+}
+
 /// Writes the manifest's "sequences": each graph input and output that is
 /// a sequence (`main`'s sluice.input_sequences / sluice.output_sequences)
 /// with its element tensors' names, in order; those are among "inputs" /
 /// "outputs" (an empty sequence has none). Absent when there is none.
 void writeSequences(llvm::json::OStream &json, const ModelFacts &model) {
-  auto list = [&](llvm::StringRef attr) {
-    return model.func ? model.func->getAttrOfType<mlir::ArrayAttr>(attr) : mlir::ArrayAttr();
-  };
-  mlir::ArrayAttr inputs = list("sluice.input_sequences");
-  mlir::ArrayAttr outputs = list("sluice.output_sequences");
-  if ((!inputs || inputs.empty()) && (!outputs || outputs.empty()))
-    return;
-  auto write = [&](llvm::StringRef key, mlir::ArrayAttr sequences) {
-    json.attributeArray(key, [&] {
-      for (mlir::Attribute entry :
-           sequences ? sequences.getValue() : llvm::ArrayRef<mlir::Attribute>())
-        json.object([&] {
-          auto sequence = llvm::cast<mlir::DictionaryAttr>(entry);
-          json.attribute("name",
-                         jsonText(llvm::cast<mlir::StringAttr>(sequence.get("name")).str()));
-          json.attributeArray("elements", [&] {
-            for (mlir::Attribute name : llvm::cast<mlir::ArrayAttr>(sequence.get("elements")))
-              json.value(jsonText(llvm::cast<mlir::StringAttr>(name).str()));
-          });
-        });
-    });
-  };
-  json.attributeObject("sequences", [&] {
-    write("inputs", inputs);
-    write("outputs", outputs);
-  });
+  writeGraphGroups(json, model, "sequences", "sluice.input_sequences", "sluice.output_sequences");
 }
 
 /// Writes the manifest's "optionals": each graph input and output that is
@@ -355,35 +367,7 @@ void writeSequences(llvm::json::OStream &json, const ModelFacts &model) {
 /// A present output is the output (or "sequences" entry) of its name; an
 /// absent one has none. Absent when there is none.
 void writeOptionals(llvm::json::OStream &json, const ModelFacts &model) {
-  auto list = [&](llvm::StringRef attr) {
-    return model.func ? model.func->getAttrOfType<mlir::ArrayAttr>(attr) : mlir::ArrayAttr();
-  };
-  mlir::ArrayAttr inputs = list("sluice.input_optionals");
-  mlir::ArrayAttr outputs = list("sluice.output_optionals");
-  if ((!inputs || inputs.empty()) && (!outputs || outputs.empty()))
-    return;
-  auto write = [&](llvm::StringRef key, mlir::ArrayAttr optionals) {
-    json.attributeArray(key, [&] {
-      for (mlir::Attribute entry :
-           optionals ? optionals.getValue() : llvm::ArrayRef<mlir::Attribute>())
-        json.object([&] {
-          auto optional = llvm::cast<mlir::DictionaryAttr>(entry);
-          json.attribute("name",
-                         jsonText(llvm::cast<mlir::StringAttr>(optional.get("name")).str()));
-          json.attribute("present",
-                         llvm::cast<mlir::BoolAttr>(optional.get("present")).getValue());
-          if (auto elements = optional.getAs<mlir::ArrayAttr>("elements"))
-            json.attributeArray("elements", [&] {
-              for (mlir::Attribute name : elements)
-                json.value(jsonText(llvm::cast<mlir::StringAttr>(name).str()));
-            });
-        });
-    });
-  };
-  json.attributeObject("optionals", [&] {
-    write("inputs", inputs);
-    write("outputs", outputs);
-  });
+  writeGraphGroups(json, model, "optionals", "sluice.input_optionals", "sluice.output_optionals");
 }
 
 namespace {

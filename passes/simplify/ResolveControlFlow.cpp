@@ -283,7 +283,14 @@ struct Resolver {
     int64_t bodySize = sizeOf(body);
     int64_t numCarried = op.getInitialValues().size();
     int64_t numScan = op.getNumResults() - numCarried;
-    if (tripCount && *tripCount > 0 && cond && *tripCount * bodySize > budget)
+    // A body that passes its condition through runs all the trip count's
+    // iterations: refuse early when they exceed the budget (divided, not
+    // multiplied: a hostile trip count must not overflow). A body that
+    // computes its condition may stop sooner; the budget check below stops
+    // the copies otherwise.
+    bool passthrough = body.getTerminator()->getOperand(0) == body.getArgument(1);
+    if (tripCount && *tripCount > 0 && cond && passthrough &&
+        *tripCount > budget / std::max<int64_t>(bodySize, 1))
       return false;
     Operation *start = op->getPrevNode();
     OpBuilder b(op);
@@ -462,7 +469,7 @@ struct Resolver {
     }
     Block &body = op.getBody().front();
     int64_t bodySize = sizeOf(body);
-    if (length < 0 || length * bodySize > budget)
+    if (length < 0 || length > budget / std::max<int64_t>(bodySize, 1))
       return false;
     OpBuilder b(op);
     SmallVector<SmallVector<Value>> outputs(op.getNumResults());
