@@ -185,8 +185,8 @@ void printProfile(const StepProfile &profile, int top,
                 rows.size() - shown, ms, 100 * share);
   }
   if (idle)
-    std::printf("      (%zu steps did not run: control flow not taken)\n",
-                idle);
+    std::printf("      (%zu step%s did not run: control flow not taken)\n",
+                idle, idle == 1 ? "" : "s");
 }
 
 bool writeBenchJson(const std::string &path, const BenchReport &report,
