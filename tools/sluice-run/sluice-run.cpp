@@ -1155,10 +1155,29 @@ int runBundle(const Options &options, bool rankMode) {
   bench.warmup = options.warmup;
   std::string targetText; // what ran the steps, for the profile's heading
   if (options.iters > 0) {
+    // cuda: each timed run's split, read from its CUDA events (after the
+    // run, which waited for them).
+    // Warm-up runs (timeRuns runs them first) do not count.
+    sluice::tools::RunSplit split;
+    int runsDone = 0, splitRuns = 0;
     bench.latency = timeRuns(options, [&] {
       if (!context.run(&error))
         die(error);
+      double h2d = 0, compute = 0, d2h = 0;
+      if (runsDone++ >= options.warmup && cuda &&
+          context.runSplit(h2d, compute, d2h)) {
+        split.hostToDevice += h2d;
+        split.compute += compute;
+        split.deviceToHost += d2h;
+        ++splitRuns;
+      }
     });
+    if (cuda && splitRuns == options.iters) {
+      split.hostToDevice /= splitRuns;
+      split.compute /= splitRuns;
+      split.deviceToHost /= splitRuns;
+      bench.split = split;
+    }
     double median = bench.latency.median, p90 = bench.latency.p90;
     // A multi-rank job's latency is rank 0's (every run ends with every
     // rank's collectives, so the ranks' latencies agree).
@@ -1194,6 +1213,10 @@ int runBundle(const Options &options, bool rankMode) {
                   ((job ? "rank 0 on " : "on ") + context.device()).c_str(),
                   median,
                   p90, graph.c_str());
+      if (bench.split)
+        std::printf("per run (CUDA events): host to device %.4g ms, compute "
+                    "%.4g ms, device to host %.4g ms\n",
+                    split.hostToDevice, split.compute, split.deviceToHost);
     }
   }
 

@@ -38,6 +38,14 @@ def main():
     # The split is cuda's alone; a cpu run has only compute.
     if target == "cpu" and (d["split_ms"] is not None or d["cuda_graph"] is not None):
         fail("cpu run with a split or a cuda graph")
+    if target == "cuda":
+        split = d["split_ms"]
+        if not split or set(split) != {"host_to_device", "compute", "device_to_host"}:
+            fail(f"cuda run without a split: {split}")
+        if min(split.values()) < 0 or sum(split.values()) > lat["max"] * 1.01 + 1e-3:
+            fail(f"split {split} does not fit in the runs ({lat['max']} ms)")
+        if not isinstance(d["cuda_graph"], str):
+            fail(f"cuda_graph {d['cuda_graph']}")
     steps = 0
     if profiled:
         p = d["profile"]
