@@ -27,9 +27,7 @@ LatencyStats latencyStats(std::vector<double> ms) {
     return s;
   for (double t : ms)
     s.totalMs += t;
-  auto at = [&](double q) {
-    return ms[std::min(ms.size() - 1, (size_t)(ms.size() * q))];
-  };
+  auto at = [&](double q) { return ms[std::min(ms.size() - 1, (size_t)(ms.size() * q))]; };
   s.mean = s.totalMs / ms.size();
   s.min = ms.front();
   s.max = ms.back();
@@ -39,23 +37,20 @@ LatencyStats latencyStats(std::vector<double> ms) {
   return s;
 }
 
-std::vector<StepInfo> stepsOf(const std::string &bundle,
-                              const std::vector<StepInfo> &fallback) {
+std::vector<StepInfo> stepsOf(const std::string &bundle, const std::vector<StepInfo> &fallback) {
   // The manifest has each step's full node list; the runtime's C API one
   // node. Any doubt about the manifest (unreadable, another rank's list)
   // keeps the runtime's list: the profile is still right, only terser.
   auto buffer = llvm::MemoryBuffer::getFile(bundle + "/manifest.json");
   if (!buffer)
     return fallback;
-  llvm::Expected<llvm::json::Value> root =
-      llvm::json::parse((*buffer)->getBuffer());
+  llvm::Expected<llvm::json::Value> root = llvm::json::parse((*buffer)->getBuffer());
   if (!root) {
     llvm::consumeError(root.takeError());
     return fallback;
   }
   const llvm::json::Object *object = root->getAsObject();
-  const llvm::json::Array *kernels =
-      object ? object->getArray("kernels") : nullptr;
+  const llvm::json::Array *kernels = object ? object->getArray("kernels") : nullptr;
   if (!kernels || kernels->size() != fallback.size())
     return fallback;
   std::vector<StepInfo> steps = fallback;
@@ -76,11 +71,9 @@ std::vector<StepInfo> stepsOf(const std::string &bundle,
 }
 
 StepProfile::StepProfile(std::vector<StepInfo> steps)
-    : info(std::move(steps)), totalUs(info.size(), 0.0),
-      calls(info.size(), 0) {}
+    : info(std::move(steps)), totalUs(info.size(), 0.0), calls(info.size(), 0) {}
 
-void StepProfile::addRun(const SluiceTraceEvent *events, size_t count,
-                         double us) {
+void StepProfile::addRun(const SluiceTraceEvent *events, size_t count, double us) {
   for (size_t i = 0; i < count; ++i) {
     const SluiceTraceEvent &e = events[i];
     if (e.step < 0 || (size_t)e.step >= info.size())
@@ -99,9 +92,7 @@ double StepProfile::stepMsPerRun() const {
   return runCount ? sum / runCount / 1000 : 0;
 }
 
-double StepProfile::runMsMean() const {
-  return runCount ? runUs / runCount / 1000 : 0;
-}
+double StepProfile::runMsMean() const { return runCount ? runUs / runCount / 1000 : 0; }
 
 std::vector<StepProfile::Row> StepProfile::rows() const {
   std::vector<Row> rows;
@@ -113,10 +104,25 @@ std::vector<StepProfile::Row> StepProfile::rows() const {
       rows.push_back({i, runCount ? totalUs[i] / runCount / 1000 : 0,
                       runCount ? double(calls[i]) / runCount : 0,
                       summed > 0 ? totalUs[i] / summed : 0});
-  std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) {
-    return a.msPerRun > b.msPerRun;
-  });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row &a, const Row &b) { return a.msPerRun > b.msPerRun; });
   return rows;
+}
+
+std::vector<StepProfile::OpRow> StepProfile::byOp() const {
+  std::vector<OpRow> ops;
+  for (const Row &row : rows()) {
+    std::string op = info[row.step].op.empty() ? "-" : info[row.step].op;
+    auto it = std::find_if(ops.begin(), ops.end(), [&](const OpRow &o) { return o.op == op; });
+    if (it == ops.end())
+      it = ops.insert(ops.end(), {op, 0, 0, 0});
+    ++it->steps;
+    it->msPerRun += row.msPerRun;
+    it->share += row.share;
+  }
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const OpRow &a, const OpRow &b) { return a.msPerRun > b.msPerRun; });
+  return ops;
 }
 
 namespace {
@@ -154,25 +160,22 @@ void writeMs(llvm::json::OStream &json, llvm::StringRef key, double ms) {
 
 } // namespace
 
-void printProfile(const StepProfile &profile, int top,
-                  const std::string &target) {
+void printProfile(const StepProfile &profile, int top, const std::string &target) {
   std::vector<StepProfile::Row> rows = profile.rows();
   size_t ran = rows.size(), idle = profile.steps().size() - ran;
   std::printf("profile over %d traced runs (%s): %zu steps ran, summed step "
               "time %.4g ms per run, traced run %.4g ms\n",
-              profile.runs(), target.c_str(), ran, profile.stepMsPerRun(),
-              profile.runMsMean());
+              profile.runs(), target.c_str(), ran, profile.stepMsPerRun(), profile.runMsMean());
   size_t shown = top > 0 ? std::min(rows.size(), (size_t)top) : rows.size();
-  std::printf("%4s  %-28s %-8s %-22s %10s %6s %7s  %s\n", "rank", "step",
-              "kind", "op", "ms/run", "share", "calls", "onnx nodes");
+  std::printf("%4s  %-28s %-8s %-22s %10s %6s %7s  %s\n", "rank", "step", "kind", "op", "ms/run",
+              "share", "calls", "onnx nodes");
   for (size_t r = 0; r < shown; ++r) {
     const StepProfile::Row &row = rows[r];
     const StepInfo &step = profile.steps()[row.step];
     std::printf("%4zu  %-28s %-8s %-22s %10.4g %5.1f%% %7.4g  %s\n", r + 1,
                 fit(step.name, 28).c_str(), fit(step.kind, 8).c_str(),
-                fit(step.op.empty() ? "-" : step.op, 22).c_str(), row.msPerRun,
-                100 * row.share, row.callsPerRun,
-                nodeSummary(step.nodes).c_str());
+                fit(step.op.empty() ? "-" : step.op, 22).c_str(), row.msPerRun, 100 * row.share,
+                row.callsPerRun, nodeSummary(step.nodes).c_str());
   }
   if (shown < rows.size()) {
     double ms = 0, share = 0;
@@ -184,13 +187,25 @@ void printProfile(const StepProfile &profile, int top,
                 "lists them)\n",
                 rows.size() - shown, ms, 100 * share);
   }
+  // By op, one line: the five heaviest.
+  std::vector<StepProfile::OpRow> ops = profile.byOp();
+  std::string line;
+  for (size_t i = 0; i < ops.size() && i < 5; ++i) {
+    char text[160];
+    std::snprintf(text, sizeof text, "%s%s %.1f%% (%zu step%s)", i ? ", " : "", ops[i].op.c_str(),
+                  100 * ops[i].share, ops[i].steps, ops[i].steps == 1 ? "" : "s");
+    line += text;
+  }
+  if (ops.size() > 5)
+    line += ", ...";
+  if (!ops.empty())
+    std::printf("by op: %s\n", line.c_str());
   if (idle)
-    std::printf("      (%zu step%s did not run: control flow not taken)\n",
-                idle, idle == 1 ? "" : "s");
+    std::printf("      (%zu step%s did not run: control flow not taken)\n", idle,
+                idle == 1 ? "" : "s");
 }
 
-bool writeBenchJson(const std::string &path, const BenchReport &report,
-                    std::string &error) {
+bool writeBenchJson(const std::string &path, const BenchReport &report, std::string &error) {
   std::error_code ec;
   llvm::raw_fd_ostream file(path, ec);
   if (ec) {
@@ -215,9 +230,8 @@ bool writeBenchJson(const std::string &path, const BenchReport &report,
     });
     json.attributeBegin("throughput_runs_per_s");
     if (l.totalMs > 0)
-      json.rawValue([&](llvm::raw_ostream &os) {
-        os << llvm::format("%.3f", l.iters * 1000.0 / l.totalMs);
-      });
+      json.rawValue(
+          [&](llvm::raw_ostream &os) { os << llvm::format("%.3f", l.iters * 1000.0 / l.totalMs); });
     else
       json.value(nullptr);
     json.attributeEnd();
@@ -241,6 +255,17 @@ bool writeBenchJson(const std::string &path, const BenchReport &report,
         json.attribute("runs", p->runs());
         writeMs(json, "step_ms_per_run", p->stepMsPerRun());
         writeMs(json, "run_ms", p->runMsMean());
+        json.attributeArray("by_op", [&] {
+          for (const StepProfile::OpRow &o : p->byOp())
+            json.object([&] {
+              json.attribute("op", jsonText(o.op));
+              json.attribute("steps", (int64_t)o.steps);
+              writeMs(json, "ms_per_run", o.msPerRun);
+              json.attributeBegin("share");
+              json.rawValue([&](llvm::raw_ostream &os) { os << llvm::format("%.6f", o.share); });
+              json.attributeEnd();
+            });
+        });
         json.attributeArray("steps", [&] {
           std::vector<StepProfile::Row> rows = p->rows();
           for (size_t r = 0; r < rows.size(); ++r) {
@@ -254,18 +279,14 @@ bool writeBenchJson(const std::string &path, const BenchReport &report,
               json.attribute("compute", jsonText(step.compute));
               writeMs(json, "ms_per_run", rows[r].msPerRun);
               writeMs(json, "ms_per_call",
-                      rows[r].callsPerRun > 0
-                          ? rows[r].msPerRun / rows[r].callsPerRun
-                          : 0);
+                      rows[r].callsPerRun > 0 ? rows[r].msPerRun / rows[r].callsPerRun : 0);
               json.attributeBegin("calls_per_run");
-              json.rawValue([&](llvm::raw_ostream &os) {
-                os << llvm::format("%.4f", rows[r].callsPerRun);
-              });
+              json.rawValue(
+                  [&](llvm::raw_ostream &os) { os << llvm::format("%.4f", rows[r].callsPerRun); });
               json.attributeEnd();
               json.attributeBegin("share");
-              json.rawValue([&](llvm::raw_ostream &os) {
-                os << llvm::format("%.6f", rows[r].share);
-              });
+              json.rawValue(
+                  [&](llvm::raw_ostream &os) { os << llvm::format("%.6f", rows[r].share); });
               json.attributeEnd();
               writeJsonStrings(json, "nodes", step.nodes);
             });

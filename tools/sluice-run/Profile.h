@@ -39,8 +39,7 @@ struct StepInfo {
 /// The steps of `bundle`'s manifest.json "kernels", or `fallback` (the
 /// runtime's list, one node per step) when the manifest's list does not
 /// match it name for name (a multi-rank bundle's rank manifest).
-std::vector<StepInfo> stepsOf(const std::string &bundle,
-                              const std::vector<StepInfo> &fallback);
+std::vector<StepInfo> stepsOf(const std::string &bundle, const std::vector<StepInfo> &fallback);
 
 /// Per-step times summed over traced runs.
 class StepProfile {
@@ -52,13 +51,22 @@ public:
   void addRun(const SluiceTraceEvent *events, size_t count, double runUs);
 
   struct Row {
-    size_t step;          ///< index into the steps
-    double msPerRun;      ///< summed time per run
-    double callsPerRun;   ///< calls per run (fractional: control flow)
-    double share;         ///< of the summed step time, 0..1
+    size_t step;        ///< index into the steps
+    double msPerRun;    ///< summed time per run
+    double callsPerRun; ///< calls per run (fractional: control flow)
+    double share;       ///< of the summed step time, 0..1
   };
   /// The steps that ran, slowest first (ties by step order).
   std::vector<Row> rows() const;
+
+  struct OpRow {
+    std::string op; ///< the steps' op ("-" when the manifest has none)
+    size_t steps;   ///< steps of that op that ran
+    double msPerRun, share;
+  };
+  /// The steps that ran summed by op, slowest first: which kind of work
+  /// dominates when no single step does (a transformer's dozens of GEMMs).
+  std::vector<OpRow> byOp() const;
 
   const std::vector<StepInfo> &steps() const { return info; }
   int runs() const { return runCount; }
@@ -77,8 +85,7 @@ private:
 /// Prints the profile table: the `top` slowest steps (all when top <= 0),
 /// with the steps that did not run and the rest summed below it. `target`
 /// says what timed the steps ("cpu target", "cuda target ...").
-void printProfile(const StepProfile &profile, int top,
-                  const std::string &target);
+void printProfile(const StepProfile &profile, int top, const std::string &target);
 
 /// The cuda run's split (ms per run), from CUDA events around the input
 /// copies, the model and the output copies (sluice_context_run_split).
@@ -98,8 +105,7 @@ struct BenchReport {
 
 /// Writes `report` to `path` as JSON (indented); false and `error` when the
 /// file cannot be written.
-bool writeBenchJson(const std::string &path, const BenchReport &report,
-                    std::string &error);
+bool writeBenchJson(const std::string &path, const BenchReport &report, std::string &error);
 
 } // namespace sluice::tools
 

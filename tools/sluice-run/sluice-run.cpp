@@ -4,7 +4,7 @@
 //              [--expect OUTPUT ...] [--rtol=1e-3 --atol=1e-7 | --max-rel-l2=X]
 //              [--iters=N --warmup=W] [--save-outputs=DIR] [--random-inputs]
 //              [--shape=NAME=2x128] [--trace=FILE.json] [--threads=N]
-//              [--profile[=N|all]] [--json=FILE]
+//              [--profile[=K|all]] [--json=FILE]
 //              [--report=FILE.json]
 //              [--device=N] [--no-cuda-graph] [--ranks=N]
 //
@@ -87,10 +87,11 @@ model on the reference evaluator, checks and times it.
                         min, median, p90, p99, max, throughput), on cuda
                         the host-to-device / compute / device-to-host split
                         and with --profile the per-step profile, as JSON
-  --profile[=N|all]     bundles, with --iters: after the timed runs, run
-                        N more traced runs and print the N slowest steps
+  --profile[=K|all]     bundles, with --iters=N: after the timed runs, run
+                        N more traced runs and print the K slowest steps
                         (default 20; all: every step) with their time per
-                        run, share, calls per run and ONNX nodes
+                        run, share, calls per run and ONNX nodes, and the
+                        time summed by op
   --save-outputs=DIR    write each output as DIR/<name>.npy (a sequence as
                         DIR/<name>_0.npy, <name>_1.npy ...)
   --trace=FILE.json     bundles: write a Chrome trace (Perfetto,
@@ -155,7 +156,7 @@ struct Options {
   std::string report; ///< --report: the expert-load profile
   std::string json;   ///< --json: latency statistics (and the profile)
   bool profile = false;
-  int profileTop = 20; ///< --profile=N rows; 0 for all
+  int profileTop = 20; ///< --profile=K: rows shown; 0 for all
   int threads = 0; ///< 0: the runtime's default
   int contexts = 1; ///< bundles: contexts running at once on their own threads
   int device = -1;  ///< cuda bundles: -1 for SLUICE_DEVICE or 0
@@ -1156,8 +1157,8 @@ int runBundle(const Options &options, bool rankMode) {
   std::string targetText; // what ran the steps, for the profile's heading
   if (options.iters > 0) {
     // cuda: each timed run's split, read from its CUDA events (after the
-    // run, which waited for them).
-    // Warm-up runs (timeRuns runs them first) do not count.
+    // run, which waited for them); the warm-up runs, which timeRuns runs
+    // first, do not count.
     sluice::tools::RunSplit split;
     int runsDone = 0, splitRuns = 0;
     bench.latency = timeRuns(options, [&] {

@@ -63,6 +63,15 @@ def main():
         total = sum(times)
         if steps and abs(total - p["step_ms_per_run"]) > 1e-3 * max(total, 1e-3):
             fail(f"step times sum to {total}, step_ms_per_run {p['step_ms_per_run']}")
+        by_op = p["by_op"]
+        if sum(o["steps"] for o in by_op) != steps:
+            fail("by_op does not count every step once")
+        if steps and abs(sum(o["share"] for o in by_op) - 1) > 1e-3:
+            fail("by_op shares do not sum to 1")
+        for o in by_op:
+            mine = sum(s["ms_per_run"] for s in p["steps"] if (s["op"] or "-") == o["op"])
+            if abs(mine - o["ms_per_run"]) > 1e-5 + 1e-4 * mine:
+                fail(f"by_op {o['op']}: {o['ms_per_run']} ms, its steps {mine}")
         for s in p["steps"]:
             if abs(s["ms_per_call"] * s["calls_per_run"] - s["ms_per_run"]) > 1e-5:
                 fail(f"step {s['name']}: ms_per_call * calls != ms_per_run")
