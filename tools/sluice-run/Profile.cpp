@@ -163,9 +163,10 @@ void writeMs(llvm::json::OStream &json, llvm::StringRef key, double ms) {
 void printProfile(const StepProfile &profile, int top, const std::string &target) {
   std::vector<StepProfile::Row> rows = profile.rows();
   size_t ran = rows.size(), idle = profile.steps().size() - ran;
-  std::printf("profile over %d traced runs (%s): %zu steps ran, summed step "
+  std::printf("profile over %d traced runs (%s): %zu step%s ran, summed step "
               "time %.4g ms per run, traced run %.4g ms\n",
-              profile.runs(), target.c_str(), ran, profile.stepMsPerRun(), profile.runMsMean());
+              profile.runs(), target.c_str(), ran, ran == 1 ? "" : "s", profile.stepMsPerRun(),
+              profile.runMsMean());
   size_t shown = top > 0 ? std::min(rows.size(), (size_t)top) : rows.size();
   std::printf("%4s  %-28s %-8s %-22s %10s %6s %7s  %s\n", "rank", "step", "kind", "op", "ms/run",
               "share", "calls", "onnx nodes");
