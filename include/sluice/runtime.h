@@ -242,6 +242,16 @@ SLUICE_RT_API SluiceStatus sluice_context_device(const SluiceContext *context,
 /* The last run's duration in microseconds (traced or not). */
 SLUICE_RT_API SluiceStatus sluice_context_run_time(const SluiceContext *context,
                                      double *us);
+/* cuda: the last run's split in milliseconds, timed on the GPU by CUDA
+ * events recorded by every run (eager or a replayed CUDA graph): copying the
+ * inputs to the device, running the model, copying the outputs back.
+ * `*available` is 1 then; 0 (and the times 0) on cpu, where a run is all
+ * compute, and before a run. */
+SLUICE_RT_API SluiceStatus sluice_context_run_split(const SluiceContext *context,
+                                      double *host_to_device_ms,
+                                      double *compute_ms,
+                                      double *device_to_host_ms,
+                                      int *available);
 /* The last traced run's events, in the order the calls began; the array is
  * owned by the context and valid until its next run or its free. */
 SLUICE_RT_API SluiceStatus sluice_context_trace(const SluiceContext *context,

@@ -381,6 +381,16 @@ public:
     sluice_context_run_time(context, &us);
     return us;
   }
+  /// cuda: the last run's host-to-device, compute and device-to-host
+  /// milliseconds (CUDA events); false on cpu and before a run.
+  bool runSplit(double &hostToDeviceMs, double &computeMs,
+                double &deviceToHostMs) const {
+    int available = 0;
+    return sluice_context_run_split(context, &hostToDeviceMs, &computeMs,
+                                    &deviceToHostMs,
+                                    &available) == SLUICE_OK &&
+           available;
+  }
   /// The last traced run's kernel and library calls.
   std::vector<SluiceTraceEvent> trace() const {
     const SluiceTraceEvent *events = nullptr;

@@ -555,6 +555,22 @@ SluiceStatus sluice_context_device(const SluiceContext *context,
   return SLUICE_OK;
 }
 
+SluiceStatus sluice_context_run_split(const SluiceContext *context,
+                                      double *host_to_device_ms,
+                                      double *compute_ms,
+                                      double *device_to_host_ms,
+                                      int *available) {
+  if (!context || !host_to_device_ms || !compute_ms || !device_to_host_ms ||
+      !available)
+    return nullArgument("sluice_context_run_split");
+  *host_to_device_ms = *compute_ms = *device_to_host_ms = 0;
+  *available = context->run->runSplit(*host_to_device_ms, *compute_ms,
+                                      *device_to_host_ms)
+                   ? 1
+                   : 0;
+  return SLUICE_OK;
+}
+
 SluiceStatus sluice_context_run_time(const SluiceContext *context, double *us) {
   if (!context || !us)
     return nullArgument("sluice_context_run_time");

@@ -65,6 +65,15 @@ public:
   /// A multi-rank context's collective transport ("mpi", "nccl" ...); ""
   /// for a single-rank one.
   virtual std::string commTransport() const = 0;
+  /// cuda: the last run's milliseconds copying the inputs to the device,
+  /// running the model and copying the outputs back (CUDA events around
+  /// each, replayed with a CUDA graph too); false on cpu, where a run is
+  /// all compute, or before a run.
+  virtual bool runSplit(double &hostToDeviceMs, double &computeMs,
+                        double &deviceToHostMs) const {
+    (void)hostToDeviceMs, (void)computeMs, (void)deviceToHostMs;
+    return false;
+  }
 
   /// The expert-load counters of the manifest's moe ops
   /// (Manifest::expertLoadCounters entries, zero at creation; null when
@@ -78,8 +87,8 @@ public:
 
 /// Bumped whenever RunContext, Bundle, Manifest, CudaCommRequest or the
 /// comm interfaces (runtime/core/Comm.h) change layout.
-/// 3: RunContext::expertLoad, Manifest::moe.
-constexpr int32_t kCudaModuleInterface = 3;
+/// 3: RunContext::expertLoad, Manifest::moe. 4: RunContext::runSplit.
+constexpr int32_t kCudaModuleInterface = 4;
 
 /// A cuda context of a multi-rank job: its process group and the factory
 /// of libsluice_comm_cuda.so, which the context calls with its device

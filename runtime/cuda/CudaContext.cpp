@@ -117,6 +117,10 @@ bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
       !checked(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
                "cudaStreamCreateWithFlags", error))
     return false;
+  // The split's events exist before any run: a capture may not create them.
+  for (cudaEvent_t &event : splitEvents)
+    if (!checked(cudaEventCreate(&event), "cudaEventCreate", error))
+      return false;
 
   // The communicator next (collective over the job), with the device
   // current; its staging is allocated now, never during a run.
@@ -265,6 +269,9 @@ CudaContext::~CudaContext() {
     (void)cudaEventDestroy(event);
   if (startEvent)
     (void)cudaEventDestroy(startEvent);
+  for (cudaEvent_t event : splitEvents)
+    if (event)
+      (void)cudaEventDestroy(event);
   for (void *p : deviceInputs)
     (void)cudaFree(p);
   for (void *p : deviceOutputs)
@@ -360,6 +367,15 @@ void CudaContext::releaseGraph() {
 bool CudaContext::enqueueRun(const SluiceTraceHooks *hooks,
                              std::string &error) {
   const Manifest &manifest = bundle.manifest();
+  // The split's marks: external, so that a capture records them as graph
+  // nodes and every replay times its copies and its model too.
+  auto mark = [&](int index) {
+    return checked(cudaEventRecordWithFlags(splitEvents[index], stream,
+                                            cudaEventRecordExternal),
+                   "cudaEventRecordWithFlags", error);
+  };
+  if (!mark(0))
+    return false;
   if (totalDims &&
       !checked(cudaMemcpyAsync(deviceDims, hostDimsTemplate,
                                totalDims * sizeof(int64_t),
@@ -373,6 +389,8 @@ bool CudaContext::enqueueRun(const SluiceTraceHooks *hooks,
                                  cudaMemcpyHostToDevice, stream),
                  "cudaMemcpyAsync (input to the device)", error))
       return false;
+  if (!mark(1))
+    return false;
 
   char message[1024] = {};
   SluiceRunArgs args = {};
@@ -403,6 +421,8 @@ bool CudaContext::enqueueRun(const SluiceTraceHooks *hooks,
                               std::to_string(status) + " without a message");
     return false;
   }
+  if (!mark(2))
+    return false;
 
   for (size_t i = 0; i < deviceOutputs.size(); ++i)
     if (manifest.outputs[i].bytes &&
@@ -411,11 +431,23 @@ bool CudaContext::enqueueRun(const SluiceTraceHooks *hooks,
                                  cudaMemcpyDeviceToHost, stream),
                  "cudaMemcpyAsync (output to the host)", error))
       return false;
-  return !totalDims ||
-         checked(cudaMemcpyAsync(hostDims, deviceDims,
-                                 totalDims * sizeof(int64_t),
-                                 cudaMemcpyDeviceToHost, stream),
-                 "cudaMemcpyAsync (output dims to the host)", error);
+  if (totalDims &&
+      !checked(cudaMemcpyAsync(hostDims, deviceDims,
+                               totalDims * sizeof(int64_t),
+                               cudaMemcpyDeviceToHost, stream),
+               "cudaMemcpyAsync (output dims to the host)", error))
+    return false;
+  return mark(3);
+}
+
+bool CudaContext::runSplit(double &hostToDeviceMs, double &computeMs,
+                           double &deviceToHostMs) const {
+  if (!splitValid)
+    return false;
+  hostToDeviceMs = splitMs[0];
+  computeMs = splitMs[1];
+  deviceToHostMs = splitMs[2];
+  return true;
 }
 
 bool CudaContext::captureGraph() {
@@ -605,6 +637,7 @@ bool CudaContext::run(std::string &error) {
   marks.clear();
   eventsUsed = 0;
   traceError.clear();
+  splitValid = false;
   auto start = std::chrono::steady_clock::now();
   bool useGraph = graphEnabled && !graphFailed && !tracing && staticShapes &&
                   runsDone > 0;
@@ -633,6 +666,14 @@ bool CudaContext::run(std::string &error) {
   }
   if (!finishRun(error))
     return false;
+  // The run has finished, so its events have too: reading them waits on
+  // nothing. A split that cannot be read is absent, not a failed run.
+  splitValid = true;
+  for (int i = 0; i < 3 && splitValid; ++i)
+    splitValid = cudaEventElapsedTime(&splitMs[i], splitEvents[i],
+                                      splitEvents[i + 1]) == cudaSuccess;
+  if (!splitValid)
+    (void)cudaGetLastError(); // not this run's error
   lastRunReplayed = useGraph;
   lastRunUs = std::chrono::duration<double, std::micro>(
                   std::chrono::steady_clock::now() - start)

@@ -62,6 +62,8 @@ public:
     return outputShapes[index];
   }
   double runMicroseconds() const override { return lastRunUs; }
+  bool runSplit(double &hostToDeviceMs, double &computeMs,
+                double &deviceToHostMs) const override;
   const std::vector<SluiceTraceEvent> &trace() const override {
     return events;
   }
@@ -143,6 +145,11 @@ private:
   std::vector<cudaEvent_t> eventPool;
   size_t eventsUsed = 0;
   cudaEvent_t startEvent = nullptr;
+  /// Recorded by every run (eager or captured): before the input copies,
+  /// after them, after the model, after the output copies.
+  cudaEvent_t splitEvents[4] = {};
+  bool splitValid = false;
+  float splitMs[3] = {};
   std::vector<Mark> marks;
   std::string traceError;
   std::vector<SluiceTraceEvent> events;

@@ -60,10 +60,23 @@ bool matches(const Context &context, const float *x) {
   return true;
 }
 
+/// Whether the last run's host-to-device / compute / device-to-host split
+/// is there and adds up to at most the run's time.
+bool splitFits(const Context &context) {
+  double h2d = -1, compute = -1, d2h = -1;
+  if (!context.runSplit(h2d, compute, d2h))
+    return false;
+  double runMs = context.runMicroseconds() / 1000;
+  return h2d >= 0 && compute >= 0 && d2h >= 0 &&
+         h2d + compute + d2h <= runMs * 1.01 + 0.01;
+}
+
 void runsReplayAGraph(const Model &model) {
   Context context;
   std::string error;
   EXPECT(context.create(model, &error), "%s", error.c_str());
+  double unused = 0;
+  EXPECT(!context.runSplit(unused, unused, unused), "a split before any run");
   std::printf("device: %s\n", context.device().c_str());
   EXPECT(context.device().find("(sm_") != std::string::npos, "%s",
          context.device().c_str());
@@ -74,6 +87,9 @@ void runsReplayAGraph(const Model &model) {
     EXPECT(context.setInput(0, x, sizeof x, &error), "%s", error.c_str());
     EXPECT(context.run(&error), "run %d: %s", run, error.c_str());
     EXPECT(matches(context, x), "run %d: wrong output", run);
+    // Eager and replayed runs alike time their copies and their model.
+    EXPECT(splitFits(context), "run %d: no run split, or longer than the run",
+           run);
     bool replayed = context.replayedCudaGraph(&reason);
     // The first run is eager; the second is captured and replayed.
     EXPECT(replayed == (run > 0 && !uncapturable), "run %d: replayed %d (%s)",
@@ -131,6 +147,7 @@ void runsReplayAGraph(const Model &model) {
   EXPECT(context.run(&error), "%s", error.c_str());
   EXPECT(matches(context, x), "traced: wrong output");
   EXPECT(!context.replayedCudaGraph(), "a traced run replayed a graph");
+  EXPECT(splitFits(context), "traced: no run split");
   auto trace = context.trace();
   EXPECT(trace.size() == 2, "%zu trace events", trace.size());
   if (trace.size() == 2) {

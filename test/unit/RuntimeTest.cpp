@@ -129,6 +129,9 @@ TEST(Runtime, LoadsQueriesAndRuns) {
   EXPECT_LE(trace[0].begin_us, trace[0].end_us);
   EXPECT_LE(trace[0].end_us, trace[1].begin_us);
   EXPECT_LE(trace[1].end_us, context.runMicroseconds());
+  // A cpu run is all compute: no host-to-device / device-to-host split.
+  double h2d = -1, compute = -1, d2h = -1;
+  EXPECT_FALSE(context.runSplit(h2d, compute, d2h));
 
   // Bound inputs are read in place; tracing off leaves no events.
   context.enableTrace(false);
@@ -157,6 +160,16 @@ TEST(Runtime, ContextOutlivesItsModel) {
   const float want[8] = {2.5f, 5, 7.5f, 10, 0.5f, -1, -2.5f, -4};
   for (int i = 0; i < 8; ++i)
     EXPECT_EQ(static_cast<const float *>(data)[i], want[i]) << i;
+  // The C API's run split: none on cpu (0 and zeros), arguments checked.
+  double h2d = -1, compute = -1, d2h = -1;
+  int available = -1;
+  ASSERT_EQ(sluice_context_run_split(context, &h2d, &compute, &d2h, &available), SLUICE_OK);
+  EXPECT_EQ(available, 0);
+  EXPECT_EQ(h2d, 0);
+  EXPECT_EQ(compute, 0);
+  EXPECT_EQ(d2h, 0);
+  EXPECT_EQ(sluice_context_run_split(context, &h2d, &compute, &d2h, nullptr),
+            SLUICE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(sluice_context_free(context), SLUICE_OK);
 }
 

@@ -59,6 +59,23 @@ assert events[1]["ts"] <= events[2]["ts"], events
 print("trace ok:", [(e["name"], e["ts"], e["dur"]) for e in events])
 PY
 
+# --profile and --json: the timed runs still replay the graph and carry the
+# host-to-device / compute / device-to-host split; the profile's traced runs
+# name both steps with their nodes.
+out=$("$run" "$bundle" "$work/x.npy" --iters=4 --warmup=1 --profile --json="$work/bench.json" 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "the profiled run (exit $rc)"
+echo "$out" | grep -q "cuda graph: replayed" || fail "--profile: the timed runs did not replay a CUDA graph"
+echo "$out" | grep -q "^per run (CUDA events): host to device .* ms, compute .* ms, device to host .* ms$" ||
+  fail "--iters on cuda: the run split"
+echo "$out" | grep -q "^profile over 4 traced runs (cuda target, CUDA events, eager): 2 steps ran" ||
+  fail "--profile: the heading"
+echo "$out" | grep -Eq "^ +[12]  k0_scale +kernel +sluice.mul .* 1  /Mul$" || fail "--profile: k0_scale"
+echo "$out" | grep -Eq "^ +[12]  k1_bias +host +sluice.add .* 1  /Add$" || fail "--profile: k1_bias"
+"$python" "$(dirname "$make_inputs")/check_bench_json.py" "$work/bench.json" 4 cuda --profile ||
+  fail "--json: the file"
+
 # A failure found on the device surfaces at the synchronize, naming the kernel.
 "$python" -c "import numpy as np, sys; x = np.zeros((2, 4), np.float32); x[0, 0] = -12345; np.save(sys.argv[1], x)" "$work/magic.npy" || exit 2
 out=$("$run" "$bundle" "$work/magic.npy" 2>&1)

@@ -4,6 +4,7 @@
 //              [--expect OUTPUT ...] [--rtol=1e-3 --atol=1e-7 | --max-rel-l2=X]
 //              [--iters=N --warmup=W] [--save-outputs=DIR] [--random-inputs]
 //              [--shape=NAME=2x128] [--trace=FILE.json] [--threads=N]
+//              [--profile[=K|all]] [--json=FILE]
 //              [--report=FILE.json]
 //              [--device=N] [--no-cuda-graph] [--ranks=N]
 //
@@ -33,6 +34,7 @@
 #include "tools/common/ToolSupport.h"
 #include "tools/driver/Pipeline.h"
 #include "tools/sluice-run/Launch.h"
+#include "tools/sluice-run/Profile.h"
 
 #include "sluice/runtime.hpp"
 
@@ -81,6 +83,15 @@ model on the reference evaluator, checks and times it.
   --shape=NAME=2x128    bind an input's shape (repeatable; --reference only,
                         a bundle's shapes are fixed when it is compiled)
   --iters=N --warmup=W  time N runs after W warm-up runs; print median, p90
+  --json=FILE           with --iters: write the timed runs' latency (mean,
+                        min, median, p90, p99, max, throughput), on cuda
+                        the host-to-device / compute / device-to-host split
+                        and with --profile the per-step profile, as JSON
+  --profile[=K|all]     bundles, with --iters=N: after the timed runs, run
+                        N more traced runs and print the K slowest steps
+                        (default 20; all: every step) with their time per
+                        run, share, calls per run and ONNX nodes, and the
+                        time summed by op
   --save-outputs=DIR    write each output as DIR/<name>.npy (a sequence as
                         DIR/<name>_0.npy, <name>_1.npy ...)
   --trace=FILE.json     bundles: write a Chrome trace (Perfetto,
@@ -143,6 +154,9 @@ struct Options {
   bool bundle = false; ///< OUT.sluice: run through the runtime
   std::string trace;
   std::string report; ///< --report: the expert-load profile
+  std::string json;   ///< --json: latency statistics (and the profile)
+  bool profile = false;
+  int profileTop = 20; ///< --profile=K: rows shown; 0 for all
   int threads = 0; ///< 0: the runtime's default
   int contexts = 1; ///< bundles: contexts running at once on their own threads
   int device = -1;  ///< cuda bundles: -1 for SLUICE_DEVICE or 0
@@ -223,6 +237,22 @@ Options parseArgs(int argc, char **argv) {
       o.saveOutputs = args.flagValue("--save-outputs");
     } else if (args.is("--trace")) {
       o.trace = args.flagValue("--trace");
+    } else if (arg == "--profile") {
+      o.profile = true;
+    } else if (args.is("--profile")) {
+      std::string value = args.flagValue("--profile");
+      o.profile = true;
+      if (value == "all") {
+        o.profileTop = 0;
+      } else {
+        double top = parseNumber("--profile", value);
+        if (top < 1 || top != (int)top)
+          die("--profile takes a number of steps (1, 2, ...) or 'all', got '" +
+              value + "'");
+        o.profileTop = (int)top;
+      }
+    } else if (args.is("--json")) {
+      o.json = args.flagValue("--json");
     } else if (args.is("--report")) {
       o.report = args.flagValue("--report");
     } else if (args.is("--contexts")) {
@@ -263,6 +293,10 @@ Options parseArgs(int argc, char **argv) {
   }
   if (o.model.empty())
     die("no model given (see --help)");
+  // Both describe the timed runs: without them there is nothing to average.
+  if ((o.profile || !o.json.empty()) && o.iters < 1)
+    die(std::string(o.profile ? "--profile" : "--json") +
+        " needs --iters=N (N >= 1): it reports over the timed runs");
   if (!o.reference) {
     // A bundle is a folder; OUT.sluice is taken as one even when missing,
     // so that the runtime reports what is wrong with it.
@@ -280,10 +314,11 @@ Options parseArgs(int argc, char **argv) {
     if (!o.shapes.empty())
       die("--shape applies to --reference; a bundle's shapes are fixed when "
           "it is compiled");
-  } else if (!o.trace.empty() || o.threads || o.ranks) {
+  } else if (!o.trace.empty() || o.threads || o.ranks || o.profile) {
     die(std::string(!o.trace.empty() ? "--trace"
                     : o.threads      ? "--threads"
-                                     : "--ranks") +
+                    : o.ranks        ? "--ranks"
+                                     : "--profile") +
         " applies to bundles, not --reference");
   } else if (o.device >= 0 || o.noCudaGraph) {
     die(std::string(o.device >= 0 ? "--device" : "--no-cuda-graph") +
@@ -309,10 +344,10 @@ sluice::RuntimeValue::Kind kindOf(Type type) {
   return sluice::RuntimeValue::Kind::Tensor;
 }
 
-/// Runs `run` --warmup times, then --iters timed times; the median and p90
-/// latency in milliseconds.
+/// Runs `run` --warmup times, then --iters timed times; the latency
+/// statistics in milliseconds.
 template <typename Run>
-std::pair<double, double> timeRuns(const Options &options, Run &&run) {
+sluice::tools::LatencyStats timeRuns(const Options &options, Run &&run) {
   for (int i = 0; i < options.warmup; ++i)
     run();
   std::vector<double> times;
@@ -323,9 +358,7 @@ std::pair<double, double> timeRuns(const Options &options, Run &&run) {
                         std::chrono::steady_clock::now() - start)
                         .count());
   }
-  std::sort(times.begin(), times.end());
-  return {times[times.size() / 2],
-          times[std::min(times.size() - 1, (size_t)(times.size() * 0.9))]};
+  return sluice::tools::latencyStats(std::move(times));
 }
 
 /// The slot of `names` an INPUT/OUTPUT argument fills: by `name` when given
@@ -1116,11 +1149,37 @@ int runBundle(const Options &options, bool rankMode) {
         sluice::Tensor::copyOf(dtypeOf(outputs[i]), context.outputDims(i), data));
   }
 
+  sluice::tools::BenchReport bench;
+  bench.model = options.model;
+  bench.target = model.target();
+  bench.device = context.device();
+  bench.warmup = options.warmup;
+  std::string targetText; // what ran the steps, for the profile's heading
   if (options.iters > 0) {
-    auto [median, p90] = timeRuns(options, [&] {
+    // cuda: each timed run's split, read from its CUDA events (after the
+    // run, which waited for them); the warm-up runs, which timeRuns runs
+    // first, do not count.
+    sluice::tools::RunSplit split;
+    int runsDone = 0, splitRuns = 0;
+    bench.latency = timeRuns(options, [&] {
       if (!context.run(&error))
         die(error);
+      double h2d = 0, compute = 0, d2h = 0;
+      if (runsDone++ >= options.warmup && cuda &&
+          context.runSplit(h2d, compute, d2h)) {
+        split.hostToDevice += h2d;
+        split.compute += compute;
+        split.deviceToHost += d2h;
+        ++splitRuns;
+      }
     });
+    if (cuda && splitRuns == options.iters) {
+      split.hostToDevice /= splitRuns;
+      split.compute /= splitRuns;
+      split.deviceToHost /= splitRuns;
+      bench.split = split;
+    }
+    double median = bench.latency.median, p90 = bench.latency.p90;
     // A multi-rank job's latency is rank 0's (every run ends with every
     // rank's collectives, so the ranks' latencies agree).
     std::string ranks =
@@ -1129,6 +1188,17 @@ int runBundle(const Options &options, bool rankMode) {
             : std::string();
     std::string cudaRanks =
         job ? ", " + ranks.substr(0, ranks.size() - 1) : std::string();
+    targetText = cuda ? "cuda target, CUDA events, eager"
+                      : "cpu target, " + std::to_string(threads) + " threads";
+    if (job)
+      targetText += ", rank 0 of " + std::to_string(job->comm.worldSize());
+    if (cuda) {
+      // Read now: the traced runs of --profile run eagerly.
+      std::string reason;
+      bench.cudaGraph = context.replayedCudaGraph(&reason)
+                            ? std::string("replayed")
+                            : "off (" + reason + ")";
+    }
     if (!leader) {
     } else if (!cuda) {
       std::printf("latency over %d runs (cpu target, %s%d threads%s): median "
@@ -1137,18 +1207,48 @@ int runBundle(const Options &options, bool rankMode) {
                   job ? " per rank" : "", median, p90);
     } else {
       // Whether the timed runs replayed a CUDA graph, or why not.
-      std::string reason;
-      std::string graph = context.replayedCudaGraph(&reason)
-                              ? std::string("replayed")
-                              : "off (" + reason + ")";
+      const std::string &graph = *bench.cudaGraph;
       std::printf("latency over %d runs (cuda target%s %s): median %.4g "
                   "ms, p90 %.4g ms; cuda graph: %s\n",
                   options.iters, cudaRanks.c_str(),
                   ((job ? "rank 0 on " : "on ") + context.device()).c_str(),
                   median,
                   p90, graph.c_str());
+      if (bench.split)
+        std::printf("per run (CUDA events): host to device %.4g ms, compute "
+                    "%.4g ms, device to host %.4g ms\n",
+                    split.hostToDevice, split.compute, split.deviceToHost);
     }
   }
+
+  // --profile: traced runs of their own after the timed ones, so that the
+  // headline latency carries no tracing cost and, on cuda, still replays a
+  // CUDA graph (traced runs are eager, each step timed by CUDA events).
+  std::optional<sluice::tools::StepProfile> profile;
+  if (options.profile) {
+    std::vector<sluice::tools::StepInfo> listed;
+    for (const sluice::rt::KernelInfo &k : model.kernels()) {
+      listed.push_back({k.name, k.kind, k.op, "", {}});
+      if (!k.node.empty())
+        listed.back().nodes.push_back(k.node);
+    }
+    profile.emplace(sluice::tools::stepsOf(options.model, listed));
+    context.enableTrace(true);
+    for (int i = 0; i < options.iters; ++i) {
+      if (!context.run(&error))
+        die(error);
+      std::vector<SluiceTraceEvent> events = context.trace();
+      profile->addRun(events.data(), events.size(),
+                      context.runMicroseconds());
+    }
+    context.enableTrace(false);
+    if (leader)
+      sluice::tools::printProfile(*profile, options.profileTop, targetText);
+    bench.profile = &*profile;
+  }
+  if (leader && !options.json.empty() &&
+      !sluice::tools::writeBenchJson(options.json, bench, error))
+    die(error);
 
   // Several contexts on their own threads, all running the one model.
   if (options.contexts > 1) {
@@ -1396,9 +1496,17 @@ int main(int argc, char **argv) {
     die(evalError.empty() ? options.model + ": evaluation failed" : evalError);
 
   if (options.iters > 0) {
-    auto [median, p90] = timeRuns(options, [&] { (void)sluice::evaluate(func, inputs); });
+    sluice::tools::BenchReport bench;
+    bench.model = options.model;
+    bench.target = "reference";
+    bench.device = "cpu";
+    bench.warmup = options.warmup;
+    bench.latency = timeRuns(options, [&] { (void)sluice::evaluate(func, inputs); });
     std::printf("latency over %d runs (reference evaluator): median %.3f ms, p90 %.3f ms\n",
-                options.iters, median, p90);
+                options.iters, bench.latency.median, bench.latency.p90);
+    if (!options.json.empty() &&
+        !sluice::tools::writeBenchJson(options.json, bench, error))
+      die(error);
   }
 
   if (!options.saveOutputs.empty()) {

@@ -377,6 +377,14 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   return enqueue(stream, op);
 }
 
+// The runtime records its run split's events external (graph nodes when
+// captured); a stream that runs each operation as enqueued has no other
+// kind.
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream,
+                                     unsigned int) {
+  return cudaEventRecord(event, stream);
+}
+
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
                                  cudaEvent_t end) {
   auto *a = reinterpret_cast<SimEvent *>(start);
