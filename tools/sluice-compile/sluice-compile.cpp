@@ -549,6 +549,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> remarks;
   options.remarks = &remarks;
   options.progress = !quiet;
+  // Phase lines where the compile ends in a bundle (the --emit listings go
+  // to stdout and stay as they were).
+  options.phaseProgress = !quiet && emit.empty() && stopPhase == sluice::Phase::Emit;
   if (!options.quantize.empty() && quantizationCache != "none") {
     if (!quantizationCache.empty())
       options.quantizationCache = quantizationCache;
@@ -689,9 +692,10 @@ int main(int argc, char **argv) {
     }
     if (!ok)
       die(emitError.empty() ? model + ": emit phase failed" : emitError);
-    timings.push_back({"emit", std::chrono::duration<double, std::milli>(
-                                   std::chrono::steady_clock::now() - start)
-                                   .count()});
+    sluice::notePhase(options, &timings, sluice::Phase::Emit, "emit",
+                      std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
     if (!printIR && !printKernels && !printSource) {
       sluice::codegen::BundleOptions bundle;
       bundle.directory = bundlePath;
