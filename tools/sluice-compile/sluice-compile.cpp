@@ -182,6 +182,8 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --no-cache            neither read nor write the compile cache
   --elide-weights       print weight blobs as '...' instead of hex
   --quiet               no progress lines on stderr
+  --jobs=N              cpu: build the library from N translation units
+                        compiled at once (default: the cores, at most 8)
   -h, --help            this help
 
 Environment: SLUICE_CXX or CXX picks the C++ compiler (default c++);
@@ -299,6 +301,7 @@ int main(int argc, char **argv) {
   std::string model, output, emit, report, stop, target = "cpu";
   std::vector<std::string> gpuArchs;
   bool elide = false, quiet = false, spGiven = false;
+  int jobs = 0; // --jobs: 0, the cores
   std::string clusterFile;
   bool tpGiven = false;
   bool calibrationGiven = false, methodGiven = false, budgetGiven = false;
@@ -350,6 +353,8 @@ int main(int argc, char **argv) {
           countFlag(stages ? "--pp" : "--micro-batches", "a count");
     } else if (args.is("--ep")) {
       options.ep = countFlag("--ep", "a rank count");
+    } else if (args.is("--jobs")) {
+      jobs = (int)countFlag("--jobs", "a number of translation units");
     } else if (args.is("--devices")) {
       options.devices = countFlag("--devices", "a device count");
     } else if (arg == "--auto") {
@@ -701,6 +706,7 @@ int main(int argc, char **argv) {
       bundle.directory = bundlePath;
       bundle.modelName = llvm::sys::path::stem(model).str();
       bundle.progress = !quiet;
+      bundle.jobs = jobs;
       bundle.cudaArchitectures = gpuArchs;
       bundle.precision = options.precision;
       double seconds = 0;
