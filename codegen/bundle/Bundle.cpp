@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <thread>
 #include <cstdio>
 #include <cstdlib>
@@ -585,17 +586,53 @@ std::vector<std::string> splitCpuSource(const CpuModel &model, int jobs, llvm::S
   size_t parts = std::min<size_t>(std::max(jobs, 1), model.kernelSources.size() + 1);
   if (parts <= 1)
     return {model.source + tail.str()};
-  std::vector<size_t> order(model.kernelSources.size()), load(parts, 0), partOf(order.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return model.kernelSources[a].code.size() > model.kernelSources[b].code.size();
+  // Kernels alike but for their numbers (a layer's GEMM and the next
+  // layer's) instantiate the same header templates: one part holds them
+  // all, or each part would compile those instantiations again. Groups are
+  // placed largest first on the lightest part; a group larger than a part's
+  // share is placed kernel by kernel.
+  std::map<std::string, std::vector<size_t>> groups;
+  size_t total = model.run.size();
+  for (size_t k = 0; k < model.kernelSources.size(); ++k) {
+    const CpuKernelSource &kernel = model.kernelSources[k];
+    std::string shape;
+    llvm::StringRef code(kernel.code);
+    // The body after the kernel's own name, digits dropped.
+    size_t at = code.find(kernel.name + "(");
+    for (char c : code.substr(at == llvm::StringRef::npos ? 0 : at + kernel.name.size()))
+      if (!llvm::isDigit(c))
+        shape += c;
+    groups[shape].push_back(k);
+    total += kernel.code.size();
+  }
+  std::vector<std::vector<size_t>> units;
+  for (auto &[shape, members] : groups) {
+    size_t bytes = 0;
+    for (size_t k : members)
+      bytes += model.kernelSources[k].code.size();
+    if (bytes > total / parts) {
+      for (size_t k : members)
+        units.push_back({k});
+    } else {
+      units.push_back(members);
+    }
+  }
+  auto sizeOf = [&](const std::vector<size_t> &unit) {
+    size_t bytes = 0;
+    for (size_t k : unit)
+      bytes += model.kernelSources[k].code.size();
+    return bytes;
+  };
+  std::stable_sort(units.begin(), units.end(), [&](const auto &a, const auto &b) {
+    return sizeOf(a) > sizeOf(b);
   });
+  std::vector<size_t> load(parts, 0), partOf(model.kernelSources.size());
   load[0] = model.run.size();
-  for (size_t k : order) {
+  for (const std::vector<size_t> &unit : units) {
     size_t lightest = std::min_element(load.begin(), load.end()) - load.begin();
-    partOf[k] = lightest;
-    load[lightest] += model.kernelSources[k].code.size();
+    for (size_t k : unit)
+      partOf[k] = lightest;
+    load[lightest] += sizeOf(unit);
   }
   std::vector<std::string> sources(parts, model.prelude + "\n");
   std::string declarations;
