@@ -14,7 +14,10 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 
@@ -569,6 +572,198 @@ bool hostCompileCommand(std::vector<std::string> &args, std::string &error) {
   return true;
 }
 
+/// The hidden-visibility attribute: the kernels of a split build are
+/// external to link across its translation units, and stay out of the
+/// library's exported symbols.
+constexpr const char *kHidden = "__attribute__((visibility(\"hidden\"))) ";
+
+/// The translation units of a cpu build in `jobs` parts: the kernels spread
+/// over them by the size of their code (largest first, each to the lightest
+/// part); part 0 also holds the ABI, the scratch exports, sluice_model_run
+/// and `tail` (the bundle id), with a declaration of every kernel defined in
+/// another part. One part: model.source + tail, as written to model.cpp.
+std::vector<std::string> splitCpuSource(const CpuModel &model, int jobs, llvm::StringRef tail) {
+  size_t parts = std::min<size_t>(std::max(jobs, 1), model.kernelSources.size() + 1);
+  if (parts <= 1)
+    return {model.source + tail.str()};
+  // Kernels alike but for their numbers (a layer's GEMM and the next
+  // layer's) instantiate the same header templates: one part holds them
+  // all, or each part would compile those instantiations again. Groups are
+  // placed largest first on the lightest part; a group larger than a part's
+  // share is placed kernel by kernel.
+  std::map<std::string, std::vector<size_t>> groups;
+  size_t total = model.run.size();
+  for (size_t k = 0; k < model.kernelSources.size(); ++k) {
+    const CpuKernelSource &kernel = model.kernelSources[k];
+    std::string shape;
+    llvm::StringRef code(kernel.code);
+    // The body after the kernel's own name, digits dropped.
+    size_t at = code.find(kernel.name + "(");
+    for (char c : code.substr(at == llvm::StringRef::npos ? 0 : at + kernel.name.size()))
+      if (!llvm::isDigit(c))
+        shape += c;
+    groups[shape].push_back(k);
+    total += kernel.code.size();
+  }
+  std::vector<std::vector<size_t>> units;
+  for (auto &[shape, members] : groups) {
+    size_t bytes = 0;
+    for (size_t k : members)
+      bytes += model.kernelSources[k].code.size();
+    if (bytes > total / parts) {
+      for (size_t k : members)
+        units.push_back({k});
+    } else {
+      units.push_back(members);
+    }
+  }
+  auto sizeOf = [&](const std::vector<size_t> &unit) {
+    size_t bytes = 0;
+    for (size_t k : unit)
+      bytes += model.kernelSources[k].code.size();
+    return bytes;
+  };
+  std::stable_sort(units.begin(), units.end(), [&](const auto &a, const auto &b) {
+    return sizeOf(a) > sizeOf(b);
+  });
+  std::vector<size_t> load(parts, 0), partOf(model.kernelSources.size());
+  load[0] = model.run.size();
+  for (const std::vector<size_t> &unit : units) {
+    size_t lightest = std::min_element(load.begin(), load.end()) - load.begin();
+    for (size_t k : unit)
+      partOf[k] = lightest;
+    load[lightest] += sizeOf(unit);
+  }
+  std::vector<std::string> sources(parts, model.prelude + "\n");
+  std::string declarations;
+  for (size_t k = 0; k < partOf.size(); ++k) {
+    const CpuKernelSource &kernel = model.kernelSources[k];
+    if (partOf[k] == 0) {
+      sources[0] += kernel.code;
+      continue;
+    }
+    // External (hidden) linkage instead of static: part 0 calls it.
+    std::string code = kernel.code;
+    std::string header = "static int32_t " + kernel.name + "(";
+    size_t at = code.find(header);
+    if (at != std::string::npos)
+      code.replace(at, header.size(), kHidden + std::string("int32_t ") + kernel.name + "(");
+    sources[partOf[k]] += code;
+    declarations += kHidden + std::string("int32_t ") + kernel.name +
+                    "(void *const *b, const SluiceRunArgs *args);\n";
+  }
+  // Each part holds its own threads' scratch (cpu_scratch.h keeps its
+  // registry per translation unit): part 0's exports release and count all.
+  std::string release = "  sluice_scratch_release();\n", bytes = "  size_t n = sluice_scratch_bytes();\n";
+  for (size_t p = 1; p < parts; ++p) {
+    std::string id = std::to_string(p);
+    sources[p] += kHidden + std::string("void sluice_part") + id +
+                  "_scratch_release(void) { sluice_scratch_release(); }\n" + kHidden +
+                  "size_t sluice_part" + id + "_scratch_bytes(void) { return sluice_scratch_bytes(); }\n";
+    declarations += kHidden + std::string("void sluice_part") + id + "_scratch_release(void);\n" +
+                    kHidden + "size_t sluice_part" + id + "_scratch_bytes(void);\n";
+    release += "  sluice_part" + id + "_scratch_release();\n";
+    bytes += "  n += sluice_part" + id + "_scratch_bytes();\n";
+  }
+  sources[0] += declarations + model.abi +
+                "extern \"C\" void sluice_model_release_scratch(void) {\n" + release + "}\n" +
+                "extern \"C\" size_t sluice_model_scratch_bytes(void) {\n" + bytes +
+                "  return n;\n}\n\n" + model.run + tail.str();
+  return sources;
+}
+
+/// The translation units of a build compiled at once, one compiler process
+/// each (object files beside them), then linked by `link`. Prints
+/// `[c++ N/M] FILE S s` as each finishes.
+bool compileParts(const std::vector<std::string> &compile, const std::vector<std::string> &sources,
+                  const std::vector<std::string> &objects, std::vector<std::string> link,
+                  const std::string &dir, bool progress, std::string &error, double &seconds) {
+  auto start = std::chrono::steady_clock::now();
+  struct Running {
+    llvm::sys::ProcessInfo info;
+    size_t part;
+    std::string log;
+  };
+  std::vector<Running> running;
+  std::string execError;
+  for (size_t p = 0; p < sources.size(); ++p) {
+    std::vector<std::string> args = compile;
+    args.insert(args.end(), {"-c", sources[p], "-o", objects[p]});
+    std::vector<llvm::StringRef> refs(args.begin(), args.end());
+    std::string log = inDir(dir, "compile.part" + std::to_string(p) + ".log");
+    std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
+                                                  llvm::StringRef(log)};
+    bool failedToStart = false;
+    llvm::sys::ProcessInfo info = llvm::sys::ExecuteNoWait(args.front(), refs, std::nullopt,
+                                                           redirects, 0, &execError,
+                                                           &failedToStart);
+    if (failedToStart) {
+      error = sources[p] + ": cannot start the C++ compiler: " + execError;
+      for (Running &r : running)
+        llvm::sys::Wait(r.info, std::nullopt);
+      return false;
+    }
+    running.push_back({info, p, log});
+  }
+  size_t done = 0;
+  std::string firstError;
+  while (!running.empty()) {
+    for (size_t i = 0; i < running.size();) {
+      llvm::sys::ProcessInfo result =
+          llvm::sys::Wait(running[i].info, 0, &execError, nullptr, /*Polling=*/true);
+      if (result.Pid == 0) { // still running
+        ++i;
+        continue;
+      }
+      Running finished = running[i];
+      running.erase(running.begin() + i);
+      ++done;
+      if (result.ReturnCode != 0) {
+        if (firstError.empty()) {
+          std::string first;
+          if (auto buffer = llvm::MemoryBuffer::getFile(finished.log)) {
+            llvm::SmallVector<llvm::StringRef> lines;
+            (*buffer)->getBuffer().split(lines, '\n');
+            for (auto line : lines)
+              if (line.contains("error")) {
+                first = line.trim().str();
+                break;
+              }
+          }
+          firstError = sources[finished.part] + ": the C++ compiler failed (exit " +
+                       std::to_string(result.ReturnCode) + ")" +
+                       (first.empty() ? "" : ": " + first) + " (full log: " + finished.log + ")";
+        }
+        continue;
+      }
+      llvm::sys::fs::remove(finished.log);
+      if (progress)
+        std::fprintf(stderr, "sluice-compile: [c++ %zu/%zu] %s %.1f s\n", done, sources.size(),
+                     llvm::sys::path::filename(sources[finished.part]).str().c_str(),
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                         .count());
+    }
+    if (!running.empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!firstError.empty()) {
+    error = firstError;
+    return false;
+  }
+  return runCompiler(link.front(), link, objects.front(), inDir(dir, "link.log"), "the linker",
+                     error, seconds);
+}
+
+/// The number of translation units of a cpu build: `jobs`, or the cores
+/// (at most 8) when 0.
+int cpuBuildJobs(int jobs) {
+  if (jobs > 0)
+    return jobs;
+  unsigned cores = std::thread::hardware_concurrency();
+  return (int)std::clamp(cores ? cores : 1u, 1u, 8u);
+}
+
 } // namespace
 
 bool writeCpuBundle(const CpuModel &model, const BundleOptions &options, std::string &error,
@@ -593,25 +788,59 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options, std::st
     return false;
   std::string source = inDir(dir, "model.cpp"), library = inDir(dir, libraryName);
 
-  // Build the library.
-  args.push_back(source);
-  args.push_back("-o");
-  args.push_back(library);
-  if (model.usesBlas)
-    args.push_back("-lopenblas");
+  // Build the library: model.cpp as one translation unit, or its parts
+  // (model.partN.cpp) compiled at once and linked; the parts and their
+  // objects are removed once the library is built (model.cpp stays).
+  std::vector<std::string> parts =
+      splitCpuSource(model, cpuBuildJobs(options.jobs), bundleIdExport(id));
   if (options.progress)
-    std::fprintf(stderr, "sluice-compile: building %s (%lld kernels, %lld library calls) with %s\n",
+    std::fprintf(stderr,
+                 "sluice-compile: building %s (%lld kernels, %lld library calls) with %s%s\n",
                  inDir(options.directory, libraryName).c_str(), (long long)model.kernels,
-                 (long long)model.libraryCalls, cxxCompiler().c_str());
+                 (long long)model.libraryCalls, cxxCompiler().c_str(),
+                 parts.size() > 1
+                     ? (" in " + std::to_string(parts.size()) + " translation units").c_str()
+                     : "");
   double seconds = 0;
-  bool built = runCompiler(args.front(), args, source, inDir(dir, "compile.log"),
-                           "the C++ compiler", error, seconds);
+  bool built;
+  std::vector<std::string> partFiles, objects;
+  if (parts.size() == 1) {
+    args.push_back(source);
+    args.push_back("-o");
+    args.push_back(library);
+    if (model.usesBlas)
+      args.push_back("-lopenblas");
+    built = runCompiler(args.front(), args, source, inDir(dir, "compile.log"),
+                        "the C++ compiler", error, seconds);
+  } else {
+    for (size_t p = 0; p < parts.size(); ++p) {
+      partFiles.push_back(inDir(dir, "model.part" + std::to_string(p) + ".cpp"));
+      objects.push_back(inDir(dir, "model.part" + std::to_string(p) + ".o"));
+      if (!writeFile(partFiles.back(), parts[p], error))
+        return false;
+    }
+    // The compile: the flags without -shared (the link's).
+    std::vector<std::string> compile;
+    for (const std::string &a : args)
+      if (a != "-shared")
+        compile.push_back(a);
+    std::vector<std::string> link = args;
+    link.insert(link.end(), objects.begin(), objects.end());
+    link.insert(link.end(), {"-o", library});
+    if (model.usesBlas)
+      link.push_back("-lopenblas");
+    built = compileParts(compile, partFiles, objects, link, dir, options.progress, error,
+                         seconds);
+  }
   if (compileSeconds)
     *compileSeconds = seconds;
   if (!built) {
     stage.keep(); // the error names its log
     return false;
   }
+  for (const std::vector<std::string> *files : {&partFiles, &objects})
+    for (const std::string &f : *files)
+      llvm::sys::fs::remove(f);
   if (options.progress)
     std::fprintf(stderr, "sluice-compile: built in %.1f s\n", seconds);
   // -march=native: the library runs on CPUs with this machine's ISA.

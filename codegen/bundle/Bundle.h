@@ -30,6 +30,10 @@ struct BundleOptions {
   /// The compress phase's --precision ("fp32", "fp16", "bf16"), recorded in
   /// the manifest.
   std::string precision = "fp32";
+  /// cpu: the translation units the library is built from, compiled at once
+  /// (`--jobs=N`); 0: the machine's cores, at most 8. Never more than the
+  /// kernels plus one.
+  int jobs = 0;
 };
 
 /// Writes the bundle and compiles model.so. On failure returns false with a

@@ -87,8 +87,22 @@ void registerCpuNNEmitters(CpuOpRegistry &registry);
 void registerCpuMiscEmitters(CpuOpRegistry &registry);
 void registerCpuMoeEmitters(CpuOpRegistry &registry);
 
+/// One kernel function of a cpu model: its symbol and its C++ definition
+/// (`static int32_t NAME(void *const *b, const SluiceRunArgs *args)`, after
+/// its constant arrays).
+struct CpuKernelSource {
+  std::string name, code;
+};
+
 struct CpuModel : ModelFacts {
   std::string source;              ///< the C++ translation unit
+  /// `source` in parts, for a build in several translation units
+  /// (codegen/bundle): source == prelude + "\n" + the kernels' code +
+  /// abi + "SLUICE_SCRATCH_EXPORTS\n\n" + run.
+  std::string prelude;             ///< the banner and the #includes
+  std::vector<CpuKernelSource> kernelSources;
+  std::string abi;                 ///< sluice_model_abi_version
+  std::string run;                 ///< sluice_model_run (and a stage's function)
   std::vector<StepInfo> steps;
   int64_t kernels = 0, libraryCalls = 0;
   bool usesBlas = false;

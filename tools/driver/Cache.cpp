@@ -374,12 +374,14 @@ std::vector<std::string> keyFlags(int argc, char **argv, const std::string &mode
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef arg(argv[i]);
     // Where output goes and how loud: not what the bundle is.
-    if (arg == "-o" || arg == "--report" || arg == "--cache-dir") {
+    // --jobs: how many translation units build the library, not what it is.
+    if (arg == "-o" || arg == "--report" || arg == "--cache-dir" ||
+        (arg == "--jobs" && i + 1 < argc)) {
       ++i;
       continue;
     }
     if (arg.starts_with("-o=") || arg.starts_with("--report=") || arg.starts_with("--cache-dir=") ||
-        arg == "--quiet" || arg == "--no-cache")
+        arg == "--quiet" || arg == "--no-cache" || arg.starts_with("--jobs"))
       continue;
     if (arg.starts_with("-")) {
       flags.push_back(arg.str());

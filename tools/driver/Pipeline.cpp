@@ -17,6 +17,7 @@
 #include "mlir/Transforms/Passes.h"
 
 #include <chrono>
+#include <cstdio>
 
 using namespace mlir;
 
@@ -27,6 +28,18 @@ static const char *const kPhaseNames[] = {
     "parallelize", "fuse", "plan", "emit"};
 
 const char *phaseName(Phase phase) { return kPhaseNames[(int)phase]; }
+
+void notePhase(const CompilerOptions &options, std::vector<PhaseTiming> *timings,
+               Phase phase, const std::string &name, double milliseconds) {
+  if (timings)
+    timings->push_back({name, milliseconds});
+  if (!options.phaseProgress)
+    return;
+  // Flushed at once: a long compile shows where it is as it goes.
+  std::fprintf(stderr, "sluice-compile: [%d/%d] %s %.2f s\n", (int)phase + 1,
+               (int)Phase::Emit + 1, name.c_str(), milliseconds / 1000.0);
+  std::fflush(stderr);
+}
 
 std::optional<Phase> parsePhase(StringRef name) {
   for (int i = 0; i <= (int)Phase::Emit; ++i)
@@ -375,10 +388,10 @@ static FailureOr<parallel::PlanCandidate> runAutoPlan(ModuleOp module,
   }
   if (options.planResult)
     *options.planResult = plan;
-  if (timings)
-    timings->push_back({"auto-plan", std::chrono::duration<double, std::milli>(
-                                         std::chrono::steady_clock::now() - start)
-                                         .count()});
+  // The plan is part of the compress phase's end (it reads its program).
+  notePhase(options, timings, Phase::Compress, "auto-plan",
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
   if (plan.chosen < 0) {
     error += "--devices=" + std::to_string(options.devices) + ": " + plan.error + "\n";
     return failure();
@@ -424,11 +437,9 @@ LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
         error = std::string(phaseName(step.phase)) + " phase failed\n";
       return failure();
     }
-    if (timings)
-      timings->push_back(
-          {phaseName(step.phase), std::chrono::duration<double, std::milli>(
-                                      std::chrono::steady_clock::now() - start)
-                                      .count()});
+    notePhase(options, timings, step.phase, phaseName(step.phase),
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count());
   }
   return success();
 }
@@ -604,10 +615,9 @@ static OwningOpRef<ModuleOp> compileOnce(MLIRContext &context, const std::string
       withSequences.sequenceShapes[shape->first] = {shape->second};
     }
   }
-  if (timings)
-    timings->push_back({"import", std::chrono::duration<double, std::milli>(
-                                      std::chrono::steady_clock::now() - start)
-                                      .count()});
+  notePhase(options, timings, Phase::Import, "import",
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
   if (!options.boundInputs.empty() &&
       failed(bindInputs(*module, options.boundInputs, modelPath, error)))
     return nullptr;

@@ -104,6 +104,9 @@ struct CompilerOptions {
   }
   /// Progress lines of long passes (calibration) on stderr.
   bool progress = false;
+  /// One stderr line as each phase ends (`sluice-compile: [6/8] fuse 0.31 s`);
+  /// sluice-compile sets it when it builds a bundle and is not --quiet.
+  bool phaseProgress = false;
   /// `--devices=N`: the devices the automatic plan may use; 0: no plan.
   /// With it the plan runs after the compress phase (docs/parallel.md,
   /// "Automatic plan").
@@ -171,6 +174,12 @@ struct PhaseTiming {
   std::string name;
   double milliseconds;
 };
+
+/// Records that `name` (a phase, or a step inside `phase` such as the
+/// automatic plan) took `milliseconds`: appends it to `timings` (when given)
+/// and, with `options.phaseProgress`, prints its progress line on stderr.
+void notePhase(const CompilerOptions &options, std::vector<PhaseTiming> *timings,
+               Phase phase, const std::string &name, double milliseconds);
 
 /// Imports `modelPath` and runs the phases up to and including `stopAfter`.
 /// On failure returns null with one line per problem in `error`.

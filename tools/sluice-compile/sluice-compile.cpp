@@ -182,6 +182,8 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --no-cache            neither read nor write the compile cache
   --elide-weights       print weight blobs as '...' instead of hex
   --quiet               no progress lines on stderr
+  --jobs=N              cpu: build the library from N translation units
+                        compiled at once (default: the cores, at most 8)
   -h, --help            this help
 
 Environment: SLUICE_CXX or CXX picks the C++ compiler (default c++);
@@ -299,6 +301,7 @@ int main(int argc, char **argv) {
   std::string model, output, emit, report, stop, target = "cpu";
   std::vector<std::string> gpuArchs;
   bool elide = false, quiet = false, spGiven = false;
+  int jobs = 0; // --jobs: 0, the cores
   std::string clusterFile;
   bool tpGiven = false;
   bool calibrationGiven = false, methodGiven = false, budgetGiven = false;
@@ -350,6 +353,8 @@ int main(int argc, char **argv) {
           countFlag(stages ? "--pp" : "--micro-batches", "a count");
     } else if (args.is("--ep")) {
       options.ep = countFlag("--ep", "a rank count");
+    } else if (args.is("--jobs")) {
+      jobs = (int)countFlag("--jobs", "a number of translation units");
     } else if (args.is("--devices")) {
       options.devices = countFlag("--devices", "a device count");
     } else if (arg == "--auto") {
@@ -549,6 +554,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> remarks;
   options.remarks = &remarks;
   options.progress = !quiet;
+  // Phase lines where the compile ends in a bundle (the --emit listings go
+  // to stdout and stay as they were).
+  options.phaseProgress = !quiet && emit.empty() && stopPhase == sluice::Phase::Emit;
   if (!options.quantize.empty() && quantizationCache != "none") {
     if (!quantizationCache.empty())
       options.quantizationCache = quantizationCache;
@@ -689,14 +697,16 @@ int main(int argc, char **argv) {
     }
     if (!ok)
       die(emitError.empty() ? model + ": emit phase failed" : emitError);
-    timings.push_back({"emit", std::chrono::duration<double, std::milli>(
-                                   std::chrono::steady_clock::now() - start)
-                                   .count()});
+    sluice::notePhase(options, &timings, sluice::Phase::Emit, "emit",
+                      std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
     if (!printIR && !printKernels && !printSource) {
       sluice::codegen::BundleOptions bundle;
       bundle.directory = bundlePath;
       bundle.modelName = llvm::sys::path::stem(model).str();
       bundle.progress = !quiet;
+      bundle.jobs = jobs;
       bundle.cudaArchitectures = gpuArchs;
       bundle.precision = options.precision;
       double seconds = 0;
