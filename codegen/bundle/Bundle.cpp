@@ -755,11 +755,20 @@ bool compileParts(const std::vector<std::string> &compile, const std::vector<std
                      error, seconds);
 }
 
-/// The number of translation units of a cpu build: `jobs`, or the cores
-/// (at most 8) when 0.
-int cpuBuildJobs(int jobs) {
+/// Kernels below which an automatic cpu build stays one translation unit:
+/// a split costs a compiler start, repeated header parsing and a link per
+/// part, which small models (the ONNX backend cases, a few kernels each)
+/// do not win back; a transformer's dozens of GEMM and row kernels do.
+constexpr size_t kMinKernelsToSplit = 32;
+
+/// The number of translation units of a cpu build: `jobs`, or when 0 the
+/// cores (at most 8) for a model of at least kMinKernelsToSplit kernels,
+/// else one.
+int cpuBuildJobs(int jobs, const CpuModel &model) {
   if (jobs > 0)
     return jobs;
+  if (model.kernelSources.size() < kMinKernelsToSplit)
+    return 1;
   unsigned cores = std::thread::hardware_concurrency();
   return (int)std::clamp(cores ? cores : 1u, 1u, 8u);
 }
@@ -792,7 +801,7 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options, std::st
   // (model.partN.cpp) compiled at once and linked; the parts and their
   // objects are removed once the library is built (model.cpp stays).
   std::vector<std::string> parts =
-      splitCpuSource(model, cpuBuildJobs(options.jobs), bundleIdExport(id));
+      splitCpuSource(model, cpuBuildJobs(options.jobs, model), bundleIdExport(id));
   if (options.progress)
     std::fprintf(stderr,
                  "sluice-compile: building %s (%lld kernels, %lld library calls) with %s%s\n",

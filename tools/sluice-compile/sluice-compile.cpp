@@ -183,7 +183,8 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --elide-weights       print weight blobs as '...' instead of hex
   --quiet               no progress lines on stderr
   --jobs=N              cpu: build the library from N translation units
-                        compiled at once (default: the cores, at most 8)
+                        compiled at once (default: the cores, at most 8,
+                        for models of 32 kernels or more; one otherwise)
   -h, --help            this help
 
 Environment: SLUICE_CXX or CXX picks the C++ compiler (default c++);
