@@ -200,7 +200,10 @@ struct SpecializeShapesPass
         return signalPassFailure();
       }
       BlockArgument arg = func.getArgument(*index);
-      if (isa<OptionalType>(arg.getType())) {
+      // An optional present binds its value's shape as below, then records
+      // which inputs hold it.
+      bool optional = isa<OptionalType>(arg.getType());
+      if (optional) {
         bool present = dimsText.trim() != "none";
         if (failed(specializeOptional(func, *index, name, dimsText)))
           return signalPassFailure();
@@ -209,38 +212,27 @@ struct SpecializeShapesPass
           continue;
         }
         arg = func.getArgument(*index);
-        if (isa<SequenceType>(arg.getType())) {
-          auto elementShapes = parseShapeList(dimsText);
-          if (failed(elementShapes)) {
-            func.emitError("bad shape '")
-                << spec << "' for optional sequence input '" << name
-                << "' (expected none, or its element shapes: name=3x4,3x4, name=empty)";
-            return signalPassFailure();
-          }
-          if (failed(flattenSequenceInput(func, *index, name, *elementShapes)))
-            return signalPassFailure();
-          names = func->getAttrOfType<ArrayAttr>("sluice.input_names");
-          SmallVector<Attribute> elements;
-          for (size_t k = 0; k < elementShapes->size(); ++k)
-            elements.push_back(names[*index + k]);
-          recordOptional(func, name, true, elements);
-          continue;
-        }
-        recordOptional(func, name, true, {names[*index]});
       }
       if (isa<SequenceType>(arg.getType())) {
         auto elementShapes = parseShapeList(dimsText);
         if (failed(elementShapes)) {
           func.emitError("bad shape '")
-              << spec << "' for sequence input '" << name
-              << "' (expected its element shapes: name=3x4,3x4,2x4, name=scalar or name=empty)";
+              << spec << "' for " << (optional ? "optional " : "") << "sequence input '" << name
+              << "' (expected " << (optional ? "none, or " : "")
+              << "its element shapes: name=3x4,3x4,2x4, name=scalar or name=empty)";
           return signalPassFailure();
         }
         if (failed(flattenSequenceInput(func, *index, name, *elementShapes)))
           return signalPassFailure();
         names = func->getAttrOfType<ArrayAttr>("sluice.input_names");
+        if (optional)
+          recordOptional(func, name, true,
+                         SmallVector<Attribute>(names.getValue().slice(*index,
+                                                                       elementShapes->size())));
         continue;
       }
+      if (optional)
+        recordOptional(func, name, true, {names[*index]});
       auto type = dyn_cast<TensorType>(arg.getType());
       if (!type) {
         func.emitError("shape for '") << name << "' does not apply: the input is " << arg.getType()
