@@ -618,6 +618,24 @@ static int64_t valueBytes(Value v) {
   return product(type.getShape()) * storageBytes(type.getElementType());
 }
 
+/// Declares the run function's local `var` from the scalar `value`'s
+/// buffer (a condition when `isBool`, else a trip count), or, when the op
+/// has no such operand, as its default (true; no bound).
+static LogicalResult readScalar(const RunBuffers &buffers, Operation *op, CodeWriter &run,
+                                const ControlFlowCode &control, Value value,
+                                const std::string &var, bool isBool, StringRef what,
+                                StringRef target) {
+  if (!value) {
+    run.line(isBool ? "bool {0} = true;" : "const int64_t {0} = INT64_MAX;", var);
+    return success();
+  }
+  std::string ptr = buffers.lookup(value);
+  if (ptr.empty())
+    return op->emitOpError() << target << " target: " << what << " has no buffer";
+  control.read(run, var, ptr, isBool);
+  return success();
+}
+
 LogicalResult RunBuffers::writeIf(IfOp op, CodeWriter &run, StringRef target, EmitFn emit,
                                   const ControlFlowCode &control, int64_t &step) {
   auto offsets = controlOffsets(op, op.getNumResults());
@@ -625,12 +643,11 @@ LogicalResult RunBuffers::writeIf(IfOp op, CodeWriter &run, StringRef target, Em
     return failure();
   for (auto [result, offset] : llvm::zip(op.getResults(), *offsets))
     where[result] = "(void *)(args->arena + " + decimal(offset) + ")";
-  std::string cond = lookup(op.getCondition());
-  if (cond.empty())
-    return op.emitOpError() << target << " target: the condition has no buffer";
   std::string var = "cond" + decimal(controlIds++);
   auto scope = run.block("");
-  control.read(run, var, cond, /*isBool=*/true);
+  if (failed(readScalar(*this, op, run, control, op.getCondition(), var, true, "the condition",
+                        target)))
+    return failure();
   for (unsigned branch = 0; branch < 2; ++branch) {
     auto body = run.block(branch == 0 ? "if ({0})" : "else", var);
     Block &block = op->getRegion(branch).front();
@@ -679,22 +696,11 @@ LogicalResult RunBuffers::writeLoop(LoopOp op, CodeWriter &run, StringRef target
   }
   std::string id = decimal(controlIds++);
   auto scope = run.block("");
-  if (op.getMaxTripCount()) {
-    std::string trip = lookup(op.getMaxTripCount());
-    if (trip.empty())
-      return op.emitOpError() << target << " target: the trip count has no buffer";
-    control.read(run, "trip" + id, trip, /*isBool=*/false);
-  } else {
-    run.line("const int64_t trip{0} = INT64_MAX;", id);
-  }
-  if (op.getInitialCondition()) {
-    std::string cond = lookup(op.getInitialCondition());
-    if (cond.empty())
-      return op.emitOpError() << target << " target: the condition has no buffer";
-    control.read(run, "cond" + id, cond, /*isBool=*/true);
-  } else {
-    run.line("bool cond{0} = true;", id);
-  }
+  if (failed(readScalar(*this, op, run, control, op.getMaxTripCount(), "trip" + id, false,
+                        "the trip count", target)) ||
+      failed(readScalar(*this, op, run, control, op.getInitialCondition(), "cond" + id, true,
+                        "the condition", target)))
+    return failure();
   for (size_t k = 0; k < numCarried; ++k) {
     Value initial = op.getInitialValues()[k];
     Value result = op.getResult(k);
@@ -731,10 +737,9 @@ LogicalResult RunBuffers::writeLoop(LoopOp op, CodeWriter &run, StringRef target
     // The next condition: read back unless the body passes it through.
     Value next = yield->getOperand(0);
     if (next != body.getArgument(1)) {
-      std::string from = lookup(next);
-      if (from.empty())
-        return op.emitOpError() << target << " target: the body's condition has no buffer";
-      control.read(run, "next" + id, from, /*isBool=*/true);
+      if (failed(readScalar(*this, op, run, control, next, "next" + id, true,
+                            "the body's condition", target)))
+        return failure();
       run.line("cond{0} = next{0};", id);
     }
     for (size_t k = 0; k < numCarried; ++k) {
