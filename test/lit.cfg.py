@@ -16,6 +16,9 @@ config.environment["PATH"] = os.pathsep.join(
 # No compile cache (docs/tools.md, "Compile cache"): every RUN line compiles,
 # and no test writes the user's ~/.cache/sluice.
 config.environment["SLUICE_CACHE_DIR"] = "none"
+# The generated code's precompiled headers (docs/tools.md, "Precompiled
+# headers"): one folder per build tree, shared by its tests.
+config.environment["SLUICE_PCH_DIR"] = os.path.join(config.sluice_obj_root, "pch")
 config.substitutions.append(("%python", config.python_executable))
 # The exported test models (test/models/*/model.onnx, inputs/, expected/).
 config.substitutions.append(("%models", os.path.join(config.sluice_src_root, "test", "models")))

@@ -1,6 +1,7 @@
 //===- Bundle.cpp - write a bundle folder and build its library -----------===//
 
 #include "codegen/bundle/Bundle.h"
+#include "codegen/bundle/Precompiled.h"
 
 #include "lib/support/Json.h"
 #include "sluice/bundle_abi.h"
@@ -597,8 +598,12 @@ std::vector<std::string> splitCpuSource(const CpuModel &model, int jobs, llvm::S
   // share is placed kernel by kernel.
   std::map<std::string, std::vector<size_t>> groups;
   size_t total = model.run.size();
+  std::map<std::string, size_t> indexOf;
   for (size_t k = 0; k < model.kernelSources.size(); ++k) {
     const CpuKernelSource &kernel = model.kernelSources[k];
+    indexOf[kernel.name] = k;
+    if (!kernel.shared.empty())
+      continue; // placed with the kernel it forwards to (static there)
     std::string shape;
     llvm::StringRef code(kernel.code);
     // The body after the kernel's own name, digits dropped.
@@ -638,6 +643,9 @@ std::vector<std::string> splitCpuSource(const CpuModel &model, int jobs, llvm::S
       partOf[k] = lightest;
     load[lightest] += sizeOf(unit);
   }
+  for (size_t k = 0; k < model.kernelSources.size(); ++k)
+    if (const std::string &shared = model.kernelSources[k].shared; !shared.empty())
+      partOf[k] = partOf[indexOf.at(shared)];
   std::vector<std::string> sources(parts, model.prelude + "\n");
   std::string declarations;
   for (size_t k = 0; k < partOf.size(); ++k) {
@@ -757,18 +765,36 @@ bool compileParts(const std::vector<std::string> &compile, const std::vector<std
 constexpr size_t kMinKernelsToSplit = 32;
 
 /// The number of translation units of a cpu build: `jobs`, or when 0 the
-/// cores (at most 8) for a model of at least kMinKernelsToSplit kernels,
-/// else one.
+/// cores (at most 8) for a model of at least kMinKernelsToSplit distinct
+/// kernels (those that forward to another's code cost nothing), else one.
 int cpuBuildJobs(int jobs, const CpuModel &model) {
   if (jobs > 0)
     return jobs;
-  if (model.kernelSources.size() < kMinKernelsToSplit)
+  size_t distinct = std::count_if(model.kernelSources.begin(), model.kernelSources.end(),
+                                  [](const CpuKernelSource &k) { return k.shared.empty(); });
+  if (distinct < kMinKernelsToSplit)
     return 1;
   unsigned cores = std::thread::hardware_concurrency();
   return (int)std::clamp(cores ? cores : 1u, 1u, 8u);
 }
 
 } // namespace
+
+bool precompileCpuHeaders(const BundleOptions &options, std::string &path, std::string &error) {
+  std::vector<std::string> args;
+  if (!hostCompileCommand(args, error))
+    return false;
+  for (const std::string &f : options.extraFlags)
+    args.push_back(f);
+  path = precompiledHeader(args, options.progress);
+  if (!path.empty())
+    return true;
+  error = precompiledHeaderRoot().empty()
+              ? "no folder for precompiled headers (SLUICE_PCH_DIR is none, or there is no "
+                "HOME or XDG_CACHE_HOME)"
+              : "the precompiled header could not be built (the note above says why)";
+  return false;
+}
 
 bool writeCpuBundle(const CpuModel &model, const BundleOptions &options, std::string &error,
                     double *compileSeconds) {
@@ -791,6 +817,16 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options, std::st
       !writeWeights(dir, model, error))
     return false;
   std::string source = inDir(dir, "model.cpp"), library = inDir(dir, libraryName);
+  // The headers every model shares, precompiled once (Precompiled.h): how
+  // the library is built, not what it is (neither the id nor the recorded
+  // flags name it). The compile of the header: these flags but -shared, as
+  // precompileCpuHeaders composes them.
+  std::vector<std::string> headerCompile;
+  for (const std::string &a : args)
+    if (a != "-shared")
+      headerCompile.push_back(a);
+  if (std::string pch = precompiledHeader(headerCompile, options.progress); !pch.empty())
+    args.insert(args.end(), {"-include", pch});
 
   // Build the library: model.cpp as one translation unit, or its parts
   // (model.partN.cpp) compiled at once and linked; the parts and their

@@ -41,6 +41,12 @@ struct BundleOptions {
 bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
                     std::string &error, double *compileSeconds = nullptr);
 
+/// Builds the precompiled header of generated cpu code (Precompiled.h) for
+/// the compiler and flags a cpu bundle of `options` is built with, ahead of
+/// a first compile; `path` is the header. False (with `error`) when there
+/// is no folder for it or it cannot be built.
+bool precompileCpuHeaders(const BundleOptions &options, std::string &path, std::string &error);
+
 /// Writes a cuda bundle: model.cu (and host.cpp for host steps) built by
 /// nvcc into model.so for the architectures of `options`.
 bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,

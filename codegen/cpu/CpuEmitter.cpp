@@ -14,9 +14,11 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
+#include <map>
 
 using namespace mlir;
 
@@ -237,13 +239,29 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
   std::set<std::string> headers{"sluice_gen/cpu.h"};
   CodeWriter run(1);
   RunBuffers buffers(model);
+  // A kernel's code with its name replaced -> the first kernel of that code.
+  std::map<std::string, std::string> firstOfCode;
 
   FailureOr<int64_t> steps =
       buffers.writeSteps(block, run, "cpu", [&](KernelOp kernel, ArrayRef<int64_t>, int64_t) {
         auto code = emitCpuKernel(kernel, headers);
         if (failed(code))
           return failure();
-        model.kernelSources.push_back({kernel.getSymName().str(), *code});
+        std::string name = kernel.getSymName().str();
+        // Kernels alike but for their names (the layers of a transformer)
+        // are defined once, the later ones forwarding to the first: the
+        // build compiles each distinct kernel once.
+        auto [first, fresh] = firstOfCode.try_emplace(llvm::join(llvm::split(*code, name), "\x01"), name);
+        if (fresh)
+          model.kernelSources.push_back({name, *code, ""});
+        else
+          model.kernelSources.push_back(
+              {name,
+               llvm::formatv("static int32_t {0}(void *const *b, const SluiceRunArgs *args) {{\n"
+                             "  return sluice_forward(args, {1}(b, args), \"{1}\", \"{0}\");\n}\n\n",
+                             name, first->second)
+                   .str(),
+               first->second});
         bool library = kernel.getLibrary().has_value();
         model.steps.push_back(describeStep(kernel, library ? "library" : "kernel"));
         (library ? model.libraryCalls : model.kernels)++;

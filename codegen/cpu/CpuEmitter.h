@@ -90,8 +90,11 @@ void registerCpuMoeEmitters(CpuOpRegistry &registry);
 /// One kernel function of a cpu model: its symbol and its C++ definition
 /// (`static int32_t NAME(void *const *b, const SluiceRunArgs *args)`, after
 /// its constant arrays).
+/// A kernel alike but for its name to an earlier one (a transformer's
+/// layers) is defined once: `code` forwards to `shared`, the earlier one.
 struct CpuKernelSource {
   std::string name, code;
+  std::string shared; ///< the kernel whose code this one runs, or empty
 };
 
 struct CpuModel : ModelFacts {

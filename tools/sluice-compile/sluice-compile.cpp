@@ -184,11 +184,19 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --quiet               no progress lines on stderr
   --jobs=N              cpu: build the library from N translation units
                         compiled at once (default: the cores, at most 8,
-                        for models of 32 kernels or more; one otherwise)
+                        for models of 32 distinct kernels or more; one
+                        otherwise)
+  --precompile-headers  build the precompiled header of generated cpu code
+                        for this compiler and these flags, print its path
+                        and exit (the first cpu compile builds it too;
+                        docs/tools.md, "Precompiled headers")
   -h, --help            this help
 
 Environment: SLUICE_CXX or CXX picks the C++ compiler (default c++);
-SLUICE_CACHE_DIR sets the compile cache's folder (none: no cache).
+SLUICE_CACHE_DIR sets the compile cache's folder (none: no cache);
+SLUICE_PCH_DIR the precompiled headers' (default: the cache folder's pch/
+under $XDG_CACHE_HOME/sluice or ~/.cache/sluice; none: no precompiled
+header).
 )";
 
 [[noreturn]] void die(const std::string &message) {
@@ -309,6 +317,7 @@ int main(int argc, char **argv) {
   std::string quantizationCache;
   std::string cacheDirFlag;
   bool noCache = false;
+  bool precompileHeaders = false;
   sluice::CompilerOptions options;
   // Installed (PREFIX/bin): the code generator's headers in PREFIX/include.
   sluice::useInstalledHeaders();
@@ -435,6 +444,8 @@ int main(int argc, char **argv) {
       elide = true;
     } else if (arg == "--quiet") {
       quiet = true;
+    } else if (arg == "--precompile-headers") {
+      precompileHeaders = true;
     } else if (args.is("--shape")) {
       std::string error;
       if (!sluice::parseShapeOption(args.flagValue("--shape"), options, error))
@@ -452,6 +463,17 @@ int main(int argc, char **argv) {
     } else {
       die("more than one model given");
     }
+  }
+  if (precompileHeaders) {
+    if (!model.empty())
+      die("--precompile-headers takes no model");
+    sluice::codegen::BundleOptions bundle;
+    bundle.progress = !quiet;
+    std::string path, error;
+    if (!sluice::codegen::precompileCpuHeaders(bundle, path, error))
+      die(error);
+    std::printf("%s\n", path.c_str());
+    return 0;
   }
   if (model.empty())
     die("no model given (see --help)");

@@ -26,6 +26,26 @@ static inline int32_t sluice_fail(const SluiceRunArgs *args, const char *kernel,
   return 1;
 }
 
+/// A kernel that runs another's code (the cpu emitter defines kernels that
+/// are alike but for their names once): the status of `shared`, with a
+/// failure's message naming `kernel`, the step that ran.
+static inline int32_t sluice_forward(const SluiceRunArgs *args, int32_t status,
+                                     const char *shared, const char *kernel) {
+  if (!status || !args->error || args->error_size == 0)
+    return status;
+  size_t n = strlen(shared), k = strlen(kernel), len = strlen(args->error);
+  if (len < n || strncmp(args->error, shared, n) != 0 || args->error[n] != ':')
+    return status;
+  size_t room = args->error_size - 1;
+  if (k > room)
+    k = room;
+  size_t tail = len - n < room - k ? len - n : room - k;
+  memmove(args->error + k, args->error + n, tail);
+  memcpy(args->error, kernel, k);
+  args->error[k + tail] = 0;
+  return status;
+}
+
 #define SLUICE_STEP(index, call)                                               \
   do {                                                                         \
     if (args->trace)                                                           \
