@@ -1,16 +1,29 @@
 // The precompiled part of every generated cpu translation unit
-// (codegen/bundle/Precompiled.cpp): sluice_gen/cpu.h, which every cpu
-// model includes first, and the system headers the cpu headers include,
-// above all <immintrin.h> (about a second of parsing at -march=native).
-// It holds no header whose meaning depends on a macro the model could set
-// (cpu_int8.h, cpu_wonly.h, cpu_nn_blas.h): those are parsed per model.
-// Compiled once per compiler, flags and header contents; a model includes
-// it with -include, and the compiler parses it as text when the
-// precompiled form does not match.
+// (codegen/bundle/Precompiled.cpp): every cpu header of the generated code
+// and the system headers under them, above all <immintrin.h> (about a
+// second of parsing at -march=native). Generated code defines no macro
+// before its includes (the headers' configuration macros, such as
+// SLUICE_INT8_ISA, follow the compiler's flags), so one precompiled header
+// serves every model: one that does not call a header's functions pays
+// only for loading it. Compiled once per compiler, flags and header
+// contents; a model includes it with -include, and the compiler parses it
+// as text when the precompiled form does not match.
 #ifndef SLUICE_GEN_CPU_PCH_H
 #define SLUICE_GEN_CPU_PCH_H
 
 #include "sluice_gen/cpu.h"
+#include "sluice_gen/comm.h"
+#include "sluice_gen/cpu_attention.h"
+#include "sluice_gen/cpu_blas.h"
+#include "sluice_gen/cpu_dynamic.h"
+#include "sluice_gen/cpu_gemm.h"
+#include "sluice_gen/cpu_int8.h"
+#include "sluice_gen/cpu_moe.h"
+#include "sluice_gen/cpu_movement.h"
+#include "sluice_gen/cpu_nn.h"
+#include "sluice_gen/cpu_nn_blas.h"
+#include "sluice_gen/cpu_reduce.h"
+#include "sluice_gen/cpu_wonly.h"
 
 #include <algorithm>
 #include <atomic>
