@@ -86,6 +86,10 @@ struct ManifestFacts {
   /// each weights file's fingerprint (16 hex digits each).
   std::string library, bundleId;
   std::vector<std::string> fingerprints;
+  /// A bundle of shape variants: each variant's program and source file
+  /// (manifest "variants"), and the shared weights file's size.
+  std::vector<std::pair<const CpuModel *, std::string>> variants = {};
+  int64_t sharedWeightsBytes = -1;
 };
 
 /// FNV-1a, 64 bit, continued from `hash`.
@@ -144,6 +148,7 @@ bool isBundleArtifact(llvm::StringRef name) {
          name == "model.cu" || name == "host.cpp" || name == "host.o" || name == "compile.log" ||
          name == "host-compile.log" || name == "weights.bin" ||
          (name.starts_with("model-") && name.ends_with(".so")) ||
+         (name.starts_with("model.v") && name.ends_with(".cpp")) ||
          (name.starts_with("weights.rank") && name.ends_with(".bin"));
 }
 
@@ -397,7 +402,8 @@ bool writeManifest(const std::string &dir, const BundleOptions &options, const M
     json.attributeObject("weights", [&] {
       if (model.worldSize == 1) {
         json.attribute("file", "weights.bin");
-        json.attribute("bytes", (int64_t)model.weights.size());
+        json.attribute("bytes", facts.sharedWeightsBytes >= 0 ? facts.sharedWeightsBytes
+                                                               : (int64_t)model.weights.size());
         json.attribute("fingerprint", jsonText(facts.fingerprints.at(0)));
       }
       json.attribute("alignment", 64);
@@ -411,7 +417,12 @@ bool writeManifest(const std::string &dir, const BundleOptions &options, const M
             });
         });
     });
-    json.attribute("arena_bytes", model.arenaBytes);
+    // A bundle of shape variants: the largest variant's arena (a context
+    // allocates it once and runs any variant in it).
+    int64_t arenaBytes = model.arenaBytes;
+    for (const auto &variant : facts.variants)
+      arenaBytes = std::max(arenaBytes, variant.first->arenaBytes);
+    json.attribute("arena_bytes", arenaBytes);
     if (facts.target != "cpu")
       json.attribute("host_arena_bytes", facts.hostArenaBytes);
     json.attribute("world_size", model.worldSize);
@@ -425,18 +436,35 @@ bool writeManifest(const std::string &dir, const BundleOptions &options, const M
     writeTensors(json, "outputs", model.outputs);
     writeSequences(json, model);
     writeOptionals(json, model);
-    json.attributeArray("kernels", [&] {
-      for (const StepInfo &step : steps)
-        json.object([&] {
-          json.attribute("name", jsonText(step.name));
-          json.attribute("kind", jsonText(step.kind));
-          json.attribute("op", jsonText(step.op));
-          json.attribute("node", jsonText(step.node));
-          json.attribute("compute", jsonText(step.compute));
-          writeJsonStrings(json, "ops", step.ops);
-          writeJsonStrings(json, "nodes", step.nodes);
-        });
-    });
+    auto writeSteps = [&](const std::vector<StepInfo> &list) {
+      json.attributeArray("kernels", [&] {
+        for (const StepInfo &step : list)
+          json.object([&] {
+            json.attribute("name", jsonText(step.name));
+            json.attribute("kind", jsonText(step.kind));
+            json.attribute("op", jsonText(step.op));
+            json.attribute("node", jsonText(step.node));
+            json.attribute("compute", jsonText(step.compute));
+            writeJsonStrings(json, "ops", step.ops);
+            writeJsonStrings(json, "nodes", step.nodes);
+          });
+      });
+    };
+    writeSteps(steps);
+    // Shape variants: the top-level inputs, outputs and kernels are the
+    // first variant's; each variant has its own, with its entry symbol.
+    if (!facts.variants.empty())
+      json.attributeArray("variants", [&] {
+        for (const auto &[variant, source] : facts.variants)
+          json.object([&] {
+            json.attribute("entry", jsonText(variant->entry));
+            json.attribute("source", jsonText(source));
+            json.attribute("arena_bytes", variant->arenaBytes);
+            writeTensors(json, "inputs", variant->inputs);
+            writeTensors(json, "outputs", variant->outputs);
+            writeSteps(variant->steps);
+          });
+      });
   });
   stream << "\n";
   llvm::SmallString<256> p(dir);
@@ -887,6 +915,122 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options, std::st
   ManifestFacts facts{"cpu", "model.cpp", flagsOf(args, flagsEnd), {}, 0, libraryName,
                       id,    fingerprints};
   return writeManifest(dir, options, model, model.steps, facts, error) && stage.commit(error);
+}
+
+std::string variantEntry(size_t variant) {
+  return "sluice_v" + std::to_string(variant) + "_model_run";
+}
+
+bool writeCpuVariantsBundle(const std::vector<const CpuModel *> &variants,
+                            const SharedWeights &weights, const BundleOptions &options,
+                            std::string &error, double *compileSeconds) {
+  if (variants.empty()) {
+    error = "no shape variants to write";
+    return false;
+  }
+  StagedBundle stage;
+  if (!stage.begin(options.directory, error))
+    return false;
+  const std::string &dir = stage.dir();
+  std::vector<std::string> args;
+  if (!hostCompileCommand(args, error))
+    return false;
+  args.push_back("-shared");
+  for (const std::string &f : options.extraFlags)
+    args.push_back(f);
+  size_t flagsEnd = args.size();
+  std::vector<std::string> fingerprints = {
+      hex16(sluice_weights_fingerprint(weights.bytes.data(), weights.bytes.size()))};
+  // One translation unit per variant: its kernels (static, so the variants'
+  // same-named kernels do not meet), its scratch (cpu_scratch.h keeps a
+  // registry per unit) and its entry; variant 0's also holds the ABI
+  // version, the scratch exports over all units and the bundle id.
+  std::vector<std::string> sources(variants.size());
+  std::string declarations, release = "  sluice_scratch_release();\n",
+                            bytes = "  size_t n = sluice_scratch_bytes();\n";
+  bool usesBlas = false;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const CpuModel &model = *variants[v];
+    usesBlas |= model.usesBlas;
+    std::string &source = sources[v];
+    source = "// Shape variant " + std::to_string(v) + " (entry " + model.entry + ").\n" +
+             model.prelude + "\n";
+    for (const CpuKernelSource &kernel : model.kernelSources)
+      source += kernel.code;
+    if (v > 0) {
+      std::string id = std::to_string(v);
+      source += kHidden + std::string("void sluice_v") + id +
+                "_scratch_release(void) { sluice_scratch_release(); }\n" + kHidden +
+                "size_t sluice_v" + id + "_scratch_bytes(void) { return sluice_scratch_bytes(); }\n";
+      declarations += kHidden + std::string("void sluice_v") + id + "_scratch_release(void);\n" +
+                      kHidden + "size_t sluice_v" + id + "_scratch_bytes(void);\n";
+      release += "  sluice_v" + id + "_scratch_release();\n";
+      bytes += "  n += sluice_v" + id + "_scratch_bytes();\n";
+    }
+    source += "\n" + model.run;
+  }
+  sources[0] += "\n" + declarations + variants[0]->abi +
+                "extern \"C\" void sluice_model_release_scratch(void) {\n" + release + "}\n" +
+                "extern \"C\" size_t sluice_model_scratch_bytes(void) {\n" + bytes +
+                "  return n;\n}\n";
+  std::string all;
+  for (const std::string &source : sources)
+    all += source;
+  std::string id = bundleIdOf(all, std::vector<std::string>(args.begin() + 1, args.end()),
+                              fingerprints);
+  sources[0] += bundleIdExport(id);
+  std::string libraryName = "model-" + id + ".so";
+  if (!startBundle(dir, {}, error) ||
+      !writeFile(inDir(dir, "weights.bin"),
+                 llvm::StringRef((const char *)weights.bytes.data(), weights.bytes.size()),
+                 error))
+    return false;
+  std::vector<std::string> sourceNames, sourceFiles, objects;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    sourceNames.push_back("model.v" + std::to_string(v) + ".cpp");
+    sourceFiles.push_back(inDir(dir, sourceNames.back()));
+    objects.push_back(inDir(dir, "model.v" + std::to_string(v) + ".o"));
+    if (!writeFile(sourceFiles.back(), sources[v], error))
+      return false;
+  }
+  std::string library = inDir(dir, libraryName);
+  if (options.progress)
+    std::fprintf(stderr,
+                 "sluice-compile: building %s (%zu shape variants) with %s in %zu translation "
+                 "units\n",
+                 inDir(options.directory, libraryName).c_str(), variants.size(),
+                 cxxCompiler().c_str(), variants.size());
+  std::vector<std::string> compile;
+  for (const std::string &a : args)
+    if (a != "-shared")
+      compile.push_back(a);
+  std::vector<std::string> link = args;
+  if (std::string pch = precompiledHeader(compile, options.progress); !pch.empty())
+    compile.insert(compile.end(), {"-include", pch});
+  link.insert(link.end(), objects.begin(), objects.end());
+  link.insert(link.end(), {"-o", library});
+  if (usesBlas)
+    link.push_back("-lopenblas");
+  double seconds = 0;
+  bool built =
+      compileParts(compile, sourceFiles, objects, link, dir, options.progress, error, seconds);
+  if (compileSeconds)
+    *compileSeconds = seconds;
+  if (!built) {
+    stage.keep(); // the error names its log
+    return false;
+  }
+  for (const std::string &f : objects)
+    llvm::sys::fs::remove(f);
+  if (options.progress)
+    std::fprintf(stderr, "sluice-compile: built in %.1f s\n", seconds);
+  ManifestFacts facts{"cpu", sourceNames[0], flagsOf(args, flagsEnd), {}, 0, libraryName,
+                      id,    fingerprints};
+  for (size_t v = 0; v < variants.size(); ++v)
+    facts.variants.push_back({variants[v], sourceNames[v]});
+  facts.sharedWeightsBytes = (int64_t)weights.bytes.size();
+  return writeManifest(dir, options, *variants[0], variants[0]->steps, facts, error) &&
+         stage.commit(error);
 }
 
 std::string nvccCompiler() {

@@ -47,6 +47,19 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options,
 /// is no folder for it or it cannot be built.
 bool precompileCpuHeaders(const BundleOptions &options, std::string &path, std::string &error);
 
+/// The run function of shape variant `variant` (sluice-compile --shapes):
+/// sluice_v<variant>_model_run, the manifest's "variants[i].entry".
+std::string variantEntry(size_t variant);
+
+/// Writes a bundle of shape variants (cpu): one weights.bin (`weights`,
+/// which every variant's program reads), one library built from one
+/// translation unit per variant (model.v<i>.cpp), each exporting its entry
+/// (CpuModel::entry), and the manifest's "variants". Fails as
+/// writeCpuBundle does.
+bool writeCpuVariantsBundle(const std::vector<const CpuModel *> &variants,
+                            const SharedWeights &weights, const BundleOptions &options,
+                            std::string &error, double *compileSeconds = nullptr);
+
 /// Writes a cuda bundle: model.cu (and host.cpp for host steps) built by
 /// nvcc into model.so for the architectures of `options`.
 bool writeCudaBundle(const CudaModel &model, const BundleOptions &options,

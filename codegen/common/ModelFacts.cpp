@@ -255,6 +255,20 @@ LogicalResult collectWeights(func::FuncOp func, ModelFacts &model,
     auto tensor = tensorFromAttr(constant ? constant.getValue() : shard.getValue());
     if (failed(tensor))
       return op.emitOpError("cannot read this constant's value");
+    if (model.sharedWeights && constant && ranks == 1) {
+      // A shape variant's constant: stored once in the variants' file.
+      std::vector<unsigned char> bytes;
+      if (std::optional<WeightTransform> transform = storedTransform(constant, transforms)) {
+        bytes = transform->apply(*tensor);
+      } else if (isNibbleDType(tensor->dtype())) {
+        bytes = packNibbles(tensor->rawData(), tensor->numElements());
+      } else {
+        const auto *from = static_cast<const unsigned char *>(tensor->rawData());
+        bytes.assign(from, from + tensor->byteSize());
+      }
+      model.weightOffset[op.getResult(0)] = model.sharedWeights->add(bytes);
+      continue;
+    }
     int64_t stage = model.stageOf(op.getResult(0));
     auto holds = [&](int64_t r) { return stage < 0 || r / model.tp == stage; };
     size_t end = 0;
@@ -389,6 +403,27 @@ std::vector<int64_t> ModelFacts::weightsBytesPerRank() const {
   for (const auto &file : rankWeights)
     bytes.push_back((int64_t)file.size());
   return bytes;
+}
+
+int64_t SharedWeights::add(llvm::ArrayRef<unsigned char> block) {
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : block) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  unsharedBytes = (unsharedBytes + 63) / 64 * 64 + (int64_t)block.size();
+  auto [begin, end] = stored.equal_range(hash);
+  for (auto it = begin; it != end; ++it) {
+    auto [offset, size] = it->second;
+    if (size == block.size() &&
+        (size == 0 || std::memcmp(bytes.data() + offset, block.data(), size) == 0))
+      return (int64_t)offset;
+  }
+  size_t offset = (bytes.size() + 63) / 64 * 64;
+  bytes.resize(offset);
+  bytes.insert(bytes.end(), block.begin(), block.end());
+  stored.insert({hash, {offset, block.size()}});
+  return (int64_t)offset;
 }
 
 LogicalResult collectModelFacts(ModuleOp module, ModelFacts &model, llvm::StringRef target,

@@ -23,6 +23,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace sluice::codegen {
@@ -102,8 +103,25 @@ struct MoeInfo {
   int64_t expertsPerRank = 0;
 };
 
+/// The one weights file of a bundle of shape variants (sluice-compile
+/// --shapes): every variant's constants, each distinct content stored once
+/// (64-byte aligned), so that variants share the model's weights.
+struct SharedWeights {
+  std::vector<unsigned char> bytes;
+  /// Content hash -> (offset, size) of each stored block.
+  std::unordered_multimap<uint64_t, std::pair<size_t, size_t>> stored;
+  /// Bytes the constants would take without sharing (what N single-shape
+  /// weights files hold together, alignment included).
+  int64_t unsharedBytes = 0;
+  /// The offset of `block`: where the same bytes already are, else appended.
+  int64_t add(llvm::ArrayRef<unsigned char> block);
+};
+
 /// What every target's emitter reads off a planned module first.
 struct ModelFacts {
+  /// When set (a single-rank program of a bundle of shape variants), the
+  /// weights go into it instead of `weights`, shared with the other variants.
+  SharedWeights *sharedWeights = nullptr;
   mlir::func::FuncOp func;
   /// weights.bin of a single-rank bundle (empty when worldSize > 1).
   std::vector<unsigned char> weights;

@@ -229,8 +229,11 @@ FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &hea
 
 }
 
-FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
+FailureOr<CpuModel> emitCpuModel(ModuleOp module, SharedWeights *sharedWeights,
+                                 llvm::StringRef entry) {
   CpuModel model;
+  model.sharedWeights = sharedWeights;
+  model.entry = entry.str();
   if (failed(collectModelFacts(module, model, "cpu", cpuImplements, cpuWeightTransform)))
     return failure();
   func::FuncOp func = model.func;
@@ -306,11 +309,11 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module) {
       source.line("return 0;");
     }
     source.blank();
-    auto fn = source.block("extern \"C\" int32_t sluice_model_run(const SluiceRunArgs *args)");
+    auto fn = source.block("extern \"C\" int32_t {0}(const SluiceRunArgs *args)", entry);
     writePipelinedRun(source, model, "0");
     source.line("return 0;");
   } else {
-    auto fn = source.block("extern \"C\" int32_t sluice_model_run(const SluiceRunArgs *args)");
+    auto fn = source.block("extern \"C\" int32_t {0}(const SluiceRunArgs *args)", entry);
     source.raw(run.str());
     source.line("return 0;");
   }

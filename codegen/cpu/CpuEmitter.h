@@ -106,6 +106,8 @@ struct CpuModel : ModelFacts {
   std::vector<CpuKernelSource> kernelSources;
   std::string abi;                 ///< sluice_model_abi_version
   std::string run;                 ///< sluice_model_run (and a stage's function)
+  /// The run function's name: sluice_model_run, or a shape variant's.
+  std::string entry = "sluice_model_run";
   std::vector<StepInfo> steps;
   int64_t kernels = 0, libraryCalls = 0;
   bool usesBlas = false;
@@ -114,7 +116,13 @@ struct CpuModel : ModelFacts {
 /// Emits the planned function `main` of `module` (after the fuse and plan
 /// phases). Fails with errors on the ops; unsupported ops are all reported
 /// at once ("unsupported ops on target cpu (N): ...").
-mlir::FailureOr<CpuModel> emitCpuModel(mlir::ModuleOp module);
+/// A shape variant of a bundle (sluice-compile --shapes) passes the
+/// variants' `sharedWeights` (the weights go there, not into
+/// CpuModel::weights) and its own `entry`, the run function's name
+/// (sluice_v<i>_model_run).
+mlir::FailureOr<CpuModel> emitCpuModel(mlir::ModuleOp module,
+                                       SharedWeights *sharedWeights = nullptr,
+                                       llvm::StringRef entry = "sluice_model_run");
 
 } // namespace sluice::codegen
 

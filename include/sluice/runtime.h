@@ -164,6 +164,18 @@ SLUICE_RT_API SluiceStatus sluice_model_num_kernels(const SluiceModel *model, si
 SLUICE_RT_API SluiceStatus sluice_model_kernel(const SluiceModel *model, size_t index,
                                  SluiceKernelInfo *info);
 
+/* Shape variants (sluice-compile --shapes): a bundle with a program per
+ * listed shape. sluice_model_input / sluice_model_output describe the first
+ * variant; these list every variant's (a bundle without variants has one,
+ * variant 0, those of sluice_model_input / sluice_model_output). Each run
+ * runs the variant whose input shapes equal the inputs' (see
+ * sluice_context_set_input_shape). */
+SLUICE_RT_API SluiceStatus sluice_model_num_variants(const SluiceModel *model, size_t *count);
+SLUICE_RT_API SluiceStatus sluice_model_variant_input(const SluiceModel *model, size_t variant,
+                                                      size_t index, SluiceTensorInfo *info);
+SLUICE_RT_API SluiceStatus sluice_model_variant_output(const SluiceModel *model, size_t variant,
+                                                       size_t index, SluiceTensorInfo *info);
+
 /*---- Contexts -------------------------------------------------------------*/
 
 /* A context for running `model`; it allocates the arena and the outputs.
@@ -192,6 +204,20 @@ SLUICE_RT_API SluiceStatus sluice_context_set_input(SluiceContext *context, size
  * and lets it update the data in place between runs. */
 SLUICE_RT_API SluiceStatus sluice_context_bind_input(SluiceContext *context, size_t index,
                                        const void *data, size_t bytes);
+/* Declares the shape of input `index` (`rank` dims) for the next runs. A
+ * bundle of shape variants runs the variant whose input shapes equal the
+ * declared ones (an input set without a declared shape matches the
+ * variants of its size, and a run whose inputs' sizes fit several variants
+ * fails asking for the shapes); a shape no variant takes fails here, with
+ * the list of the shapes the bundle has ("x: 1x128 | 8x128 | 32x128"). A
+ * bundle without variants takes only its own shape. The size given to
+ * set_input / bind_input must be that of the chosen variant's input. */
+SLUICE_RT_API SluiceStatus sluice_context_set_input_shape(SluiceContext *context, size_t index,
+                                                          const int64_t *dims, int32_t rank);
+/* The shape variant the last run used (0 before any run, and always 0 for
+ * a bundle without variants); its outputs are that variant's
+ * (sluice_model_variant_output, sluice_context_output_dims). */
+SLUICE_RT_API SluiceStatus sluice_context_variant(const SluiceContext *context, size_t *variant);
 /* OpenMP threads for each run (>= 1); on cuda, those of the host steps
  * (ops run on the cpu). Without it a context takes SLUICE_NUM_THREADS (as
  * set when the context was made), else the hardware threads divided by

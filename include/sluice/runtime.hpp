@@ -127,6 +127,25 @@ public:
       return {};
     return detail::toInfo(info);
   }
+  /// Shape variants (sluice-compile --shapes): 1 for a bundle without.
+  size_t numVariants() const {
+    size_t n = 1;
+    sluice_model_num_variants(model, &n);
+    return n;
+  }
+  /// Input / output `index` of shape variant `variant`.
+  TensorInfo variantInput(size_t variant, size_t index) const {
+    SluiceTensorInfo info = {};
+    if (sluice_model_variant_input(model, variant, index, &info) != SLUICE_OK)
+      return {};
+    return detail::toInfo(info);
+  }
+  TensorInfo variantOutput(size_t variant, size_t index) const {
+    SluiceTensorInfo info = {};
+    if (sluice_model_variant_output(model, variant, index, &info) != SLUICE_OK)
+      return {};
+    return detail::toInfo(info);
+  }
   std::string target() const { return query(sluice_model_target); }
   std::string version() const { return query(sluice_model_version); }
   std::string name() const { return query(sluice_model_name); }
@@ -321,6 +340,20 @@ public:
                  std::string *error = nullptr) {
     return detail::check(sluice_context_bind_input(context, index, data, bytes),
                          error);
+  }
+  /// Declares input `index`'s shape: a bundle of shape variants runs the
+  /// variant whose input shapes equal the declared ones.
+  bool setInputShape(size_t index, const std::vector<int64_t> &dims,
+                     std::string *error = nullptr) {
+    return detail::check(sluice_context_set_input_shape(context, index, dims.data(),
+                                                        (int32_t)dims.size()),
+                         error);
+  }
+  /// The shape variant the last run used (0 without variants).
+  size_t variant() const {
+    size_t v = 0;
+    sluice_context_variant(context, &v);
+    return v;
   }
   bool setNumThreads(int32_t threads, std::string *error = nullptr) {
     return detail::check(sluice_context_set_num_threads(context, threads),

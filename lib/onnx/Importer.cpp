@@ -792,7 +792,8 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     for (const auto &input : graph.input())
       found |= input.name() == given.first;
     if (!found) {
-      (void)fail("--shape names '" + given.first + "', which is not a model input");
+      (void)fail(std::string(options.variedInputs.count(given.first) ? "--shapes" : "--shape") +
+                 " names '" + given.first + "', which is not a model input");
       return nullptr;
     }
   }

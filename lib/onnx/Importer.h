@@ -16,6 +16,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ constexpr size_t kMaxSubgraphDepth = 16;
 struct ImportOptions {
   /// Shapes that replace an input's declared (possibly symbolic) dims.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Those of `inputShapes` that sluice-compile's --shapes gave (a shape
+  /// variant's), named so in messages.
+  std::set<std::string> variedInputs;
   /// Planning mode (`sluice-compile --emit=plan`): an initializer whose
   /// external data file is absent becomes a shape-only constant (a
   /// dense_resource without a blob: never read, never allocated) instead of

@@ -236,13 +236,24 @@ bool Bundle::openLibrary(std::string &error) {
       reinterpret_cast<void (*)()>(::dlsym(library_, "sluice_model_release_scratch"));
   auto abi = reinterpret_cast<int32_t (*)()>(
       ::dlsym(library_, "sluice_model_abi_version"));
-  run_ = reinterpret_cast<int32_t (*)(const SluiceRunArgs *)>(
-      ::dlsym(library_, "sluice_model_run"));
-  if (!abi || !run_) {
-    error = file + ": not a Sluice model library (it does not export " +
-            (abi ? "sluice_model_run" : "sluice_model_abi_version") + ")";
-    return false;
+  // A bundle of shape variants: one run function per variant (the
+  // manifest's "variants[i].entry"), and no sluice_model_run.
+  std::vector<std::string> entries;
+  for (const VariantSpec &variant : manifest_.variants)
+    entries.push_back(variant.entry);
+  if (entries.empty())
+    entries.push_back("sluice_model_run");
+  for (const std::string &entry : entries) {
+    auto run = reinterpret_cast<int32_t (*)(const SluiceRunArgs *)>(
+        ::dlsym(library_, entry.c_str()));
+    if (!abi || !run) {
+      error = file + ": not a Sluice model library (it does not export " +
+              (abi ? entry : "sluice_model_abi_version") + ")";
+      return false;
+    }
+    runs_.push_back(run);
   }
+  run_ = runs_.front();
   int32_t version = abi();
   if (version != SLUICE_BUNDLE_ABI_VERSION) {
     error = file + ": the library has bundle ABI " + std::to_string(version) +

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace sluice::runtime {
 
@@ -45,6 +46,11 @@ public:
   uint64_t weightsBytes() const { return manifest_.weights[rank_].bytes; }
   /// The library's sluice_model_run.
   int32_t run(const SluiceRunArgs &args) const { return run_(&args); }
+  /// The run function of shape variant `variant` (manifest "variants";
+  /// variant 0 of a bundle without them is sluice_model_run).
+  int32_t run(const SluiceRunArgs &args, size_t variant) const {
+    return runs_[variant](&args);
+  }
   /// cuda bundles only (the loader requires them there): the library's
   /// sluice_model_init, sluice_model_release and sluice_model_check.
   int32_t initDevice(void **state, void *stream, char *error,
@@ -69,6 +75,7 @@ private:
   size_t mappedBytes_ = 0;
   void *library_ = nullptr;
   int32_t (*run_)(const SluiceRunArgs *) = nullptr;
+  std::vector<int32_t (*)(const SluiceRunArgs *)> runs_;
   int32_t (*init_)(void **, void *, char *, size_t) = nullptr;
   void (*release_)(void *) = nullptr;
   int32_t (*check_)(void *, char *, size_t) = nullptr;

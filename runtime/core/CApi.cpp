@@ -25,11 +25,16 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 using sluice::runtime::Bundle;
+using sluice::runtime::describeVariantShapes;
+using sluice::runtime::Manifest;
+using sluice::runtime::shapeText;
+using sluice::runtime::VariantSpec;
 using sluice::runtime::CpuContext;
 using sluice::runtime::MoeSpec;
 using sluice::runtime::ProcessGroup;
@@ -47,6 +52,9 @@ struct SluiceModel {
   std::vector<SluiceTensorInfo> inputs, outputs;
   std::vector<SluiceKernelInfo> kernels;
   std::vector<SluiceMoeInfo> moe;
+  /// Each shape variant's inputs and outputs (one entry, the above, for a
+  /// bundle without variants).
+  std::vector<std::vector<SluiceTensorInfo>> variantInputs, variantOutputs;
 };
 
 struct SluiceCommunicator {
@@ -82,6 +90,13 @@ struct SluiceContext {
   int32_t ranksOnHost = 1;
   /// What `run` was last given (0: nothing yet).
   int32_t appliedThreads = 0;
+  /// Per input: its size as last set (0: not set) and the shape the caller
+  /// declared (sluice_context_set_input_shape; none: not declared), from
+  /// which each run picks the shape variant; and the variant the last run
+  /// used.
+  std::vector<size_t> inputBytes;
+  std::vector<std::optional<std::vector<int64_t>>> inputShapes;
+  size_t variant = 0;
 
   int32_t threads() const {
     if (explicitThreads)
@@ -194,6 +209,18 @@ SluiceStatus loadModel(const char *bundle_dir, int32_t rank,
     for (const auto &kernel : manifest.kernels)
       model->kernels.push_back({kernel.name.c_str(), kernel.kind.c_str(),
                                 kernel.op.c_str(), kernel.node.c_str()});
+    if (manifest.variants.empty()) {
+      model->variantInputs.push_back(model->inputs);
+      model->variantOutputs.push_back(model->outputs);
+    }
+    for (const VariantSpec &variant : manifest.variants) {
+      model->variantInputs.emplace_back();
+      model->variantOutputs.emplace_back();
+      for (const TensorSpec &spec : variant.inputs)
+        model->variantInputs.back().push_back(infoOf(spec));
+      for (const TensorSpec &spec : variant.outputs)
+        model->variantOutputs.back().push_back(infoOf(spec));
+    }
     for (const MoeSpec &moe : manifest.moe)
       model->moe.push_back(
           {moe.node.c_str(), moe.gating.c_str(), moe.experts, moe.topK, moe.expertsPerRank});
@@ -438,8 +465,91 @@ static SluiceStatus setInput(SluiceContext *context, size_t index,
     std::string error;
     if (!context->run->setInput(index, data, bytes, copy, error))
       return fail(SLUICE_ERROR_INVALID_ARGUMENT, error);
+    size_t inputs = context->bundle->manifest().inputs.size();
+    context->inputBytes.resize(inputs, 0);
+    context->inputBytes[index] = bytes;
     return SLUICE_OK;
   });
+}
+
+SluiceStatus sluice_context_set_input_shape(SluiceContext *context, size_t index,
+                                            const int64_t *dims, int32_t rank) {
+  if (!context || (!dims && rank > 0))
+    return nullArgument("sluice_context_set_input_shape");
+  return guarded([&] {
+    const Manifest &manifest = context->bundle->manifest();
+    const std::string &dir = context->bundle->dir();
+    if (index >= manifest.inputs.size())
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                  "bundle '" + dir + "' has " + std::to_string(manifest.inputs.size()) +
+                      " inputs; no input " + std::to_string(index));
+    if (rank < 0)
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                  "sluice_context_set_input_shape: rank " + std::to_string(rank));
+    std::vector<int64_t> shape(dims, dims + rank);
+    bool known = false;
+    if (manifest.variants.empty())
+      known = shape == manifest.inputs[index].shape;
+    for (const VariantSpec &variant : manifest.variants)
+      known |= shape == variant.inputs[index].shape;
+    if (!known)
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                  "bundle '" + dir + "': input '" + manifest.inputs[index].name +
+                      "' has no shape " + shapeText(shape) +
+                      (manifest.variants.empty()
+                           ? " (it takes " + shapeText(manifest.inputs[index].shape) + ")"
+                           : "; the bundle's shape variants take " +
+                                 describeVariantShapes(manifest)));
+    context->inputShapes.resize(manifest.inputs.size());
+    context->inputShapes[index] = std::move(shape);
+    return SLUICE_OK;
+  });
+}
+
+/// The shape variant whose input shapes equal the ones declared
+/// (sluice_context_set_input_shape), and whose sizes equal those of inputs
+/// set without one; fails listing the shapes the bundle has.
+static bool pickVariant(SluiceContext *context, size_t &variant, std::string &error) {
+  const Manifest &manifest = context->bundle->manifest();
+  variant = 0;
+  if (manifest.variants.empty())
+    return true;
+  context->inputBytes.resize(manifest.inputs.size(), 0);
+  context->inputShapes.resize(manifest.inputs.size());
+  std::vector<size_t> matches;
+  for (size_t v = 0; v < manifest.variants.size(); ++v) {
+    bool fits = true;
+    for (size_t i = 0; fits && i < manifest.inputs.size(); ++i) {
+      const TensorSpec &spec = manifest.variants[v].inputs[i];
+      if (context->inputShapes[i])
+        fits = *context->inputShapes[i] == spec.shape;
+      else if (context->inputBytes[i])
+        fits = context->inputBytes[i] == spec.bytes;
+    }
+    if (fits)
+      matches.push_back(v);
+  }
+  std::string given;
+  for (size_t i = 0; i < manifest.inputs.size(); ++i)
+    given += (i ? ", " : "") + manifest.inputs[i].name + " " +
+             (context->inputShapes[i] ? shapeText(*context->inputShapes[i])
+                                      : std::to_string(context->inputBytes[i]) + " bytes");
+  if (matches.empty()) {
+    error = "bundle '" + context->bundle->dir() + "': no shape variant takes the inputs (" +
+            given + "); the bundle has " + describeVariantShapes(manifest);
+    return false;
+  }
+  if (matches.size() > 1) {
+    std::string which;
+    for (size_t v : matches)
+      which += (which.empty() ? "" : " and ") + std::to_string(v);
+    error = "bundle '" + context->bundle->dir() + "': the inputs (" + given +
+            ") fit shape variants " + which + " (" + describeVariantShapes(manifest) +
+            "): give their shapes with sluice_context_set_input_shape";
+    return false;
+  }
+  variant = matches.front();
+  return true;
 }
 
 SluiceStatus sluice_context_set_input(SluiceContext *context, size_t index,
@@ -484,10 +594,60 @@ SluiceStatus sluice_context_run(SluiceContext *context) {
         return fail(SLUICE_ERROR_INVALID_ARGUMENT, error);
       context->appliedThreads = threads;
     }
+    size_t variant = 0;
+    if (!pickVariant(context, variant, error))
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT, error);
+    if (!context->run->selectVariant(variant, error))
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT, error);
+    context->variant = variant;
     if (!context->run->run(error))
       return fail(SLUICE_ERROR_RUN, error);
     return SLUICE_OK;
   });
+}
+
+SluiceStatus sluice_context_variant(const SluiceContext *context, size_t *variant) {
+  if (!context || !variant)
+    return nullArgument("sluice_context_variant");
+  *variant = context->variant;
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_model_num_variants(const SluiceModel *model, size_t *count) {
+  if (!model || !count)
+    return nullArgument("sluice_model_num_variants");
+  *count = model->variantInputs.size();
+  return SLUICE_OK;
+}
+
+static SluiceStatus variantTensor(const SluiceModel *model, size_t variant, size_t index,
+                                  SluiceTensorInfo *info, bool input) {
+  const char *function = input ? "sluice_model_variant_input" : "sluice_model_variant_output";
+  if (!model || !info)
+    return nullArgument(function);
+  const auto &all = input ? model->variantInputs : model->variantOutputs;
+  if (variant >= all.size())
+    return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                std::string(function) + ": bundle '" + model->bundle->dir() + "' has " +
+                    std::to_string(all.size()) + " shape variants; no variant " +
+                    std::to_string(variant));
+  if (index >= all[variant].size())
+    return fail(SLUICE_ERROR_INVALID_ARGUMENT,
+                std::string(function) + ": bundle '" + model->bundle->dir() + "' has " +
+                    std::to_string(all[variant].size()) + (input ? " inputs" : " outputs") +
+                    "; no index " + std::to_string(index));
+  *info = all[variant][index];
+  return SLUICE_OK;
+}
+
+SluiceStatus sluice_model_variant_input(const SluiceModel *model, size_t variant, size_t index,
+                                        SluiceTensorInfo *info) {
+  return variantTensor(model, variant, index, info, /*input=*/true);
+}
+
+SluiceStatus sluice_model_variant_output(const SluiceModel *model, size_t variant, size_t index,
+                                         SluiceTensorInfo *info) {
+  return variantTensor(model, variant, index, info, /*input=*/false);
 }
 
 SluiceStatus sluice_context_output(const SluiceContext *context, size_t index,

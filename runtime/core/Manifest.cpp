@@ -211,6 +211,34 @@ bool readTensors(const JsonValue &root, const char *key,
   return true;
 }
 
+/// The "kernels" list of `root` (the manifest, or a variant: `where`
+/// prefixes the key in messages).
+bool readKernels(const JsonValue &root, const std::string &file, const std::string &where,
+                 std::vector<KernelSpec> &kernels, std::string &error) {
+  Reader reader(root, file, where, error);
+  const JsonValue *list = reader.require("kernels", JsonValue::Kind::Array);
+  if (!list)
+    return false;
+  for (size_t i = 0; i < list->array.size(); ++i) {
+    std::string at = where + "kernels[" + std::to_string(i) + "]";
+    const JsonValue &entry = list->array[i];
+    if (!entry.isObject())
+      return reader.reject("'" + at + "' must be an object");
+    Reader kernelReader(entry, file, at + ".", error);
+    KernelSpec kernel;
+    if (!kernelReader.string("name", kernel.name) ||
+        !kernelReader.string("kind", kernel.kind) ||
+        !kernelReader.string("op", kernel.op, /*optional=*/true) ||
+        !kernelReader.string("node", kernel.node, /*optional=*/true))
+      return false;
+    // "host": a cuda bundle's step that runs on the cpu (no cuda kernel).
+    if (kernel.kind != "kernel" && kernel.kind != "library" && kernel.kind != "host")
+      return reader.reject("'" + at + ".kind' must be 'kernel', 'library' or 'host', got '" +
+                           kernel.kind + "'");
+    kernels.push_back(std::move(kernel));
+  }
+  return true;
+}
 
 /// "weights": {"file", "bytes", "alignment"} for a single-rank bundle;
 /// {"alignment", "ranks": [{"file", "bytes"} per rank]} for a multi-rank
@@ -446,31 +474,59 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
         return reader.reject("input '" + input.name +
                              "' has a data-dependent dim; only outputs may");
 
-  const JsonValue *kernels = reader.require("kernels", JsonValue::Kind::Array);
-  if (!kernels)
+  if (!readKernels(root, file, "", manifest.kernels, error))
     return false;
-  for (size_t i = 0; i < kernels->array.size(); ++i) {
-    std::string where = "kernels[" + std::to_string(i) + "]";
-    const JsonValue &entry = kernels->array[i];
-    if (!entry.isObject())
-      return reader.reject("'" + where + "' must be an object");
-    Reader kernelReader(entry, file, where + ".", error);
-    KernelSpec kernel;
-    if (!kernelReader.string("name", kernel.name) ||
-        !kernelReader.string("kind", kernel.kind) ||
-        !kernelReader.string("op", kernel.op, /*optional=*/true) ||
-        !kernelReader.string("node", kernel.node, /*optional=*/true))
-      return false;
-    // "host": a cuda bundle's step that runs on the cpu (no cuda kernel).
-    if (kernel.kind != "kernel" && kernel.kind != "library" &&
-        kernel.kind != "host")
-      return reader.reject("'" + where +
-                           ".kind' must be 'kernel', 'library' or 'host', "
-                           "got '" +
-                           kernel.kind + "'");
-    manifest.kernels.push_back(std::move(kernel));
-  }
 
+  // Shape variants (bundles of one shape have no key).
+  if (const JsonValue *variants = root.get("variants")) {
+    if (!variants->isArray() || variants->array.empty())
+      return reader.reject("'variants' must be a non-empty array");
+    if (manifest.target != "cpu" || manifest.worldSize != 1)
+      return reader.reject("'variants' (shape variants) run on the cpu target with one rank; "
+                           "this bundle is " + manifest.target + " with world_size " +
+                           std::to_string(manifest.worldSize));
+    for (size_t v = 0; v < variants->array.size(); ++v) {
+      std::string where = "variants[" + std::to_string(v) + "]";
+      const JsonValue &entry = variants->array[v];
+      if (!entry.isObject())
+        return reader.reject("'" + where + "' must be an object");
+      Reader variantReader(entry, file, where + ".", error);
+      VariantSpec spec;
+      if (!variantReader.string("entry", spec.entry) ||
+          !variantReader.size("arena_bytes", spec.arenaBytes) ||
+          !readTensors(entry, "inputs", file, spec.inputs, error) ||
+          !readTensors(entry, "outputs", file, spec.outputs, error) ||
+          !readKernels(entry, file, where + ".", spec.kernels, error))
+        return false;
+      if (spec.entry.empty())
+        return reader.reject("'" + where + ".entry' must name the variant's run function");
+      if (spec.arenaBytes > manifest.arenaBytes)
+        return reader.reject("'" + where + ".arena_bytes' (" + std::to_string(spec.arenaBytes) +
+                             ") exceeds 'arena_bytes' (" + std::to_string(manifest.arenaBytes) +
+                             "), the arena every variant runs in");
+      // The same boundary as the top level's, but for the shapes.
+      auto sameBoundary = [&](const std::vector<TensorSpec> &mine,
+                              const std::vector<TensorSpec> &top, const char *side) {
+        bool same = mine.size() == top.size();
+        for (size_t i = 0; same && i < mine.size(); ++i)
+          same = mine[i].name == top[i].name && mine[i].dtype == top[i].dtype &&
+                 mine[i].shape.size() == top[i].shape.size();
+        if (!same)
+          reader.reject("'" + where + "." + side + "' must list the bundle's " + side +
+                        " (names, dtypes and ranks) in order");
+        return same;
+      };
+      if (!sameBoundary(spec.inputs, manifest.inputs, "inputs") ||
+          !sameBoundary(spec.outputs, manifest.outputs, "outputs"))
+        return false;
+      for (const TensorSpec &input : spec.inputs)
+        for (int64_t dim : input.shape)
+          if (dim < 0)
+            return reader.reject("'" + where + "' input '" + input.name +
+                                 "' has a data-dependent dim; only outputs may");
+      manifest.variants.push_back(std::move(spec));
+    }
+  }
   // The moe ops (bundles without one have no key).
   if (const JsonValue *moe = root.get("moe")) {
     if (!moe->isArray())
@@ -497,6 +553,25 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
     }
   }
   return true;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string text;
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? "x" : "") + std::to_string(shape[d]);
+  return text;
+}
+
+std::string describeVariantShapes(const Manifest &manifest) {
+  std::string text;
+  for (size_t i = 0; i < manifest.inputs.size(); ++i) {
+    text += (i ? "; " : "") + manifest.inputs[i].name + ":";
+    for (size_t v = 0; v < manifest.variants.size(); ++v)
+      text += (v ? " | " : " ") + shapeText(manifest.variants[v].inputs[i].shape);
+  }
+  return text;
 }
 
 bool readManifest(const std::string &bundleDir, Manifest &manifest,

@@ -63,6 +63,15 @@ struct MoeSpec {
   int64_t loadOffset = 0;     ///< its first counter (the experts before it)
 };
 
+/// One shape variant of a bundle compiled with `--shapes` (manifest
+/// "variants"): its program's boundary, arena and run function.
+struct VariantSpec {
+  std::string entry; ///< the library's run function (sluice_v<i>_model_run)
+  uint64_t arenaBytes = 0;
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<KernelSpec> kernels;
+};
+
 struct Manifest {
   std::string version;
   int64_t abi = 0;
@@ -100,7 +109,19 @@ struct Manifest {
   /// expert-load profile takes: the sum of their experts.
   std::vector<MoeSpec> moe;
   int64_t expertLoadCounters = 0;
+  /// Shape variants (optional key; none in a bundle of one shape). Then
+  /// `inputs`, `outputs` and `kernels` are the first variant's and
+  /// `arenaBytes` the largest variant's; every variant has the same inputs
+  /// and outputs (names, dtypes, ranks) with shapes of its own.
+  std::vector<VariantSpec> variants;
 };
+
+/// "1x128" (a rank-0 shape: "scalar").
+std::string shapeText(const std::vector<int64_t> &shape);
+
+/// The shapes a bundle of variants takes: "x: 1x128 | 8x128 | 32x128",
+/// inputs separated by "; " (a variant's shapes are the i-th of each).
+std::string describeVariantShapes(const Manifest &manifest);
 
 /// The size of one element of NumPy dtype `name` (bool is 1 byte), or 0 if
 /// the runtime does not know it.

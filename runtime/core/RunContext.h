@@ -44,6 +44,15 @@ public:
   virtual void enableCudaGraph(bool on) = 0;
   /// Runs once; on failure sets `error` (the library's message included).
   virtual bool run(std::string &error) = 0;
+  /// A bundle of shape variants (manifest "variants", cpu only): the
+  /// variant the next runs use, which the C API picks from the inputs'
+  /// shapes. A context without variants takes only 0.
+  virtual bool selectVariant(size_t variant, std::string &error) {
+    if (variant == 0)
+      return true;
+    error = "this bundle has no shape variant " + std::to_string(variant);
+    return false;
+  }
 
   virtual size_t numOutputs() const = 0;
   /// Host memory holding output `index` of the last run.
@@ -88,7 +97,8 @@ public:
 /// Bumped whenever RunContext, Bundle, Manifest, CudaCommRequest or the
 /// comm interfaces (runtime/core/Comm.h) change layout.
 /// 3: RunContext::expertLoad, Manifest::moe. 4: RunContext::runSplit.
-constexpr int32_t kCudaModuleInterface = 4;
+/// 5: RunContext::selectVariant, Manifest::variants, Bundle::runs_.
+constexpr int32_t kCudaModuleInterface = 5;
 
 /// A cuda context of a multi-rank job: its process group and the factory
 /// of libsluice_comm_cuda.so, which the context calls with its device

@@ -42,14 +42,20 @@ bool CpuContext::init(std::string &error) {
   outputShapes.clear();
   for (const TensorSpec &spec : manifest.outputs)
     outputShapes.push_back(spec.maxShape);
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (!outputs[i].allocate(manifest.outputs[i].bytes)) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    // Shape variants: each output at the largest variant's size.
+    size_t bytes = manifest.outputs[i].bytes;
+    for (const VariantSpec &v : manifest.variants)
+      bytes = std::max(bytes, v.outputs[i].bytes);
+    if (!outputs[i].allocate(bytes)) {
       error = "bundle '" + bundle.dir() + "': cannot allocate output '" +
               manifest.outputs[i].name + "'";
       return false;
     }
+  }
   inputCopies.resize(manifest.inputs.size());
   inputs.assign(manifest.inputs.size(), nullptr);
+  inputBytes.assign(manifest.inputs.size(), 0);
   unsigned hardware = std::thread::hardware_concurrency();
   numThreads = hardware ? (int32_t)hardware : 1;
   events.reserve(manifest.kernels.size());
@@ -66,9 +72,18 @@ bool CpuContext::setInput(size_t index, const void *data, size_t bytes,
     return false;
   }
   const TensorSpec &spec = manifest.inputs[index];
-  if (bytes != spec.bytes) {
-    error = "bundle '" + bundle.dir() + "': input '" + spec.name + "' takes " +
-            std::to_string(spec.bytes) + " bytes, got " + std::to_string(bytes);
+  // Shape variants: any variant's size (the run checks it against the
+  // variant it runs).
+  bool fits = bytes == spec.bytes;
+  std::string sizes = std::to_string(spec.bytes);
+  for (size_t v = 1; v < manifest.variants.size(); ++v) {
+    fits |= bytes == manifest.variants[v].inputs[index].bytes;
+    sizes += " | " + std::to_string(manifest.variants[v].inputs[index].bytes);
+  }
+  if (!fits) {
+    error = "bundle '" + bundle.dir() + "': input '" + spec.name + "' takes " + sizes +
+            " bytes, got " + std::to_string(bytes) +
+            (manifest.variants.empty() ? "" : " (its shapes: " + describeVariantShapes(manifest) + ")");
     return false;
   }
   if (!data && bytes) {
@@ -76,12 +91,13 @@ bool CpuContext::setInput(size_t index, const void *data, size_t bytes,
             "' given a null pointer";
     return false;
   }
+  inputBytes[index] = bytes;
   if (!copy) {
     inputs[index] = data;
     return true;
   }
   AlignedBuffer &buffer = inputCopies[index];
-  if (!buffer.data() && !buffer.allocate(bytes)) {
+  if ((!buffer.data() || buffer.bytes() < bytes) && !buffer.allocate(bytes)) {
     error = "bundle '" + bundle.dir() + "': cannot allocate input '" +
             spec.name + "'";
     return false;
@@ -128,20 +144,48 @@ void CpuContext::traceEnd(void *user, int32_t step) {
     }
 }
 
-bool CpuContext::run(std::string &error) {
+const std::vector<TensorSpec> &CpuContext::inputSpecs() const {
   const Manifest &manifest = bundle.manifest();
-  for (size_t i = 0; i < inputs.size(); ++i)
+  return manifest.variants.empty() ? manifest.inputs : manifest.variants[variant].inputs;
+}
+
+const std::vector<TensorSpec> &CpuContext::outputSpecs() const {
+  const Manifest &manifest = bundle.manifest();
+  return manifest.variants.empty() ? manifest.outputs : manifest.variants[variant].outputs;
+}
+
+bool CpuContext::selectVariant(size_t v, std::string &error) {
+  size_t count = std::max<size_t>(1, bundle.manifest().variants.size());
+  if (v >= count) {
+    error = "bundle '" + bundle.dir() + "' has " + std::to_string(count) +
+            " shape variants; no variant " + std::to_string(v);
+    return false;
+  }
+  variant = v;
+  return true;
+}
+
+bool CpuContext::run(std::string &error) {
+  const std::vector<TensorSpec> &inputSpec = inputSpecs(), &outputSpec = outputSpecs();
+  for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i]) {
-      error = "bundle '" + bundle.dir() + "': input '" +
-              manifest.inputs[i].name + "' was not set";
+      error = "bundle '" + bundle.dir() + "': input '" + inputSpec[i].name + "' was not set";
       return false;
     }
+    if (inputBytes[i] != inputSpec[i].bytes) {
+      error = "bundle '" + bundle.dir() + "': input '" + inputSpec[i].name + "' was set with " +
+              std::to_string(inputBytes[i]) + " bytes; shape variant " +
+              std::to_string(variant) + " (" + shapeText(inputSpec[i].shape) + ") takes " +
+              std::to_string(inputSpec[i].bytes);
+      return false;
+    }
+  }
   std::vector<void *> outputPointers(outputs.size());
   std::vector<int64_t *> dimPointers(outputs.size());
   outputShapes.resize(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     outputPointers[i] = outputs[i].data();
-    outputShapes[i] = manifest.outputs[i].shape;
+    outputShapes[i] = outputSpec[i].shape;
     dimPointers[i] = outputShapes[i].data();
   }
 
@@ -163,7 +207,7 @@ bool CpuContext::run(std::string &error) {
 
   events.clear();
   runStart = std::chrono::steady_clock::now();
-  int32_t status = bundle.run(args);
+  int32_t status = bundle.run(args, variant);
   lastRunUs = elapsedUs();
   for (SluiceTraceEvent &event : events)
     if (event.end_us < 0) // a call the library never closed
@@ -180,18 +224,18 @@ bool CpuContext::run(std::string &error) {
   // past the output buffer: refuse it rather than hand it out.
   for (size_t i = 0; i < outputs.size(); ++i)
     for (size_t d = 0; d < outputShapes[i].size(); ++d)
-      if (outputShapes[i][d] < 0 || outputShapes[i][d] > manifest.outputs[i].maxShape[d]) {
+      if (outputShapes[i][d] < 0 || outputShapes[i][d] > outputSpec[i].maxShape[d]) {
         error = "bundle '" + bundle.dir() + "': run gave output '" +
-                manifest.outputs[i].name + "' dim " + std::to_string(d) + " = " +
+                outputSpec[i].name + "' dim " + std::to_string(d) + " = " +
                 std::to_string(outputShapes[i][d]) + ", outside 0.." +
-                std::to_string(manifest.outputs[i].maxShape[d]);
+                std::to_string(outputSpec[i].maxShape[d]);
         return false;
       }
   return true;
 }
 
 size_t CpuContext::outputBytes(size_t index) const {
-  const TensorSpec &spec = bundle.manifest().outputs[index];
+  const TensorSpec &spec = outputSpecs()[index];
   if (index >= outputShapes.size())
     return spec.bytes;
   size_t elements = 1;

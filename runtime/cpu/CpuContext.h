@@ -62,6 +62,7 @@ public:
   void enableTrace(bool on) override { tracing = on; }
   void enableCudaGraph(bool) override {}
   bool run(std::string &error) override;
+  bool selectVariant(size_t variant, std::string &error) override;
 
   size_t numOutputs() const override { return outputs.size(); }
   const void *outputData(size_t index) const override {
@@ -93,6 +94,12 @@ private:
   std::vector<AlignedBuffer> inputCopies, outputs;
   std::vector<std::vector<int64_t>> outputShapes;
   std::vector<const void *> inputs; ///< null until set
+  std::vector<size_t> inputBytes;   ///< what each was set with
+  /// The shape variant the runs use (manifest "variants"; 0 without).
+  size_t variant = 0;
+  /// The variant's inputs and outputs (the manifest's without variants).
+  const std::vector<TensorSpec> &inputSpecs() const;
+  const std::vector<TensorSpec> &outputSpecs() const;
   std::vector<int64_t> loadCounters; ///< what RunContext::expertLoad points at
   int32_t numThreads = 1;
   bool tracing = false;

@@ -375,3 +375,39 @@ def test_sequence_input_and_output():
         model.run({"x": a})
     with pytest.raises(sluice.InputError, match="'x.1' has shape 2x3, the bundle expects 4"):
         model.run({"x": [a, a]})
+
+
+# ---- shape variants (sluice-compile --shapes) -------------------------------
+
+
+def test_shape_variants(tmp_path):
+    """variants= compiles one bundle with a program per batch size; Model
+    lists every variant's shapes, run() picks the variant of the inputs'
+    shapes (checked against ONNX Runtime) and refuses another shape with the
+    list."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((16, 8)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])],
+        "variants", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
+        [numpy_helper.from_array(w, "w")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 8
+    model = sluice.compile(proto, str(tmp_path / "v.sluice"),
+                           variants={"x": [(1, 16), "8x16", (32, 16)]})
+    assert model.inputs[0].shape == (1, 16)
+    assert model.inputs[0].shapes == ((1, 16), (8, 16), (32, 16))
+    assert model.outputs[0].shapes == ((1, 8), (8, 8), (32, 8))
+    assert [v["inputs"][0].shape for v in model.variants] == [(1, 16), (8, 16), (32, 16)]
+    for batch in (32, 1, 8):
+        x = rng.standard_normal((batch, 16)).astype(np.float32)
+        assert_outputs(model.run({"x": x}), onnxruntime_outputs(proto, {"x": x}))
+    with pytest.raises(sluice.InputError, match="has shape 4x16, the bundle expects "
+                                                "1x16 [|] 8x16 [|] 32x16"):
+        model.run({"x": np.zeros((4, 16), np.float32)})
+    # A bundle of one shape lists its one shape.
+    single = sluice.compile(proto, str(tmp_path / "one.sluice"), shapes={"x": (8, 16)})
+    assert single.inputs[0].shapes == ((8, 16),) and len(single.variants) == 1

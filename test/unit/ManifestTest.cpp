@@ -352,3 +352,68 @@ TEST(Manifest, NamesTheBadMoeKey) {
           R"({"node": "n", "experts": 4, "top_k": 1, "gating": "hard", "experts_per_rank": 3})")),
       file + "'moe[0]' needs experts >= 1 and experts_per_rank dividing it, got 4 and 3");
 }
+
+namespace {
+
+/// validManifest with shape variants of batch 1 and 8 (`variants` the
+/// entries' text).
+std::string withVariants(const std::string &variants) {
+  std::string text = validManifest();
+  text.insert(text.rfind('}'), R"(, "variants": )" + variants);
+  return text;
+}
+
+std::string variant(int batch, const std::string &entry, int arena = 512) {
+  std::string b = std::to_string(batch);
+  return R"({"entry": ")" + entry + R"(", "source": "model.v0.cpp", "arena_bytes": )" +
+         std::to_string(arena) + R"(,
+  "inputs": [{"name": "x", "dtype": "float32", "shape": [)" + b + R"(, 4]},
+             {"name": "ids", "dtype": "int64", "shape": [3]},
+             {"name": "flag", "dtype": "bool", "shape": []}],
+  "outputs": [{"name": "y", "dtype": "bfloat16", "shape": [)" + b + R"(, 3]}],
+  "kernels": [{"name": "k0", "kind": "kernel"}]})";
+}
+
+} // namespace
+
+TEST(Manifest, ReadsShapeVariants) {
+  Manifest m;
+  std::string error;
+  ASSERT_TRUE(parseManifest(withVariants("[" + variant(1, "sluice_v0_model_run") + ", " +
+                                         variant(8, "sluice_v1_model_run", 1024) + "]"),
+                            kDir, m, error))
+      << error;
+  ASSERT_EQ(m.variants.size(), 2u);
+  EXPECT_EQ(m.variants[1].entry, "sluice_v1_model_run");
+  EXPECT_EQ(m.variants[1].arenaBytes, 1024u);
+  EXPECT_EQ(m.variants[1].inputs[0].shape, (std::vector<int64_t>{8, 4}));
+  EXPECT_EQ(m.variants[1].inputs[0].bytes, 128u);
+  EXPECT_EQ(m.variants[1].outputs[0].bytes, 48u);
+  EXPECT_EQ(m.variants[0].kernels.size(), 1u);
+  EXPECT_EQ(sluice::runtime::describeVariantShapes(m),
+            "x: 1x4 | 8x4; ids: 3 | 3; flag: scalar | scalar");
+  // A bundle without the key has none.
+  ASSERT_TRUE(parseManifest(validManifest(), kDir, m, error)) << error;
+  EXPECT_TRUE(m.variants.empty());
+}
+
+TEST(Manifest, NamesTheBadVariant) {
+  std::string file = std::string(kDir) + "/manifest.json: ";
+  EXPECT_EQ(errorOf(withVariants("[]")), file + "'variants' must be a non-empty array");
+  EXPECT_EQ(errorOf(withVariants("[" + variant(1, "") + "]")),
+            file + "'variants[0].entry' must name the variant's run function");
+  EXPECT_EQ(errorOf(withVariants("[" + variant(1, "e", 4096) + "]")),
+            file + "'variants[0].arena_bytes' (4096) exceeds 'arena_bytes' (1024), the arena "
+                   "every variant runs in");
+  std::string renamed = variant(1, "e");
+  renamed.replace(renamed.find("\"ids\""), 5, "\"idx\"");
+  EXPECT_EQ(errorOf(withVariants("[" + renamed + "]")),
+            file + "'variants[0].inputs' must list the bundle's inputs (names, dtypes and "
+                   "ranks) in order");
+  std::string cuda = withVariants("[" + variant(1, "e") + "]");
+  cuda.replace(cuda.find("\"target\": \"cpu\""), 15, "\"target\": \"cuda\"");
+  cuda.replace(cuda.find("\"gpu_architectures\": []"), 23,
+               "\"gpu_architectures\": [\"sm_90\"]");
+  EXPECT_EQ(errorOf(cuda), file + "'variants' (shape variants) run on the cpu target with one "
+                                  "rank; this bundle is cuda with world_size 1");
+}

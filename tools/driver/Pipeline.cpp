@@ -345,6 +345,86 @@ bool parseShapeOption(StringRef text, CompilerOptions &options, std::string &err
   return true;
 }
 
+bool parseShapesOption(StringRef text, ShapeVariants &variants, std::string &error) {
+  SmallVector<StringRef> items;
+  text.split(items, ',', -1, /*KeepEmpty=*/true);
+  for (StringRef item : items) {
+    auto [name, dims] = item.trim().rsplit('=');
+    auto parsed = sluice::parseShape(dims);
+    if (name.empty() || !item.contains('=') || dims.trim().empty() || failed(parsed)) {
+      error = "bad --shapes item '" + item.str() + "' in '" + text.str() +
+              "' (expected comma-separated NAME=DIMS items, e.g. --shapes=x=1x128,x=8x128)";
+      return false;
+    }
+    variants[name.str()].push_back(*parsed);
+  }
+  return true;
+}
+
+static std::string dimsText(const std::vector<int64_t> &dims) {
+  std::string text;
+  for (int64_t d : dims)
+    text += (text.empty() ? "" : "x") + std::to_string(d);
+  return text.empty() ? "scalar" : text;
+}
+
+std::string describeShapeVariants(const ShapeVariants &variants) {
+  std::string text;
+  for (const auto &[name, shapes] : variants) {
+    text += (text.empty() ? "" : "; ") + name + ":";
+    for (size_t i = 0; i < shapes.size(); ++i)
+      text += (i ? " | " : " ") + dimsText(shapes[i]);
+  }
+  return text;
+}
+
+bool shapeVariants(const ShapeVariants &variants, const CompilerOptions &options,
+                   std::vector<std::map<std::string, std::vector<int64_t>>> &result,
+                   std::string &error) {
+  result.clear();
+  size_t count = 0;
+  std::string first;
+  for (const auto &[name, shapes] : variants) {
+    if (options.inputShapes.count(name) || options.sequenceShapes.count(name) ||
+        options.absentInputs.count(name)) {
+      error = "input '" + name + "' is given both --shape (fixed across variants) and " +
+              "--shapes (one shape per variant): give it one of them";
+      return false;
+    }
+    if (count == 0) {
+      count = shapes.size();
+      first = name;
+    } else if (shapes.size() != count) {
+      error = "--shapes lists " + std::to_string(count) + " shapes for '" + first + "' and " +
+              std::to_string(shapes.size()) + " for '" + name +
+              "': every input it lists needs one shape per variant (" +
+              describeShapeVariants(variants) + ")";
+      return false;
+    }
+  }
+  if (count < 2) {
+    error = "--shapes needs at least two shapes per input (one shape is --shape=" + first +
+            "=DIMS)";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    std::map<std::string, std::vector<int64_t>> shapes = options.inputShapes;
+    for (const auto &[name, list] : variants)
+      shapes[name] = list[i];
+    for (size_t j = 0; j < result.size(); ++j)
+      if (result[j] == shapes) {
+        std::string which;
+        for (const auto &[name, list] : variants)
+          which += (which.empty() ? "" : ", ") + name + "=" + dimsText(list[i]);
+        error = "--shapes lists the variant " + which + " twice (variants " +
+                std::to_string(j) + " and " + std::to_string(i) + ")";
+        return false;
+      }
+    result.push_back(std::move(shapes));
+  }
+  return true;
+}
+
 std::string sequenceShapeSpec(const std::string &name,
                               const std::vector<std::vector<int64_t>> &shapes) {
   std::string text;
@@ -583,6 +663,7 @@ static OwningOpRef<ModuleOp> compileOnce(MLIRContext &context, const std::string
   } else {
     onnx_import::ImportOptions importOptions;
     importOptions.inputShapes = options.inputShapes;
+    importOptions.variedInputs = options.variedInputs;
     importOptions.absentWeightsAsShapes = options.planOnly;
     module = onnx_import::importModel(context, modelPath, importOptions, error);
     if (module && options.microBatches > 1) {

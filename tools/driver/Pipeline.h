@@ -36,6 +36,10 @@ struct CompilerOptions {
   std::string target = "cpu";
   /// Input shapes (`--shape=NAME=2x128`) bound at import.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// The inputs whose shapes `--shapes` lists (one per shape variant; the
+  /// driver compiles each variant with its shapes in `inputShapes`): named
+  /// so in the import's messages.
+  std::set<std::string> variedInputs;
   /// Element shapes of sequence inputs (`--shape=NAME=3x4,2x4`,
   /// `NAME=empty`), bound in the simplify phase: sluice-specialize-shapes
   /// replaces each such input by its element tensors NAME.0, NAME.1 ...
@@ -203,6 +207,27 @@ bool parseShapeOption(llvm::StringRef text,
 /// a sequence input's element shapes "NAME=3x4,2x4" (or "NAME=empty") into
 /// `options.sequenceShapes`; false (with `error`) on bad syntax.
 bool parseShapeOption(llvm::StringRef text, CompilerOptions &options, std::string &error);
+
+/// The shape variants of `--shapes=x=1x128,x=8x128` (repeatable): each
+/// listed input's shapes in order; variant i takes the i-th of each.
+using ShapeVariants = std::map<std::string, std::vector<std::vector<int64_t>>>;
+
+/// Parses one `--shapes` value, comma-separated NAME=DIMS items, appending
+/// each item's shape to its input's list in `variants`; false (with `error`)
+/// on bad syntax.
+bool parseShapesOption(llvm::StringRef text, ShapeVariants &variants, std::string &error);
+
+/// Checks the parsed `--shapes` against each other and `options` (every
+/// listed input lists as many shapes, at least two; no input also given by
+/// --shape; no variant listed twice) and returns the variants' shape maps,
+/// each `options.inputShapes` plus that variant's shapes; false with
+/// `error` otherwise.
+bool shapeVariants(const ShapeVariants &variants, const CompilerOptions &options,
+                   std::vector<std::map<std::string, std::vector<int64_t>>> &result,
+                   std::string &error);
+
+/// "x: 1x128 | 8x128 | 32x128", one line per input of `variants`.
+std::string describeShapeVariants(const ShapeVariants &variants);
 
 /// The sluice-specialize-shapes spelling of one sequence input's element
 /// shapes: "NAME=3x4,2x4", "NAME=scalar", "NAME=empty".

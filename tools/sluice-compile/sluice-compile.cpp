@@ -14,6 +14,7 @@
 #include "dialects/sluice/SluiceOps.h"
 #include "lib/support/Json.h"
 #include "lib/support/Locations.h"
+#include "lib/support/Tensor.h"
 #include "passes/Passes.h"
 #include "sluice/version.h"
 #include "tools/common/ToolSupport.h"
@@ -64,6 +65,15 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         An optional input is compiled absent (NAME=none)
                         or present with its value's shape (manifest
                         "optionals")
+  --shapes=NAME=DIMS,NAME=DIMS,...
+                        shape variants (repeatable, cpu target): one bundle
+                        with a program per listed shape, sharing one
+                        weights.bin; the i-th shape of every input --shapes
+                        lists forms variant i (each lists as many, at least
+                        two), inputs given --shape are fixed across them;
+                        e.g. --shapes=x=1x128,x=8x128,x=32x128. The runtime
+                        runs the variant whose input shapes equal the
+                        inputs' (manifest "variants", docs/runtime.md)
   --bind=NAME=FILE      freeze an input to a tensor file's value (.pb/.npy):
                         it becomes a constant and leaves the bundle's
                         inputs (for shape tensors a static bundle needs)
@@ -319,6 +329,7 @@ int main(int argc, char **argv) {
   bool noCache = false;
   bool precompileHeaders = false;
   sluice::CompilerOptions options;
+  sluice::ShapeVariants shapesGiven; // --shapes
   // Installed (PREFIX/bin): the code generator's headers in PREFIX/include.
   sluice::useInstalledHeaders();
   sluice::tools::ArgReader args("sluice-compile", argc, argv);
@@ -450,6 +461,10 @@ int main(int argc, char **argv) {
       std::string error;
       if (!sluice::parseShapeOption(args.flagValue("--shape"), options, error))
         die(error);
+    } else if (args.is("--shapes")) {
+      std::string error;
+      if (!sluice::parseShapesOption(args.flagValue("--shapes"), shapesGiven, error))
+        die(error);
     } else if (args.is("--bind")) {
       std::string value = args.flagValue("--bind");
       auto eq = value.find('=');
@@ -552,6 +567,33 @@ int main(int argc, char **argv) {
   if (options.autoPlan && (!options.quantize.empty() || options.prunes()))
     die("--auto with --quantize, --prune or --sparsity is not supported yet (they do not "
         "combine with --tp)");
+  // --shapes: the variants' input shapes, checked before anything compiles.
+  std::vector<std::map<std::string, std::vector<int64_t>>> variants;
+  if (!shapesGiven.empty()) {
+    if (target != "cpu")
+      die("--shapes builds shape variants for the cpu target only: compile one cuda bundle "
+          "per shape with --shape");
+    if (!emit.empty() || !stop.empty())
+      die("--shapes writes one bundle of shape variants: drop " +
+          std::string(!emit.empty() ? "--emit" : "--stop-after") +
+          " (or compile one shape with --shape=NAME=DIMS)");
+    if (options.tp > 1 || options.pp > 1 || options.ep > 1 || options.microBatches > 1 ||
+        options.devices > 0)
+      die("--shapes does not combine with --tp, --pp, --ep, --micro-batches or --devices: a "
+          "multi-rank bundle has one shape (compile one bundle per shape with --shape)");
+    if (!options.quantize.empty() || options.prunes())
+      die("--shapes does not combine with --quantize, --prune or --sparsity yet: their "
+          "calibration and accuracy guard run at one shape (compile one bundle per shape with "
+          "--shape)");
+    if (llvm::StringRef(model).ends_with(".mlir"))
+      die(model + ": --shapes binds each variant's shapes at the ONNX import: give the .onnx "
+                  "model");
+    std::string error;
+    if (!sluice::shapeVariants(shapesGiven, options, variants, error))
+      die(error);
+    for (const auto &entry : shapesGiven)
+      options.variedInputs.insert(entry.first);
+  }
   options.planOnly = printPlan;
   sluice::parallel::PlanResult plan;
   if (options.devices > 0)
@@ -651,6 +693,142 @@ int main(int argc, char **argv) {
   MLIRContext context;
   std::string error;
   std::vector<sluice::PhaseTiming> timings;
+  if (!variants.empty()) {
+    // Shape variants: each compiled from the import with its shapes and
+    // emitted with its own entry, the constants into one shared file.
+    sluice::codegen::SharedWeights shared;
+    std::vector<OwningOpRef<ModuleOp>> modules;
+    std::vector<sluice::codegen::CpuModel> models(variants.size());
+    for (size_t v = 0; v < variants.size(); ++v) {
+      sluice::CompilerOptions variantOptions = options;
+      variantOptions.inputShapes = variants[v];
+      if (!quiet) {
+        std::string shapes;
+        for (const auto &entry : shapesGiven)
+          shapes += (shapes.empty() ? "" : ", ") + entry.first + "=" +
+                    sluice::shapeToString(entry.second[v]);
+        std::fprintf(stderr, "sluice-compile: shape variant %zu of %zu (%s)\n", v + 1,
+                     variants.size(), shapes.c_str());
+      }
+      auto module =
+          sluice::compileModel(context, model, variantOptions, sluice::Phase::Plan, error, &timings);
+      if (!module)
+        die(error);
+      auto start = std::chrono::steady_clock::now();
+      std::string emitError;
+      {
+        ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+          if (diag.getSeverity() == DiagnosticSeverity::Error)
+            emitError += sluice::describeLocation(diag.getLocation()) + ": " + diag.str() + "\n";
+          return success();
+        });
+        auto emitted =
+            sluice::codegen::emitCpuModel(*module, &shared, sluice::codegen::variantEntry(v));
+        if (failed(emitted))
+          die(emitError.empty() ? model + ": emit phase failed" : emitError);
+        models[v] = std::move(*emitted);
+      }
+      sluice::notePhase(options, &timings, sluice::Phase::Emit, "emit",
+                        std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - start)
+                            .count());
+      modules.push_back(std::move(module));
+    }
+    std::vector<const sluice::codegen::CpuModel *> pointers;
+    for (const auto &m : models)
+      pointers.push_back(&m);
+    sluice::codegen::BundleOptions bundle;
+    bundle.directory = bundlePath;
+    bundle.modelName = llvm::sys::path::stem(model).str();
+    bundle.progress = !quiet;
+    bundle.precision = options.precision;
+    double seconds = 0;
+    if (!sluice::codegen::writeCpuVariantsBundle(pointers, shared, bundle, error, &seconds))
+      die(error);
+    timings.push_back({"build", seconds * 1000.0});
+    if (!quiet)
+      std::fprintf(stderr,
+                   "sluice-compile: %zu shape variants share weights.bin: %lld bytes (%lld "
+                   "as separate bundles)\n",
+                   variants.size(), (long long)shared.bytes.size(),
+                   (long long)shared.unsharedBytes);
+    bool storing = !cacheDir.empty();
+    std::string reportText;
+    if (!report.empty() || storing) {
+      llvm::raw_string_ostream file(reportText);
+      llvm::json::OStream json(file, /*IndentSize=*/2);
+      json.object([&] {
+        json.attribute("model", sluice::jsonText(model));
+        json.attribute("target", sluice::jsonText(target));
+        json.attribute("precision", sluice::jsonText(options.precision));
+        int64_t kernels = 0, library = 0, arena = 0;
+        for (const auto &m : models) {
+          kernels += m.kernels;
+          library += m.libraryCalls;
+          arena = std::max(arena, m.arenaBytes);
+        }
+        json.attribute("kernels", kernels);
+        json.attribute("library_calls", library);
+        json.attribute("launches", kernels + library);
+        json.attribute("arena_bytes", arena);
+        json.attribute("weights_bytes", (int64_t)shared.bytes.size());
+        json.attribute("weights_bytes_unshared", shared.unsharedBytes);
+        json.attribute("world_size", 1);
+        json.attributeArray("variants", [&] {
+          for (size_t v = 0; v < models.size(); ++v)
+            json.object([&] {
+              json.attribute("entry", sluice::jsonText(models[v].entry));
+              json.attributeObject("shapes", [&] {
+                for (const auto &input : models[v].inputs)
+                  json.attributeArray(input.name, [&] {
+                    for (int64_t d : input.shape)
+                      json.value(d);
+                  });
+              });
+              json.attribute("kernels", models[v].kernels);
+              json.attribute("library_calls", models[v].libraryCalls);
+              json.attribute("launches", models[v].kernels + models[v].libraryCalls);
+              json.attribute("arena_bytes", models[v].arenaBytes);
+            });
+        });
+        sluice::writeJsonStrings(json, "remarks", remarks);
+        json.attribute("bundle", sluice::jsonText(bundlePath));
+        json.attributeArray("phases", [&] {
+          for (const auto &timing : timings)
+            json.object([&] {
+              json.attribute("name", sluice::jsonText(timing.name));
+              json.attributeBegin("ms");
+              sluice::writeJsonFixed3(json, timing.milliseconds);
+              json.attributeEnd();
+            });
+        });
+        if (storing)
+          json.attributeObject("cache", [&] {
+            json.attribute("hit", false);
+            json.attribute("key", cacheKey);
+            json.attribute("dir", sluice::jsonText(cacheDir));
+          });
+      });
+      file << "\n";
+    }
+    if (!report.empty()) {
+      std::error_code ec;
+      llvm::raw_fd_ostream file(report, ec);
+      if (ec)
+        die(report + ": cannot write: " + ec.message());
+      file << reportText;
+    }
+    if (storing) {
+      std::string cacheError;
+      if (!sluice::cache::store(cacheDir, cacheKey, bundlePath, reportText, cacheRecipe,
+                                cacheError))
+        std::fprintf(stderr, "sluice-compile: warning: not cached: %s\n", cacheError.c_str());
+      else if (!quiet)
+        std::fprintf(stderr, "sluice-compile: cached as %s in %s\n", cacheKey.c_str(),
+                     cacheDir.c_str());
+    }
+    return 0;
+  }
   sluice::Phase irPhase = std::min(stopPhase, sluice::Phase::Plan);
   if (printPlan)
     irPhase = stopPhase = sluice::Phase::Compress;

@@ -82,6 +82,11 @@ model on the reference evaluator, checks and times it.
                         shapes, see --shape)
   --shape=NAME=2x128    bind an input's shape (repeatable; --reference only,
                         a bundle's shapes are fixed when it is compiled)
+  --variant=N           bundles of shape variants (sluice-compile --shapes):
+                        the variant whose shapes --random-inputs makes
+                        (default 0, the first); inputs given as files run
+                        the variant of their shapes (a shape the bundle
+                        lacks fails with the list of those it has)
   --iters=N --warmup=W  time N runs after W warm-up runs; print median, p90
   --json=FILE           with --iters: write the timed runs' latency (mean,
                         min, median, p90, p99, max, throughput), on cuda
@@ -162,6 +167,7 @@ struct Options {
   int device = -1;  ///< cuda bundles: -1 for SLUICE_DEVICE or 0
   bool noCudaGraph = false;
   int ranks = 0;    ///< --ranks=N (0: not given)
+  int variant = -1; ///< --variant=N (-1: not given)
   /// The command line after the program name, as --ranks passes it on.
   std::vector<std::string> arguments;
 };
@@ -259,6 +265,12 @@ Options parseArgs(int argc, char **argv) {
       o.contexts = (int)parseNumber("--contexts", args.flagValue("--contexts"));
       if (o.contexts < 1)
         die("--contexts must be at least 1");
+    } else if (args.is("--variant")) {
+      std::string value = args.flagValue("--variant");
+      double variant = parseNumber("--variant", value);
+      if (variant < 0 || variant != (int)variant)
+        die("--variant takes a shape variant's index (0, 1, ...), got '" + value + "'");
+      o.variant = (int)variant;
     } else if (args.is("--threads")) {
       o.threads = (int)parseNumber("--threads", args.flagValue("--threads"));
       if (o.threads < 1)
@@ -314,11 +326,12 @@ Options parseArgs(int argc, char **argv) {
     if (!o.shapes.empty())
       die("--shape applies to --reference; a bundle's shapes are fixed when "
           "it is compiled");
-  } else if (!o.trace.empty() || o.threads || o.ranks || o.profile) {
+  } else if (!o.trace.empty() || o.threads || o.ranks || o.profile || o.variant >= 0) {
     die(std::string(!o.trace.empty() ? "--trace"
                     : o.threads      ? "--threads"
                     : o.ranks        ? "--ranks"
-                                     : "--profile") +
+                    : o.profile      ? "--profile"
+                                     : "--variant") +
         " applies to bundles, not --reference");
   } else if (o.device >= 0 || o.noCudaGraph) {
     die(std::string(o.device >= 0 ? "--device" : "--no-cuda-graph") +
@@ -1046,10 +1059,17 @@ int runBundle(const Options &options, bool rankMode) {
         " applies to cuda bundles; " + options.model + " is a " +
         model.target() + " bundle");
 
+  // Shape variants: --random-inputs makes --variant's shapes (default the
+  // first); inputs from files run the variant of their shapes.
+  size_t variants = model.numVariants();
+  if (options.variant >= 0 && (size_t)options.variant >= variants)
+    die(options.model + ": --variant=" + std::to_string(options.variant) + ", but the bundle has " +
+        std::to_string(variants) + (variants == 1 ? " shape (no --shapes variants)" : " shape variants"));
+  size_t randomVariant = options.variant >= 0 ? (size_t)options.variant : 0;
   std::vector<sluice::rt::TensorInfo> inputs, outputs;
   std::vector<std::string> inputNames, outputNames;
   for (size_t i = 0; i < model.numInputs(); ++i) {
-    inputs.push_back(model.input(i));
+    inputs.push_back(variants > 1 ? model.variantInput(randomVariant, i) : model.input(i));
     inputNames.push_back(inputs.back().name);
   }
   for (size_t i = 0; i < model.numOutputs(); ++i) {
@@ -1088,7 +1108,8 @@ int runBundle(const Options &options, bool rankMode) {
       if (t.dtype() != dtype)
         die(given[i]->file + ": input '" + info.name + "' has element type " +
             numpyName(t.dtype()) + ", the bundle expects " + info.dtype);
-      if (t.shape() != info.shape)
+      // A bundle of variants checks the shape when it is declared below.
+      if (t.shape() != info.shape && variants == 1)
         die(given[i]->file + ": input '" + info.name + "' has shape " +
             sluice::shapeToString(t.shape()) + ", the bundle expects " +
             sluice::shapeToString(info.shape));
@@ -1125,11 +1146,21 @@ int runBundle(const Options &options, bool rankMode) {
     die(error);
   int threads = context.numThreads();
   for (size_t i = 0; i < bound.size(); ++i)
-    if (!context.bindInput(i, bound[i].rawData(), bound[i].byteSize(), &error))
+    if ((variants > 1 && !context.setInputShape(i, bound[i].shape(), &error)) ||
+        !context.bindInput(i, bound[i].rawData(), bound[i].byteSize(), &error))
       die(error);
 
   if (!context.run(&error))
     die(error);
+  // The C API lists the first variant's kernels, which a trace's steps
+  // index; another variant's steps are its own manifest list.
+  if (context.variant() != 0 && (!options.trace.empty() || options.profile))
+    die(std::string(options.profile ? "--profile" : "--trace") +
+        " names the steps of the first shape variant's kernels, and the inputs run variant " +
+        std::to_string(context.variant()) + " (not supported yet)");
+  if (options.variant >= 0 && context.variant() != (size_t)options.variant)
+    die(options.model + ": the inputs' shapes are those of shape variant " +
+        std::to_string(context.variant()) + ", not --variant=" + std::to_string(options.variant));
   // The expert-load profile of this first run (the one checked below),
   // read before the timed runs add to the counters.
   std::vector<std::vector<int64_t>> expertLoad;
@@ -1268,7 +1299,8 @@ int runBundle(const Options &options, bool rankMode) {
         if (options.noCudaGraph)
           own.enableCudaGraph(false);
         for (size_t i = 0; i < bound.size(); ++i)
-          if (!own.bindInput(i, bound[i].rawData(), bound[i].byteSize(), &err)) {
+          if ((variants > 1 && !own.setInputShape(i, bound[i].shape(), &err)) ||
+              !own.bindInput(i, bound[i].rawData(), bound[i].byteSize(), &err)) {
             failures[c] = err;
             return;
           }

@@ -24,7 +24,7 @@ CompileError = _sluice.CompileError
 
 # Flags the function's own arguments stand for, or that write something
 # other than a bundle: not options.
-_NOT_OPTIONS = {"o", "target", "shape", "precision", "emit", "stop_after", "quiet", "help", "h"}
+_NOT_OPTIONS = {"o", "target", "shape", "shapes", "precision", "emit", "stop_after", "quiet", "help", "h"}
 # Flags given once per value: a dict option becomes one flag per entry.
 _REPEATED = {"bind"}
 
@@ -137,6 +137,29 @@ def _shape_flags(shapes) -> List[str]:
     return flags
 
 
+def _variant_flags(variants) -> List[str]:
+    if variants is None:
+        return []
+    if not isinstance(variants, dict):
+        raise TypeError("variants must be a dict of input name -> list of shapes "
+                        "(tuples of ints or strings like '8x128')")
+    items = []
+    for name, shapes in variants.items():
+        if not isinstance(shapes, (list, tuple)) or isinstance(shapes, str):
+            raise TypeError(f"variants['{name}'] must be a list of shapes, not {shapes!r}")
+        for shape in shapes:
+            if isinstance(shape, str):
+                text = shape
+            else:
+                try:
+                    text = "x".join(str(int(d)) for d in shape)
+                except TypeError:
+                    raise TypeError(f"variants['{name}'] holds {shape!r}: a shape is a tuple of "
+                                    f"ints or a string like '8x128'") from None
+            items.append(f"{name}={text}")
+    return [f"--shapes={','.join(items)}"] if items else []
+
+
 def _write_model_proto(model, folder: str) -> str:
     """Saves an onnx.ModelProto for the compiler. Weights must be inside the
     proto (what onnx.load returns by default); over protobuf's 2 GiB limit
@@ -164,7 +187,8 @@ def _is_model_proto(model) -> bool:
     return type(model).__name__ == "ModelProto" and hasattr(model, "SerializeToString")
 
 
-def compile(model, output=None, *, shapes: Optional[dict] = None, target: str = "cpu",
+def compile(model, output=None, *, shapes: Optional[dict] = None,
+            variants: Optional[dict] = None, target: str = "cpu",
             precision: str = "fp32", verbose: bool = False, **options) -> Model:
     """Compiles an ONNX model into a bundle and loads it.
 
@@ -173,6 +197,11 @@ def compile(model, output=None, *, shapes: Optional[dict] = None, target: str = 
     temporary folder removed when the returned Model is collected).
     shapes: input name -> shape, bound for the compile (--shape); a
         sequence input's: a list of element shapes ("empty" for none).
+    variants: input name -> a list of shapes, one per shape variant
+        (--shapes, cpu): one bundle with a program per shape sharing one
+        weights file, e.g. {"x": [(1, 128), (8, 128), (32, 128)]}; the i-th
+        shape of every listed input forms variant i. Model.variants lists
+        them and run() picks the variant of the inputs' shapes.
     target: "cpu" or "cuda"; precision: "fp32", "fp16" or "bf16".
     verbose: print the compiler's progress lines on stderr as it goes.
     options: sluice-compile's other flags, --name-with-dashes written
@@ -187,6 +216,7 @@ def compile(model, output=None, *, shapes: Optional[dict] = None, target: str = 
     compiler = find_compiler()
     flags = [f"--target={target}", f"--precision={precision}"]
     flags += _shape_flags(shapes)
+    flags += _variant_flags(variants)
     flags += _option_flags(options, compiler_options(compiler))
     if not verbose:
         flags.append("--quiet")

@@ -30,6 +30,10 @@ class TensorInfo(NamedTuple):
     """Static dims; -1 marks an output's data-dependent dim (NonZero ...)."""
     dtype_name: str
     """The manifest's dtype name ("float32", "bfloat16" ...)."""
+    shapes: Tuple[Tuple[int, ...], ...] = ()
+    """Its shape in each shape variant of the bundle (sluice-compile
+    --shapes, sluice.compile(variants=...)), in variant order; one entry,
+    `shape`, for a bundle without variants. `shape` is the first's."""
 
 
 class SequenceInfo(NamedTuple):
@@ -60,10 +64,11 @@ class KernelInfo(NamedTuple):
     node: str  # the ONNX node it came from ("" if unknown)
 
 
-def _info(entry) -> TensorInfo:
+def _info(entry, variants=None) -> TensorInfo:
     name, dtype, dims, _bytes = entry
     numpy_dtype = np.dtype("uint16" if dtype == "bfloat16" else dtype)
-    return TensorInfo(name, numpy_dtype, tuple(dims), dtype)
+    shapes = tuple(tuple(v[2]) for v in variants) if variants else (tuple(dims),)
+    return TensorInfo(name, numpy_dtype, tuple(dims), dtype, shapes)
 
 
 def _torch_tensor_type():
@@ -178,8 +183,14 @@ class Model:
     def __init__(self, path, *, threads: Optional[int] = None):
         self._path = os.fspath(path)
         self._model = _sluice.Model(self._path)
-        self._inputs = [_info(e) for e in self._model.inputs]
-        self._outputs = [_info(e) for e in self._model.outputs]
+        variant_inputs = self._model.variant_inputs
+        variant_outputs = self._model.variant_outputs
+        self._inputs = [_info(e, [v[i] for v in variant_inputs])
+                        for i, e in enumerate(self._model.inputs)]
+        self._outputs = [_info(e, [v[i] for v in variant_outputs])
+                         for i, e in enumerate(self._model.outputs)]
+        self._variants = [{"inputs": [_info(e) for e in ins], "outputs": [_info(e) for e in outs]}
+                          for ins, outs in zip(variant_inputs, variant_outputs)]
         self._input_by_name = {i.name: i for i in self._inputs}
         self._input_sequences = {q.name: q for q in _manifest_sequences(self._path, "inputs")}
         self._output_sequences = _manifest_sequences(self._path, "outputs")
@@ -201,7 +212,17 @@ class Model:
 
     @property
     def inputs(self) -> List[TensorInfo]:
+        """The inputs; in a bundle of shape variants `shape` is the first
+        variant's and `shapes` lists every variant's."""
         return list(self._inputs)
+
+    @property
+    def variants(self) -> List[Dict[str, List[TensorInfo]]]:
+        """Each shape variant's {"inputs": [...], "outputs": [...]} (one for a
+        bundle without variants). run() runs the variant whose input shapes
+        equal the given arrays'."""
+        return [{"inputs": list(v["inputs"]), "outputs": list(v["outputs"])}
+                for v in self._variants]
 
     @property
     def outputs(self) -> List[TensorInfo]:

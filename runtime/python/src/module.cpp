@@ -119,6 +119,9 @@ struct Signature {
   std::string path;
   std::string target;
   std::vector<TensorSpec> inputs, outputs;
+  /// Each shape variant's inputs and outputs (sluice-compile --shapes; one,
+  /// `inputs` and `outputs`, for a bundle without variants).
+  std::vector<std::vector<TensorSpec>> variantInputs, variantOutputs;
 };
 
 TensorSpec specOf(const SluiceTensorInfo &info) {
@@ -224,6 +227,22 @@ public:
       check(sluice_model_output(model_, i, &info));
       sig->outputs.push_back(specOf(info));
     }
+    size_t variants = 0;
+    check(sluice_model_num_variants(model_, &variants));
+    for (size_t v = 0; v < variants; ++v) {
+      sig->variantInputs.emplace_back();
+      sig->variantOutputs.emplace_back();
+      for (size_t i = 0; i < sig->inputs.size(); ++i) {
+        SluiceTensorInfo info;
+        check(sluice_model_variant_input(model_, v, i, &info));
+        sig->variantInputs.back().push_back(specOf(info));
+      }
+      for (size_t i = 0; i < sig->outputs.size(); ++i) {
+        SluiceTensorInfo info;
+        check(sluice_model_variant_output(model_, v, i, &info));
+        sig->variantOutputs.back().push_back(specOf(info));
+      }
+    }
     signature_ = std::move(sig);
   }
   ~Model() { sluice_model_free(model_); }
@@ -308,13 +327,21 @@ public:
       if (index == specs.size())
         raise(inputErrorType,
               "the bundle has no input named '" + name + "' (its inputs: " + names(specs) + ")");
-      arrays[index] = checkedArray(specs[index], value);
+      arrays[index] = checkedArray(index, value);
     }
     for (size_t i = 0; i < specs.size(); ++i)
       if (!arrays[i])
         raise(inputErrorType, "input '" + specs[i].name +
                                   "' not given (the bundle's inputs: " + names(specs) + ")");
+    bool variants = signature_->variantInputs.size() > 1;
     for (size_t i = 0; i < specs.size(); ++i) {
+      // Shape variants: the run picks the variant of the inputs' shapes.
+      if (variants) {
+        std::vector<int64_t> shape(arrays[i]->ndim());
+        for (size_t d = 0; d < shape.size(); ++d)
+          shape[d] = static_cast<int64_t>(arrays[i]->shape(d));
+        check(sluice_context_set_input_shape(context_, i, shape.data(), (int32_t)shape.size()));
+      }
       // The runtime reads bound memory in place until the input is bound
       // again: bound_ keeps each array (and so its owner) alive that long.
       check(sluice_context_bind_input(context_, i, arrays[i]->data(), arrays[i]->nbytes()));
@@ -349,7 +376,8 @@ private:
   /// `value` as an array that may be bound to input `spec`: host memory,
   /// the manifest's dtype and shape, C-contiguous; otherwise an InputError
   /// naming the input.
-  Array checkedArray(const TensorSpec &spec, nb::handle value) const {
+  Array checkedArray(size_t index, nb::handle value) const {
+    const TensorSpec &spec = signature_->inputs[index];
     Array array;
     if (!nb::try_cast(value, array, /*convert=*/false))
       raise(inputErrorType, "input '" + spec.name +
@@ -369,10 +397,18 @@ private:
     std::vector<int64_t> shape(array.ndim());
     for (size_t i = 0; i < shape.size(); ++i)
       shape[i] = static_cast<int64_t>(array.shape(i));
-    if (shape != spec.dims)
+    // Shape variants: any variant's shape (the run picks the variant).
+    bool fits = false;
+    std::string accepted;
+    for (const auto &variant : signature_->variantInputs) {
+      const std::vector<int64_t> &dims = variant[index].dims;
+      fits |= shape == dims;
+      accepted += (accepted.empty() ? "" : " | ") + shapeText(dims.data(), dims.size());
+    }
+    if (!fits)
       raise(inputErrorType, "input '" + spec.name + "' has shape " +
                                 shapeText(shape.data(), shape.size()) + ", the bundle expects " +
-                                shapeText(spec.dims.data(), spec.dims.size()));
+                                accepted);
     int64_t expected = 1;
     for (size_t i = shape.size(); i-- > 0;) {
       if (shape[i] != 1 && array.stride(i) != expected)
@@ -388,7 +424,7 @@ private:
   nb::dict outputs() const {
     nb::dict result;
     for (size_t i = 0; i < signature_->outputs.size(); ++i) {
-      const TensorSpec &spec = signature_->outputs[i];
+      const TensorSpec &spec = signature_->outputs[i]; // dtype and name: every variant's
       const void *data = nullptr;
       size_t bytes = 0;
       const int64_t *dims = nullptr;
@@ -458,6 +494,20 @@ NB_MODULE(_sluice, m) {
                    [](const Model &model) { return infoTuples(model.signature()->inputs); })
       .def_prop_ro("outputs",
                    [](const Model &model) { return infoTuples(model.signature()->outputs); })
+      .def_prop_ro("variant_inputs",
+                   [](const Model &model) {
+                     std::vector<std::vector<InfoTuple>> result;
+                     for (const auto &specs : model.signature()->variantInputs)
+                       result.push_back(infoTuples(specs));
+                     return result;
+                   })
+      .def_prop_ro("variant_outputs",
+                   [](const Model &model) {
+                     std::vector<std::vector<InfoTuple>> result;
+                     for (const auto &specs : model.signature()->variantOutputs)
+                       result.push_back(infoTuples(specs));
+                     return result;
+                   })
       .def_prop_ro("kernels", &Model::kernels);
 
   nb::class_<Context>(m, "Context", "One run's state (sluice_context_create_on_device).")
