@@ -23,6 +23,7 @@
 #include "lib/reference/Evaluator.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include <map>
 
 using namespace mlir;
 
@@ -144,6 +145,9 @@ struct CudaSources {
   CodeWriter symbolInit{1};
   int64_t symbols = 0;
   std::vector<std::string> stepNames;
+  /// A step's device code (its name blanked) and constants -> the first
+  /// step of that code, whose namespace later ones use.
+  std::map<std::string, std::string> firstOfDevice;
 };
 
 /// The constants of a group body on the device: raw bytes in a __device__
@@ -203,18 +207,29 @@ void writeStepPrologue(CodeWriter &w, KernelOp kernel) {
 void writeDeviceStep(CudaSources &sources, KernelOp kernel, const DeviceConstants &constants,
                      const std::string &groupDevice, const std::string &groupHost) {
   std::string name = kernel.getSymName().str();
+  // Device code alike but for the kernel's name (the layers of a
+  // transformer) is compiled once: a later step runs the first one's
+  // namespace, so nvcc builds each distinct kernel once per architecture.
+  std::string key = llvm::join(llvm::split(groupDevice, name), "\x01");
+  for (const DeviceConstants::Constant &c : constants.constants)
+    key += '\0' + c.name + '\0' + c.storageType + '\0' +
+           std::string(c.bytes.begin(), c.bytes.end());
+  auto [first, fresh] = sources.firstOfDevice.try_emplace(key, name);
+  std::string space = first->second + "_k";
   CodeWriter &d = sources.device;
-  d.line("namespace {0}_k {{", name);
-  for (const DeviceConstants::Constant &c : constants.constants) {
-    std::string bytes;
-    for (size_t i = 0; i < c.bytes.size(); ++i)
-      bytes += (i ? (i % 24 ? "," : ",\n    ") : "") + decimal(c.bytes[i]);
-    d.line("__device__ __align__(16) const unsigned char {0}_bytes[] = {{{1}};", c.name,
-           c.bytes.empty() ? "0" : bytes);
+  if (fresh) {
+    d.line("namespace {0} {{", space);
+    for (const DeviceConstants::Constant &c : constants.constants) {
+      std::string bytes;
+      for (size_t i = 0; i < c.bytes.size(); ++i)
+        bytes += (i ? (i % 24 ? "," : ",\n    ") : "") + decimal(c.bytes[i]);
+      d.line("__device__ __align__(16) const unsigned char {0}_bytes[] = {{{1}};", c.name,
+             c.bytes.empty() ? "0" : bytes);
+    }
+    d.raw(groupDevice);
+    d.line("} // namespace {0}", space);
+    d.blank();
   }
-  d.raw(groupDevice);
-  d.line("} // namespace {0}_k", name);
-  d.blank();
 
   CodeWriter &s = sources.steps;
   {
@@ -224,9 +239,9 @@ void writeDeviceStep(CudaSources &sources, KernelOp kernel, const DeviceConstant
       s.line("const {0} *{1} = (const {0} *)state->symbols[{2}];", c.storageType, c.name,
              constants.firstSymbol + (int64_t)i);
       s.line("(void){0};", c.name);
-      sources.symbolInit.line("SLUICE_SYMBOL({0}_k::{1}_bytes);", name, c.name);
+      sources.symbolInit.line("SLUICE_SYMBOL({0}::{1}_bytes);", space, c.name);
     }
-    s.line("using namespace {0}_k;", name);
+    s.line("using namespace {0};", space);
     s.raw(groupHost);
     s.line("return 0;");
   }
