@@ -814,6 +814,8 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options, std::st
     args.push_back(library);
     if (model.usesBlas)
       args.push_back("-lopenblas");
+    if (model.usesDnnl)
+      args.push_back("-ldnnl");
     built = runCompiler(args.front(), args, source, inDir(dir, "compile.log"),
                         "the C++ compiler", error, seconds);
   } else {
@@ -833,6 +835,8 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options, std::st
     link.insert(link.end(), {"-o", library});
     if (model.usesBlas)
       link.push_back("-lopenblas");
+    if (model.usesDnnl)
+      link.push_back("-ldnnl");
     built = compileParts(compile, partFiles, objects, link, dir, options.progress, error,
                          seconds);
   }

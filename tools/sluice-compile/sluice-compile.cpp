@@ -171,6 +171,8 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --report=FILE.json    write kernels, library_calls, launches, arena_bytes,
                         weights_bytes, steps (each launch with its ops,
                         ONNX nodes and compute: f32, int8, int8w ...),
+                        on cpu cpu_gemm and cpu_conv (the GEMM and
+                        convolution paths: avx512/openblas, onednn/im2col),
                         remarks and phase timings as JSON
   --cache-dir=DIR       the compile cache (docs/tools.md, "Compile cache"):
                         a bundle compiled before from the same model bytes
@@ -188,7 +190,9 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   -h, --help            this help
 
 Environment: SLUICE_CXX or CXX picks the C++ compiler (default c++);
-SLUICE_CACHE_DIR sets the compile cache's folder (none: no cache).
+SLUICE_CACHE_DIR sets the compile cache's folder (none: no cache);
+SLUICE_CPU_CONV=im2col keeps cpu f32 convolutions on im2col + OpenBLAS
+instead of oneDNN.
 )";
 
 [[noreturn]] void die(const std::string &message) {
@@ -797,6 +801,10 @@ int main(int argc, char **argv) {
             });
         });
         json.attribute("launches", kernels + libraryCalls);
+        if (target == "cpu") {
+          json.attribute("cpu_gemm", sluice::codegen::cpuGemmPathName());
+          json.attribute("cpu_conv", sluice::codegen::cpuConvPathName());
+        }
         if (target == "cuda") {
           json.attribute("host_steps", hostSteps);
           json.attribute("host_arena_bytes", cudaModel.hostArenaBytes);
