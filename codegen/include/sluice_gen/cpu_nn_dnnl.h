@@ -17,7 +17,11 @@
 //   - the weights in the primitive's layout, reordered on first use from
 //     the bundle's weights and kept in a sluice_scratch_buffer, so that
 //     freeing the model's last instance frees them too (cpu_scratch.h);
-//     they are keyed by the weights' address and redone when it changes.
+//     they are keyed by the weights' address and redone when it changes
+//     (a second instance of the same bundle, whose weights.bin is mapped
+//     elsewhere: the values, fixed by the library's bundle id, are the
+//     same, so a context reading the buffer while another refills it reads
+//     the same numbers; only the reorder is repeated).
 // The calling thread's OpenMP thread count is set to the run's for the
 // execute and restored after it.
 //
