@@ -192,7 +192,8 @@ sluice-run or the runtime library (include/sluice/runtime.h).
 Environment: SLUICE_CXX or CXX picks the C++ compiler (default c++);
 SLUICE_CACHE_DIR sets the compile cache's folder (none: no cache);
 SLUICE_CPU_CONV=im2col keeps cpu f32 convolutions on im2col + OpenBLAS
-instead of oneDNN.
+instead of oneDNN (onednn, the default where the compiler has oneDNN, asks
+for it).
 )";
 
 [[noreturn]] void die(const std::string &message) {
@@ -462,6 +463,14 @@ int main(int argc, char **argv) {
   if (target != "cpu" && target != "cuda")
     die("unknown target '" + target + "' (targets: cpu, cuda)");
   options.target = target;
+  if (const char *conv = std::getenv("SLUICE_CPU_CONV"); conv && *conv) {
+    std::string value = conv;
+    if (value != "onednn" && value != "im2col")
+      die("SLUICE_CPU_CONV='" + value + "': expected onednn or im2col");
+    if (value == "onednn" && std::string(sluice::codegen::cpuConvPathName()) != "onednn")
+      die("SLUICE_CPU_CONV=onednn: this sluice-compile was built without oneDNN "
+          "(libdnnl-dev); cpu convolutions use im2col");
+  }
   if ((options.quantize == "int8" || options.quantize == "fp8") && !calibrationGiven)
     die("--quantize=" + options.quantize + " needs --calibration=DIR: the activations' " +
         options.quantize +

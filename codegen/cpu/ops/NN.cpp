@@ -93,7 +93,8 @@ std::string biasPointer(CpuOpContext &ctx, ConvLike conv) {
 enum class CpuConvPath { onednn, im2col };
 
 /// Whether f32 convolutions run through oneDNN: the compiler was built
-/// with it and SLUICE_CPU_CONV is not `im2col`.
+/// with it and SLUICE_CPU_CONV is not `im2col` (sluice-compile refuses
+/// other values).
 bool onednnConvs() {
 #if SLUICE_CPU_DNNL
   const char *env = std::getenv("SLUICE_CPU_CONV");
