@@ -193,7 +193,10 @@ def RecognizeNormsPass : Pass<"sluice-recognize-norms", "mlir::func::FuncOp"> {
     must reduce the trailing axes with keepdims (axis = the first reduced
     axis); scale and bias must broadcast into the normalized dims only; a
     missing scale becomes ones. Intermediates with users outside the chain
-    stop the match.
+    stop the match. Also folds `batch_norm(conv(x, W, b), scale, bias,
+    mean, var)` with constant f32 weights and parameters (the conv used by
+    the batch_norm alone) into `conv(x, W * s, (b - mean) * s + bias)`,
+    s = scale / sqrt(var + eps) per output channel, computed in double.
   }];
   let dependentDialects = ["sluice::SluiceDialect"];
 }

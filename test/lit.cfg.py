@@ -31,6 +31,10 @@ config.substitutions.append(("%fake_cuda_bundle", config.sluice_fake_cuda_bundle
 # "cuda-module": libsluice_runtime_cuda.so was built.
 if config.sluice_cuda_module.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("cuda-module")
+# "dnnl": the compiler was built with oneDNN (cpu convolutions run as oneDNN
+# primitives, sluice_gen/cpu_nn_dnnl.h).
+if getattr(config, "sluice_dnnl", "0") == "1":
+    config.available_features.add("dnnl")
 
 # The cuda target: `nvcc` when the CUDA toolkit can build bundles here,
 # `gpu` when a GPU can run them (tests run their GPU lines under %if gpu).

@@ -878,6 +878,8 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options, std::st
     args.push_back(library);
     if (model.usesBlas)
       args.push_back("-lopenblas");
+    if (model.usesDnnl)
+      args.push_back("-ldnnl");
     built = runCompiler(args.front(), args, source, inDir(dir, "compile.log"),
                         "the C++ compiler", error, seconds);
   } else {
@@ -897,6 +899,8 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options, std::st
     link.insert(link.end(), {"-o", library});
     if (model.usesBlas)
       link.push_back("-lopenblas");
+    if (model.usesDnnl)
+      link.push_back("-ldnnl");
     built = compileParts(compile, partFiles, objects, link, dir, options.progress, error,
                          seconds);
   }
@@ -948,10 +952,11 @@ bool writeCpuVariantsBundle(const std::vector<const CpuModel *> &variants,
   std::vector<std::string> sources(variants.size());
   std::string declarations, release = "  sluice_scratch_release();\n",
                             bytes = "  size_t n = sluice_scratch_bytes();\n";
-  bool usesBlas = false;
+  bool usesBlas = false, usesDnnl = false;
   for (size_t v = 0; v < variants.size(); ++v) {
     const CpuModel &model = *variants[v];
     usesBlas |= model.usesBlas;
+    usesDnnl |= model.usesDnnl;
     std::string &source = sources[v];
     source = "// Shape variant " + std::to_string(v) + " (entry " + model.entry + ").\n" +
              model.prelude + "\n";
@@ -1011,6 +1016,8 @@ bool writeCpuVariantsBundle(const std::vector<const CpuModel *> &variants,
   link.insert(link.end(), {"-o", library});
   if (usesBlas)
     link.push_back("-lopenblas");
+  if (usesDnnl)
+    link.push_back("-ldnnl");
   double seconds = 0;
   bool built =
       compileParts(compile, sourceFiles, objects, link, dir, options.progress, error, seconds);

@@ -229,6 +229,16 @@ FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &hea
 
 }
 
+const char *cpuGemmPathName() {
+#if defined(__x86_64__) || defined(__i386__)
+  // The bundle is built with -march=native on this host: its __AVX512F__
+  // is this CPU's flag.
+  if (__builtin_cpu_supports("avx512f"))
+    return "avx512";
+#endif
+  return "openblas";
+}
+
 FailureOr<CpuModel> emitCpuModel(ModuleOp module, SharedWeights *sharedWeights,
                                  llvm::StringRef entry) {
   CpuModel model;
@@ -278,6 +288,8 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module, SharedWeights *sharedWeights,
   // The MoE kernel's expert GEMMs call the BLAS glue (cpu_moe.h).
   if (headers.count("sluice_gen/cpu_moe.h"))
     model.usesBlas = true;
+  if (headers.count("sluice_gen/cpu_nn_dnnl.h"))
+    model.usesDnnl = true;
 
   // Outputs not written in place: copies at the end.
   auto copies = buffers.outputCopies(ret, "cpu");

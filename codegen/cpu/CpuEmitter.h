@@ -111,7 +111,20 @@ struct CpuModel : ModelFacts {
   std::vector<StepInfo> steps;
   int64_t kernels = 0, libraryCalls = 0;
   bool usesBlas = false;
+  /// Links oneDNN (-ldnnl): a convolution runs as a oneDNN primitive
+  /// (sluice_gen/cpu_nn_dnnl.h).
+  bool usesDnnl = false;
 };
+
+/// How f32 convolutions run in the bundles this compiler writes: "onednn"
+/// (oneDNN primitives, sluice_gen/cpu_nn_dnnl.h) or "im2col" (im2col +
+/// OpenBLAS; without oneDNN, or SLUICE_CPU_CONV=im2col). The report's
+/// "cpu_conv".
+const char *cpuConvPathName();
+/// How f32 GEMMs run: "avx512" (sluice_gen/cpu_gemm.h's packed kernel, on
+/// a host with AVX-512F, which -march=native bundles then target) or
+/// "openblas". The report's "cpu_gemm".
+const char *cpuGemmPathName();
 
 /// Emits the planned function `main` of `module` (after the fuse and plan
 /// phases). Fails with errors on the ops; unsupported ops are all reported

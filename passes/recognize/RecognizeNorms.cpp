@@ -11,6 +11,8 @@
 // the trailing axes with keepdims are recognized (the composites normalize
 // dims [axis, rank)), and only when every intermediate feeds the chain alone.
 // One pattern (NormPattern) matches both, rooted at the variance mean.
+// A second (FoldBatchNormIntoConv) folds an inference batch_norm with
+// constant parameters into the f32 conv before it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -313,8 +315,77 @@ struct NormPattern : OpRewritePattern<ReduceOp> {
   }
 };
 
+/// The float values of a constant operand (none when it is no constant).
+std::optional<Tensor> constantValues(Value v) {
+  auto constant = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  if (!constant)
+    return std::nullopt;
+  auto tensor = tensorFromAttr(constant.getValue());
+  if (failed(tensor) || (tensor->dtype() != DType::F32 && tensor->dtype() != DType::F64))
+    return std::nullopt;
+  return *tensor;
+}
+
+/// `batch_norm(conv(x, W, b), scale, bias, mean, var)` with constant f32
+/// weights and parameters and no other user of the conv becomes
+/// `conv(x, W * s, (b - mean) * s + bias)` with s = scale / sqrt(var + eps)
+/// per output channel (in double, rounded once to f32): one launch instead
+/// of two (exporters fold it in eval mode; a model exported otherwise
+/// keeps it).
+struct FoldBatchNormIntoConv : public OpRewritePattern<BatchNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(BatchNormOp bn, PatternRewriter &rewriter) const override {
+    auto conv = bn.getInput().getDefiningOp<ConvOp>();
+    if (!conv || !conv->hasOneUse())
+      return failure();
+    auto type = dyn_cast<RankedTensorType>(conv.getOutput().getType());
+    auto wType = dyn_cast<RankedTensorType>(conv.getWeight().getType());
+    if (!type || !wType || !type.getElementType().isF32() || !wType.getElementType().isF32() ||
+        !wType.hasStaticShape() || wType.getRank() < 3 || bn.getOutput().getType() != type)
+      return failure();
+    int64_t m = wType.getDimSize(0);
+    auto w = constantValues(conv.getWeight());
+    auto scale = constantValues(bn.getScale()), shift = constantValues(bn.getBias()),
+         mean = constantValues(bn.getMean()), var = constantValues(bn.getVariance());
+    std::optional<Tensor> b;
+    if (conv.getBias() && !(b = constantValues(conv.getBias())))
+      return failure();
+    auto perChannel = [&](const std::optional<Tensor> &t) {
+      return t && t->numElements() == m;
+    };
+    if (!w || !perChannel(scale) || !perChannel(shift) || !perChannel(mean) ||
+        !perChannel(var) || (b && !perChannel(b)))
+      return failure();
+    double eps = (double)bn.getEpsilon().convertToFloat();
+    int64_t per = w->numElements() / m;
+    std::vector<double> weights = w->toDoubleVector(), bias(m);
+    for (int64_t o = 0; o < m; ++o) {
+      double s = scale->getDouble(o) / std::sqrt(var->getDouble(o) + eps);
+      for (int64_t i = 0; i < per; ++i)
+        weights[o * per + i] *= s;
+      bias[o] = ((b ? b->getDouble(o) : 0.0) - mean->getDouble(o)) * s + shift->getDouble(o);
+    }
+    Location loc = bn.getLoc();
+    rewriter.setInsertionPoint(conv);
+    auto constant = [&](const Tensor &t) -> Value {
+      auto ty = RankedTensorType::get(t.shape(), rewriter.getF32Type());
+      return ConstantOp::create(rewriter, loc, attrFromTensor(rewriter.getContext(), t, ty));
+    };
+    std::vector<int64_t> wShape(wType.getShape().begin(), wType.getShape().end());
+    Value newW = constant(Tensor::fromDoubles(DType::F32, wShape, weights));
+    Value newB = constant(Tensor::fromDoubles(DType::F32, {m}, bias));
+    auto folded = ConvOp::create(rewriter, conv.getLoc(), conv.getInput(), newW, newB,
+                                 conv.getStridesAttr(), conv.getDilationsAttr(),
+                                 conv.getPadsAttr(), conv.getGroupAttr());
+    rewriter.replaceOp(bn, folded.getOutput());
+    rewriter.eraseOp(conv);
+    return success();
+  }
+};
+
 } // namespace
 
 void sluice::populateRecognizeNormsPatterns(RewritePatternSet &patterns) {
-  patterns.add<NormPattern>(patterns.getContext());
+  patterns.add<NormPattern, FoldBatchNormIntoConv>(patterns.getContext());
 }

@@ -181,6 +181,8 @@ sluice-run or the runtime library (include/sluice/runtime.h).
   --report=FILE.json    write kernels, library_calls, launches, arena_bytes,
                         weights_bytes, steps (each launch with its ops,
                         ONNX nodes and compute: f32, int8, int8w ...),
+                        on cpu cpu_gemm and cpu_conv (the GEMM and
+                        convolution paths: avx512/openblas, onednn/im2col),
                         remarks and phase timings as JSON
   --cache-dir=DIR       the compile cache (docs/tools.md, "Compile cache"):
                         a bundle compiled before from the same model bytes
@@ -206,7 +208,10 @@ Environment: SLUICE_CXX or CXX picks the C++ compiler (default c++);
 SLUICE_CACHE_DIR sets the compile cache's folder (none: no cache);
 SLUICE_PCH_DIR the precompiled headers' (default: the cache folder's pch/
 under $XDG_CACHE_HOME/sluice or ~/.cache/sluice; none: no precompiled
-header).
+header);
+SLUICE_CPU_CONV=im2col keeps cpu f32 convolutions on im2col + OpenBLAS
+instead of oneDNN (onednn, the default where the compiler has oneDNN, asks
+for it).
 )";
 
 [[noreturn]] void die(const std::string &message) {
@@ -495,6 +500,14 @@ int main(int argc, char **argv) {
   if (target != "cpu" && target != "cuda")
     die("unknown target '" + target + "' (targets: cpu, cuda)");
   options.target = target;
+  if (const char *conv = std::getenv("SLUICE_CPU_CONV"); conv && *conv) {
+    std::string value = conv;
+    if (value != "onednn" && value != "im2col")
+      die("SLUICE_CPU_CONV='" + value + "': expected onednn or im2col");
+    if (value == "onednn" && std::string(sluice::codegen::cpuConvPathName()) != "onednn")
+      die("SLUICE_CPU_CONV=onednn: this sluice-compile was built without oneDNN "
+          "(libdnnl-dev); cpu convolutions use im2col");
+  }
   if ((options.quantize == "int8" || options.quantize == "fp8") && !calibrationGiven)
     die("--quantize=" + options.quantize + " needs --calibration=DIR: the activations' " +
         options.quantize +
@@ -997,6 +1010,10 @@ int main(int argc, char **argv) {
             });
         });
         json.attribute("launches", kernels + libraryCalls);
+        if (target == "cpu") {
+          json.attribute("cpu_gemm", sluice::codegen::cpuGemmPathName());
+          json.attribute("cpu_conv", sluice::codegen::cpuConvPathName());
+        }
         if (target == "cuda") {
           json.attribute("host_steps", hostSteps);
           json.attribute("host_arena_bytes", cudaModel.hostArenaBytes);

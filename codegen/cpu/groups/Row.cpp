@@ -220,8 +220,9 @@ LogicalResult printRowGroup(GroupContext &ctx, CpuRowPlan &p) {
 
   ctx.include("sluice_gen/cpu_reduce.h");
   CodeWriter w(1);
-  w.line("#pragma omp parallel for num_threads(args->num_threads) schedule(static) if ({0} > "
-         "16384)",
+  // Parallel only above SLUICE_ROW_PARALLEL_MIN elements (cpu_reduce.h).
+  w.line("#pragma omp parallel for num_threads(args->num_threads) schedule(static) if ({0} >= "
+         "SLUICE_ROW_PARALLEL_MIN)",
          cInt64(p.rows * p.len));
   {
     auto rows = w.block("for (int64_t row = 0; row < {0}; ++row)", cInt64(p.rows));

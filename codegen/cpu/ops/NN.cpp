@@ -22,6 +22,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <map>
 
 using namespace mlir;
@@ -87,25 +89,48 @@ std::string biasPointer(CpuOpContext &ctx, ConvLike conv) {
                         : "(const " + storageType(elementOf(conv.getInput())) + " *)nullptr";
 }
 
-LogicalResult emitConv(CpuOpContext &ctx) {
-  auto conv = cast<ConvOp>(ctx.op);
-  auto setup = convSetup(ctx, conv, "conv");
-  if (failed(setup))
-    return failure();
-  ArrayRef<int64_t> x = setup->x, w = setup->w;
-  int64_t group = conv.getGroup();
+/// The conv paths of the cpu target (SLUICE_CPU_CONV, docs/tools.md).
+enum class CpuConvPath { onednn, im2col };
+
+/// Whether f32 convolutions run through oneDNN: the compiler was built
+/// with it and SLUICE_CPU_CONV is not `im2col` (sluice-compile refuses
+/// other values).
+bool onednnConvs() {
+#if SLUICE_CPU_DNNL
+  const char *env = std::getenv("SLUICE_CPU_CONV");
+  return !(env && std::string(env) == "im2col");
+#else
+  return false;
+#endif
+}
+
+/// oneDNN for f32 convolutions where onednnConvs(): its direct and
+/// depthwise kernels (with oneDNN's blocked layouts inside the call)
+/// measured faster than im2col + OpenBLAS and the direct loops on
+/// ResNet-18's and depthwise shapes (bench/cpu/conv_bench.cpp,
+/// docs/benchmarks.md); f64 and the widened f16/bf16 keep the GEMM path.
+CpuConvPath cpuConvPath(Type et) {
+  return et.isF32() && onednnConvs() ? CpuConvPath::onednn : CpuConvPath::im2col;
+}
+
+} // namespace
+
+const char *cpuConvPathName() { return onednnConvs() ? "onednn" : "im2col"; }
+
+namespace {
+
+/// The im2col GEMM (other floats) or direct loops (depthwise, integers) of
+/// a convolution.
+void emitConvLoops(CpuOpContext &ctx, ConvOp conv, const std::string &dims, bool depthwise) {
   Type et = elementOf(conv.getInput());
   std::string bias = biasPointer(ctx, conv);
-  std::string dims =
-      decimal(x[0]) + ", " + decimal(x[1]) + ", " + decimal(w[0]) + ", " + decimal(group);
-  bool depthwise = x[1] == group;
   if (isBlasFloat(et) && !depthwise) {
     ctx.include("sluice_gen/cpu_nn_blas.h");
     failOnNonzero(ctx,
                   cCall("sluice_conv_gemm",
                         {"args->num_threads", "win", dims, ctx.in[0], ctx.in[1], bias, ctx.out[0]}),
                   "\"out of memory\"");
-    return success();
+    return;
   }
   ctx.include("sluice_gen/cpu_nn.h");
   // f32 (depthwise) accumulates in f32: twice the SIMD width, and each
@@ -114,6 +139,31 @@ LogicalResult emitConv(CpuOpContext &ctx) {
   ctx.code.line("{0};", cCall("sluice_conv_direct<" + acc + ">",
                               {"args->num_threads", "win", dims, ctx.in[0], ctx.in[1], bias,
                                acc + "(0)", "(const int64_t *)nullptr", "0", ctx.out[0]}));
+}
+
+LogicalResult emitConv(CpuOpContext &ctx) {
+  auto conv = cast<ConvOp>(ctx.op);
+  auto setup = convSetup(ctx, conv, "conv");
+  if (failed(setup))
+    return failure();
+  ArrayRef<int64_t> x = setup->x, w = setup->w;
+  int64_t group = conv.getGroup();
+  std::string dims =
+      decimal(x[0]) + ", " + decimal(x[1]) + ", " + decimal(w[0]) + ", " + decimal(group);
+  bool depthwise = x[1] == group;
+  if (cpuConvPath(elementOf(conv.getInput())) == CpuConvPath::onednn) {
+    // One oneDNN primitive (built once per thread count, weights reordered
+    // once: cpu_nn_dnnl.h); the loops below when oneDNN refuses it.
+    ctx.include("sluice_gen/cpu_nn_dnnl.h");
+    ctx.code.line("static sluice_dnnl_conv dnnl_(win, {0}, {1}, true);", dims,
+                  conv.getBias() ? "true" : "false");
+    auto fallback =
+        ctx.code.block("if ({0})", cCall("dnnl_.run", {"args->num_threads", ctx.in[0], ctx.in[1],
+                                                       biasPointer(ctx, conv), ctx.out[0]}));
+    emitConvLoops(ctx, conv, dims, depthwise);
+    return success();
+  }
+  emitConvLoops(ctx, conv, dims, depthwise);
   return success();
 }
 

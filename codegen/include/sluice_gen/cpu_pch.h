@@ -24,6 +24,12 @@
 #include "sluice_gen/cpu_nn_blas.h"
 #include "sluice_gen/cpu_reduce.h"
 #include "sluice_gen/cpu_wonly.h"
+#if __has_include(<dnnl.hpp>)
+// oneDNN's C++ API (convolutions, cpu_nn_dnnl.h): parsing dnnl.hpp costs
+// more than the rest of a small CNN's build. Nothing of it is compiled
+// into a model that does not run a oneDNN primitive, nor linked.
+#include "sluice_gen/cpu_nn_dnnl.h"
+#endif
 
 #include <algorithm>
 #include <atomic>

@@ -569,6 +569,17 @@ inline void sluice_cumsum(int threads, const T *in, T *out, int64_t outer, int64
 // normalizations
 //===----------------------------------------------------------------------===//
 
+/// Fewest elements a normalization (layer_norm, rms_norm, and the fused row
+/// groups of codegen/cpu/groups/Row.cpp) splits over threads. Below it the
+/// pass is well under 0.1 ms on one core, and an OpenMP region costs more
+/// than it saves wherever the cores are shared: a worker that is not
+/// running when the region starts delays it by a scheduler time slice
+/// (milliseconds). BERT-base's 25 layer norms of 128 x 768 went from 16% of
+/// a 2-thread run to 1% on a loaded 2-core machine (docs/benchmarks.md).
+#ifndef SLUICE_ROW_PARALLEL_MIN
+#define SLUICE_ROW_PARALLEL_MIN (1 << 18)
+#endif
+
 /// Layer norm of `rows` contiguous rows of `count` elements; scale/bias
 /// (bias may be null) hold `count` values, or are read at
 /// scaleIndex[i]/biasIndex[i] when they broadcast. Mean and 1/stddev go to
@@ -579,7 +590,7 @@ inline void sluice_layer_norm(int threads, const T *in, const P *scale, const P 
                               float eps, const int64_t *scaleIndex = nullptr,
                               const int64_t *biasIndex = nullptr) {
   typedef typename sluice_rowc<T>::type C;
-#pragma omp parallel for num_threads(threads) if (rows * count > 16384)
+#pragma omp parallel for num_threads(threads) if (rows * count >= SLUICE_ROW_PARALLEL_MIN)
   for (int64_t r = 0; r < rows; ++r) {
     const T *x = in + r * count;
     T *y = out + r * count;
@@ -798,7 +809,7 @@ template <typename T, typename P>
 inline void sluice_rms_norm(int threads, const T *in, const P *scale, T *out, int64_t rows,
                             int64_t count, float eps, const int64_t *scaleIndex = nullptr) {
   typedef typename sluice_rowc<T>::type C;
-#pragma omp parallel for num_threads(threads) if (rows * count > 16384)
+#pragma omp parallel for num_threads(threads) if (rows * count >= SLUICE_ROW_PARALLEL_MIN)
   for (int64_t r = 0; r < rows; ++r) {
     const T *x = in + r * count;
     T *y = out + r * count;
