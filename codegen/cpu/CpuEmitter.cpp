@@ -239,6 +239,23 @@ const char *cpuGemmPathName() {
   return "openblas";
 }
 
+/// Whether a kernel's code keeps state of its own across runs: a static it
+/// declares that is not const (a oneDNN convolution's primitives and
+/// reordered weights, cpu_nn_dnnl.h). The kernel functions themselves
+/// (`static int32_t k3_conv(`) and constant tables are not state.
+bool keepsState(llvm::StringRef code) {
+  for (size_t at = code.find("static "); at != llvm::StringRef::npos;
+       at = code.find("static ", at + 1)) {
+    if (at > 0 && !llvm::isSpace(code[at - 1]))
+      continue;
+    llvm::StringRef rest = code.substr(at + 7).ltrim();
+    if (!rest.starts_with("const ") && !rest.starts_with("constexpr ") &&
+        !rest.starts_with("int32_t "))
+      return true;
+  }
+  return false;
+}
+
 FailureOr<CpuModel> emitCpuModel(ModuleOp module, SharedWeights *sharedWeights,
                                  llvm::StringRef entry) {
   CpuModel model;
@@ -264,7 +281,13 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module, SharedWeights *sharedWeights,
         // Kernels alike but for their names (the layers of a transformer)
         // are defined once, the later ones forwarding to the first: the
         // build compiles each distinct kernel once.
-        auto [first, fresh] = firstOfCode.try_emplace(llvm::join(llvm::split(*code, name), "\x01"), name);
+        // A kernel that keeps state of its own across runs is never shared:
+        // two convolutions on one oneDNN object would reorder each other's
+        // weights under a concurrent run.
+        auto [first, fresh] =
+            keepsState(*code)
+                ? std::make_pair(firstOfCode.end(), true)
+                : firstOfCode.try_emplace(llvm::join(llvm::split(*code, name), "\x01"), name);
         if (fresh)
           model.kernelSources.push_back({name, *code, ""});
         else

@@ -204,6 +204,17 @@ SLUICE_RT_API SluiceStatus sluice_context_set_input(SluiceContext *context, size
  * and lets it update the data in place between runs. */
 SLUICE_RT_API SluiceStatus sluice_context_bind_input(SluiceContext *context, size_t index,
                                        const void *data, size_t bytes);
+/* Binds input `index` to device memory on the context's GPU (cuda bundles;
+ * a torch cuda tensor's data, say): each run copies it on the device into
+ * the model's input, with no host copy or staging; `device_data` must stay
+ * valid, on the context's device and unchanged while a run uses it, until
+ * the context is freed or the input is set again. A CUDA graph captured
+ * with one pointer is captured again when another one is bound. Host
+ * memory, another device's, or a cpu bundle: SLUICE_ERROR_INVALID_ARGUMENT.
+ * Outputs stay in host memory (sluice_context_output). */
+SLUICE_RT_API SluiceStatus sluice_context_bind_device_input(SluiceContext *context, size_t index,
+                                                            const void *device_data,
+                                                            size_t bytes);
 /* Declares the shape of input `index` (`rank` dims) for the next runs. A
  * bundle of shape variants runs the variant whose input shapes equal the
  * declared ones (an input set without a declared shape matches the

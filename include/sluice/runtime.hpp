@@ -341,6 +341,12 @@ public:
     return detail::check(sluice_context_bind_input(context, index, data, bytes),
                          error);
   }
+  /// cuda: binds input `index` to device memory of the context's GPU (each
+  /// run copies it on the device, no host copy); `data` must outlive its use.
+  bool bindDeviceInput(size_t index, const void *data, size_t bytes,
+                       std::string *error = nullptr) {
+    return detail::check(sluice_context_bind_device_input(context, index, data, bytes), error);
+  }
   /// Declares input `index`'s shape: a bundle of shape variants runs the
   /// variant whose input shapes equal the declared ones.
   bool setInputShape(size_t index, const std::vector<int64_t> &dims,

@@ -562,6 +562,21 @@ SluiceStatus sluice_context_bind_input(SluiceContext *context, size_t index,
   return setInput(context, index, data, bytes, /*copy=*/false);
 }
 
+SluiceStatus sluice_context_bind_device_input(SluiceContext *context, size_t index,
+                                              const void *device_data, size_t bytes) {
+  if (!context)
+    return nullArgument("sluice_context_bind_device_input");
+  return guarded([&] {
+    std::string error;
+    if (!context->run->bindDeviceInput(index, device_data, bytes, error))
+      return fail(SLUICE_ERROR_INVALID_ARGUMENT, error);
+    size_t inputs = context->bundle->manifest().inputs.size();
+    context->inputBytes.resize(inputs, 0);
+    context->inputBytes[index] = bytes;
+    return SLUICE_OK;
+  });
+}
+
 SluiceStatus sluice_context_set_num_threads(SluiceContext *context,
                                             int32_t num_threads) {
   if (!context)

@@ -37,6 +37,14 @@ public:
   /// Copies (`copy`) or binds input `index`.
   virtual bool setInput(size_t index, const void *data, size_t bytes,
                         bool copy, std::string &error) = 0;
+  /// cuda: binds input `index` to device memory of the context's GPU (each
+  /// run copies it on the device); elsewhere an error.
+  virtual bool bindDeviceInput(size_t index, const void *data, size_t bytes,
+                               std::string &error) {
+    (void)index, (void)data, (void)bytes;
+    error = "a cpu bundle reads its inputs from host memory; device memory is for cuda bundles";
+    return false;
+  }
   /// Threads of each run's host code (OpenMP).
   virtual bool setNumThreads(int32_t threads, std::string &error) = 0;
   virtual void enableTrace(bool on) = 0;
@@ -98,7 +106,8 @@ public:
 /// comm interfaces (runtime/core/Comm.h) change layout.
 /// 3: RunContext::expertLoad, Manifest::moe. 4: RunContext::runSplit.
 /// 5: RunContext::selectVariant, Manifest::variants, Bundle::runs_.
-constexpr int32_t kCudaModuleInterface = 5;
+/// 6: RunContext::bindDeviceInput.
+constexpr int32_t kCudaModuleInterface = 6;
 
 /// A cuda context of a multi-rank job: its process group and the factory
 /// of libsluice_comm_cuda.so, which the context calls with its device

@@ -234,6 +234,7 @@ bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
   }
 
   boundInputs.assign(manifest.inputs.size(), nullptr);
+  deviceBound.assign(manifest.inputs.size(), nullptr);
   inputSet.assign(manifest.inputs.size(), false);
   unsigned hardware = std::thread::hardware_concurrency();
   numThreads = hardware ? (int32_t)hardware : 1;
@@ -311,6 +312,10 @@ bool CudaContext::setInput(size_t index, const void *data, size_t bytes,
     error = prefix() + "input '" + spec.name + "' given a null pointer";
     return false;
   }
+  if (deviceBound[index]) {
+    deviceBound[index] = nullptr; // the graph copied from device memory
+    releaseGraph();
+  }
   if (copy) {
     if (bytes)
       std::memcpy(hostInputs[index], data, bytes);
@@ -318,6 +323,49 @@ bool CudaContext::setInput(size_t index, const void *data, size_t bytes,
   } else {
     boundInputs[index] = data;
   }
+  inputSet[index] = true;
+  return true;
+}
+
+bool CudaContext::bindDeviceInput(size_t index, const void *data, size_t bytes,
+                                  std::string &error) {
+  const Manifest &manifest = bundle.manifest();
+  if (index >= manifest.inputs.size()) {
+    error = "bundle '" + bundle.dir() + "' has " + std::to_string(manifest.inputs.size()) +
+            " inputs; no input " + std::to_string(index);
+    return false;
+  }
+  const TensorSpec &spec = manifest.inputs[index];
+  if (bytes != spec.bytes) {
+    error = prefix() + "input '" + spec.name + "' takes " + std::to_string(spec.bytes) +
+            " bytes, got " + std::to_string(bytes);
+    return false;
+  }
+  if (!data && bytes) {
+    error = prefix() + "input '" + spec.name + "' given a null pointer";
+    return false;
+  }
+  if (bytes) {
+    cudaPointerAttributes attributes = {};
+    if (cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
+      (void)cudaGetLastError();
+      attributes.type = cudaMemoryTypeUnregistered;
+    }
+    bool onDevice = attributes.type == cudaMemoryTypeDevice ||
+                    attributes.type == cudaMemoryTypeManaged;
+    if (!onDevice || attributes.device != device) {
+      error = prefix() + "input '" + spec.name + "' bound to " +
+              (onDevice ? "memory of device " + std::to_string(attributes.device)
+                        : std::string("host memory")) +
+              "; this context runs on device " + std::to_string(device) +
+              " (bind host memory with sluice_context_bind_input)";
+      return false;
+    }
+  }
+  if (deviceBound[index] != data)
+    releaseGraph(); // a captured graph copies from the old pointer
+  deviceBound[index] = data;
+  boundInputs[index] = nullptr;
   inputSet[index] = true;
   return true;
 }
@@ -384,10 +432,13 @@ bool CudaContext::enqueueRun(const SluiceTraceHooks *hooks,
     return false;
   for (size_t i = 0; i < deviceInputs.size(); ++i)
     if (manifest.inputs[i].bytes &&
-        !checked(cudaMemcpyAsync(deviceInputs[i], hostInputs[i],
-                                 manifest.inputs[i].bytes,
-                                 cudaMemcpyHostToDevice, stream),
-                 "cudaMemcpyAsync (input to the device)", error))
+        !(deviceBound[i]
+              ? checked(cudaMemcpyAsync(deviceInputs[i], deviceBound[i], manifest.inputs[i].bytes,
+                                        cudaMemcpyDeviceToDevice, stream),
+                        "cudaMemcpyAsync (bound device input)", error)
+              : checked(cudaMemcpyAsync(deviceInputs[i], hostInputs[i], manifest.inputs[i].bytes,
+                                        cudaMemcpyHostToDevice, stream),
+                        "cudaMemcpyAsync (input to the device)", error)))
       return false;
   if (!mark(1))
     return false;

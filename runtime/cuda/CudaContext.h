@@ -47,6 +47,11 @@ public:
   /// as the run reads it on the cpu target (no device-side zero copy).
   bool setInput(size_t index, const void *data, size_t bytes, bool copy,
                 std::string &error) override;
+  /// Device memory of this context's GPU: copied device to device into the
+  /// model's input at every run (inside a captured graph too; another
+  /// pointer than the captured one releases the graph).
+  bool bindDeviceInput(size_t index, const void *data, size_t bytes,
+                       std::string &error) override;
   bool setNumThreads(int32_t threads, std::string &error) override;
   /// Tracing runs eagerly (no graph), timing each step with CUDA events.
   void enableTrace(bool on) override { tracing = on; }
@@ -128,6 +133,8 @@ private:
   std::vector<int64_t *> dimPointers;  ///< into deviceDims
 
   std::vector<const void *> boundInputs; ///< caller memory, copied per run
+  /// Caller device memory, copied on the device per run (bindDeviceInput).
+  std::vector<const void *> deviceBound;
   std::vector<bool> inputSet;
   std::vector<std::vector<int64_t>> outputShapes;
   int32_t numThreads = 1;

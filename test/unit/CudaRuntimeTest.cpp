@@ -4,7 +4,8 @@
 // device kernel and a host step) through include/sluice/runtime.hpp on a GPU:
 // eager first run, CUDA graph capture and replay with inputs that change
 // every run (copied and bound), graphs turned off, traced runs, the
-// asynchronous failure path with and without a graph, contexts on two
+// asynchronous failure path with and without a graph, inputs bound to
+// device memory, contexts on two
 // threads, and the caller's current device kept across the calls. A plain program (not gtest) so that it can exit 77, ctest's
 // "skipped", on machines without a CUDA device.
 //
@@ -170,6 +171,74 @@ void runsReplayAGraph(const Model &model) {
   EXPECT(context.trace().empty(), "untraced run left events");
 }
 
+/// Inputs bound to device memory (a torch cuda tensor's, say): copied on
+/// the device at every run, graph or not; another pointer is captured
+/// again; host memory, a wrong size and a null pointer are refused.
+void bindsDeviceMemory(const Model &model) {
+  using Malloc = int (*)(void **, size_t);
+  using Free = int (*)(void *);
+  using Memcpy = int (*)(void *, const void *, size_t, int);
+  void *cudart = ::dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+  if (!cudart)
+    cudart = ::dlopen("libcudart.so.13", RTLD_NOW);
+  auto cudaMalloc = cudart ? reinterpret_cast<Malloc>(::dlsym(cudart, "cudaMalloc")) : nullptr;
+  auto cudaFree = cudart ? reinterpret_cast<Free>(::dlsym(cudart, "cudaFree")) : nullptr;
+  auto cudaMemcpy = cudart ? reinterpret_cast<Memcpy>(::dlsym(cudart, "cudaMemcpy")) : nullptr;
+  if (!cudaMalloc || !cudaFree || !cudaMemcpy) {
+    std::printf("no libcudart.so.13 to allocate device memory: device binding skipped\n");
+    return;
+  }
+  const int kHostToDevice = 1; // cudaMemcpyHostToDevice
+  void *first = nullptr, *second = nullptr;
+  EXPECT(cudaMalloc(&first, 32) == 0 && cudaMalloc(&second, 32) == 0, "cudaMalloc");
+  Context context;
+  std::string error, reason;
+  EXPECT(context.create(model, &error), "%s", error.c_str());
+  float x[8];
+  for (int run = 0; run < 4; ++run) {
+    fill(x, 20.0f * run - 30);
+    EXPECT(cudaMemcpy(first, x, sizeof x, kHostToDevice) == 0, "cudaMemcpy");
+    if (run == 0)
+      EXPECT(context.bindDeviceInput(0, first, sizeof x, &error), "%s", error.c_str());
+    EXPECT(context.run(&error), "device run %d: %s", run, error.c_str());
+    EXPECT(matches(context, x), "device run %d: wrong output", run);
+    EXPECT(context.replayedCudaGraph(&reason) == (run > 0 && !uncapturable),
+           "device run %d: %s", run, reason.c_str());
+  }
+  // Another pointer: the graph copied from the first, so it is captured
+  // again, and the new memory is what runs (the first still holds other
+  // values: a replay of the old graph would give them).
+  fill(x, 1000);
+  EXPECT(cudaMemcpy(second, x, sizeof x, kHostToDevice) == 0, "cudaMemcpy");
+  EXPECT(context.bindDeviceInput(0, second, sizeof x, &error), "%s", error.c_str());
+  for (int run = 0; run < 2; ++run) {
+    EXPECT(context.run(&error), "%s", error.c_str());
+    EXPECT(matches(context, x), "second pointer, run %d: wrong output", run);
+    EXPECT(context.replayedCudaGraph(&reason) != uncapturable, "second pointer, run %d: %s",
+           run, reason.c_str());
+  }
+  // Host input again after device binding: staged as before.
+  fill(x, -3);
+  EXPECT(context.setInput(0, x, sizeof x, &error), "%s", error.c_str());
+  EXPECT(context.run(&error) && matches(context, x), "host after device: %s", error.c_str());
+
+  EXPECT(!context.bindDeviceInput(0, x, sizeof x, &error) &&
+             error.find("bound to host memory; this context runs on device 0") !=
+                 std::string::npos,
+         "host memory as device input: %s", error.c_str());
+  EXPECT(!context.bindDeviceInput(0, first, 16, &error) &&
+             error.find("takes 32 bytes, got 16") != std::string::npos,
+         "wrong size: %s", error.c_str());
+  EXPECT(!context.bindDeviceInput(0, nullptr, 32, &error) &&
+             error.find("null pointer") != std::string::npos,
+         "null: %s", error.c_str());
+  EXPECT(!context.bindDeviceInput(3, first, 32, &error) &&
+             error.find("no input 3") != std::string::npos,
+         "index: %s", error.c_str());
+  (void)cudaFree(first);
+  (void)cudaFree(second);
+}
+
 void contextsOnTwoThreads(const Model &model) {
   int bad[2] = {0, 0};
   auto worker = [&model](float base, int *failures) {
@@ -263,6 +332,7 @@ int main(int argc, char **argv) {
     }
   }
   runsReplayAGraph(model);
+  bindsDeviceMemory(model);
   contextsOnTwoThreads(model);
   int devices = 0;
   if (auto count = reinterpret_cast<int (*)(int *)>(::dlsym(RTLD_DEFAULT, "cudaGetDeviceCount"));

@@ -151,9 +151,13 @@ class Context:
                     raise _sluice.InputError(
                         f"input '{name}' is on {value.device}, the bundle runs on the cpu "
                         f"(pass a cpu tensor: .cpu())")
-                # The C API takes host memory only (runtime.h): one copy to
-                # the host; the runtime stages it to the device.
-                value = value.cpu()
+                if value.device.type != "cuda" or value.dtype == sys.modules["torch"].bool:
+                    # Not CUDA memory, or a bool tensor (torch 1.13 exports
+                    # none through DLPack): one copy through the host.
+                    value = value.cpu()
+                # A CUDA tensor stays on the device: the context copies it
+                # there at each run (sluice_context_bind_device_input), and
+                # the runtime refuses another device's memory by name.
             if value.is_conj() or value.is_neg():
                 value = value.resolve_conj().resolve_neg()
             value = value.contiguous()

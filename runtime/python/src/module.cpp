@@ -5,7 +5,8 @@
 // anything nanobind's ndarray caster takes (NumPy arrays through the buffer
 // protocol or DLPack, torch tensors through DLPack) and are bound in place
 // (sluice_context_bind_input), so a contiguous host array of the right dtype
-// is never copied; the run itself releases the GIL so that contexts run
+// is never copied (a cuda bundle's CUDA tensor is bound as device memory,
+// sluice_context_bind_device_input, and copied only on the device); the run itself releases the GIL so that contexts run
 // concurrently on Python threads. Outputs are copied into new NumPy arrays:
 // the context's output buffers are overwritten by its next run.
 //
@@ -344,7 +345,13 @@ public:
       }
       // The runtime reads bound memory in place until the input is bound
       // again: bound_ keeps each array (and so its owner) alive that long.
-      check(sluice_context_bind_input(context_, i, arrays[i]->data(), arrays[i]->nbytes()));
+      // CUDA memory (a torch cuda tensor) is copied on the device at each
+      // run, never through the host.
+      if (arrays[i]->device_type() == nb::device::cuda::value)
+        check(sluice_context_bind_device_input(context_, i, arrays[i]->data(),
+                                               arrays[i]->nbytes()));
+      else
+        check(sluice_context_bind_input(context_, i, arrays[i]->data(), arrays[i]->nbytes()));
       bound_[i] = std::move(*arrays[i]);
     }
     SluiceStatus status;
@@ -385,7 +392,10 @@ private:
                                 "tensor, got " +
                                 std::string(nb::type_name(value.type()).c_str()));
     int device = array.device_type();
-    if (device != nb::device::cpu::value && device != nb::device::cuda_host::value)
+    // cuda bundles take CUDA device memory too (bound without a host copy:
+    // sluice_context_bind_device_input); everything else is host memory.
+    bool cudaMemory = device == nb::device::cuda::value && signature_->target == "cuda";
+    if (device != nb::device::cpu::value && device != nb::device::cuda_host::value && !cudaMemory)
       raise(inputErrorType, "input '" + spec.name + "' is in device memory (DLPack device " +
                                 std::to_string(device) + "); the " + signature_->target +
                                 " bundle takes host memory");

@@ -59,7 +59,11 @@ enum class Memory { Device, Host };
 struct Block {
   size_t bytes;
   Memory kind;
+  int device; ///< current when it was allocated
 };
+/// The current device, per thread as in CUDA (the runtime must give the
+/// caller's back: CudaRuntimeTest checks it).
+thread_local int currentDevice = 0;
 std::mutex mutex;
 std::map<const char *, Block> blocks; ///< by start address
 thread_local cudaError_t lastError = cudaSuccess;
@@ -112,7 +116,7 @@ cudaError_t allocate(void **p, size_t bytes, Memory kind) {
   if (!*p)
     return fail(cudaErrorMemoryAllocation);
   std::lock_guard<std::mutex> lock(mutex);
-  blocks[static_cast<const char *>(*p)] = {bytes, kind};
+  blocks[static_cast<const char *>(*p)] = {bytes, kind, currentDevice};
   return cudaSuccess;
 }
 
@@ -183,10 +187,6 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *properties, int device) {
   properties->minor = sm % 10;
   return cudaSuccess;
 }
-
-/// The current device, per thread as in CUDA (the runtime must give the
-/// caller's back: CudaRuntimeTest checks it).
-thread_local int currentDevice = 0;
 
 cudaError_t cudaSetDevice(int device) {
   int count = 0;
@@ -262,6 +262,8 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *attributes,
                      : std::prev(it)->second.kind == Memory::Device
                          ? cudaMemoryTypeDevice
                          : cudaMemoryTypeHost;
+  if (inside)
+    attributes->device = std::prev(it)->second.device;
   return cudaSuccess;
 }
 
