@@ -23,33 +23,12 @@
 #include "sluice_gen/cpu_nn_blas.h"
 #include "sluice_gen/cpu_nn_dnnl.h"
 
+#include "bench_timing.h"
+
 struct Shape {
   const char *what;
   int64_t c, m, h, k, s, p, group;
 };
-
-template <typename F> static double best_ms(F &&f) {
-  int reps = 1;
-  for (;;) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r)
-      f();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (s > 0.02 || reps > (1 << 16))
-      break;
-    reps *= 2;
-  }
-  std::vector<double> v;
-  for (int i = 0; i < 9; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r)
-      f();
-    v.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() *
-                1e3 / reps);
-  }
-  std::sort(v.begin(), v.end());
-  return v[0];
-}
 
 static double maxRel(const std::vector<float> &a, const std::vector<float> &b) {
   double worst = 0, scale = 0;

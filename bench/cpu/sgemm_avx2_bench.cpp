@@ -20,32 +20,12 @@
 #include <dnnl.h>
 #include <omp.h>
 
+#include "bench_timing.h"
+
 struct Shape {
   const char *what;
   int64_t m, n, k;
 };
-
-template <typename F> static double best_ms(F &&f) {
-  int reps = 1;
-  for (;;) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r)
-      f();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (s > 0.02 || reps > (1 << 16))
-      break;
-    reps *= 2;
-  }
-  double best = 1e30;
-  for (int i = 0; i < 9; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r)
-      f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                                  .count() * 1e3 / reps);
-  }
-  return best;
-}
 
 int main() {
   openblas_set_num_threads(1);

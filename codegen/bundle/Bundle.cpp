@@ -605,6 +605,19 @@ bool hostCompileCommand(std::vector<std::string> &args, std::string &error) {
   return true;
 }
 
+/// The command that builds a cpu bundle's library, before its inputs: the
+/// host compiler and flags, -shared and the options' extra flags (the
+/// precompiled header is compiled with the same but -shared).
+bool cpuLibraryCommand(const BundleOptions &options, std::vector<std::string> &args,
+                       std::string &error) {
+  if (!hostCompileCommand(args, error))
+    return false;
+  args.push_back("-shared");
+  for (const std::string &f : options.extraFlags)
+    args.push_back(f);
+  return true;
+}
+
 /// The hidden-visibility attribute: the kernels of a split build are
 /// external to link across its translation units, and stay out of the
 /// library's exported symbols.
@@ -809,11 +822,12 @@ int cpuBuildJobs(int jobs, const CpuModel &model) {
 } // namespace
 
 bool precompileCpuHeaders(const BundleOptions &options, std::string &path, std::string &error) {
-  std::vector<std::string> args;
-  if (!hostCompileCommand(args, error))
+  std::vector<std::string> library, args;
+  if (!cpuLibraryCommand(options, library, error))
     return false;
-  for (const std::string &f : options.extraFlags)
-    args.push_back(f);
+  for (const std::string &a : library)
+    if (a != "-shared")
+      args.push_back(a);
   path = precompiledHeader(args, options.progress);
   if (!path.empty())
     return true;
@@ -831,11 +845,8 @@ bool writeCpuBundle(const CpuModel &model, const BundleOptions &options, std::st
     return false;
   const std::string &dir = stage.dir();
   std::vector<std::string> args;
-  if (!hostCompileCommand(args, error))
+  if (!cpuLibraryCommand(options, args, error))
     return false;
-  args.push_back("-shared");
-  for (const std::string &f : options.extraFlags)
-    args.push_back(f);
   size_t flagsEnd = args.size();
   std::vector<std::string> fingerprints = weightsFingerprints(model);
   std::string id = bundleIdOf(model.source, std::vector<std::string>(args.begin() + 1, args.end()),
@@ -937,11 +948,8 @@ bool writeCpuVariantsBundle(const std::vector<const CpuModel *> &variants,
     return false;
   const std::string &dir = stage.dir();
   std::vector<std::string> args;
-  if (!hostCompileCommand(args, error))
+  if (!cpuLibraryCommand(options, args, error))
     return false;
-  args.push_back("-shared");
-  for (const std::string &f : options.extraFlags)
-    args.push_back(f);
   size_t flagsEnd = args.size();
   std::vector<std::string> fingerprints = {
       hex16(sluice_weights_fingerprint(weights.bytes.data(), weights.bytes.size()))};

@@ -218,6 +218,50 @@ for it).
   sluice::tools::die("sluice-compile", message);
 }
 
+/// The report's "phases" and, for a compile that stores its bundle in the
+/// cache, its "cache" entry.
+void writePhasesAndCache(llvm::json::OStream &json, const std::vector<sluice::PhaseTiming> &timings,
+                         bool storing, const std::string &cacheKey, const std::string &cacheDir) {
+  json.attributeArray("phases", [&] {
+    for (const auto &timing : timings)
+      json.object([&] {
+        json.attribute("name", sluice::jsonText(timing.name));
+        json.attributeBegin("ms");
+        sluice::writeJsonFixed3(json, timing.milliseconds);
+        json.attributeEnd();
+      });
+  });
+  if (storing)
+    json.attributeObject("cache", [&] {
+      json.attribute("hit", false);
+      json.attribute("key", cacheKey);
+      json.attribute("dir", sluice::jsonText(cacheDir));
+    });
+}
+
+/// Writes --report's file and stores the finished bundle in the cache.
+void finishReportAndCache(const std::string &report, const std::string &reportText, bool storing,
+                          const std::string &cacheDir, const std::string &cacheKey,
+                          const std::string &bundlePath, const std::string &cacheRecipe,
+                          bool quiet) {
+  if (!report.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream file(report, ec);
+    if (ec)
+      die(report + ": cannot write: " + ec.message());
+    file << reportText;
+  }
+  if (!storing)
+    return;
+  // A bundle that cannot be stored is still a finished compile.
+  std::string cacheError;
+  if (!sluice::cache::store(cacheDir, cacheKey, bundlePath, reportText, cacheRecipe, cacheError))
+    std::fprintf(stderr, "sluice-compile: warning: not cached: %s\n", cacheError.c_str());
+  else if (!quiet)
+    std::fprintf(stderr, "sluice-compile: cached as %s in %s\n", cacheKey.c_str(),
+                 cacheDir.c_str());
+}
+
 /// --emit=kernels: each kernel group with the ops inside it and the ONNX
 /// nodes they came from, then the passes' remarks (what did not fuse, why).
 void printKernelGroups(ModuleOp module, const std::vector<std::string> &remarks,
@@ -806,40 +850,12 @@ int main(int argc, char **argv) {
         });
         sluice::writeJsonStrings(json, "remarks", remarks);
         json.attribute("bundle", sluice::jsonText(bundlePath));
-        json.attributeArray("phases", [&] {
-          for (const auto &timing : timings)
-            json.object([&] {
-              json.attribute("name", sluice::jsonText(timing.name));
-              json.attributeBegin("ms");
-              sluice::writeJsonFixed3(json, timing.milliseconds);
-              json.attributeEnd();
-            });
-        });
-        if (storing)
-          json.attributeObject("cache", [&] {
-            json.attribute("hit", false);
-            json.attribute("key", cacheKey);
-            json.attribute("dir", sluice::jsonText(cacheDir));
-          });
+        writePhasesAndCache(json, timings, storing, cacheKey, cacheDir);
       });
       file << "\n";
     }
-    if (!report.empty()) {
-      std::error_code ec;
-      llvm::raw_fd_ostream file(report, ec);
-      if (ec)
-        die(report + ": cannot write: " + ec.message());
-      file << reportText;
-    }
-    if (storing) {
-      std::string cacheError;
-      if (!sluice::cache::store(cacheDir, cacheKey, bundlePath, reportText, cacheRecipe,
-                                cacheError))
-        std::fprintf(stderr, "sluice-compile: warning: not cached: %s\n", cacheError.c_str());
-      else if (!quiet)
-        std::fprintf(stderr, "sluice-compile: cached as %s in %s\n", cacheKey.c_str(),
-                     cacheDir.c_str());
-    }
+    finishReportAndCache(report, reportText, storing, cacheDir, cacheKey, bundlePath, cacheRecipe,
+                         quiet);
     return 0;
   }
   sluice::Phase irPhase = std::min(stopPhase, sluice::Phase::Plan);
@@ -1041,39 +1057,11 @@ int main(int argc, char **argv) {
       sluice::writeJsonStrings(json, "remarks", remarks);
       if (bundled)
         json.attribute("bundle", sluice::jsonText(bundlePath));
-      json.attributeArray("phases", [&] {
-        for (const auto &timing : timings)
-          json.object([&] {
-            json.attribute("name", sluice::jsonText(timing.name));
-            json.attributeBegin("ms");
-            sluice::writeJsonFixed3(json, timing.milliseconds);
-            json.attributeEnd();
-          });
-      });
-      if (storing)
-        json.attributeObject("cache", [&] {
-          json.attribute("hit", false);
-          json.attribute("key", cacheKey);
-          json.attribute("dir", sluice::jsonText(cacheDir));
-        });
+      writePhasesAndCache(json, timings, storing, cacheKey, cacheDir);
     });
     file << "\n";
   }
-  if (!report.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream file(report, ec);
-    if (ec)
-      die(report + ": cannot write: " + ec.message());
-    file << reportText;
-  }
-  if (storing) {
-    // A bundle that cannot be stored is still a finished compile.
-    std::string cacheError;
-    if (!sluice::cache::store(cacheDir, cacheKey, bundlePath, reportText, cacheRecipe, cacheError))
-      std::fprintf(stderr, "sluice-compile: warning: not cached: %s\n", cacheError.c_str());
-    else if (!quiet)
-      std::fprintf(stderr, "sluice-compile: cached as %s in %s\n", cacheKey.c_str(),
-                   cacheDir.c_str());
-  }
+  finishReportAndCache(report, reportText, storing, cacheDir, cacheKey, bundlePath, cacheRecipe,
+                       quiet);
   return 0;
 }
