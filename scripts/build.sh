@@ -5,6 +5,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${SLUICE_BUILD_DIR:-$root/build}"
 jobs="${SLUICE_JOBS:-$(nproc)}"
+# Paths relative to the checkout in ccache's keys, so that other build
+# folders of it (scripts/sanitize.sh --ci) reuse these objects.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
 if [ ! -f "$build/build.ninja" ]; then
   echo "[build] configuring $build"
   launcher=()

@@ -2,6 +2,7 @@
 
 #include "codegen/bundle/Bundle.h"
 #include "codegen/bundle/Precompiled.h"
+#include "codegen/bundle/SanitizerFlags.h"
 
 #include "lib/support/Json.h"
 #include "sluice/bundle_abi.h"
@@ -579,11 +580,8 @@ std::vector<std::string> hostCxxFlags() {
   std::vector<std::string> flags = {"-std=c++17", "-O2",           "-march=native",
                                     "-fopenmp",   "-fPIC",         "-fno-math-errno",
                                     "-fno-trapping-math", "-w"};
-#ifdef SLUICE_SANITIZE_FLAGS
-  for (const char *flag : {SLUICE_SANITIZE_FLAGS, "-fno-sanitize-recover=all",
-                           "-fno-omit-frame-pointer"})
-    flags.push_back(flag);
-#endif
+  for (std::string &flag : sanitizerCxxFlags())
+    flags.push_back(std::move(flag));
   return flags;
 }
 

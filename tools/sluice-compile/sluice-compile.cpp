@@ -407,8 +407,10 @@ int main(int argc, char **argv) {
     } else if (args.is("--target")) {
       target = args.flagValue("--target");
     } else if (args.is("--gpu-arch")) {
+      // The value outlives the pieces that point into it.
+      std::string list = args.flagValue("--gpu-arch");
       llvm::SmallVector<llvm::StringRef> parts;
-      llvm::StringRef(args.flagValue("--gpu-arch")).split(parts, ',', -1, false);
+      llvm::StringRef(list).split(parts, ',', -1, false);
       for (llvm::StringRef part : parts)
         gpuArchs.push_back(part.trim().str());
     } else if (args.is("--tp")) {
