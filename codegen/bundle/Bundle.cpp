@@ -484,19 +484,6 @@ std::string cxxCompiler() {
 
 namespace {
 
-/// The first line of the compiler log `log` that mentions an error ("" when
-/// none or unreadable): what a failed build reports.
-std::string firstErrorLine(const std::string &log) {
-  if (auto buffer = llvm::MemoryBuffer::getFile(log)) {
-    llvm::SmallVector<llvm::StringRef> lines;
-    (*buffer)->getBuffer().split(lines, '\n');
-    for (auto line : lines)
-      if (line.contains("error"))
-        return line.trim().str();
-  }
-  return "";
-}
-
 /// Runs a compiler; on failure sets `error` to one line naming `source`,
 /// the exit code and the log's first error line (the log stays beside it).
 bool runCompiler(const std::string &program, const std::vector<std::string> &args,
@@ -510,7 +497,7 @@ bool runCompiler(const std::string &program, const std::vector<std::string> &arg
   int rc = llvm::sys::ExecuteAndWait(program, argRefs, std::nullopt, redirects, 0, 0, &execError);
   seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (rc != 0) {
-    std::string first = firstErrorLine(log);
+    std::string first = firstCompilerError(log);
     error = source + ": " + what + " failed (exit " + std::to_string(rc) + ")" +
             (execError.empty() ? "" : ": " + execError) + (first.empty() ? "" : ": " + first) +
             " (full log: " + log + ")";
@@ -771,7 +758,7 @@ bool compileParts(const std::vector<std::string> &compile, const std::vector<std
       ++done;
       if (result.ReturnCode != 0) {
         if (firstError.empty()) {
-          std::string first = firstErrorLine(finished.log);
+          std::string first = firstCompilerError(finished.log);
           firstError = sources[finished.part] + ": the C++ compiler failed (exit " +
                        std::to_string(result.ReturnCode) + ")" +
                        (first.empty() ? "" : ": " + first) + " (full log: " + finished.log + ")";

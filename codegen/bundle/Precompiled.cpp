@@ -2,6 +2,8 @@
 
 #include "codegen/bundle/Precompiled.h"
 
+#include "lib/support/CacheFolder.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Chrono.h"
@@ -23,11 +25,6 @@ namespace {
 /// Folders of other compilers, flags or headers kept beside a new one (the
 /// most recently built); older ones go once they are an hour old.
 constexpr size_t kKeptHeaders = 8;
-
-std::string env(const char *name) {
-  const char *value = std::getenv(name);
-  return value ? value : "";
-}
 
 std::string join(llvm::StringRef dir, llvm::StringRef name) {
   llvm::SmallString<256> path(dir);
@@ -81,19 +78,6 @@ std::string keyOf(const std::vector<std::string> &compile) {
   return llvm::utohexstr(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(state)), true, 16);
 }
 
-/// The first line of a log that names an error, for a note.
-std::string firstError(const std::string &log) {
-  auto buffer = llvm::MemoryBuffer::getFile(log);
-  if (!buffer)
-    return "";
-  llvm::SmallVector<llvm::StringRef> lines;
-  (*buffer)->getBuffer().split(lines, '\n');
-  for (llvm::StringRef line : lines)
-    if (line.contains("error"))
-      return line.trim().str();
-  return lines.empty() ? "" : lines.front().trim().str();
-}
-
 /// Removes the oldest folders beside `keep` beyond kKeptHeaders, each only
 /// once it is an hour old (a compile may still be reading a younger one).
 void prune(const std::string &root, const std::string &keep) {
@@ -122,18 +106,7 @@ void prune(const std::string &root, const std::string &keep) {
 
 } // namespace
 
-std::string precompiledHeaderRoot() {
-  std::string dir = env("SLUICE_PCH_DIR");
-  if (dir == "none" || dir == "off" || dir == "0")
-    return "";
-  if (!dir.empty())
-    return dir;
-  if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty())
-    return xdg + "/sluice/pch";
-  if (std::string home = env("HOME"); !home.empty())
-    return home + "/.cache/sluice/pch";
-  return "";
-}
+std::string precompiledHeaderRoot() { return userCacheFolder("SLUICE_PCH_DIR", "pch"); }
 
 std::string precompiledHeader(const std::vector<std::string> &compile, bool progress) {
   std::string root = precompiledHeaderRoot();
@@ -184,7 +157,7 @@ std::string precompiledHeader(const std::vector<std::string> &compile, bool prog
                                      &execError);
   if (rc != 0) {
     std::string why = "the C++ compiler failed on " + header + ": " +
-                      (execError.empty() ? firstError(log) : execError);
+                      (execError.empty() ? firstCompilerError(log) : execError);
     llvm::sys::fs::remove(built + unique);
     llvm::sys::fs::remove(log);
     return note(why);
@@ -199,6 +172,18 @@ std::string precompiledHeader(const std::vector<std::string> &compile, bool prog
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   prune(root, dir);
   return header;
+}
+
+std::string firstCompilerError(const std::string &log) {
+  auto buffer = llvm::MemoryBuffer::getFile(log);
+  if (!buffer)
+    return "";
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n');
+  for (llvm::StringRef line : lines)
+    if (line.contains("error"))
+      return line.trim().str();
+  return lines.empty() ? "" : lines.front().trim().str();
 }
 
 } // namespace sluice::codegen

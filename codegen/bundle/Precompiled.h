@@ -29,6 +29,11 @@ std::string precompiledHeaderRoot();
 /// compiles without it, and `note` (when `progress`) said why on stderr.
 std::string precompiledHeader(const std::vector<std::string> &compile, bool progress);
 
+/// The first line of the compiler log `log` that mentions an error, else
+/// its first line ("" when empty or unreadable): what a failed build of
+/// generated code (a bundle's or a precompiled header's) reports.
+std::string firstCompilerError(const std::string &log);
+
 } // namespace sluice::codegen
 
 #endif // SLUICE_CODEGEN_BUNDLE_PRECOMPILED_H

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/driver/Cache.h"
+#include "lib/support/CacheFolder.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -356,16 +357,7 @@ std::string cacheDirectory(const std::string &flagDir, bool noCache) {
     return "";
   if (!flagDir.empty())
     return flagDir;
-  std::string fromEnv = env("SLUICE_CACHE_DIR");
-  if (fromEnv == "none" || fromEnv == "off" || fromEnv == "0")
-    return "";
-  if (!fromEnv.empty())
-    return fromEnv;
-  if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty())
-    return xdg + "/sluice";
-  if (std::string home = env("HOME"); !home.empty())
-    return home + "/.cache/sluice";
-  return "";
+  return userCacheFolder("SLUICE_CACHE_DIR", "");
 }
 
 std::vector<std::string> keyFlags(int argc, char **argv, const std::string &model) {
