@@ -544,7 +544,10 @@ def FuseGroupsPass : Pass<"sluice-fuse-groups", "mlir::func::FuncOp"> {
     `fp8-gemm=true` (the cuda target) first gives every Form F8 matmul the
     dequantize_linear ops of its E4M3 activation and constant E4M3 weight,
     so that it runs as one fp8 GEMM and the activation's producer stores
-    E4M3.
+    E4M3. `conv-epilogue=true` (the cpu target) treats an f32 2-D `sluice.conv`
+    as an F2 anchor: its elementwise consumers (ReLU, the residual Add of a
+    ResNet block) join its group, which the cpu target runs as one oneDNN
+    convolution with post-ops.
   }];
   let options = [
     Option<"mode", "mode", "std::string", "\"all\"",
@@ -552,6 +555,9 @@ def FuseGroupsPass : Pass<"sluice-fuse-groups", "mlir::func::FuncOp"> {
     Option<"fp8Gemm", "fp8-gemm", "bool", "false",
            "Form F8: make the dequantizations of an fp8 GEMM's E4M3 operands its "
            "prologue (targets with fp8 GEMM kernels: cuda)">,
+    Option<"convEpilogue", "conv-epilogue", "bool", "false",
+           "Grow an elementwise epilogue (bias, ReLU, residual Add) on f32 2-D "
+           "convolutions, form F2 (targets that fold it: cpu, as oneDNN post-ops)">,
   ];
   let dependentDialects = ["sluice::SluiceDialect"];
 }

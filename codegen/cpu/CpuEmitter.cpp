@@ -202,6 +202,7 @@ FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &hea
   case KernelForm::gemm:
     emitted = isInt8GemmGroup(kernel)    ? emitInt8GemmGroup(gctx)
               : kernel::isLoneOp(kernel) ? emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody)
+              : isConvGroup(kernel)      ? emitConvGroup(gctx)
                                          : emitGemmGroup(gctx);
     break;
   case KernelForm::row:
@@ -300,6 +301,8 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module, SharedWeights *sharedWeights,
                first->second});
         bool library = kernel.getLibrary().has_value();
         model.steps.push_back(describeStep(kernel, library ? "library" : "kernel"));
+        if (hasConvPostOps(kernel) && std::string(cpuConvPathName()) == "onednn")
+          ++model.convPostOps;
         (library ? model.libraryCalls : model.kernels)++;
         if (library && (kernel.getLibrary() == "gemm" || kernel.getLibrary() == "conv"))
           model.usesBlas = true;

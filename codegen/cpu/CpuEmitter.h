@@ -114,7 +114,23 @@ struct CpuModel : ModelFacts {
   /// Links oneDNN (-ldnnl): a convolution runs as a oneDNN primitive
   /// (sluice_gen/cpu_nn_dnnl.h).
   bool usesDnnl = false;
+  /// Convolutions whose epilogue (ReLU, residual Add) runs as oneDNN
+  /// post-ops (groups/Conv.cpp): the report's "cpu_conv_post_ops".
+  int64_t convPostOps = 0;
 };
+
+/// What a float convolution folds into its launch (a conv group's
+/// epilogue, groups/Conv.cpp): out = relu?(conv + bias + residual?).
+struct CpuConvPostOps {
+  /// `const float *` expression of a tensor of the result's shape added
+  /// to it (oneDNN's sum post-op); "" for none.
+  std::string residual;
+  bool relu = false;
+};
+/// Emits the sluice.conv `ctx.op` (operands ctx.in, result ctx.out[0])
+/// with `post` applied: oneDNN post-ops on the oneDNN path, a loop after
+/// the im2col GEMM or direct loops otherwise (ops/NN.cpp).
+mlir::LogicalResult emitConvWithPostOps(CpuOpContext &ctx, const CpuConvPostOps &post);
 
 /// How f32 convolutions run in the bundles this compiler writes: "onednn"
 /// (oneDNN primitives, sluice_gen/cpu_nn_dnnl.h) or "im2col" (im2col +

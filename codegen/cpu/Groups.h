@@ -35,6 +35,14 @@ LogicalResult emitGemmGroup(GroupContext &ctx);
 LogicalResult emitInt8GemmGroup(GroupContext &ctx);
 /// Whether `kernel` is a GEMM group with an int8 anchor.
 bool isInt8GemmGroup(KernelOp kernel);
+/// Form F2 with a float sluice.conv anchor (groups/Conv.cpp): the
+/// convolution with its epilogue as oneDNN post-ops, or as a loop after it.
+LogicalResult emitConvGroup(GroupContext &ctx);
+/// Whether `kernel` is a GEMM group with a float convolution anchor.
+bool isConvGroup(KernelOp kernel);
+/// Whether `kernel` is a conv group whose epilogue runs as the
+/// convolution's post-ops (ReLU, residual Add, or both).
+bool hasConvPostOps(KernelOp kernel);
 LogicalResult emitRowGroup(GroupContext &ctx);
 LogicalResult emitAttentionGroup(GroupContext &ctx);
 

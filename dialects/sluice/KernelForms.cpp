@@ -150,6 +150,14 @@ bool isInt8Contraction(Operation *op) {
   return rhsZero && llvm::all_of(*rhsZero, [](int64_t z) { return z == 0; });
 }
 
+bool isEpilogueConv(Operation *op) {
+  auto conv = dyn_cast<ConvOp>(op);
+  if (!conv || !hasStaticShapes(op))
+    return false;
+  auto input = cast<RankedTensorType>(conv.getInput().getType());
+  return input.getRank() == 4 && input.getElementType().isF32();
+}
+
 std::optional<StringRef> libraryFor(Operation *op) {
   if (isCollective(op))
     return StringRef("collective");
@@ -325,6 +333,9 @@ FailureOr<KernelForm> judgeForm(ArrayRef<Operation *> ops, std::string &why) {
     return failure();
   }
   if (library == "gemm")
+    return KernelForm::gemm;
+  // A float convolution with an elementwise epilogue (isEpilogueConv).
+  if (library == "conv" && !alone && isEpilogueConv(anchor))
     return KernelForm::gemm;
   if (isRowOp(anchor))
     return KernelForm::row;

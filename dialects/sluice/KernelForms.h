@@ -63,6 +63,10 @@ bool isCollective(mlir::Operation *op);
 /// point is a constant of zeros (scalar or per column / output channel),
 /// static shapes; a matmul of matrices (rank >= 2), a 2-D convolution.
 bool isInt8Contraction(mlir::Operation *op);
+/// An f32 sluice.conv over 2 spatial dims with static shapes: a library
+/// call that takes an elementwise epilogue (form F2) where the fuse phase
+/// grows one (conv-epilogue=true, the cpu target: oneDNN post-ops).
+bool isEpilogueConv(mlir::Operation *op);
 /// The library routine that computes `op`, if one does: "gemm" for a float
 /// matmul and for an int8 contraction (isInt8Contraction: a conv_integer
 /// is im2col + the int8 GEMM, so its epilogue fuses like a GEMM's), "conv"

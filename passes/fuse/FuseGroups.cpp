@@ -46,8 +46,8 @@ public:
   /// Groups the ops of `block`: a function's body, or an if branch's or a
   /// loop body's (their ops fuse among themselves; control-flow ops
   /// themselves are no group's).
-  Grouper(Block &block, bool allowViews, bool fp8Gemm)
-      : block(block), allowViews(allowViews), fp8Gemm(fp8Gemm) {
+  Grouper(Block &block, bool allowViews, bool fp8Gemm, bool convEpilogue)
+      : block(block), allowViews(allowViews), fp8Gemm(fp8Gemm), convEpilogue(convEpilogue) {
     for (Operation &op : block)
       if (!isa<ConstantOp, ShardConstantOp, KernelOp, func::ReturnOp, YieldOp, IfOp, LoopOp,
                ScanOp, SequenceMapOp>(op) &&
@@ -76,8 +76,10 @@ public:
             dq->erase();
           }
       }
+      // Float convolutions take their epilogue only where the target folds
+      // it (conv-epilogue=true); elsewhere they stay single library calls.
       for (Operation *op : order)
-        if (kindOf(op) == Kind::Gemm)
+        if (kindOf(op) == Kind::Gemm && (convEpilogue || !isa<ConvOp>(op)))
           growAnchor(op, /*prologue=*/false);
       for (Operation *op : order)
         if (kindOf(op) == Kind::Row)
@@ -107,6 +109,7 @@ private:
   Block &block;
   bool allowViews;
   bool fp8Gemm;
+  bool convEpilogue;
   std::vector<std::unique_ptr<Group>> groups;
   llvm::DenseMap<Operation *, Group *> groupOf;
   /// Refusals, remarked at the end on ops still alone (first reason wins).
@@ -330,7 +333,8 @@ private:
   void growAnchor(Operation *anchor, bool prologue) {
     Group *g = groupOf[anchor];
     if (!prologue) {
-      for (unsigned i = 0; i < anchor->getNumOperands(); ++i) {
+      // A float convolution reads its operands as whole buffers.
+      for (unsigned i = 0; i < anchor->getNumOperands() && !isa<ConvOp>(anchor); ++i) {
         if (needsUnitStrideRows(anchor, i) && !unitStrideRows(anchor->getOperand(i))) {
           if (Operation *def = anchor->getOperand(i).getDefiningOp())
             refuse(def, std::string("not fused into ") + describeOp(anchor) +
@@ -703,7 +707,7 @@ struct FuseGroupsPass
       return signalPassFailure();
     }
     bool all = mode == "all";
-    Grouper(getOperation().getBody().front(), /*allowViews=*/all, fp8Gemm).run(all);
+    Grouper(getOperation().getBody().front(), /*allowViews=*/all, fp8Gemm, convEpilogue).run(all);
     // The bodies of the ifs and loops the targets run as control flow.
     SmallVector<Block *> bodies;
     getOperation().walk([&](Operation *op) {
@@ -713,7 +717,7 @@ struct FuseGroupsPass
             bodies.push_back(&body);
     });
     for (Block *body : bodies)
-      Grouper(*body, /*allowViews=*/all, fp8Gemm).run(all);
+      Grouper(*body, /*allowViews=*/all, fp8Gemm, convEpilogue).run(all);
   }
 };
 

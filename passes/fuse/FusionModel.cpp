@@ -77,6 +77,10 @@ Kind kindOf(Operation *op) {
       return Kind::Gemm;
     return Kind::Other;
   }
+  // A float 2-D convolution is a library call with an epilogue (the
+  // grouping grows it only with conv-epilogue=true).
+  if (kernel::isEpilogueConv(op))
+    return Kind::Gemm;
   // Int8 contractions (Form I8) are GEMMs with an epilogue too: a
   // conv_integer runs as im2col + the int8 GEMM (KernelForms.h, libraryFor).
   if (isa<MatMulIntegerOp, ConvIntegerOp>(op))

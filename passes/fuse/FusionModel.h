@@ -36,8 +36,9 @@ enum class Kind {
   View,        // a kernel-model view op with constant parameters
   Elementwise, // kernel::isElementwise, except casts from or to strings
   Gemm,        // float matmul of rank >= 2, or an int8 matmul_integer /
-               // conv_integer (kernel::isInt8Contraction): a library call
-               // with an epilogue
+               // conv_integer (kernel::isInt8Contraction), or an f32 2-D
+               // conv (kernel::isEpilogueConv): a library call with an
+               // epilogue
   Row,         // a row op over trailing dims (kernel::isTrailingRowOp)
   Attention,   // sluice.attention
   Other,       // anything else: a group of its own (F5)

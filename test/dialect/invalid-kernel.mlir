@@ -51,8 +51,23 @@ func.func @two_anchors(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-func.func @conv_with_epilogue(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32> {
+// Only f32 2-D convs take an epilogue (kernel::isEpilogueConv, form gemm).
+func.func @conv_with_epilogue_f64(%x: tensor<1x3x8x8xf64>, %w: tensor<4x3x3x3xf64>) -> tensor<1x4x6x6xf64> {
   // expected-error@+1 {{no kernel form holds 'sluice.conv' with 1 more compute ops}}
+  %0 = sluice.kernel @k0_conv library library "conv"(%x, %w : tensor<1x3x8x8xf64>, tensor<4x3x3x3xf64>) -> (tensor<1x4x6x6xf64>) {
+  ^bb0(%a: tensor<1x3x8x8xf64>, %b: tensor<4x3x3x3xf64>):
+    %c = sluice.conv %a, %b {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf64>, tensor<4x3x3x3xf64>) -> tensor<1x4x6x6xf64>
+    %r = sluice.relu %c : (tensor<1x4x6x6xf64>) -> tensor<1x4x6x6xf64>
+    sluice.kernel_yield %r : tensor<1x4x6x6xf64>
+  }
+  return %0 : tensor<1x4x6x6xf64>
+}
+
+// -----
+
+// An f32 2-D conv with an epilogue is form gemm (cpu: oneDNN post-ops).
+func.func @conv_with_epilogue(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // expected-error@+1 {{declares form 'library' but its body is a 'gemm' group}}
   %0 = sluice.kernel @k0_conv library library "conv"(%x, %w : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> (tensor<1x4x6x6xf32>) {
   ^bb0(%a: tensor<1x3x8x8xf32>, %b: tensor<4x3x3x3xf32>):
     %c = sluice.conv %a, %b {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>

@@ -235,6 +235,7 @@ void buildFusePipeline(OpPassManager &pm, const CompilerOptions &options) {
     // The cuda target runs Form F8 as one fp8 GEMM (cuBLASLt); the cpu
     // emulates it with the dequantizations in the producers' kernels.
     groups.fp8Gemm = options.target == "cuda";
+    groups.convEpilogue = options.target == "cpu";
     pm.addNestedPass<func::FuncOp>(sluice::createFuseGroupsPass(groups));
   }
   pm.addNestedPass<func::FuncOp>(sluice::createFormKernelsPass());

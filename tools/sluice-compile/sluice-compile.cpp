@@ -182,7 +182,9 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         weights_bytes, steps (each launch with its ops,
                         ONNX nodes and compute: f32, int8, int8w ...),
                         on cpu cpu_gemm and cpu_conv (the GEMM and
-                        convolution paths: avx512/openblas, onednn/im2col),
+                        convolution paths: avx512/openblas, onednn/im2col)
+                        and cpu_conv_post_ops (convolutions whose ReLU /
+                        residual Add run as oneDNN post-ops),
                         remarks and phase timings as JSON
   --cache-dir=DIR       the compile cache (docs/tools.md, "Compile cache"):
                         a bundle compiled before from the same model bytes
@@ -1031,6 +1033,7 @@ int main(int argc, char **argv) {
         if (target == "cpu") {
           json.attribute("cpu_gemm", sluice::codegen::cpuGemmPathName());
           json.attribute("cpu_conv", sluice::codegen::cpuConvPathName());
+          json.attribute("cpu_conv_post_ops", cpuModel.convPostOps);
         }
         if (target == "cuda") {
           json.attribute("host_steps", hostSteps);

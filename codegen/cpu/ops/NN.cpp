@@ -141,7 +141,24 @@ void emitConvLoops(CpuOpContext &ctx, ConvOp conv, const std::string &dims, bool
                                acc + "(0)", "(const int64_t *)nullptr", "0", ctx.out[0]}));
 }
 
-LogicalResult emitConv(CpuOpContext &ctx) {
+/// The post-ops of a convolution whose oneDNN call refused (or that runs on
+/// the im2col path): out = relu?(out + residual?) over the output.
+void emitConvPostOpsLoop(CpuOpContext &ctx, ConvOp conv, const CpuConvPostOps &post) {
+  if (post.residual.empty() && !post.relu)
+    return;
+  int64_t n = 1;
+  for (int64_t d : shapeOf(conv.getOutput()))
+    n *= d;
+  ctx.code.line("#pragma omp parallel for simd num_threads(args->num_threads)");
+  auto loop = ctx.code.block("for (int64_t i = 0; i < {0}; ++i)", cInt64(n));
+  ctx.code.line("const float v = {0}[i]{1};", ctx.out[0],
+                post.residual.empty() ? "" : " + " + post.residual + "[i]");
+  ctx.code.line("{0}[i] = {1};", ctx.out[0], post.relu ? "v > 0.f ? v : 0.f" : "v");
+}
+
+} // namespace
+
+LogicalResult emitConvWithPostOps(CpuOpContext &ctx, const CpuConvPostOps &post) {
   auto conv = cast<ConvOp>(ctx.op);
   auto setup = convSetup(ctx, conv, "conv");
   if (failed(setup))
@@ -151,21 +168,34 @@ LogicalResult emitConv(CpuOpContext &ctx) {
   std::string dims =
       decimal(x[0]) + ", " + decimal(x[1]) + ", " + decimal(w[0]) + ", " + decimal(group);
   bool depthwise = x[1] == group;
+  bool any = !post.residual.empty() || post.relu;
+  if (any && !elementOf(conv.getInput()).isF32())
+    return conv.emitOpError("cpu target: conv post-ops need f32");
   if (cpuConvPath(elementOf(conv.getInput())) == CpuConvPath::onednn) {
     // One oneDNN primitive (built once per thread count, weights reordered
-    // once: cpu_nn_dnnl.h); the loops below when oneDNN refuses it.
+    // once: cpu_nn_dnnl.h), its post-ops included; the loops below (and
+    // the post-ops as a loop) when oneDNN refuses it.
     ctx.include("sluice_gen/cpu_nn_dnnl.h");
-    ctx.code.line("static sluice_dnnl_conv dnnl_(win, {0}, {1}, true);", dims,
-                  conv.getBias() ? "true" : "false");
-    auto fallback =
-        ctx.code.block("if ({0})", cCall("dnnl_.run", {"args->num_threads", ctx.in[0], ctx.in[1],
-                                                       biasPointer(ctx, conv), ctx.out[0]}));
+    ctx.code.line("static sluice_dnnl_conv dnnl_(win, {0}, {1}, true, {2}, {3});", dims,
+                  conv.getBias() ? "true" : "false", post.residual.empty() ? "false" : "true",
+                  post.relu ? "true" : "false");
+    std::vector<std::string> call = {"args->num_threads", ctx.in[0], ctx.in[1],
+                                     biasPointer(ctx, conv), ctx.out[0]};
+    if (!post.residual.empty())
+      call.push_back(post.residual);
+    auto fallback = ctx.code.block("if ({0})", cCall("dnnl_.run", call));
     emitConvLoops(ctx, conv, dims, depthwise);
+    emitConvPostOpsLoop(ctx, conv, post);
     return success();
   }
   emitConvLoops(ctx, conv, dims, depthwise);
+  emitConvPostOpsLoop(ctx, conv, post);
   return success();
 }
+
+namespace {
+
+LogicalResult emitConv(CpuOpContext &ctx) { return emitConvWithPostOps(ctx, CpuConvPostOps()); }
 
 LogicalResult emitConvInteger(CpuOpContext &ctx) {
   auto conv = cast<ConvIntegerOp>(ctx.op);

@@ -25,8 +25,15 @@
 // The calling thread's OpenMP thread count is set to the run's for the
 // execute and restored after it.
 //
+// Post-ops (a conv group's epilogue, codegen/cpu/groups/Conv.cpp): with
+// `sum` the call adds a residual tensor of the output's shape (oneDNN's sum
+// post-op: the residual is first copied, or reordered into the blocked
+// layout, into the primitive's dst), with `relu` a ReLU follows (an eltwise
+// post-op): out = relu(conv(x, w) + bias + residual) in one launch.
+//
 // sluice_dnnl_conv::run returns nonzero when oneDNN refuses the problem or
-// memory runs out: the generated code then runs the im2col path instead.
+// memory runs out: the generated code then runs the im2col path instead
+// (and applies the post-ops itself).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_GEN_CPU_NN_DNNL_H
@@ -35,6 +42,7 @@
 #include "sluice_gen/cpu_nn.h"
 #include "sluice_gen/cpu_scratch.h"
 
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -64,13 +72,18 @@ struct sluice_omp_threads_scope {
 /// and its reordered weights.
 struct sluice_dnnl_conv {
   sluice_dnnl_conv(const sluice_window &g, int64_t batch, int64_t channels, int64_t outChannels,
-                   int64_t group, bool hasBias, bool blocked)
+                   int64_t group, bool hasBias, bool blocked, bool sum = false,
+                   bool relu = false)
       : g(g), batch(batch), channels(channels), outChannels(outChannels), group(group),
-        hasBias(hasBias), blocked(blocked) {}
+        hasBias(hasBias), blocked(blocked), sum(sum), relu(relu) {}
 
-  /// out = conv(x, w) + bias on `threads` threads. Nonzero when oneDNN
-  /// cannot run it (the caller falls back).
-  int run(int threads, const float *x, const float *w, const float *bias, float *out) {
+  /// out = conv(x, w) + bias (+ residual with `sum`, then ReLU with `relu`)
+  /// on `threads` threads. Nonzero when oneDNN cannot run it (the caller
+  /// falls back). `residual` never overlaps `out` unless it is `out`.
+  int run(int threads, const float *x, const float *w, const float *bias, float *out,
+          const float *residual = nullptr) {
+    if (sum && !residual)
+      return 1;
     if (threads < 1)
       threads = 1;
     Built *p = get(threads);
@@ -102,6 +115,15 @@ struct sluice_dnnl_conv {
         dst = dstBuf.get(p->pd.dst_desc().get_size());
         if (!dst)
           return 1;
+      }
+      // The sum post-op adds what dst holds: the residual, in dst's layout.
+      if (sum) {
+        if (p->residualReorder) {
+          dnnl::memory from(p->plainDst, eng, (void *)residual), to(p->pd.dst_desc(), eng, dst);
+          p->residualReorder.execute(*stream, from, to);
+        } else if (residual != out) {
+          std::memcpy(dst, residual, p->plainDst.get_size());
+        }
       }
       dnnl::memory srcMem(p->pd.src_desc(), eng, src), wMem(p->pd.weights_desc(), eng, (void *)wp),
           dstMem(p->pd.dst_desc(), eng, dst),
@@ -139,6 +161,8 @@ private:
     dnnl::convolution_forward prim;
     dnnl::memory::desc plainSrc, plainDst, plainWeights, biasDesc;
     dnnl::reorder srcReorder, dstReorder;
+    /// With `sum` and a blocked dst: the residual into dst's layout.
+    dnnl::reorder residualReorder;
     size_t scratchBytes = 0;
     std::string name;
     // The weights in pd.weights_desc()'s layout, for the weights at `key`.
@@ -198,6 +222,14 @@ private:
     memory::desc wMd(wts, dt::f32, tag::any);
     primitive_attr attr;
     attr.set_scratchpad_mode(scratchpad_mode::user);
+    if (sum || relu) {
+      post_ops ops;
+      if (sum)
+        ops.append_sum(1.f);
+      if (relu)
+        ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+      attr.set_post_ops(ops);
+    }
     sluice_omp_threads_scope scope(b.threads);
     engine &eng = sluice_dnnl_engine();
     auto desc = hasBias ? convolution_forward::desc(prop_kind::forward_inference,
@@ -212,8 +244,11 @@ private:
     b.name = b.pd.impl_info_str();
     if (b.pd.src_desc() != b.plainSrc)
       b.srcReorder = reorder(reorder::primitive_desc(eng, b.plainSrc, eng, b.pd.src_desc()));
-    if (b.pd.dst_desc() != b.plainDst)
+    if (b.pd.dst_desc() != b.plainDst) {
       b.dstReorder = reorder(reorder::primitive_desc(eng, b.pd.dst_desc(), eng, b.plainDst));
+      if (sum)
+        b.residualReorder = reorder(reorder::primitive_desc(eng, b.plainDst, eng, b.pd.dst_desc()));
+    }
   }
 
   /// The weights in the primitive's layout (reordered on first use).
@@ -242,6 +277,7 @@ private:
   int64_t batch, channels, outChannels, group;
   bool hasBias;
   bool blocked;
+  bool sum, relu;
   std::mutex lock;
   std::vector<Built *> built;
 };
