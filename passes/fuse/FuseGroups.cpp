@@ -273,11 +273,11 @@ private:
         !groupOf.count(def) || (accept && !accept(def)))
       return;
     // GEMMs pack their operands from unit-stride rows (the int8 GEMM packs
-    // B from any strides, its A must have unit-stride rows); an int8
-    // convolution reads its operands contiguously.
+    // B from any strides, its A must have unit-stride rows); a
+    // convolution, int8 or float, reads its operands contiguously.
     if (needsUnitStrideRows(user, index) && !unitStrideRows(user->getOperand(index)))
       return;
-    if (isa<ConvIntegerOp>(user) && !isLayoutView(def))
+    if (isa<ConvIntegerOp, ConvOp>(user) && !isLayoutView(def))
       return;
     // The same view already in g (say the split of a fused QKV projection
     // read for q and for k): read that one.
