@@ -19,36 +19,15 @@ input for it:
 
 Usage: make_conv_epilogues.py OUT_DIR
 """
-import os
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+
+from conv_graph import ConvGraph
 
 out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-rng = np.random.default_rng(11)
-inits, nodes = [], []
-
-
-def const(name, shape, scale=0.2):
-    inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale)
-                                         .astype(np.float32), name))
-    return name
-
-
-def conv(x, y, cin, cout, k, group=1, bias=True, **attrs):
-    w = const(y + "_w", [cout, cin // group, k, k], (2.0 / (cin // group * k * k)) ** 0.5)
-    ins = [x, w] + ([const(y + "_b", [cout])] if bias else [])
-    nodes.append(helper.make_node("Conv", ins, [y], group=group, **attrs))
-    return y
-
-
-def node(op, ins, y, **attrs):
-    nodes.append(helper.make_node(op, ins, [y], **attrs))
-    return y
-
+g = ConvGraph(11)
+const, conv, node = g.const, g.conv, g.node
 
 p1 = dict(pads=[1, 1, 1, 1])
 x = "image"
@@ -65,8 +44,8 @@ grp = node("Relu", [conv(blk, "g", 16, 32, 3, group=4, dilations=[2, 2], pads=[2
            "grp")
 dw = node("Relu", [conv(blk, "dwc", 16, 16, 3, group=16, bias=False, strides=[2, 2], **p1)],
           "dw")
-inits.append(numpy_helper.from_array(np.array(0, np.float32), "zero"))
-inits.append(numpy_helper.from_array(np.array(6, np.float32), "six"))
+g.init("zero", np.array(0, np.float32))
+g.init("six", np.array(6, np.float32))
 relu6 = node("Clip", [conv(down, "r6", 32, 16, 3, **p1), "zero", "six"], "relu6")
 sx = conv(down, "sx", 32, 16, 1)
 silu = node("Mul", [sx, node("Sigmoid", [sx], "sig")], "silu")
@@ -78,11 +57,4 @@ logits = node("Gemm", [gap, const("fc_w", [10, 32]), const("fc_b", [10])], "logi
 outputs = [(logits, [1, 10]), (plain, [1, 32, 4, 4]), (grp, [1, 32, 8, 8]), (dw, [1, 16, 4, 4]),
            (relu6, [1, 16, 4, 4]), (silu, [1, 16, 4, 4]), (both, [1, 8, 4, 4]),
            (both_r, [1, 8, 4, 4])]
-graph = helper.make_graph(
-    nodes, "conv_epilogues",
-    [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 3, 32, 32])],
-    [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs], inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-onnx.checker.check_model(model)
-onnx.save(model, os.path.join(out, "conv_epilogues.onnx"))
-np.save(os.path.join(out, "image.npy"), rng.standard_normal([1, 3, 32, 32]).astype(np.float32))
+g.save(out, "conv_epilogues", x, [1, 3, 32, 32], outputs)

@@ -14,37 +14,15 @@ one graph, and an input for it:
 
 Usage: make_convs.py OUT_DIR
 """
-import os
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+
+from conv_graph import ConvGraph
 
 out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-rng = np.random.default_rng(7)
-inits, nodes = [], []
-
-
-def const(name, shape, scale=0.2):
-    inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale)
-                                         .astype(np.float32), name))
-    return name
-
-
-def conv(x, y, cin, cout, k, group=1, bias=True, **attrs):
-    ks = list(k) if isinstance(k, (list, tuple)) else [k, k]
-    w = const(y + "_w", [cout, cin // group] + ks, (2.0 / (cin // group * np.prod(ks))) ** 0.5)
-    ins = [x, w] + ([const(y + "_b", [cout])] if bias else [])
-    nodes.append(helper.make_node("Conv", ins, [y], group=group, **attrs))
-    return y
-
-
-def node(op, ins, y, **attrs):
-    nodes.append(helper.make_node(op, ins, [y], **attrs))
-    return y
-
+g = ConvGraph(7)
+const, conv, node = g.const, g.conv, g.node
 
 x = "image"
 s = node("Relu", [conv(x, "stem", 3, 16, 7, strides=[2, 2], pads=[3, 3, 3, 3])], "stem_r")
@@ -54,24 +32,17 @@ blk = node("Relu", [node("Add", [b, s], "res")], "blk")
 dw = conv(blk, "dw", 16, 16, 3, group=16, bias=False, strides=[2, 2], pads=[1, 1, 1, 1])
 gr = conv(blk, "grp", 16, 32, 3, group=4, dilations=[2, 2], pads=[2, 1, 2, 3])
 down = conv(blk, "down", 16, 32, 1, strides=[2, 2])
-inits.append(numpy_helper.from_array(np.abs(rng.standard_normal(8)).astype(np.float32) + 0.5,
-                                     "bn_v"))
+g.init("bn_v", np.abs(g.rng.standard_normal(8)).astype(np.float32) + 0.5)
 bn = node("BatchNormalization",
           [conv(blk, "pre_bn", 16, 8, 3, bias=False, pads=[1, 1, 1, 1]),
            const("bn_s", [8], 1.0), const("bn_b", [8]), const("bn_m", [8]), "bn_v"],
           "bn", epsilon=1e-5)
 # 1-D: [1, 16, 16*16] -> conv k=5, stride 3; 3-D: [1, 4, 4, 16, 16] -> 3x3x3.
-inits.append(numpy_helper.from_array(np.array([1, 16, 256], np.int64), "shape1d"))
-inits.append(numpy_helper.from_array(np.array([1, 4, 4, 16, 16], np.int64), "shape3d"))
+g.init("shape1d", np.array([1, 16, 256], np.int64))
+g.init("shape3d", np.array([1, 4, 4, 16, 16], np.int64))
 c1 = conv(node("Reshape", [blk, "shape1d"], "r1d"), "c1d", 16, 8, [5], strides=[3], pads=[2, 1])
 c3 = conv(node("Reshape", [blk, "shape3d"], "r3d"), "c3d", 4, 6, [3, 3, 3], pads=[1] * 6)
 
 outputs = [(dw, [1, 16, 8, 8]), (gr, [1, 32, 16, 16]), (down, [1, 32, 8, 8]),
            (bn, [1, 8, 16, 16]), (c1, [1, 8, 85]), (c3, [1, 6, 4, 16, 16])]
-graph = helper.make_graph(
-    nodes, "convs", [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 3, 32, 32])],
-    [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs], inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-onnx.checker.check_model(model)
-onnx.save(model, os.path.join(out, "convs.onnx"))
-np.save(os.path.join(out, "image.npy"), rng.standard_normal([1, 3, 32, 32]).astype(np.float32))
+g.save(out, "convs", x, [1, 3, 32, 32], outputs)
