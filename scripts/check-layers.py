@@ -90,6 +90,9 @@ INCLUDE_EXCEPTIONS = {
     # generated code's own packing routine (its SLUICE_INT8_PACK_ONLY part:
     # portable C++), so the layout has one definition.
     ("codegen/cpu", "codegen/include/sluice_gen/cpu_int8.h"),
+    # And f32 GEMM weights into sluice_sgemm's column panels (cpu_gemm_pack.h,
+    # dependency-free).
+    ("codegen/cpu", "codegen/include/sluice_gen/cpu_gemm_pack.h"),
     # Likewise the cuda target packs int8 weights for cuBLASLt IMMA ([colsum |
     # B^T]) with the generated code's host-only part (SLUICE_QUANT_HOST_ONLY).
     ("codegen/cuda", "codegen/include/sluice_gen/cuda_quant_kernels.cuh"),

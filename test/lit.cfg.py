@@ -52,9 +52,14 @@ except (OSError, subprocess.TimeoutExpired):
 
 # "f16c": this x86 host has F16C, which -march=native bundles use for f16
 # conversions (codegen/include/sluice_gen/scalar.h).
+# "sgemm": this host's bundles have sluice_gen/cpu_gemm.h's kernel (AVX-512F,
+# or AVX2 + FMA), so f32 GEMM weights are stored packed for it.
 try:
     with open("/proc/cpuinfo") as _cpuinfo:
-        if " f16c" in _cpuinfo.read():
+        _flags = _cpuinfo.read()
+        if " f16c" in _flags:
             config.available_features.add("f16c")
+        if " avx512f" in _flags or (" avx2" in _flags and " fma" in _flags):
+            config.available_features.add("sgemm")
 except OSError:
     pass

@@ -236,8 +236,16 @@ const char *cpuGemmPathName() {
   // is this CPU's flag.
   if (__builtin_cpu_supports("avx512f"))
     return "avx512";
+  // AVX2 + FMA: OpenBLAS, except one-row GEMMs (sluice_sgemm::preferred).
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "openblas+avx2";
 #endif
   return "openblas";
+}
+
+int64_t cpuSgemmPanelWidth() {
+  std::string path = cpuGemmPathName();
+  return path == "avx512" ? 32 : path == "openblas+avx2" ? 16 : 0;
 }
 
 /// Whether a kernel's code keeps state of its own across runs: a static it
@@ -259,10 +267,11 @@ bool keepsState(llvm::StringRef code) {
 
 FailureOr<CpuModel> emitCpuModel(ModuleOp module, SharedWeights *sharedWeights,
                                  llvm::StringRef entry) {
+  CpuBundleEmissionScope cpuBundle;
   CpuModel model;
   model.sharedWeights = sharedWeights;
   model.entry = entry.str();
-  if (failed(collectModelFacts(module, model, "cpu", cpuImplements, cpuWeightTransform)))
+  if (failed(collectModelFacts(module, model, "cpu", cpuImplements, cpuBundleWeightTransform)))
     return failure();
   func::FuncOp func = model.func;
   Block &block = func.getBody().front();
@@ -303,6 +312,8 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module, SharedWeights *sharedWeights,
         model.steps.push_back(describeStep(kernel, library ? "library" : "kernel"));
         if (hasConvPostOps(kernel) && std::string(cpuConvPathName()) == "onednn")
           ++model.convPostOps;
+        if (readsPackedWeight(kernel))
+          ++model.gemmPackedWeights;
         (library ? model.libraryCalls : model.kernels)++;
         if (library && (kernel.getLibrary() == "gemm" || kernel.getLibrary() == "conv"))
           model.usesBlas = true;

@@ -117,6 +117,9 @@ struct CpuModel : ModelFacts {
   /// Convolutions whose epilogue (ReLU, residual Add) runs as oneDNN
   /// post-ops (groups/Conv.cpp): the report's "cpu_conv_post_ops".
   int64_t convPostOps = 0;
+  /// f32 GEMM groups reading their B packed at compile time
+  /// (groups/Gemm.cpp): the report's "cpu_gemm_packed_weights".
+  int64_t gemmPackedWeights = 0;
 };
 
 /// What a float convolution folds into its launch (a conv group's
@@ -138,9 +141,14 @@ mlir::LogicalResult emitConvWithPostOps(CpuOpContext &ctx, const CpuConvPostOps 
 /// "cpu_conv".
 const char *cpuConvPathName();
 /// How f32 GEMMs run: "avx512" (sluice_gen/cpu_gemm.h's packed kernel, on
-/// a host with AVX-512F, which -march=native bundles then target) or
-/// "openblas". The report's "cpu_gemm".
+/// a host with AVX-512F, which -march=native bundles then target),
+/// "openblas+avx2" (AVX2 + FMA: OpenBLAS, one-row GEMMs on cpu_gemm.h's
+/// AVX2 kernel) or "openblas". The report's "cpu_gemm".
 const char *cpuGemmPathName();
+/// The column-panel width of sluice_sgemm in this host's bundles (32 with
+/// AVX-512F, 16 with AVX2 + FMA; 0: none), for weights packed at compile
+/// time (groups/Gemm.cpp).
+int64_t cpuSgemmPanelWidth();
 
 /// Emits the planned function `main` of `module` (after the fuse and plan
 /// phases). Fails with errors on the ops; unsupported ops are all reported

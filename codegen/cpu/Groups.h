@@ -35,6 +35,28 @@ LogicalResult emitGemmGroup(GroupContext &ctx);
 LogicalResult emitInt8GemmGroup(GroupContext &ctx);
 /// Whether `kernel` is a GEMM group with an int8 anchor.
 bool isInt8GemmGroup(KernelOp kernel);
+/// The weight layouts of cpu bundles (the WeightTransformQuery their model
+/// facts and emitters share): cpuWeightTransform's (the int8 GEMM's packed
+/// B, which the cuda target's host steps read too) and the f32 GEMM group's
+/// B packed into sluice_sgemm's panels (groups/Gemm.cpp), a layout only
+/// cpu bundles built for the host's ISA read.
+std::optional<WeightTransform> cpuBundleWeightTransform(KernelOp kernel, unsigned input);
+/// While one lives (on this thread), f32 GEMM groups may read packed
+/// weights: emitCpuModel holds one. Host steps of cuda bundles, whose
+/// weights the cuda target stores, never do.
+class CpuBundleEmissionScope {
+public:
+  CpuBundleEmissionScope();
+  ~CpuBundleEmissionScope();
+  CpuBundleEmissionScope(const CpuBundleEmissionScope &) = delete;
+  CpuBundleEmissionScope &operator=(const CpuBundleEmissionScope &) = delete;
+
+private:
+  bool previous;
+};
+/// Whether the f32 GEMM group `kernel` reads its B packed from weights.bin:
+/// the report's "cpu_gemm_packed_weights" counts these.
+bool readsPackedWeight(KernelOp kernel);
 /// Form F2 with a float sluice.conv anchor (groups/Conv.cpp): the
 /// convolution with its epilogue as oneDNN post-ops, or as a loop after it.
 LogicalResult emitConvGroup(GroupContext &ctx);

@@ -446,7 +446,8 @@ bool computeKey(const KeyInputs &inputs, std::string &key, std::string &recipe,
   // cuda, and the CPU whose ISA -march=native targets.
   for (const char *name :
        {"SLUICE_CXX", "CXX", "SLUICE_NVCC", "CUDA_HOME", "SLUICE_NVCC_FLAGS", "SLUICE_INCLUDE_DIRS",
-        "SLUICE_CUSPARSELT_DIR", "SLUICE_MAX_TENSOR_BYTES", "SLUICE_CPU_CONV"})
+        "SLUICE_CUSPARSELT_DIR", "SLUICE_MAX_TENSOR_BYTES", "SLUICE_CPU_CONV",
+        "SLUICE_CPU_PACKED_WEIGHTS"})
     lines.push_back(std::string("env: ") + name + "=" + env(name));
   std::string cxx = env("SLUICE_CXX");
   if (cxx.empty())

@@ -185,6 +185,8 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         convolution paths: avx512/openblas, onednn/im2col)
                         and cpu_conv_post_ops (convolutions whose ReLU /
                         residual Add run as oneDNN post-ops),
+                        cpu_gemm_packed_weights (f32 GEMMs whose weight
+                        is stored packed for the host's kernel),
                         remarks and phase timings as JSON
   --cache-dir=DIR       the compile cache (docs/tools.md, "Compile cache"):
                         a bundle compiled before from the same model bytes
@@ -213,7 +215,9 @@ under $XDG_CACHE_HOME/sluice or ~/.cache/sluice; none: no precompiled
 header);
 SLUICE_CPU_CONV=im2col keeps cpu f32 convolutions on im2col + OpenBLAS
 instead of oneDNN (onednn, the default where the compiler has oneDNN, asks
-for it).
+for it);
+SLUICE_CPU_PACKED_WEIGHTS=0 keeps cpu f32 GEMM weights raw instead of
+packed for the host's GEMM kernel (1, the default, packs them).
 )";
 
 [[noreturn]] void die(const std::string &message) {
@@ -555,6 +559,11 @@ int main(int argc, char **argv) {
     if (value == "onednn" && std::string(sluice::codegen::cpuConvPathName()) != "onednn")
       die("SLUICE_CPU_CONV=onednn: this sluice-compile was built without oneDNN "
           "(libdnnl-dev); cpu convolutions use im2col");
+  }
+  if (const char *packed = std::getenv("SLUICE_CPU_PACKED_WEIGHTS"); packed && *packed) {
+    std::string value = packed;
+    if (value != "0" && value != "1")
+      die("SLUICE_CPU_PACKED_WEIGHTS='" + value + "': expected 0 or 1");
   }
   if ((options.quantize == "int8" || options.quantize == "fp8") && !calibrationGiven)
     die("--quantize=" + options.quantize + " needs --calibration=DIR: the activations' " +
@@ -1034,6 +1043,7 @@ int main(int argc, char **argv) {
           json.attribute("cpu_gemm", sluice::codegen::cpuGemmPathName());
           json.attribute("cpu_conv", sluice::codegen::cpuConvPathName());
           json.attribute("cpu_conv_post_ops", cpuModel.convPostOps);
+          json.attribute("cpu_gemm_packed_weights", cpuModel.gemmPackedWeights);
         }
         if (target == "cuda") {
           json.attribute("host_steps", hostSteps);

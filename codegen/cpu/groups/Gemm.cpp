@@ -11,6 +11,15 @@
 // the matmul result (or one epilogue value of its type, updated in place),
 // else in a scratch buffer.
 //
+// B a weight (a top-level f32 constant read whole, no batch of its own):
+// on hosts whose bundles have sluice_sgemm (AVX-512, or AVX2 + FMA) it is
+// stored in weights.bin already packed into the micro-kernel's column
+// panels (cpuBundleWeightTransform), and the GEMM is
+// sluice_sgemm_packed_batched_ep, which skips the packing pass a GEMM
+// otherwise makes on every run. SLUICE_CPU_PACKED_WEIGHTS=0 in the
+// compiler's environment keeps such weights raw (the report's
+// "cpu_gemm_packed_weights" counts the GEMMs that read packed ones).
+//
 //===----------------------------------------------------------------------===//
 
 #include "codegen/common/GemmBatches.h"
@@ -18,12 +27,86 @@
 
 #include "codegen/common/CodeWriter.h"
 #include "codegen/common/Format.h"
+#include "codegen/common/WeightTransform.h"
+#include "codegen/cpu/CpuEmitter.h"
+#include "codegen/cpu/CpuKernel.h"
+#include "codegen/cpu/Groups.h"
 #include "codegen/cpu/groups/WeightOnlyGemm.h"
+#include "codegen/include/sluice_gen/cpu_gemm_pack.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 
 namespace sluice::codegen {
 namespace {
+
+/// An f32 GEMM's B stored packed at compile time: the weight's elements
+/// from `offset`, rows `ldb` apart, as sluice_sgemm_pack_panels lays them
+/// out for panels `nr` wide.
+struct PackedB {
+  unsigned input = 0; ///< the kernel input B reads
+  int64_t k = 0, n = 0, offset = 0, ldb = 0, nr = 0;
+  std::string key() const {
+    return "f32_pack_panels nr=" + decimal(nr) + " k=" + decimal(k) + " n=" + decimal(n) +
+           " offset=" + decimal(offset) + " ldb=" + decimal(ldb);
+  }
+};
+
+/// B of an f32 GEMM group emitted by emitGemmGroup when it could be stored
+/// packed: a view of a kernel input with unit stride along N, and no batch
+/// of its own (every GEMM batch reads the same B). None on hosts without
+/// sluice_sgemm, with SLUICE_CPU_PACKED_WEIGHTS=0, or for other groups.
+/// Whether a cpu bundle is being emitted on this thread (CpuBundleEmissionScope).
+thread_local bool emittingCpuBundle = false;
+
+std::optional<PackedB> packableB(KernelOp kernel) {
+  int64_t nr = cpuSgemmPanelWidth();
+  if (!emittingCpuBundle || !nr || kernel.getForm() != KernelForm::gemm || kernel::isLoneOp(kernel) ||
+      isInt8GemmGroup(kernel) || isConvGroup(kernel) || isWeightOnlyGemmGroup(kernel))
+    return std::nullopt;
+  if (const char *env = std::getenv("SLUICE_CPU_PACKED_WEIGHTS"); env && std::string(env) == "0")
+    return std::nullopt;
+  auto matmul = dyn_cast_or_null<MatMulOp>(kernel::anchorOf(kernel));
+  if (!matmul || !elementOf(matmul.getResult()).isF32() ||
+      !elementOf(matmul->getOperand(1)).isF32())
+    return std::nullopt;
+  Value bValue = matmul->getOperand(1);
+  ArrayRef<int64_t> shape = shapeOf(bValue);
+  size_t r = shape.size();
+  if (r < 2 || product(shape.drop_back(2)) != 1)
+    return std::nullopt;
+  auto view = resolveView(bValue, /*emitErrors=*/false);
+  if (failed(view))
+    return std::nullopt;
+  auto arg = dyn_cast<BlockArgument>(view->base);
+  if (!arg || arg.getOwner() != &kernel.getBody().front())
+    return std::nullopt;
+  PackedB b;
+  b.input = arg.getArgNumber();
+  b.k = shape[r - 2];
+  b.n = shape[r - 1];
+  b.nr = nr;
+  b.offset = view->offset;
+  if (b.k <= 0 || b.n <= 0 || (b.n > 1 && view->strides[r - 1] != 1))
+    return std::nullopt;
+  b.ldb = b.k > 1 ? view->strides[r - 2] : b.n;
+  if (b.ldb < b.n)
+    return std::nullopt;
+  return b;
+}
+
+/// The packed B the kernel reads: its B input is a weight stored packed
+/// (every kernel reading that weight asked for this same layout).
+std::optional<PackedB> packedWeightB(KernelOp kernel) {
+  std::optional<PackedB> b = packableB(kernel);
+  if (!b)
+    return std::nullopt;
+  auto stored = storedTransform(kernel.getInputs()[b->input], cpuBundleWeightTransform);
+  if (!stored || stored->key != b->key())
+    return std::nullopt;
+  return b;
+}
 
 /// Form F2 on the cpu, decided before any source is written: the GEMM
 /// (operands, leading dims, per-batch offsets), where C lives and the
@@ -254,15 +337,58 @@ LogicalResult emitGemmGroup(GroupContext &ctx) {
 
   ctx.include("sluice_gen/cpu_blas.h");
   w.line("{0}", cInt64ArrayDecl("a_off", plan.aOff));
+  const char *noEpilogue = "[](int64_t, int64_t, int64_t, int64_t, int64_t) {}";
+  if (std::optional<PackedB> packed = packedWeightB(ctx.kernel); packed && !plan.half) {
+    // B is in weights.bin in sluice_sgemm's panels (PackedB::key): the
+    // bundle must be built for the panel width it was packed for.
+    w.line("#if !defined(SLUICE_SGEMM_ISA) || SLUICE_SGEMM_ISA != {0}",
+           packed->nr == 32 ? 512 : 256);
+    w.line("#error \"this bundle's weights are packed for {0} (the compiling host's ISA): build "
+           "it with -march=native on such a host\"",
+           packed->nr == 32 ? "AVX-512" : "AVX2 + FMA");
+    w.line("#endif");
+    w.raw(epilogue.str());
+    w.line("sluice_sgemm_packed_batched_ep(args->num_threads, {0}, {1}, {2}, {3}, {4}, a_off, "
+           "{5}, in{6}, {7}, {8});",
+           cInt64(plan.gemmBatches), cInt64(plan.gemmM), cInt64(plan.n), cInt64(plan.k),
+           plan.aPtr, cInt64(plan.lda), packed->input, plan.c,
+           *anyStore ? "epilogue" : noEpilogue);
+    *ctx.body += w.str();
+    return success();
+  }
   w.line("{0}", cInt64ArrayDecl("b_off", plan.bOff));
   w.raw(epilogue.str());
   w.line("sluice_gemm_batched_ep(args->num_threads, {0}, {1}, {2}, {3}, {4}, a_off, {5}, {6}, "
          "b_off, {7}, {8}, {9});",
          cInt64(plan.gemmBatches), cInt64(plan.gemmM), cInt64(plan.n), cInt64(plan.k), plan.aPtr,
-         cInt64(plan.lda), plan.bPtr, cInt64(plan.ldb), plan.c,
-         *anyStore ? "epilogue" : "[](int64_t, int64_t, int64_t, int64_t, int64_t) {}");
+         cInt64(plan.lda), plan.bPtr, cInt64(plan.ldb), plan.c, *anyStore ? "epilogue" : noEpilogue);
   *ctx.body += w.str();
   return success();
 }
+
+std::optional<WeightTransform> cpuBundleWeightTransform(KernelOp kernel, unsigned input) {
+  if (std::optional<WeightTransform> t = cpuWeightTransform(kernel, input))
+    return t;
+  std::optional<PackedB> b = packableB(kernel);
+  if (!b || b->input != input)
+    return std::nullopt;
+  WeightTransform t;
+  t.key = b->key();
+  PackedB l = *b;
+  t.apply = [l](const Tensor &weight) {
+    std::vector<unsigned char> bytes(sluice_sgemm_packed_floats(l.nr, l.k, l.n) * sizeof(float));
+    sluice_sgemm_pack_panels(l.nr, l.k, l.n, static_cast<const float *>(weight.rawData()) + l.offset,
+                             l.ldb, reinterpret_cast<float *>(bytes.data()));
+    return bytes;
+  };
+  return t;
+}
+
+bool readsPackedWeight(KernelOp kernel) { return packedWeightB(kernel).has_value(); }
+
+CpuBundleEmissionScope::CpuBundleEmissionScope() : previous(emittingCpuBundle) {
+  emittingCpuBundle = true;
+}
+CpuBundleEmissionScope::~CpuBundleEmissionScope() { emittingCpuBundle = previous; }
 
 } // namespace sluice::codegen

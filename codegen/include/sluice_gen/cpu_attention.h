@@ -19,12 +19,12 @@
 //      micro-kernel's 32-column panels, once per batch the thread sees
 //      (every query block of the batch reuses them: no packing in the GEMMs);
 //   2. the query block packed (rotated, times scale) into [rows x D];
-//   3. S = Qblk K^T with the AVX-512 micro-kernel (cpu_gemm.h) over the keys
+//   3. S = Qblk K^T with the SGEMM micro-kernel (cpu_gemm.h) over the keys
 //      the block can see (causal: the masked key range is skipped);
 //   4. mask, row max, exp (16 lanes), sums; keys past a row's causal limit
 //      get probability 0;
 //   5. O = P V (micro-kernel), rows scaled by 1/sum while written out.
-// Without AVX-512 the GEMMs are plain loops over the same panels.
+// Without AVX-512 or AVX2 + FMA the GEMMs are plain loops over the same panels.
 // f64 uses a plain loop nest in double (as the evaluator).
 //
 //===----------------------------------------------------------------------===//
@@ -80,7 +80,8 @@ static inline int64_t sluice_attn_offset(const sluice_attn_desc &d, const sluice
   return off;
 }
 
-/// Width of the packed panels of K^T and V: the SGEMM micro-kernel's.
+/// Width of the packed panels of K^T and V: the AVX-512 SGEMM micro-kernel's
+/// (two AVX2 micro-tiles).
 #define SLUICE_ATTN_NR 32
 
 /// C[m x n] = A[m x kc] B, B packed in SLUICE_ATTN_NR-column panels (panel
@@ -91,14 +92,15 @@ static inline void sluice_attn_gemm(int64_t m, int64_t n, int64_t kc, const floa
                                     int64_t lda, const float *bp, int64_t panelStride, float *c,
                                     int64_t ldc) {
   const int64_t NR = SLUICE_ATTN_NR;
-#if defined(__AVX512F__)
+#if defined(SLUICE_SGEMM_ISA)
   if (kc <= 0) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
         c[i * ldc + j] = 0.0f;
     return;
   }
-  // Row panels of near-equal height (as sluice_sgemm::gemm).
+  // Row panels of near-equal height (as sluice_sgemm::gemm). A panel is
+  // one micro-tile wide on AVX-512 (NR = 32) and two on AVX2 (16 each).
   const int64_t panels = (m + sluice_sgemm::MR - 1) / sluice_sgemm::MR;
   if (panels == 0)
     return;
@@ -106,15 +108,14 @@ static inline void sluice_attn_gemm(int64_t m, int64_t n, int64_t kc, const floa
   for (int64_t jr = 0; jr < n; jr += NR) {
     const int64_t cols = n - jr < NR ? n - jr : NR;
     const float *panel = bp + (jr / NR) * panelStride;
-    for (int64_t r = 0, ir = 0; r < panels; ++r) {
-      const int64_t rows = base + (r < extra ? 1 : 0);
-      if (cols > 16)
-        sluice_sgemm::kernel_rows<2, true>(rows, kc, a + ir * lda, lda, panel, NR,
-                                           c + ir * ldc + jr, ldc, cols, false, nullptr);
-      else
-        sluice_sgemm::kernel_rows<1, true>(rows, kc, a + ir * lda, lda, panel, NR,
-                                           c + ir * ldc + jr, ldc, cols, false, nullptr);
-      ir += rows;
+    for (int64_t sub = 0; sub < cols; sub += sluice_sgemm::NR) {
+      const int64_t w = cols - sub < sluice_sgemm::NR ? cols - sub : sluice_sgemm::NR;
+      for (int64_t r = 0, ir = 0; r < panels; ++r) {
+        const int64_t rows = base + (r < extra ? 1 : 0);
+        sluice_sgemm::tile<true>(rows, kc, a + ir * lda, lda, panel + sub, NR,
+                                 c + ir * ldc + jr + sub, ldc, w, false, nullptr);
+        ir += rows;
+      }
     }
   }
 #else

@@ -3,7 +3,8 @@
 // GEMMs of the cpu target are library calls into OpenBLAS (cblas). The
 // thread count follows the run's; OpenBLAS keeps it globally, so it is set
 // only when it changes. On AVX-512 builds float GEMMs use cpu_gemm.h
-// instead (OpenBLAS runs its AVX2 kernels on the target machines).
+// instead (OpenBLAS runs its AVX2 kernels on the target machines); on AVX2
+// builds only the one-row GEMMs do (sluice_sgemm::preferred).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_GEN_CPU_BLAS_H
@@ -52,35 +53,41 @@ template <typename T> struct sluice_gemm;
 template <> struct sluice_gemm<float> {
   static void run(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                   const float *b, int64_t ldb, float *c, int64_t ldc) {
-#if defined(__AVX512F__)
-    sluice_sgemm::gemm(m, n, k, a, lda, b, ldb, c, ldc);
-#else
+#if defined(SLUICE_SGEMM_ISA)
+    if (sluice_sgemm::preferred(m)) {
+      sluice_sgemm::gemm(m, n, k, a, lda, b, ldb, c, ldc);
+      return;
+    }
+#endif
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
                 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
-#endif
   }
   /// run with an epilogue `epi(r0, rows, c0, cols)` on blocks of C as they
   /// are finished (sluice_sgemm::gemm_ep); after the whole call with cblas.
   template <typename Epilogue>
   static void run_ep(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float *c, int64_t ldc, const Epilogue &epi) {
-#if defined(__AVX512F__)
-    sluice_sgemm::gemm_ep(m, n, k, a, lda, b, ldb, c, ldc, nullptr, epi);
-#else
+#if defined(SLUICE_SGEMM_ISA)
+    if (sluice_sgemm::preferred(m)) {
+      sluice_sgemm::gemm_ep(m, n, k, a, lda, b, ldb, c, ldc, nullptr, epi);
+      return;
+    }
+#endif
     run(m, n, k, a, lda, b, ldb, c, ldc);
     epi(0, m, 0, n);
-#endif
   }
   /// run, then C[i][j] += bias[i]: on AVX-512 the add happens in the
   /// GEMM's last store (convolution bias without a second pass over C).
   static void run_bias(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                        const float *b, int64_t ldb, float *c, int64_t ldc, const float *bias) {
-#if defined(__AVX512F__)
-    sluice_sgemm::gemm(m, n, k, a, lda, b, ldb, c, ldc, bias);
-#else
+#if defined(SLUICE_SGEMM_ISA)
+    if (sluice_sgemm::preferred(m)) {
+      sluice_sgemm::gemm(m, n, k, a, lda, b, ldb, c, ldc, bias);
+      return;
+    }
+#endif
     run(m, n, k, a, lda, b, ldb, c, ldc);
     sluice_add_row_bias(m, n, bias, c, ldc);
-#endif
   }
 };
 template <> struct sluice_gemm<double> {
@@ -107,6 +114,29 @@ template <> struct sluice_gemm<double> {
   }
 };
 
+/// How sluice_gemm_batched_ep splits a GEMM into tiles for `threads`:
+/// rows and columns are halved until there are enough tiles, keeping column
+/// blocks of 64 or more and row blocks of 16 or more.
+static inline void sluice_gemm_split(int threads, int64_t batches, int64_t m, int64_t n,
+                                     int64_t k, int64_t *rowBlocksOut, int64_t *colBlocksOut) {
+  int64_t rowBlocks = 1, colBlocks = 1;
+  const double flops = 2.0 * (double)batches * m * n * (k > 0 ? k : 1);
+  if (threads > 1 && flops > 2e6) {
+    while (batches * rowBlocks * colBlocks < 2 * threads) {
+      if (n / (colBlocks * 2) >= 64 && n >= m)
+        colBlocks *= 2;
+      else if (m / (rowBlocks * 2) >= 16)
+        rowBlocks *= 2;
+      else if (n / (colBlocks * 2) >= 64)
+        colBlocks *= 2;
+      else
+        break;
+    }
+  }
+  *rowBlocksOut = rowBlocks;
+  *colBlocksOut = colBlocks;
+}
+
 /// Batched GEMM with strided operands and a fused epilogue (form F2 kernel
 /// groups): batch i reads A at a + aOff[i] (rows lda apart) and B at
 /// b + bOff[i] (rows ldb apart) and writes C at c + i*m*n (contiguous).
@@ -127,22 +157,8 @@ static inline void sluice_gemm_batched_ep(int threads, int64_t batches, int64_t 
   sluice_blas_threads(1);
   if (m == 0 || n == 0 || batches == 0)
     return;
-  // Split rows and columns until there are enough tiles for the threads,
-  // keeping column blocks a multiple of 64 and row blocks of 16.
-  int64_t rowBlocks = 1, colBlocks = 1;
-  const double flops = 2.0 * (double)batches * m * n * (k > 0 ? k : 1);
-  if (threads > 1 && flops > 2e6) {
-    while (batches * rowBlocks * colBlocks < 2 * threads) {
-      if (n / (colBlocks * 2) >= 64 && n >= m)
-        colBlocks *= 2;
-      else if (m / (rowBlocks * 2) >= 16)
-        rowBlocks *= 2;
-      else if (n / (colBlocks * 2) >= 64)
-        colBlocks *= 2;
-      else
-        break;
-    }
-  }
+  int64_t rowBlocks, colBlocks;
+  sluice_gemm_split(threads, batches, m, n, k, &rowBlocks, &colBlocks);
   const int64_t tiles = batches * rowBlocks * colBlocks;
   const int64_t rowStep = (m + rowBlocks - 1) / rowBlocks;
   const int64_t colStep = ((n + colBlocks - 1) / colBlocks + 15) / 16 * 16;
@@ -186,6 +202,45 @@ static inline void sluice_gemm_batched(int threads, int64_t batches, int64_t m, 
   sluice_gemm_batched_ep(threads, batches, m, n, k, a, aOff, k, b, bOff, n, c,
                          sluice_no_batched_epilogue());
 }
+
+#if defined(SLUICE_SGEMM_ISA)
+/// sluice_gemm_batched_ep for f32 with B a weight packed at compile time
+/// (sluice_sgemm_pack_panels, panels sluice_sgemm::NR wide over depth k,
+/// shared by every batch): the same tiles, column tiles starting on panel
+/// boundaries, each one sluice_sgemm::gemm_packed_ep call. No B packing at
+/// run time, and on AVX2 hosts the 6 x 16 kernel, which without its packing
+/// pass measured faster than OpenBLAS at BERT's shapes.
+template <typename Epilogue>
+static inline void sluice_sgemm_packed_batched_ep(int threads, int64_t batches, int64_t m,
+                                                  int64_t n, int64_t k, const float *a,
+                                                  const int64_t *aOff, int64_t lda,
+                                                  const float *bp, float *c,
+                                                  const Epilogue &epi) {
+  if (m == 0 || n == 0 || batches == 0)
+    return;
+  int64_t rowBlocks, colBlocks;
+  sluice_gemm_split(threads, batches, m, n, k, &rowBlocks, &colBlocks);
+  const int64_t NR = sluice_sgemm::NR;
+  const int64_t tiles = batches * rowBlocks * colBlocks;
+  const int64_t rowStep = (m + rowBlocks - 1) / rowBlocks;
+  const int64_t colStep = ((n + colBlocks - 1) / colBlocks + NR - 1) / NR * NR;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tiles > 1)
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t batch = t / (rowBlocks * colBlocks);
+    const int64_t rb = (t / colBlocks) % rowBlocks, cb = t % colBlocks;
+    const int64_t r0 = rb * rowStep, c0 = cb * colStep;
+    const int64_t rows = (r0 + rowStep < m ? r0 + rowStep : m) - r0;
+    const int64_t cols = (c0 + colStep < n ? c0 + colStep : n) - c0;
+    if (rows <= 0 || cols <= 0)
+      continue;
+    auto tileEpi = [&](int64_t i0, int64_t ni, int64_t j0, int64_t nj) {
+      epi(batch, r0 + i0, ni, c0 + j0, nj);
+    };
+    sluice_sgemm::gemm_packed_ep(rows, cols, k, a + aOff[batch] + r0 * lda, lda, bp + c0 * k,
+                                 c + batch * m * n + r0 * n + c0, n, tileEpi);
+  }
+}
+#endif
 
 /// Half-precision GEMMs (f16/bf16 storage, from --precision). OpenBLAS has
 /// no half GEMM: A and B are widened into f32 scratch (the span the batches
