@@ -216,8 +216,8 @@ header);
 SLUICE_CPU_CONV=im2col keeps cpu f32 convolutions on im2col + OpenBLAS
 instead of oneDNN (onednn, the default where the compiler has oneDNN, asks
 for it);
-SLUICE_CPU_PACKED_WEIGHTS=0 keeps cpu f32 GEMM weights raw instead of
-packed for the host's GEMM kernel (1, the default, packs them).
+SLUICE_CPU_PACKED_WEIGHTS=1 stores cpu f32 GEMM weights packed for the
+host's GEMM kernel (0, the default, keeps them raw).
 )";
 
 [[noreturn]] void die(const std::string &message) {

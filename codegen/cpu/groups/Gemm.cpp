@@ -11,14 +11,15 @@
 // the matmul result (or one epilogue value of its type, updated in place),
 // else in a scratch buffer.
 //
-// B a weight (a top-level f32 constant read whole, no batch of its own):
-// on hosts whose bundles have sluice_sgemm (AVX-512, or AVX2 + FMA) it is
+// With SLUICE_CPU_PACKED_WEIGHTS=1 in the compiler's environment (off by
+// default: not yet shown faster end to end, docs/benchmarks.md), on hosts
+// whose bundles have sluice_sgemm (AVX-512, or AVX2 + FMA), a B that is a
+// weight (a top-level f32 constant read whole, no batch of its own) is
 // stored in weights.bin already packed into the micro-kernel's column
 // panels (cpuBundleWeightTransform), and the GEMM is
 // sluice_sgemm_packed_batched_ep, which skips the packing pass a GEMM
-// otherwise makes on every run. SLUICE_CPU_PACKED_WEIGHTS=0 in the
-// compiler's environment keeps such weights raw (the report's
-// "cpu_gemm_packed_weights" counts the GEMMs that read packed ones).
+// otherwise makes on every run (the report's "cpu_gemm_packed_weights"
+// counts the GEMMs that read packed weights).
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,7 +57,7 @@ struct PackedB {
 /// B of an f32 GEMM group emitted by emitGemmGroup when it could be stored
 /// packed: a view of a kernel input with unit stride along N, and no batch
 /// of its own (every GEMM batch reads the same B). None on hosts without
-/// sluice_sgemm, with SLUICE_CPU_PACKED_WEIGHTS=0, or for other groups.
+/// sluice_sgemm, without SLUICE_CPU_PACKED_WEIGHTS=1, or for other groups.
 /// Whether a cpu bundle is being emitted on this thread (CpuBundleEmissionScope).
 thread_local bool emittingCpuBundle = false;
 
@@ -65,7 +66,7 @@ std::optional<PackedB> packableB(KernelOp kernel) {
   if (!emittingCpuBundle || !nr || kernel.getForm() != KernelForm::gemm || kernel::isLoneOp(kernel) ||
       isInt8GemmGroup(kernel) || isConvGroup(kernel) || isWeightOnlyGemmGroup(kernel))
     return std::nullopt;
-  if (const char *env = std::getenv("SLUICE_CPU_PACKED_WEIGHTS"); env && std::string(env) == "0")
+  if (const char *env = std::getenv("SLUICE_CPU_PACKED_WEIGHTS"); !env || std::string(env) != "1")
     return std::nullopt;
   auto matmul = dyn_cast_or_null<MatMulOp>(kernel::anchorOf(kernel));
   if (!matmul || !elementOf(matmul.getResult()).isF32() ||
