@@ -149,29 +149,39 @@ __device__ __forceinline__ void sluice_row_run(int64_t rows, int64_t len, C eps,
     const bool live = row < rows;
     C a = 0, b = 0;
     if constexpr (PER > 0) {
-      // The row in registers: lane's vectors p * TEAM + lane. Every slot
-      // loads, with no branch around the loads so that they are all in
-      // flight before the first is used: a slot past the row's end (or of
-      // a lane past the last row) reads a valid address (j0 = 0 of its row,
-      // or of the block's first row), stores nothing (`first` false) and
-      // then holds `idle`: -inf for softmax (no effect on the max, exp gives
-      // an exact 0 to the sum), 0 for the norms (no effect on the sum; the
-      // squares select it out). The loops below need no branch either.
+      // The row in registers: lane's vectors p * TEAM + lane. No branch
+      // separates the loads, so that they are all in flight before the
+      // first is used. A lane that holds every slot of a live row (all
+      // lanes but those of a row's last partial round) loads them with
+      // `first` a constant true: the prologue's stores need no branch
+      // either. Otherwise every slot still loads: one past the row's end
+      // (or of a lane past the last row) reads a valid address (j0 = 0 of
+      // its row, or of the block's first row), stores nothing (`first`
+      // false) and then holds `idle`: -inf for softmax (no effect on the
+      // max, exp gives an exact 0 to the sum), 0 for the norms (no effect
+      // on the sum; the squares select it out). The loops below need no
+      // branch either.
       constexpr C idle =
           K == SLUICE_ROW_SOFTMAX || K == SLUICE_ROW_LOG_SOFTMAX ? -(C)INFINITY : (C)0;
-      const int64_t safe = live ? row : first;
       C x[PER][V];
       bool has[PER];
-      bool all = true;
 #pragma unroll
-      for (int p = 0; p < PER; ++p) {
-        const int64_t j0 = ((int64_t)p * TEAM + lane) * V;
-        has[p] = live && j0 < len;
-        all = all && has[p];
-        load(safe, has[p] ? j0 : 0, x[p], has[p]);
+      for (int p = 0; p < PER; ++p)
+        has[p] = live && ((int64_t)p * TEAM + lane) * V < len;
+      const bool all = has[PER - 1]; // the slots fill in order
+      if (all) {
 #pragma unroll
-        for (int k = 0; k < V; ++k)
-          x[p][k] = has[p] ? x[p][k] : idle;
+        for (int p = 0; p < PER; ++p)
+          load(row, ((int64_t)p * TEAM + lane) * V, x[p], true);
+      } else {
+        const int64_t safe = live ? row : first;
+#pragma unroll
+        for (int p = 0; p < PER; ++p) {
+          load(safe, has[p] ? ((int64_t)p * TEAM + lane) * V : 0, x[p], has[p]);
+#pragma unroll
+          for (int k = 0; k < V; ++k)
+            x[p][k] = has[p] ? x[p][k] : idle;
+        }
       }
       if constexpr (K == SLUICE_ROW_SOFTMAX || K == SLUICE_ROW_LOG_SOFTMAX) {
         C m = -(C)INFINITY;
