@@ -458,6 +458,59 @@ def format_row(name, row):
     return f"{name}: " + "; ".join(parts)
 
 
+# Issue 21's targets for these cases.
+ATTENTION_D128_TFLOPS = 350.0
+GEMM_AVERAGE_TFLOPS = 600.0
+ROW_COPY_FRACTION = 0.85
+
+
+def acceptance(cases):
+    """Issue 21's acceptance items over a results file's cases: a list of
+    {item, value, target, met} (met None where a figure is missing)."""
+    items = []
+
+    def item(what, value, target, met):
+        items.append({"item": what, "value": value, "target": target, "met": met})
+
+    for name, row in cases.items():
+        kind = row.get("kind")
+        peers = row.get("torch", {})
+        ms = row.get("sluice_ms")
+        if kind == "attention":
+            cudnn = peers.get("cudnn", {}).get("ms")
+            item(f"{name}: Sluice / torch SDPA cuDNN time", ms / cudnn if ms and cudnn else None,
+                 "<= 1", ms <= cudnn if ms and cudnn else None)
+            if CASES.get(name, (None, (0, 0, 0, 0)))[1][3] == 128:
+                t = row.get("sluice_tflops")
+                item(f"{name}: Sluice TFLOP/s", t, f">= {ATTENTION_D128_TFLOPS:.0f}",
+                     t >= ATTENTION_D128_TFLOPS if t else None)
+        elif kind == "gemm":
+            plain = peers.get("matmul", {}).get("ms")
+            item(f"{name}: Sluice / torch.matmul time", ms / plain if ms and plain else None,
+                 "<= 1", ms <= plain if ms and plain else None)
+        elif kind == "row":
+            f = row.get("copy_fraction")
+            item(f"{name}: share of the device copy's bandwidth", f,
+                 f">= {ROW_COPY_FRACTION:.2f}", f >= ROW_COPY_FRACTION if f else None)
+    gemms = [n for n in CASES if CASES[n][0] == "gemm"]
+    if all(cases.get(n, {}).get("sluice_ms") for n in gemms):
+        flops = sum(case_work(n)[0] for n in gemms)
+        seconds = sum(cases[n]["sluice_ms"] for n in gemms) * 1e-3
+        avg = flops / seconds / 1e12
+        item("BERT-b32 GEMMs: Sluice TFLOP/s, by FLOPs", avg,
+             f">= {GEMM_AVERAGE_TFLOPS:.0f}", avg >= GEMM_AVERAGE_TFLOPS)
+    return items
+
+
+def format_acceptance(items):
+    lines = ["issue 21 acceptance (this run):"]
+    for i in items:
+        state = {True: "met", False: "NOT met", None: "no figure"}[i["met"]]
+        value = "-" if i["value"] is None else f"{i['value']:.3g}"
+        lines.append(f"  {state:9} {i['item']}: {value} (target {i['target']})")
+    return "\n".join(lines)
+
+
 def environment(args):
     import torch  # noqa: PLC0415
 
@@ -577,8 +630,10 @@ def bench(args, names):
         failed |= "error" in row
         results["cases"][n] = summarize(n, row, copy_gbs)
         log(format_row(n, row))
+        results["acceptance"] = acceptance(results["cases"])
         if args.results:
             bench_gpu.write_results(args.results, results)
+    print(format_acceptance(results["acceptance"]))
     return 1 if failed else 0
 
 
@@ -602,6 +657,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=4, help="parallel sluice-compile runs")
     ap.add_argument("--dry-run", action="store_true",
                     help="print the plan, build and compile every case (no GPU), time nothing")
+    ap.add_argument("--from-results", metavar="JSON",
+                    help="print the acceptance items of an earlier run's results (no GPU)")
     args = ap.parse_args()
     args.sdpa = [b for b in args.sdpa.split(",") if b]
     for b in args.sdpa:
@@ -610,6 +667,10 @@ def main():
     if args.iters < 1 or args.attention_iters < 1 or args.warmup < 0 or args.jobs < 1:
         sys.exit("kernels_bench: --iters, --attention-iters and --jobs must be >= 1, "
                  "--warmup >= 0")
+    if args.from_results:
+        with open(args.from_results) as f:
+            print(format_acceptance(acceptance(json.load(f).get("cases", {}))))
+        return 0
     names = select_cases(args.cases)
     if args.dry_run:
         return dry_run(args, names)

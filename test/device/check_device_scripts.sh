@@ -101,6 +101,27 @@ printf '# no markers\n' >"$work/plain.md"
 kbench="$src/bench/gpu/kernels_bench.py"
 "$python" "$kbench" --dry-run --cases nonesuch >"$work/bad.txt" 2>&1 &&
   fail "kernels_bench.py with an unknown case succeeded"
+# --from-results: issue 21's acceptance items from a results file (made up
+# here: attention 4% slower than cuDNN's; the d128 case 393 TFLOP/s; the GEMMs
+# 610 TFLOP/s by FLOPs, FF2 7% slower than torch.matmul; layer_norm 79% of the
+# copy).
+cat >"$work/kbench-results.json" <<'EOF2'
+{"cases": {
+ "attention-b8-h12-s1024-d64": {"kind": "attention", "sluice_ms": 0.05, "torch": {"cudnn": {"ms": 0.048}}},
+ "attention-b4-h16-s4096-d128": {"kind": "attention", "sluice_ms": 0.7, "sluice_tflops": 392.7, "torch": {"cudnn": {"ms": 0.48}}},
+ "gemm-qkv-4096x2304x768": {"kind": "gemm", "sluice_ms": 0.025, "torch": {"matmul": {"ms": 0.025}}},
+ "gemm-out-4096x768x768": {"kind": "gemm", "sluice_ms": 0.01, "torch": {"matmul": {"ms": 0.023}}},
+ "gemm-ff1-4096x3072x768": {"kind": "gemm", "sluice_ms": 0.03, "torch": {"matmul": {"ms": 0.032}}},
+ "gemm-ff2-4096x768x3072": {"kind": "gemm", "sluice_ms": 0.03, "torch": {"matmul": {"ms": 0.028}}},
+ "layernorm-bert-b32-s128": {"kind": "row", "sluice_ms": 0.004, "copy_fraction": 0.786, "torch": {}}}}
+EOF2
+"$python" "$kbench" --from-results "$work/kbench-results.json" >"$work/kbench-acc.txt" 2>&1 ||
+  fail "kernels_bench.py --from-results exit status"
+expect "acceptance" "^  NOT met   attention-b8-h12-s1024-d64: Sluice / torch SDPA cuDNN time: 1.04 (target <= 1)$" "$work/kbench-acc.txt"
+expect "acceptance" "^  met       attention-b4-h16-s4096-d128: Sluice TFLOP/s: 393 (target >= 350)$" "$work/kbench-acc.txt"
+expect "acceptance" "^  NOT met   gemm-ff2-4096x768x3072: Sluice / torch.matmul time: 1.07 (target <= 1)$" "$work/kbench-acc.txt"
+expect "acceptance" "^  met       BERT-b32 GEMMs: Sluice TFLOP/s, by FLOPs: 610 (target >= 600)$" "$work/kbench-acc.txt"
+expect "acceptance" "^  NOT met   layernorm-bert-b32-s128: share of the device copy's bandwidth: 0.786 (target >= 0.85)$" "$work/kbench-acc.txt"
 nvcc=${SLUICE_NVCC:-${CUDA_HOME:+$CUDA_HOME/bin/nvcc}}
 [ -n "$nvcc" ] || nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 if ! "$python" -c "import onnx, numpy" 2>/dev/null; then
