@@ -16,6 +16,12 @@
 #   conformance[:K/N] shard K of N (1-based) of the ONNX backend cases on cuda
 #                     (needs a bundle made with --testdata)
 #   bench[:CFG]       bench/gpu/run.sh CFG (default: all configurations)
+#   kernels-bench[:CASES]
+#                     bench/gpu/kernels_bench.py --cases CASES (default all;
+#                     groups attention, gemm, row): Sluice's fused attention,
+#                     BERT-b32 GEMMs, layer_norm and softmax one at a time
+#                     against torch SDPA's backends, torch.matmul/addmm and a
+#                     device copy (issue 21's acceptance items)
 #   parallel          test/parallel/check_parallel.py --target cuda: the five
 #                     transformer models at --tp=2 and --tp=2 --sp as two
 #                     ranks sharing the GPU (host-staged MPI transport; mpirun
@@ -47,7 +53,8 @@
 #
 # The logs folder receives at most 8 files (the device tool brings back no
 # more): summary.txt, nvidia-smi.txt, logs.tar.gz (every stage's log) and the
-# stages' JSON results (conformance-K-of-N.json, bench-results.json).
+# stages' JSON results (conformance-K-of-N.json, bench-results.json,
+# kernels-bench-results.json).
 #
 # Exit status: 0 every stage passed, 1 a stage failed, 77 no GPU here (not
 # with --dry-run), 2 bad usage or no bundle.
@@ -73,8 +80,8 @@ while [ $# -gt 0 ]; do
     -h|--help) usage; exit 0 ;;
     -*) die "unknown option '$1' (see --help)" ;;
     all) stages+=(env runtime kernels models); shift ;;
-    env|runtime|kernels|models|parallel|moe|quant|zoo|conformance|conformance:*|bench|bench:*) stages+=("$1"); shift ;;
-    *) die "unknown stage '$1' (env runtime kernels models parallel moe quant zoo conformance[:K/N] bench[:CFG] all)" ;;
+    env|runtime|kernels|models|parallel|moe|quant|zoo|conformance|conformance:*|bench|bench:*|kernels-bench|kernels-bench:*) stages+=("$1"); shift ;;
+    *) die "unknown stage '$1' (env runtime kernels models parallel moe quant zoo conformance[:K/N] bench[:CFG] kernels-bench[:CASES] all)" ;;
   esac
 done
 [ ${#stages[@]} -gt 0 ] || die "no stage given (see --help)"
@@ -384,6 +391,14 @@ stage_bench() {
     --out "$work/bench" --results "$logs/bench-results.json"
 }
 
+stage_kernels_bench() {
+  local cases=${1:-all}
+  run_step "kernels-bench:$cases" "$work/kernels-bench-$cases.log" env PYTHONUNBUFFERED=1 \
+    "$py" "$root/bench/gpu/kernels_bench.py" --bin "$root/bin" --cases "$cases" \
+    --gpu-arch="$arch" --jobs "$jobs" --out "$work/kernels-bench" \
+    --results "$logs/kernels-bench-results.json"
+}
+
 for s in "${stages[@]}"; do
   case $s in
     env) stage_env ;;
@@ -398,6 +413,8 @@ for s in "${stages[@]}"; do
     conformance:*) stage_conformance "${s#conformance:}" ;;
     bench) stage_bench all ;;
     bench:*) stage_bench "${s#bench:}" ;;
+    kernels-bench) stage_kernels_bench all ;;
+    kernels-bench:*) stage_kernels_bench "${s#kernels-bench:}" ;;
   esac
 done
 
@@ -407,7 +424,12 @@ done
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -n 1
   printf '%s\n' "${results[@]}"
 } >"$logs/summary.txt"
-(cd "$work" && tar -czf "$logs/logs.tar.gz" --exclude=./bench ./*.log) 2>/dev/null
+# kernels-bench's raw sluice-run logs, --json reports and traces go too (not
+# its models and bundles).
+raw=()
+[ -d "$work/kernels-bench" ] && raw=(./kernels-bench)
+(cd "$work" && tar -czf "$logs/logs.tar.gz" --exclude=./bench --exclude='*.sluice' \
+  --exclude='*.onnx' ./*.log "${raw[@]}") 2>/dev/null
 rm -rf "$work"
 echo "=== summary ($logs/summary.txt)"
 cat "$logs/summary.txt"

@@ -8,7 +8,9 @@
 // contiguous input and output). Covers each team size (sub-warp, warp,
 // block), the register and the streaming (two-pass) paths, vector and
 // scalar accesses, f32, f16 and f64, layer_norm's mean / inv_std_dev, and
-// the reduce kinds.
+// the reduce kinds; register slots past a row's end and teams past the last
+// row (they load from a valid address, store no prologue value and change
+// no statistic: every element is loaded exactly once with `first` set).
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,10 +59,26 @@ sluice_emu::Stats checkRow(const Problem &pb, unsigned seed = 1) {
   const bool vector = pb.vector && V > 1;
   const T *inP = inputs.in.data();
   T *outP = out.data();
+  // Loads with `first` set (the prologue's stores) per element: exactly one
+  // each; a load outside the rows is an error (the emulator would read past
+  // the vectors).
+  std::vector<int> firstLoads(rows * len, 0);
+  int64_t outside = 0;
   auto kernel = [&] {
     const RowAccess<K, V, T, C> io{inP, inputs.bias.data(), inputs.scale.data(), outP, len,
                                    vector};
-    auto load_ = [&](int64_t row, int64_t j0, C (&x_)[V], bool) { io.load(row, j0, x_); };
+    auto load_ = [&](int64_t row, int64_t j0, C (&x_)[V], bool first_) {
+      if (row < 0 || row >= rows || j0 < 0 || j0 + V > len || j0 % V) {
+        ++outside;
+        for (int k = 0; k < V; ++k)
+          x_[k] = (C)0;
+        return;
+      }
+      if (first_)
+        for (int k = 0; k < V; ++k)
+          ++firstLoads[row * len + j0 + k];
+      io.load(row, j0, x_);
+    };
     auto store_ = [&](int64_t row, int64_t j0, const C (&y0_)[V]) { io.store(row, j0, y0_); };
     auto stats_ = [&](int64_t row, C m, C i) {
       mean[row] = (float)m;
@@ -89,6 +107,12 @@ sluice_emu::Stats checkRow(const Problem &pb, unsigned seed = 1) {
     }
   }
   EXPECT_EQ(bad, 0);
+  EXPECT_EQ(outside, 0) << "loads outside the rows";
+  int64_t wrongFirst = 0;
+  for (int64_t i = 0; i < rows * len; ++i)
+    if (firstLoads[i] != 1 && wrongFirst++ < 3)
+      ADD_FAILURE() << "element " << i << " loaded " << firstLoads[i]
+                    << " times with `first` set (its prologue stores), not once";
   return stats;
 }
 
@@ -119,6 +143,35 @@ TEST(CudaRowEmulation, LayerNormBlockWithStatistics) {
 TEST(CudaRowEmulation, LayerNormLargeMeanIsStable) {
   // mean 100, unit variance: E[x^2] - E[x]^2 in f32 would lose the variance.
   checkRow<SLUICE_ROW_LAYER_NORM, 64, 4, 4, float>({3, 1024, 3, 100.0});
+}
+// Register rows whose last slots are idle in some lanes (the row's vectors
+// not a multiple of the team), and blocks with idle teams (rows not a
+// multiple of the rows a block takes): those slots load from a valid
+// address, store no prologue value and change no statistic.
+TEST(CudaRowEmulation, SoftmaxF16WarpIdleSlotsAndTeams) {
+  // 560 = 70 vectors of 8: lanes 6..31 hold 2 of their 3 slots; 7 rows in
+  // blocks of 4.
+  checkRow<SLUICE_ROW_SOFTMAX, 32, 8, 3, sluice_f16>({7, 560, 1});
+}
+TEST(CudaRowEmulation, LogSoftmaxIdleSlotsWithNegativeValues) {
+  // Idle slots hold -inf: the max (about -120 here; an idle 0 would win it,
+  // and exp(x - 0) underflow to 0) and the sum ignore them.
+  checkRow<SLUICE_ROW_LOG_SOFTMAX, 16, 4, 3, float>({5, 4 * 37, 2, -120.0});
+}
+TEST(CudaRowEmulation, LayerNormScalarOddLengthIdleSlots) {
+  // 77 elements one by one over 96 slots: the squares select the idle ones
+  // out (their x - mean is not 0).
+  checkRow<SLUICE_ROW_LAYER_NORM, 32, 1, 3, float>({6, 77, 1, 10.0, false});
+}
+TEST(CudaRowEmulation, LayerNormF16BlockIdleSlotsPairedReduction) {
+  // A block team (shared memory across 4 warps) reducing the squares and the
+  // deviations together; 300 vectors over 384 slots; large mean.
+  auto stats = checkRow<SLUICE_ROW_LAYER_NORM, 128, 4, 3, sluice_f16>({3, 1200, 2, 50.0});
+  EXPECT_GT(stats.barriers, 0u);
+}
+TEST(CudaRowEmulation, RmsNormF16SubWarpIdleSlots) {
+  // 45 vectors over 16 lanes x 3 slots; 11 rows in blocks of 8 teams.
+  checkRow<SLUICE_ROW_RMS_NORM, 16, 8, 3, sluice_f16>({11, 360, 1});
 }
 // Rows longer than the registers hold: streamed statistics (online softmax,
 // Welford), the prologue recomputed in a second pass.

@@ -7,7 +7,9 @@
 // warps). The generated kernel supplies two functors:
 //   load(row, j0, C (&x)[V], bool first)  the prologue for elements
 //       [j0, j0 + V) of the row (one 16-byte vector per access where it can);
-//       `first` is false on a second pass, whose prologue stores are skipped;
+//       `first` is false on a second pass and for a register slot past the
+//       row's end (which loads from a valid address and drops the values):
+//       then the prologue's stores are skipped;
 //   store(row, j0, const C (&y)[V])      the row op's value (before scale and
 //       bias) for those elements; applies the epilogue and stores;
 //   stats(row, mean, invstd)             layer_norm's statistics (lane 0).
@@ -53,6 +55,11 @@ template <typename T> struct sluice_online {
 template <typename T> struct sluice_welford {
   T n, mean, m2;
 };
+/// Two sums reduced together (one round of shuffles, one barrier pair):
+/// each component is added in the same order as alone.
+template <typename T> struct sluice_pair {
+  T a, b;
+};
 
 template <typename T> __device__ __forceinline__ T sluice_shfl_xor(T v, int lanes) {
   return __shfl_xor_sync(0xffffffffu, v, lanes);
@@ -60,6 +67,10 @@ template <typename T> __device__ __forceinline__ T sluice_shfl_xor(T v, int lane
 template <typename T>
 __device__ __forceinline__ sluice_online<T> sluice_shfl_xor(sluice_online<T> v, int lanes) {
   return {sluice_shfl_xor(v.m, lanes), sluice_shfl_xor(v.s, lanes)};
+}
+template <typename T>
+__device__ __forceinline__ sluice_pair<T> sluice_shfl_xor(sluice_pair<T> v, int lanes) {
+  return {sluice_shfl_xor(v.a, lanes), sluice_shfl_xor(v.b, lanes)};
 }
 template <typename T>
 __device__ __forceinline__ sluice_welford<T> sluice_shfl_xor(sluice_welford<T> v, int lanes) {
@@ -94,6 +105,10 @@ __device__ __forceinline__ T sluice_team_all(T v, Op op) {
 }
 
 template <typename T> __device__ __forceinline__ T sluice_dsum(T a, T b) { return a + b; }
+template <typename T>
+__device__ __forceinline__ sluice_pair<T> sluice_dsum2(sluice_pair<T> x, sluice_pair<T> y) {
+  return {x.a + y.a, x.b + y.b};
+}
 /// max that propagates NaN (as the evaluator's max).
 template <typename T> __device__ __forceinline__ T sluice_dmaxnan(T a, T b) {
   return (b != b || b > a) ? b : a;
@@ -134,41 +149,61 @@ __device__ __forceinline__ void sluice_row_run(int64_t rows, int64_t len, C eps,
     const bool live = row < rows;
     C a = 0, b = 0;
     if constexpr (PER > 0) {
-      // The row in registers: lane's vectors p * TEAM + lane.
+      // The row in registers: lane's vectors p * TEAM + lane. No branch
+      // separates the loads, so that they are all in flight before the
+      // first is used. A lane that holds every slot of a live row (all
+      // lanes but those of a row's last partial round) loads them with
+      // `first` a constant true: the prologue's stores need no branch
+      // either. Otherwise every slot still loads: one past the row's end
+      // (or of a lane past the last row) reads a valid address (j0 = 0 of
+      // its row, or of the block's first row), stores nothing (`first`
+      // false) and then holds `idle`: -inf for softmax (no effect on the
+      // max, exp gives an exact 0 to the sum), 0 for the norms (no effect
+      // on the sum; the squares select it out). The loops below need no
+      // branch either.
+      constexpr C idle =
+          K == SLUICE_ROW_SOFTMAX || K == SLUICE_ROW_LOG_SOFTMAX ? -(C)INFINITY : (C)0;
       C x[PER][V];
       bool has[PER];
 #pragma unroll
-      for (int p = 0; p < PER; ++p) {
-        const int64_t j0 = ((int64_t)p * TEAM + lane) * V;
-        has[p] = live && j0 < len;
-        if (has[p]) {
-          load(row, j0, x[p], true);
-        } else {
+      for (int p = 0; p < PER; ++p)
+        has[p] = live && ((int64_t)p * TEAM + lane) * V < len;
+      const bool all = has[PER - 1]; // the slots fill in order
+      if (all) {
+#pragma unroll
+        for (int p = 0; p < PER; ++p)
+          load(row, ((int64_t)p * TEAM + lane) * V, x[p], true);
+      } else {
+        const int64_t safe = live ? row : first;
+#pragma unroll
+        for (int p = 0; p < PER; ++p) {
+          load(safe, has[p] ? ((int64_t)p * TEAM + lane) * V : 0, x[p], has[p]);
 #pragma unroll
           for (int k = 0; k < V; ++k)
-            x[p][k] = 0;
+            x[p][k] = has[p] ? x[p][k] : idle;
         }
       }
       if constexpr (K == SLUICE_ROW_SOFTMAX || K == SLUICE_ROW_LOG_SOFTMAX) {
         C m = -(C)INFINITY;
 #pragma unroll
         for (int p = 0; p < PER; ++p)
-          if (has[p])
 #pragma unroll
-            for (int k = 0; k < V; ++k)
-              m = sluice_dmaxnan(m, x[p][k]);
+          for (int k = 0; k < V; ++k)
+            m = sluice_dmaxnan(m, x[p][k]);
         m = sluice_team_all<TEAM>(m, sluice_dmaxnan<C>);
         C s = 0;
 #pragma unroll
         for (int p = 0; p < PER; ++p)
-          if (has[p])
 #pragma unroll
-            for (int k = 0; k < V; ++k) {
-              const C e = sluice_dexp(x[p][k] - m);
-              if (K == SLUICE_ROW_SOFTMAX)
-                x[p][k] = e;
-              s += e;
-            }
+          for (int k = 0; k < V; ++k) {
+            // An idle slot takes exp(-inf) = 0 exactly whatever m is (a row
+            // of -inf has m = -inf: x - m would be NaN there). The select is
+            // on the argument so that every exp runs, without a branch.
+            const C e = sluice_dexp(has[p] ? x[p][k] - m : -(C)INFINITY);
+            if (K == SLUICE_ROW_SOFTMAX)
+              x[p][k] = e;
+            s += e;
+          }
         s = sluice_team_all<TEAM>(s, sluice_dsum<C>);
         a = m;
         b = K == SLUICE_ROW_SOFTMAX ? (C)1 / s : sluice_dlog(s);
@@ -188,27 +223,28 @@ __device__ __forceinline__ void sluice_row_run(int64_t rows, int64_t len, C eps,
         C q = 0, c = 0;
 #pragma unroll
         for (int p = 0; p < PER; ++p)
-          if (has[p])
 #pragma unroll
-            for (int k = 0; k < V; ++k) {
-              const C d = x[p][k] - mean;
-              q += d * d;
-              c += d;
-            }
-        q = sluice_team_all<TEAM>(q, sluice_dsum<C>) / n;
+          for (int k = 0; k < V; ++k) {
+            const C d = has[p] ? x[p][k] - mean : (C)0;
+            q += d * d;
+            c += d;
+          }
         if constexpr (K == SLUICE_ROW_LAYER_NORM) {
-          c = sluice_team_all<TEAM>(c, sluice_dsum<C>) / n;
+          // Both sums in one reduction.
+          const sluice_pair<C> qc =
+              sluice_team_all<TEAM>(sluice_pair<C>{q, c}, sluice_dsum2<C>);
+          q = qc.a / n;
+          c = qc.b / n;
           mean += c;
           q -= c * c;
           q = q > (C)0 ? q : (C)0;
+        } else {
+          q = sluice_team_all<TEAM>(q, sluice_dsum<C>) / n;
         }
         a = mean;
         b = sluice_drsqrt(q + eps);
       }
-#pragma unroll
-      for (int p = 0; p < PER; ++p) {
-        if (!has[p])
-          continue;
+      auto finish = [&](int p) {
         C y[V];
 #pragma unroll
         for (int k = 0; k < V; ++k) {
@@ -220,6 +256,18 @@ __device__ __forceinline__ void sluice_row_run(int64_t rows, int64_t len, C eps,
             y[k] = (x[p][k] - a) * b;
         }
         store(row, ((int64_t)p * TEAM + lane) * V, y);
+      };
+      if (all) {
+        // One branch around every slot's store: the epilogue's loads (scale,
+        // bias, residuals) of all slots can issue together.
+#pragma unroll
+        for (int p = 0; p < PER; ++p)
+          finish(p);
+      } else {
+#pragma unroll
+        for (int p = 0; p < PER; ++p)
+          if (has[p])
+            finish(p);
       }
     } else {
       // Streaming: statistics in one pass, the values in a second.

@@ -17,6 +17,11 @@
 
 #ifdef __CUDACC__
 #define SLUICE_HD __host__ __device__ __forceinline__
+// Device code converts half types with the hardware's cvt instructions (one
+// instruction an element; the host spellings below take about 15 integer
+// operations each, which made f16 row kernels ALU-bound on the GPU).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #else
 #define SLUICE_HD inline
 #endif
@@ -48,8 +53,12 @@ SLUICE_HD float sluice_load(sluice_bf16 v) { return sluice_bits_to_float((uint32
 /// f16 -> float, exact. Branch-free (selects, one float subtraction for
 /// subnormals) so that loops over f16 data vectorize; bit-identical to
 /// F16C's vcvtph2ps (test/codegen/scalar-f16c.test). Relies on subnormals
-/// not being flushed (no -ffast-math / -ftz).
+/// not being flushed (no -ffast-math / -ftz). Device code: cvt.f32.f16,
+/// exact as well.
 SLUICE_HD float sluice_load(sluice_f16 v) {
+#ifdef __CUDA_ARCH__
+  return __half2float(__ushort_as_half(v.bits));
+#else
   uint32_t o = ((uint32_t)v.bits & 0x7fffu) << 13; // exponent and mantissa
   uint32_t exponent = o & 0x0f800000u;
   o += 0x38000000u;                                    // rebias 15 -> 127
@@ -59,11 +68,18 @@ SLUICE_HD float sluice_load(sluice_f16 v) {
   float magnitude = exponent == 0 ? subnormal : sluice_bits_to_float(o);
   return sluice_bits_to_float(sluice_float_to_bits(magnitude) |
                               (((uint32_t)v.bits & 0x8000u) << 16));
+#endif
 }
 template <typename T> SLUICE_HD T sluice_load(T v) { return v; }
 
 /// float -> bf16, round to nearest even (NaN stays NaN).
 SLUICE_HD sluice_bf16 sluice_to_bf16(float f) {
+#ifdef __CUDA_ARCH__
+  // cvt.rn.bf16.f32: the same rounding; a NaN becomes the canonical 0x7fff.
+  sluice_bf16 d;
+  d.bits = __bfloat16_as_ushort(__float2bfloat16_rn(f));
+  return d;
+#else
   // Selects, not branches: stores in vectorized loops stay vectorized.
   uint32_t word = sluice_float_to_bits(f);
   uint32_t rounded = (word + 0x7fffu + ((word >> 16) & 1u)) >> 16;
@@ -71,6 +87,7 @@ SLUICE_HD sluice_bf16 sluice_to_bf16(float f) {
   sluice_bf16 r;
   r.bits = (uint16_t)((word & 0x7fffffffu) > 0x7f800000u ? quietNaN : rounded);
   return r;
+#endif
 }
 /// float -> bf16 keeping the high half (ONNX Cast to bfloat16 before opset 19).
 SLUICE_HD sluice_bf16 sluice_to_bf16_truncate(float f) {
@@ -79,12 +96,20 @@ SLUICE_HD sluice_bf16 sluice_to_bf16_truncate(float f) {
   return r;
 }
 /// float -> f16, round to nearest even, overflow to infinity, NaN to the
-/// quiet NaN 0x7e00. Branch-free so that stores in vectorized loops stay
+/// quiet NaN 0x7e00 (device code: 0x7fff). Branch-free so that stores in vectorized loops stay
 /// vectorized; bit-identical to F16C's vcvtps2ph for every non-NaN float
 /// (test/codegen/scalar-f16c.test). Subnormal results come from one float
 /// addition that aligns the mantissa (round to nearest even), which relies
 /// on subnormals not being flushed.
 SLUICE_HD sluice_f16 sluice_to_f16(float f) {
+#ifdef __CUDA_ARCH__
+  // cvt.rn.f16.f32 (subnormals kept: nvcc does not flush them without
+  // --use_fast_math / -ftz=true): the same result for every non-NaN float;
+  // a NaN becomes the canonical 0x7fff.
+  sluice_f16 d;
+  d.bits = __half_as_ushort(__float2half_rn(f));
+  return d;
+#else
   uint32_t word = sluice_float_to_bits(f);
   uint32_t sign = (word >> 16) & 0x8000u;
   uint32_t absWord = word & 0x7fffffffu;
@@ -100,6 +125,7 @@ SLUICE_HD sluice_f16 sluice_to_f16(float f) {
   sluice_f16 r;
   r.bits = (uint16_t)(bits | sign);
   return r;
+#endif
 }
 
 /// ONNX FLOAT8E4M3FN storage (fp8 quantization, Form F8): sign, 4 exponent
