@@ -68,21 +68,27 @@ MEMORY_BOUND = {"layernorm": re.compile(r"layer_?norm", re.I),
 NOT_MEMORY_BOUND = re.compile(r"matmul|gemm|attention|conv", re.I)
 
 
-def log(msg):
-    print(f"[bench-gpu {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+def log(msg, tool="bench-gpu"):
+    print(f"[{tool} {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def select_names(spec, groups, items, tool="bench_gpu", what="configuration"):
+    """The items a comma-separated spec names (group names expand), in order,
+    each once; exits naming an unknown part."""
+    names = []
+    for part in [p for p in spec.split(",") if p]:
+        if part in groups:
+            names += groups[part]
+        elif part in items:
+            names.append(part)
+        else:
+            sys.exit(f"{tool}: unknown {what} '{part}' (one of: "
+                     f"{', '.join(list(groups) + list(items))})")
+    return list(dict.fromkeys(names))
 
 
 def select_configs(spec):
-    names = []
-    for part in [p for p in spec.split(",") if p]:
-        if part in GROUPS:
-            names += GROUPS[part]
-        elif part in CONFIGS:
-            names.append(part)
-        else:
-            sys.exit(f"bench_gpu: unknown configuration '{part}' (one of: "
-                     f"{', '.join(list(GROUPS) + list(CONFIGS))})")
-    return list(dict.fromkeys(names))
+    return select_names(spec, GROUPS, CONFIGS)
 
 
 # ------------------------------------------------------------- models
@@ -406,24 +412,29 @@ def summarize(row):
     return row
 
 
-def environment(args):
+def device_environment(bin_dir):
+    """What a GPU run's results record about where they ran: date, GPU, its
+    capability and driver, torch and CUDA, cuDNN, the device kind, and the
+    Sluice commit (the device bundle's MANIFEST.txt beside `bin_dir`, else
+    git). Shared with kernels_bench.py."""
     import torch  # noqa: PLC0415
-    import transformers  # noqa: PLC0415
 
     env = {"date": datetime.date.today().isoformat(),
            "gpu": torch.cuda.get_device_name(0),
            "capability": "sm_%d%d" % torch.cuda.get_device_capability(0),
            "torch": torch.__version__, "cuda": torch.version.cuda,
-           "transformers": transformers.__version__,
-           "precision": args.precision, "iters": args.iters, "warmup": args.warmup,
            "device_kind": os.environ.get("SLUICE_DEVICE_KIND", "")}
+    try:
+        env["cudnn"] = torch.backends.cudnn.version()
+    except Exception:  # noqa: BLE001
+        pass
     try:
         env["driver"] = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
             capture_output=True, text=True).stdout.strip().splitlines()[0]
     except (OSError, IndexError):
         pass
-    manifest = os.path.join(os.path.dirname(os.path.abspath(args.bin)), "MANIFEST.txt")
+    manifest = os.path.join(os.path.dirname(os.path.abspath(bin_dir)), "MANIFEST.txt")
     if os.path.exists(manifest):
         with open(manifest) as f:
             for line in f:
@@ -436,6 +447,15 @@ def environment(args):
                 text=True).stdout.strip()
         except OSError:
             pass
+    return env
+
+
+def environment(args):
+    import transformers  # noqa: PLC0415
+
+    env = device_environment(args.bin)
+    env.update({"transformers": transformers.__version__, "precision": args.precision,
+                "iters": args.iters, "warmup": args.warmup})
     return env
 
 

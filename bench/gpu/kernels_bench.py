@@ -41,13 +41,11 @@ compile fails or a case's op was not fused as expected. Results go to
 """
 import argparse
 import concurrent.futures
-import datetime
 import json
 import math
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 
@@ -83,20 +81,11 @@ SDPA_BACKENDS = ["flash", "cudnn", "efficient", "math"]
 
 
 def log(msg):
-    print(f"[kernels-bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+    bench_gpu.log(msg, tool="kernels-bench")
 
 
 def select_cases(spec):
-    names = []
-    for part in [p for p in spec.split(",") if p]:
-        if part in GROUPS:
-            names += GROUPS[part]
-        elif part in CASES:
-            names.append(part)
-        else:
-            sys.exit(f"kernels_bench: unknown case '{part}' (one of: "
-                     f"{', '.join(list(GROUPS) + list(CASES))})")
-    return list(dict.fromkeys(names))
+    return bench_gpu.select_names(spec, GROUPS, CASES, "kernels_bench", "case")
 
 
 # ------------------------------------------------------------- models
@@ -512,32 +501,10 @@ def format_acceptance(items):
 
 
 def environment(args):
-    import torch  # noqa: PLC0415
-
-    env = {"date": datetime.date.today().isoformat(),
-           "gpu": torch.cuda.get_device_name(0),
-           "capability": "sm_%d%d" % torch.cuda.get_device_capability(0),
-           "torch": torch.__version__, "cuda": torch.version.cuda,
-           "precision": args.precision, "gpu_arch": args.gpu_arch,
-           "iters": args.iters, "attention_iters": args.attention_iters,
-           "warmup": args.warmup, "copies": COPIES,
-           "device_kind": os.environ.get("SLUICE_DEVICE_KIND", "")}
-    try:
-        env["cudnn"] = torch.backends.cudnn.version()
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        env["driver"] = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True).stdout.strip().splitlines()[0]
-    except (OSError, IndexError):
-        pass
-    manifest = os.path.join(os.path.dirname(os.path.abspath(args.bin)), "MANIFEST.txt")
-    if os.path.exists(manifest):
-        with open(manifest) as f:
-            for line in f:
-                if line.startswith("commit:"):
-                    env["sluice_commit"] = line.split(":", 1)[1].strip()
+    env = bench_gpu.device_environment(args.bin)
+    env.update({"precision": args.precision, "gpu_arch": args.gpu_arch,
+                "iters": args.iters, "attention_iters": args.attention_iters,
+                "warmup": args.warmup, "copies": COPIES})
     return env
 
 

@@ -114,11 +114,13 @@ template <> struct sluice_gemm<double> {
   }
 };
 
-/// How sluice_gemm_batched_ep splits a GEMM into tiles for `threads`:
-/// rows and columns are halved until there are enough tiles, keeping column
-/// blocks of 64 or more and row blocks of 16 or more.
-static inline void sluice_gemm_split(int threads, int64_t batches, int64_t m, int64_t n,
-                                     int64_t k, int64_t *rowBlocksOut, int64_t *colBlocksOut) {
+/// Runs `tile(batch, r0, rows, c0, cols)` over the tiles a batched GEMM is
+/// split into for `threads`, spread over them by OpenMP: rows and columns
+/// are halved until there are enough tiles, keeping column blocks of 64 or
+/// more (starting on multiples of `colAlign`) and row blocks of 16 or more.
+template <typename Tile>
+static inline void sluice_gemm_tiles(int threads, int64_t batches, int64_t m, int64_t n,
+                                     int64_t k, int64_t colAlign, const Tile &tile) {
   int64_t rowBlocks = 1, colBlocks = 1;
   const double flops = 2.0 * (double)batches * m * n * (k > 0 ? k : 1);
   if (threads > 1 && flops > 2e6) {
@@ -133,8 +135,19 @@ static inline void sluice_gemm_split(int threads, int64_t batches, int64_t m, in
         break;
     }
   }
-  *rowBlocksOut = rowBlocks;
-  *colBlocksOut = colBlocks;
+  const int64_t tiles = batches * rowBlocks * colBlocks;
+  const int64_t rowStep = (m + rowBlocks - 1) / rowBlocks;
+  const int64_t colStep = ((n + colBlocks - 1) / colBlocks + colAlign - 1) / colAlign * colAlign;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tiles > 1)
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t batch = t / (rowBlocks * colBlocks);
+    const int64_t rb = (t / colBlocks) % rowBlocks, cb = t % colBlocks;
+    const int64_t r0 = rb * rowStep, c0 = cb * colStep;
+    const int64_t rows = (r0 + rowStep < m ? r0 + rowStep : m) - r0;
+    const int64_t cols = (c0 + colStep < n ? c0 + colStep : n) - c0;
+    if (rows > 0 && cols > 0)
+      tile(batch, r0, rows, c0, cols);
+  }
 }
 
 /// Batched GEMM with strided operands and a fused epilogue (form F2 kernel
@@ -157,20 +170,8 @@ static inline void sluice_gemm_batched_ep(int threads, int64_t batches, int64_t 
   sluice_blas_threads(1);
   if (m == 0 || n == 0 || batches == 0)
     return;
-  int64_t rowBlocks, colBlocks;
-  sluice_gemm_split(threads, batches, m, n, k, &rowBlocks, &colBlocks);
-  const int64_t tiles = batches * rowBlocks * colBlocks;
-  const int64_t rowStep = (m + rowBlocks - 1) / rowBlocks;
-  const int64_t colStep = ((n + colBlocks - 1) / colBlocks + 15) / 16 * 16;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tiles > 1)
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t batch = t / (rowBlocks * colBlocks);
-    const int64_t rb = (t / colBlocks) % rowBlocks, cb = t % colBlocks;
-    const int64_t r0 = rb * rowStep, c0 = cb * colStep;
-    const int64_t rows = (r0 + rowStep < m ? r0 + rowStep : m) - r0;
-    const int64_t cols = (c0 + colStep < n ? c0 + colStep : n) - c0;
-    if (rows <= 0 || cols <= 0)
-      continue;
+  sluice_gemm_tiles(threads, batches, m, n, k, 16,
+                    [&](int64_t batch, int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
     T *ct = c + batch * m * n + r0 * n + c0;
     auto tileEpi = [&](int64_t i0, int64_t ni, int64_t j0, int64_t nj) {
       epi(batch, r0 + i0, ni, c0 + j0, nj);
@@ -180,11 +181,11 @@ static inline void sluice_gemm_batched_ep(int threads, int64_t batches, int64_t 
         for (int64_t j = 0; j < cols; ++j)
           ct[i * n + j] = 0;
       tileEpi(0, rows, 0, cols);
-      continue;
+      return;
     }
     sluice_gemm<T>::run_ep(rows, cols, k, a + aOff[batch] + r0 * lda, lda, b + bOff[batch] + c0,
                            ldb, ct, n, tileEpi);
-  }
+  });
 }
 
 /// The epilogue of a plain batched GEMM: nothing (it inlines away, leaving
@@ -207,9 +208,9 @@ static inline void sluice_gemm_batched(int threads, int64_t batches, int64_t m, 
 /// sluice_gemm_batched_ep for f32 with B a weight packed at compile time
 /// (sluice_sgemm_pack_panels, panels sluice_sgemm::NR wide over depth k,
 /// shared by every batch): the same tiles, column tiles starting on panel
-/// boundaries, each one sluice_sgemm::gemm_packed_ep call. No B packing at
-/// run time, and on AVX2 hosts the 6 x 16 kernel, which without its packing
-/// pass measured faster than OpenBLAS at BERT's shapes.
+/// boundaries, each one sluice_sgemm::gemm_packed_ep call: no B packing at
+/// run time (SLUICE_CPU_PACKED_WEIGHTS=1; docs/benchmarks.md has what it
+/// measured).
 template <typename Epilogue>
 static inline void sluice_sgemm_packed_batched_ep(int threads, int64_t batches, int64_t m,
                                                   int64_t n, int64_t k, const float *a,
@@ -218,27 +219,14 @@ static inline void sluice_sgemm_packed_batched_ep(int threads, int64_t batches, 
                                                   const Epilogue &epi) {
   if (m == 0 || n == 0 || batches == 0)
     return;
-  int64_t rowBlocks, colBlocks;
-  sluice_gemm_split(threads, batches, m, n, k, &rowBlocks, &colBlocks);
-  const int64_t NR = sluice_sgemm::NR;
-  const int64_t tiles = batches * rowBlocks * colBlocks;
-  const int64_t rowStep = (m + rowBlocks - 1) / rowBlocks;
-  const int64_t colStep = ((n + colBlocks - 1) / colBlocks + NR - 1) / NR * NR;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tiles > 1)
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t batch = t / (rowBlocks * colBlocks);
-    const int64_t rb = (t / colBlocks) % rowBlocks, cb = t % colBlocks;
-    const int64_t r0 = rb * rowStep, c0 = cb * colStep;
-    const int64_t rows = (r0 + rowStep < m ? r0 + rowStep : m) - r0;
-    const int64_t cols = (c0 + colStep < n ? c0 + colStep : n) - c0;
-    if (rows <= 0 || cols <= 0)
-      continue;
+  sluice_gemm_tiles(threads, batches, m, n, k, sluice_sgemm::NR,
+                    [&](int64_t batch, int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
     auto tileEpi = [&](int64_t i0, int64_t ni, int64_t j0, int64_t nj) {
       epi(batch, r0 + i0, ni, c0 + j0, nj);
     };
     sluice_sgemm::gemm_packed_ep(rows, cols, k, a + aOff[batch] + r0 * lda, lda, bp + c0 * k,
                                  c + batch * m * n + r0 * n + c0, n, tileEpi);
-  }
+  });
 }
 #endif
 

@@ -348,6 +348,63 @@ static inline void tile(int64_t rows, int64_t kc, const float *a, int64_t lda, c
     kernel_rows<1, Packed>(rows, kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias, pf);
 }
 
+/// The loop nest's block sizes: K in slices of near-equal depth, at most
+/// KC (576 -> 2 x 288, not 384 + 192), N in blocks of near-equal width, at
+/// most NC, multiples of NR.
+static inline void blocking(int64_t n, int64_t k, int64_t *kcMax, int64_t *ncMax) {
+  const int64_t kSlices = (k + KC - 1) / KC;
+  *kcMax = (k + kSlices - 1) / kSlices;
+  const int64_t nBlocks = (n + NC - 1) / NC;
+  *ncMax = ((n + nBlocks - 1) / nBlocks + NR - 1) / NR * NR;
+}
+
+/// The Goto/BLIS loop nest over B panels (after the in-place cases): for
+/// each NC-column block and KC-deep slice, `prepare(jc, nc, pc, kc)` (packs
+/// that block of B, or nothing when B is packed ahead of time), then every
+/// MR x NR tile of an MC-row block against `panel(jc, jr, pc, kc)`, the
+/// panel holding columns jc + jr.. for depths pc.. (rows NR floats apart).
+/// With `prefetch`, each panel's first row tile prefetches the next panel
+/// (B from memory, once per GEMM). `bias` is added in the last slice's
+/// stores; `epi` runs on each finished MC x NR block.
+template <typename Prepare, typename Panel, typename Epilogue>
+static inline void blocked(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                           float *c, int64_t ldc, const float *bias, bool prefetch,
+                           const Prepare &prepare, const Panel &panel, const Epilogue &epi) {
+  int64_t kcMax, ncMax;
+  blocking(n, k, &kcMax, &ncMax);
+  for (int64_t jc = 0; jc < n; jc += ncMax) {
+    const int64_t nc = n - jc < ncMax ? n - jc : ncMax;
+    for (int64_t pc = 0; pc < k; pc += kcMax) {
+      const int64_t kc = k - pc < kcMax ? k - pc : kcMax;
+      const bool acc = pc > 0, last = pc + kc >= k;
+      prepare(jc, nc, pc, kc);
+      for (int64_t ic = 0; ic < m; ic += MC) {
+        const int64_t mc = m - ic < MC ? m - ic : MC;
+        // Row panels of near-equal height (64 rows: 11,11,11,11,10,10
+        // rather than 12 x 5 + 4): short panels waste the FMA pipes.
+        const int64_t panels = (mc + MR - 1) / MR;
+        const int64_t base = mc / panels, extra = mc % panels;
+        const float *ablock = a + ic * lda + pc;
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const int64_t cols = nc - jr < NR ? nc - jr : NR;
+          const float *bpanel = panel(jc, jr, pc, kc);
+          const float *next = prefetch && jr + NR < nc ? panel(jc, jr + NR, pc, kc) : nullptr;
+          for (int64_t r = 0, ir = 0; r < panels; ++r) {
+            const int64_t rows = base + (r < extra ? 1 : 0);
+            const float *br = bias && last ? bias + ic + ir : nullptr;
+            tile<true>(rows, kc, ablock + ir * lda, lda, bpanel, NR,
+                       c + (ic + ir) * ldc + jc + jr, ldc, cols, acc, br,
+                       r == 0 ? next : nullptr);
+            ir += rows;
+          }
+          if (last)
+            epi(ic, mc, jc + jr, cols);
+        }
+      }
+    }
+  }
+}
+
 /// The epilogue of a plain GEMM: nothing.
 struct no_epilogue {
   void operator()(int64_t, int64_t, int64_t, int64_t) const {}
@@ -373,10 +430,8 @@ static inline void gemm_ep(int64_t m, int64_t n, int64_t k, const float *a, int6
     epi(0, m, 0, n);
     return;
   }
-  const int64_t kSlices = (k + KC - 1) / KC;
-  const int64_t kcMax = (k + kSlices - 1) / kSlices;
-  const int64_t nBlocks = (n + NC - 1) / NC;
-  const int64_t ncMax = ((n + nBlocks - 1) / nBlocks + NR - 1) / NR * NR;
+  int64_t kcMax, ncMax;
+  blocking(n, k, &kcMax, &ncMax);
   const bool inPlace = m <= MR && (m <= 4 || k * ldb <= (int64_t(1) << 20));
   float *bp = inPlace ? nullptr : sluice_float_scratch<SLUICE_SCRATCH_SGEMM>(kcMax * ncMax);
   if (!bp) {
@@ -398,36 +453,11 @@ static inline void gemm_ep(int64_t m, int64_t n, int64_t k, const float *a, int6
     }
     return;
   }
-  for (int64_t jc = 0; jc < n; jc += ncMax) {
-    const int64_t nc = n - jc < ncMax ? n - jc : ncMax;
-    for (int64_t pc = 0; pc < k; pc += kcMax) {
-      const int64_t kc = k - pc < kcMax ? k - pc : kcMax;
-      const bool acc = pc > 0, last = pc + kc >= k;
-      pack_b(kc, nc, b + pc * ldb + jc, ldb, bp);
-      for (int64_t ic = 0; ic < m; ic += MC) {
-        const int64_t mc = m - ic < MC ? m - ic : MC;
-        // Row panels of near-equal height (64 rows: 11,11,11,11,10,10
-        // rather than 12 x 5 + 4): short panels waste the FMA pipes.
-        const int64_t panels = (mc + MR - 1) / MR;
-        const int64_t base = mc / panels, extra = mc % panels;
-        const float *ablock = a + ic * lda + pc;
-        for (int64_t jr = 0; jr < nc; jr += NR) {
-          const int64_t cols = nc - jr < NR ? nc - jr : NR;
-          const float *bpanel = bp + jr * kc;
-          for (int64_t r = 0, ir = 0; r < panels; ++r) {
-            const int64_t rows = base + (r < extra ? 1 : 0);
-            const float *apanel = ablock + ir * lda;
-            float *cp = c + (ic + ir) * ldc + jc + jr;
-            const float *br = bias && last ? bias + ic + ir : nullptr;
-            tile<true>(rows, kc, apanel, lda, bpanel, NR, cp, ldc, cols, acc, br);
-            ir += rows;
-          }
-          if (last)
-            epi(ic, mc, jc + jr, cols);
-        }
-      }
-    }
-  }
+  blocked(m, n, k, a, lda, c, ldc, bias, false,
+          [&](int64_t jc, int64_t nc, int64_t pc, int64_t kc) {
+            pack_b(kc, nc, b + pc * ldb + jc, ldb, bp);
+          },
+          [&](int64_t, int64_t jr, int64_t, int64_t kc) { return bp + jr * kc; }, epi);
 }
 
 static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
@@ -453,39 +483,9 @@ static inline void gemm_packed_ep(int64_t m, int64_t n, int64_t k, const float *
     epi(0, m, 0, n);
     return;
   }
-  const int64_t kSlices = (k + KC - 1) / KC;
-  const int64_t kcMax = (k + kSlices - 1) / kSlices;
-  const int64_t nBlocks = (n + NC - 1) / NC;
-  const int64_t ncMax = ((n + nBlocks - 1) / nBlocks + NR - 1) / NR * NR;
-  for (int64_t jc = 0; jc < n; jc += ncMax) {
-    const int64_t nc = n - jc < ncMax ? n - jc : ncMax;
-    for (int64_t pc = 0; pc < k; pc += kcMax) {
-      const int64_t kc = k - pc < kcMax ? k - pc : kcMax;
-      const bool acc = pc > 0, last = pc + kc >= k;
-      for (int64_t ic = 0; ic < m; ic += MC) {
-        const int64_t mc = m - ic < MC ? m - ic : MC;
-        const int64_t panels = (mc + MR - 1) / MR;
-        const int64_t base = mc / panels, extra = mc % panels;
-        const float *ablock = a + ic * lda + pc;
-        for (int64_t jr = 0; jr < nc; jr += NR) {
-          const int64_t cols = nc - jr < NR ? nc - jr : NR;
-          const float *bpanel = bp + (jc + jr) * k + pc * NR;
-          // The first row panel prefetches the next B panel: packed
-          // weights come from memory, once per GEMM.
-          const float *next = jr + NR < nc ? bpanel + NR * k : nullptr;
-          for (int64_t r = 0, ir = 0; r < panels; ++r) {
-            const int64_t rows = base + (r < extra ? 1 : 0);
-            tile<true>(rows, kc, ablock + ir * lda, lda, bpanel, NR,
-                       c + (ic + ir) * ldc + jc + jr, ldc, cols, acc, nullptr,
-                       r == 0 ? next : nullptr);
-            ir += rows;
-          }
-          if (last)
-            epi(ic, mc, jc + jr, cols);
-        }
-      }
-    }
-  }
+  blocked(m, n, k, a, lda, c, ldc, nullptr, true, [](int64_t, int64_t, int64_t, int64_t) {},
+          [&](int64_t jc, int64_t jr, int64_t pc, int64_t) { return bp + (jc + jr) * k + pc * NR; },
+          epi);
 }
 
 /// Whether cpu_blas.h's float GEMMs of `m` rows take this GEMM rather than
