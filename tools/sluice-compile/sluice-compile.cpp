@@ -182,7 +182,8 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         weights_bytes, steps (each launch with its ops,
                         ONNX nodes and compute: f32, int8, int8w ...),
                         on cpu cpu_gemm and cpu_conv (the GEMM and
-                        convolution paths: avx512/openblas, onednn/im2col)
+                        convolution paths: avx512/openblas+avx2/openblas,
+                        onednn/im2col)
                         and cpu_conv_post_ops (convolutions whose ReLU /
                         residual Add run as oneDNN post-ops),
                         cpu_gemm_packed_weights (f32 GEMMs whose weight
