@@ -339,7 +339,7 @@ LogicalResult emitGemmGroup(GroupContext &ctx) {
   ctx.include("sluice_gen/cpu_blas.h");
   w.line("{0}", cInt64ArrayDecl("a_off", plan.aOff));
   const char *noEpilogue = "[](int64_t, int64_t, int64_t, int64_t, int64_t) {}";
-  if (std::optional<PackedB> packed = packedWeightB(ctx.kernel); packed && !plan.half) {
+  if (std::optional<PackedB> packed = packedWeightB(ctx.kernel)) {
     // B is in weights.bin in sluice_sgemm's panels (PackedB::key): the
     // bundle must be built for the panel width it was packed for.
     w.line("#if !defined(SLUICE_SGEMM_ISA) || SLUICE_SGEMM_ISA != {0}",

@@ -348,6 +348,22 @@ static inline void tile(int64_t rows, int64_t kc, const float *a, int64_t lda, c
     kernel_rows<1, Packed>(rows, kc, a, lda, bp, ldbp, c, ldc, cols, acc, bias, pf);
 }
 
+/// The GEMMs without products: nothing when C is empty; C = bias[i] (or 0)
+/// and the epilogue on all of it when K is 0. True when it handled the call.
+template <typename Epilogue>
+static inline bool trivial(int64_t m, int64_t n, int64_t k, float *c, int64_t ldc,
+                           const float *bias, const Epilogue &epi) {
+  if (m <= 0 || n <= 0)
+    return true;
+  if (k > 0)
+    return false;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      c[i * ldc + j] = bias ? 0.0f + bias[i] : 0.0f;
+  epi(0, m, 0, n);
+  return true;
+}
+
 /// The loop nest's block sizes: K in slices of near-equal depth, at most
 /// KC (576 -> 2 x 288, not 384 + 192), N in blocks of near-equal width, at
 /// most NC, multiples of NR.
@@ -421,15 +437,8 @@ template <typename Epilogue>
 static inline void gemm_ep(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                            const float *b, int64_t ldb, float *c, int64_t ldc,
                            const float *bias, const Epilogue &epi) {
-  if (m <= 0 || n <= 0)
+  if (trivial(m, n, k, c, ldc, bias, epi))
     return;
-  if (k <= 0) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        c[i * ldc + j] = bias ? 0.0f + bias[i] : 0.0f;
-    epi(0, m, 0, n);
-    return;
-  }
   int64_t kcMax, ncMax;
   blocking(n, k, &kcMax, &ncMax);
   const bool inPlace = m <= MR && (m <= 4 || k * ldb <= (int64_t(1) << 20));
@@ -474,15 +483,8 @@ static inline void gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t
 template <typename Epilogue>
 static inline void gemm_packed_ep(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                                   const float *bp, float *c, int64_t ldc, const Epilogue &epi) {
-  if (m <= 0 || n <= 0)
+  if (trivial(m, n, k, c, ldc, nullptr, epi))
     return;
-  if (k <= 0) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        c[i * ldc + j] = 0.0f;
-    epi(0, m, 0, n);
-    return;
-  }
   blocked(m, n, k, a, lda, c, ldc, nullptr, true, [](int64_t, int64_t, int64_t, int64_t) {},
           [&](int64_t jc, int64_t jr, int64_t pc, int64_t) { return bp + (jc + jr) * k + pc * NR; },
           epi);
