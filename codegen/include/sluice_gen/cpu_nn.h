@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 /// Geometry of a (normalized 3-D) window op. `in`/`out` are spatial sizes,
 /// `pb`/`pe` begin/end pads.
 struct sluice_window {
@@ -285,11 +287,144 @@ static inline void sluice_pool_impl(int threads, const sluice_window &g, int64_t
       }
 }
 
+/// The max of two values that skips a NaN unless both are: the folds of
+/// sluice_max_pool_separable (a NaN other than a window's first tap never
+/// wins in sluice_pool_impl; the first tap is checked on its own).
+template <typename A> static inline A sluice_max_skip_nan(A acc, A v) {
+  return v > acc || acc != acc ? v : acc;
+}
+
+/// The outputs [fa, fb) of a row of max pooling whose taps all lie in the
+/// row, from the folded columns `col` (indexed by input column), taps
+/// outermost so that the loop over outputs vectorizes (S: the stride when
+/// it is 1 or 2, known at compile time; 0: g.s[2]). `first` is the
+/// window's first row: a NaN first tap is the result, as in
+/// sluice_pool_impl.
+template <int S, typename A, typename T>
+static inline void sluice_max_pool_columns(const sluice_window &g, const A *col, const T *first,
+                                           int64_t fa, int64_t fb, T *op) {
+  const int64_t s = S ? S : g.s[2];
+  A acc[SLUICE_ROW_CHUNK];
+  const A *c0 = col - g.pb[2];
+#pragma omp simd
+  for (int64_t o2 = fa; o2 < fb; ++o2)
+    acc[o2 - fa] = c0[o2 * s];
+  for (int64_t k2 = 1; k2 < g.k[2]; ++k2) {
+    const A *cp = col + k2 * g.d[2] - g.pb[2];
+#pragma omp simd
+    for (int64_t o2 = fa; o2 < fb; ++o2)
+      acc[o2 - fa] = sluice_max_skip_nan(acc[o2 - fa], cp[o2 * s]);
+  }
+  const T *f0 = first - g.pb[2];
+#pragma omp simd
+  for (int64_t o2 = fa; o2 < fb; ++o2) {
+    const A head = (A)sluice_load(f0[o2 * s]);
+    acc[o2 - fa] = head != head ? head : acc[o2 - fa];
+  }
+  for (int64_t o2 = fa; o2 < fb; ++o2)
+    op[o2] = SLUICE_STORE(T, acc[o2 - fa]);
+}
+
+/// Max pooling without indices, separably: per output row, the taps of
+/// each input column are folded first (the window's rows, in row-major
+/// order, into a row buffer, contiguous and vectorized), then the columns'
+/// taps per output. The value matches sluice_pool_impl's, where the first
+/// in-bounds tap is taken and a later tap only when greater: the window's
+/// first tap when it is NaN, else the max of its other values (the folds
+/// skip NaNs, sluice_max_skip_nan); only which of two equal zeros wins may
+/// differ. `A` is the value type (exact: float for f32 and the 16- and
+/// 8-bit types, double for the others). False, with nothing written, when
+/// a chunk's input span does not fit the row buffer (hostile strides or
+/// kernels); sluice_pool_impl then runs.
+template <typename T, typename A>
+static inline bool sluice_max_pool_separable(int threads, const sluice_window &g, int64_t planes,
+                                             const T *x, T *out) {
+  constexpr int64_t kSpan = 4096;
+  if ((SLUICE_ROW_CHUNK - 1) * g.s[2] + (g.k[2] - 1) * g.d[2] + 1 > kSpan)
+    return false;
+  const int64_t inSize = g.inSize(), outSize = g.outSize();
+#pragma omp parallel for collapse(3) num_threads(threads) if (planes * outSize * g.kSize() > 32768)
+  for (int64_t plane = 0; plane < planes; ++plane)
+    for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
+      for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+        const T *xp = x + plane * inSize;
+        T *op = out + plane * outSize + (o0 * g.out[1] + o1) * g.out[2];
+        const int64_t s0 = o0 * g.s[0] - g.pb[0], s1 = o1 * g.s[1] - g.pb[1];
+        int64_t lo0, hi0, lo1, hi1;
+        sluice_tap_range(s0, g.k[0], g.d[0], 0, g.in[0], &lo0, &hi0);
+        sluice_tap_range(s1, g.k[1], g.d[1], 0, g.in[1], &lo1, &hi1);
+        if (lo0 == hi0 || lo1 == hi1) {
+          for (int64_t o2 = 0; o2 < g.out[2]; ++o2)
+            op[o2] = SLUICE_STORE(T, (double)-INFINITY);
+          continue;
+        }
+        const T *firstRow = xp + ((s0 + lo0 * g.d[0]) * g.in[1] + s1 + lo1 * g.d[1]) * g.in[2];
+        A col[kSpan];
+        for (int64_t oc = 0; oc < g.out[2]; oc += SLUICE_ROW_CHUNK) {
+          const int64_t cnt = g.out[2] - oc < SLUICE_ROW_CHUNK ? g.out[2] - oc : SLUICE_ROW_CHUNK;
+          // The input columns this chunk reads, clamped to the row.
+          int64_t c0 = oc * g.s[2] - g.pb[2];
+          int64_t c1 = (oc + cnt - 1) * g.s[2] - g.pb[2] + (g.k[2] - 1) * g.d[2] + 1;
+          c0 = c0 < 0 ? 0 : c0;
+          c1 = c1 > g.in[2] ? g.in[2] : c1;
+#pragma omp simd
+          for (int64_t i = c0; i < c1; ++i)
+            col[i - c0] = (A)sluice_load(firstRow[i]);
+          for (int64_t k0 = lo0; k0 < hi0; ++k0)
+            for (int64_t k1 = k0 == lo0 ? lo1 + 1 : lo1; k1 < hi1; ++k1) {
+              const T *row = xp + ((s0 + k0 * g.d[0]) * g.in[1] + s1 + k1 * g.d[1]) * g.in[2];
+#pragma omp simd
+              for (int64_t i = c0; i < c1; ++i)
+                col[i - c0] = sluice_max_skip_nan(col[i - c0], (A)sluice_load(row[i]));
+            }
+          // Outputs whose taps all lie in the row: [fa, fb); the rest clip.
+          const int64_t reach = (g.k[2] - 1) * g.d[2];
+          int64_t fa = (g.pb[2] + g.s[2] - 1) / g.s[2];
+          int64_t fb = g.in[2] - 1 - reach + g.pb[2] < 0
+                           ? 0
+                           : (g.in[2] - 1 - reach + g.pb[2]) / g.s[2] + 1;
+          fa = fa < oc ? oc : fa > oc + cnt ? oc + cnt : fa;
+          fb = fb < fa ? fa : fb > oc + cnt ? oc + cnt : fb;
+          if (g.s[2] == 1)
+            sluice_max_pool_columns<1>(g, col - c0, firstRow, fa, fb, op);
+          else if (g.s[2] == 2)
+            sluice_max_pool_columns<2>(g, col - c0, firstRow, fa, fb, op);
+          else
+            sluice_max_pool_columns<0>(g, col - c0, firstRow, fa, fb, op);
+          for (int64_t o2 = oc; o2 < oc + cnt; ++o2) {
+            if (o2 == fa)
+              o2 = fb;
+            if (o2 >= oc + cnt)
+              break;
+            const int64_t s2 = o2 * g.s[2] - g.pb[2];
+            int64_t lo2, hi2;
+            sluice_tap_range(s2, g.k[2], g.d[2], 0, g.in[2], &lo2, &hi2);
+            if (lo2 == hi2) {
+              op[o2] = SLUICE_STORE(T, (double)-INFINITY);
+              continue;
+            }
+            const A *cp = col + s2 - c0;
+            A acc = cp[lo2 * g.d[2]];
+            for (int64_t k2 = lo2 + 1; k2 < hi2; ++k2)
+              acc = sluice_max_skip_nan(acc, cp[k2 * g.d[2]]);
+            const A head = (A)sluice_load(firstRow[s2 + lo2 * g.d[2]]);
+            op[o2] = SLUICE_STORE(T, head != head ? head : acc);
+          }
+        }
+      }
+  return true;
+}
+
 template <typename T>
 static inline void sluice_pool(int threads, const sluice_window &g, int64_t planes, int kind,
                                bool countIncludePad, double p, bool columnMajor,
                                int64_t spatial, const T *x, T *out, int64_t *indices) {
   (void)spatial;
+  // Exact for every T: float holds f32 and all 16- and 8-bit types.
+  using MaxT = typename std::conditional<std::is_same<T, float>::value || sizeof(T) <= 2, float,
+                                         double>::type;
+  if (kind == 0 && !indices && sluice_max_pool_separable<T, MaxT>(threads, g, planes, x, out))
+    return;
   if (kind == 0)
     sluice_pool_impl<0>(threads, g, planes, countIncludePad, p, columnMajor, x, out, indices);
   else if (kind == 1)
