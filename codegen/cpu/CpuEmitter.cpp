@@ -201,8 +201,9 @@ FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &hea
     break;
   case KernelForm::gemm:
     emitted = isInt8GemmGroup(kernel)    ? emitInt8GemmGroup(gctx)
-              : kernel::isLoneOp(kernel) ? emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody)
-              : isConvGroup(kernel)      ? emitConvGroup(gctx)
+              : kernel::isLoneOp(kernel) && !keepsBlockedActivations(kernel)
+                  ? emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody)
+              : isConvGroup(kernel) ? emitConvGroup(gctx)
                                          : emitGemmGroup(gctx);
     break;
   case KernelForm::row:
@@ -210,6 +211,10 @@ FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &hea
                                        : emitRowGroup(gctx);
     break;
   case KernelForm::library:
+    emitted = isConvGroup(kernel) && keepsBlockedActivations(kernel)
+                  ? emitConvGroup(gctx)
+                  : emitSingleOp(gctx, kernel::anchorOf(kernel), fnBody);
+    break;
   case KernelForm::single:
   case KernelForm::view:
   case KernelForm::collective:
@@ -275,6 +280,8 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module, SharedWeights *sharedWeights,
     return failure();
   func::FuncOp func = model.func;
   Block &block = func.getBody().front();
+  CpuConvLayoutScope convLayouts(block);
+  model.convBlockedActivations = (int64_t)convLayouts.blockedActivations();
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   std::set<std::string> headers{"sluice_gen/cpu.h"};
   CodeWriter run(1);

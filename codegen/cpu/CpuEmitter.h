@@ -117,6 +117,9 @@ struct CpuModel : ModelFacts {
   /// Convolutions whose epilogue (ReLU, residual Add) runs as oneDNN
   /// post-ops (groups/Conv.cpp): the report's "cpu_conv_post_ops".
   int64_t convPostOps = 0;
+  /// Activations kept in oneDNN's blocked layout between convolutions
+  /// (groups/Conv.cpp): the report's "cpu_conv_blocked_activations".
+  int64_t convBlockedActivations = 0;
   /// f32 GEMM groups reading their B packed at compile time
   /// (groups/Gemm.cpp): the report's "cpu_gemm_packed_weights".
   int64_t gemmPackedWeights = 0;
@@ -129,6 +132,10 @@ struct CpuConvPostOps {
   /// to it (oneDNN's sum post-op); "" for none.
   std::string residual;
   bool relu = false;
+  /// Which of src, dst and residual are kept in oneDNN's blocked layout
+  /// (sluice_gen/cpu_nn_dnnl.h's SLUICE_DNNL_*_BLOCKED bits; the oneDNN
+  /// path only, planned by groups/Conv.cpp).
+  unsigned blockedSides = 0;
 };
 /// Emits the sluice.conv `ctx.op` (operands ctx.in, result ctx.out[0])
 /// with `post` applied: oneDNN post-ops on the oneDNN path, a loop after
@@ -140,6 +147,11 @@ mlir::LogicalResult emitConvWithPostOps(CpuOpContext &ctx, const CpuConvPostOps 
 /// OpenBLAS; without oneDNN, or SLUICE_CPU_CONV=im2col). The report's
 /// "cpu_conv".
 const char *cpuConvPathName();
+/// Whether oneDNN convolutions keep activations that only convolutions read
+/// in oneDNN's blocked layout (groups/Conv.cpp): the oneDNN path, unless
+/// SLUICE_CPU_CONV=onednn-nchw (each convolution then reorders its NCHW
+/// src and dst inside the call).
+bool cpuConvKeepsBlockedLayout();
 /// How f32 GEMMs run: "avx512" (sluice_gen/cpu_gemm.h's packed kernel, on
 /// a host with AVX-512F, which -march=native bundles then target),
 /// "openblas+avx2" (AVX2 + FMA: OpenBLAS, one-row GEMMs on cpu_gemm.h's

@@ -16,6 +16,7 @@
 #include "dialects/sluice/SluiceOps.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -62,6 +63,29 @@ bool readsPackedWeight(KernelOp kernel);
 LogicalResult emitConvGroup(GroupContext &ctx);
 /// Whether `kernel` is a GEMM group with a float convolution anchor.
 bool isConvGroup(KernelOp kernel);
+/// While one lives (on this thread), the conv groups of `block` keep the
+/// activations that only convolutions read in oneDNN's blocked layout
+/// (nChw8c / nChw16c): the convolution that writes one stores it so and
+/// the ones that read it, as src or residual, read it so, with no reorder
+/// to and from NCHW in between (groups/Conv.cpp plans which; oneDNN path
+/// only, cpuConvKeepsBlockedLayout). emitCpuModel holds one.
+class CpuConvLayoutScope {
+public:
+  explicit CpuConvLayoutScope(mlir::Block &block);
+  ~CpuConvLayoutScope();
+  CpuConvLayoutScope(const CpuConvLayoutScope &) = delete;
+  CpuConvLayoutScope &operator=(const CpuConvLayoutScope &) = delete;
+  /// How many activations are kept blocked: the report's
+  /// "cpu_conv_blocked_activations".
+  size_t blockedActivations() const { return values.size(); }
+
+private:
+  llvm::DenseSet<mlir::Value> values;
+  const llvm::DenseSet<mlir::Value> *previous;
+};
+/// Whether the conv group `kernel` reads or writes a blocked activation (a
+/// lone convolution then runs through emitConvGroup, not its op emitter).
+bool keepsBlockedActivations(KernelOp kernel);
 /// Whether `kernel` is a conv group whose epilogue runs as the
 /// convolution's post-ops (ReLU, residual Add, or both).
 bool hasConvPostOps(KernelOp kernel);

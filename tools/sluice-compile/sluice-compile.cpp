@@ -186,6 +186,8 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         onednn/im2col)
                         and cpu_conv_post_ops (convolutions whose ReLU /
                         residual Add run as oneDNN post-ops),
+                        cpu_conv_blocked_activations (activations kept
+                        in oneDNN's blocked layout between convolutions),
                         cpu_gemm_packed_weights (f32 GEMMs whose weight
                         is stored packed for the host's kernel),
                         remarks and phase timings as JSON
@@ -216,7 +218,9 @@ under $XDG_CACHE_HOME/sluice or ~/.cache/sluice; none: no precompiled
 header);
 SLUICE_CPU_CONV=im2col keeps cpu f32 convolutions on im2col + OpenBLAS
 instead of oneDNN (onednn, the default where the compiler has oneDNN, asks
-for it);
+for it, with activations that only convolutions read kept in oneDNN's
+blocked layout; onednn-nchw reorders each convolution's NCHW src and dst
+inside its call instead);
 SLUICE_CPU_PACKED_WEIGHTS=1 stores cpu f32 GEMM weights packed for the
 host's GEMM kernel (0, the default, keeps them raw).
 )";
@@ -555,10 +559,10 @@ int main(int argc, char **argv) {
   options.target = target;
   if (const char *conv = std::getenv("SLUICE_CPU_CONV"); conv && *conv) {
     std::string value = conv;
-    if (value != "onednn" && value != "im2col")
-      die("SLUICE_CPU_CONV='" + value + "': expected onednn or im2col");
-    if (value == "onednn" && std::string(sluice::codegen::cpuConvPathName()) != "onednn")
-      die("SLUICE_CPU_CONV=onednn: this sluice-compile was built without oneDNN "
+    if (value != "onednn" && value != "onednn-nchw" && value != "im2col")
+      die("SLUICE_CPU_CONV='" + value + "': expected onednn, onednn-nchw or im2col");
+    if (value != "im2col" && std::string(sluice::codegen::cpuConvPathName()) != "onednn")
+      die("SLUICE_CPU_CONV=" + value + ": this sluice-compile was built without oneDNN "
           "(libdnnl-dev); cpu convolutions use im2col");
   }
   if (const char *packed = std::getenv("SLUICE_CPU_PACKED_WEIGHTS"); packed && *packed) {
@@ -1044,6 +1048,7 @@ int main(int argc, char **argv) {
           json.attribute("cpu_gemm", sluice::codegen::cpuGemmPathName());
           json.attribute("cpu_conv", sluice::codegen::cpuConvPathName());
           json.attribute("cpu_conv_post_ops", cpuModel.convPostOps);
+          json.attribute("cpu_conv_blocked_activations", cpuModel.convBlockedActivations);
           json.attribute("cpu_gemm_packed_weights", cpuModel.gemmPackedWeights);
         }
         if (target == "cuda") {

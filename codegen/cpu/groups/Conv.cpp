@@ -29,6 +29,8 @@ namespace {
 /// The post-op form of a conv group: the residual (null: none) and ReLU.
 struct PostOpsMatch {
   Value residual;
+  /// The Add that reads it.
+  Operation *add = nullptr;
   bool relu = false;
 };
 
@@ -57,6 +59,7 @@ std::optional<PostOpsMatch> matchPostOps(KernelOp kernel, const GroupOps &parts)
         !isa<BlockArgument>(view->base))
       return std::nullopt;
     match.residual = r;
+    match.add = add;
     last = add->getResult(0);
     ++i;
   }
@@ -100,7 +103,127 @@ LogicalResult convContext(GroupContext &ctx, ConvOp conv, const std::string &c,
   return success();
 }
 
+/// The post-op form of a conv group that can keep its activations in
+/// oneDNN's blocked layout: an f32 2-D convolution on the oneDNN path
+/// (cpuConvKeepsBlockedLayout) that reads its input straight from a kernel
+/// input and writes the kernel's one output itself, through post-ops
+/// (residual straight from a kernel input too) or alone.
+std::optional<PostOpsMatch> blockableConv(KernelOp kernel) {
+  // A conv with an epilogue is a GEMM-form group, a lone one a library call.
+  KernelForm form = kernel.getForm();
+  if ((form != KernelForm::gemm && form != KernelForm::library) ||
+      !cpuConvKeepsBlockedLayout() || kernel->getNumResults() != 1)
+    return std::nullopt;
+  GroupOps parts = convParts(kernel);
+  auto conv = dyn_cast_or_null<ConvOp>(parts.anchor);
+  if (!conv || !parts.before.empty() || !elementOf(conv.getInput()).isF32() ||
+      shapeOf(conv.getInput()).size() != 4 || !isa<BlockArgument>(conv.getInput()))
+    return std::nullopt;
+  std::optional<PostOpsMatch> match;
+  if (parts.after.empty()) {
+    auto yielded = KernelYieldOp(parts.yield).getValues();
+    if (yielded.size() != 1 || stripOutputViews(yielded[0]) != conv.getOutput())
+      return std::nullopt;
+    auto out = resolveOutputView(conv.getOutput(), yielded[0]);
+    if (failed(out) || !out->isContiguous(shapeOf(conv.getOutput())))
+      return std::nullopt;
+    match = PostOpsMatch();
+  } else {
+    match = matchPostOps(kernel, parts);
+  }
+  if (match && match->residual && !isa<BlockArgument>(match->residual))
+    return std::nullopt;
+  return match;
+}
+
+/// Whether the blockable conv group `user` reads its input `operand` only
+/// as the convolution's src or as the residual of its post-ops.
+bool readsOnlyAsConvActivation(KernelOp user, unsigned operand) {
+  auto match = blockableConv(user);
+  if (!match)
+    return false;
+  Operation *conv = convParts(user).anchor;
+  BlockArgument arg = user.getBody().front().getArgument(operand);
+  for (OpOperand &use : arg.getUses()) {
+    Operation *owner = use.getOwner();
+    bool asSrc = owner == conv && use.getOperandNumber() == 0;
+    bool asResidual = owner == match->add && match->residual == arg;
+    if (!asSrc && !asResidual)
+      return false;
+  }
+  return true;
+}
+
+/// The activations of `block` kept blocked: results of blockable conv
+/// groups, 4-D f32 with channels a multiple of 16 (either oneDNN block),
+/// yielded as the convolution's value itself, that only blockable conv
+/// groups of the same block read, as src or residual (not the graph's
+/// outputs, not views, pools or control flow).
+llvm::DenseSet<Value> planBlockedActivations(Block &block) {
+  llvm::DenseSet<Value> planned;
+  if (!cpuConvKeepsBlockedLayout())
+    return planned;
+  for (Operation &op : block) {
+    auto producer = dyn_cast<KernelOp>(op);
+    if (!producer || !blockableConv(producer))
+      continue;
+    Value v = producer->getResult(0);
+    ArrayRef<int64_t> shape = shapeOf(v);
+    auto yielded = KernelYieldOp(convParts(producer).yield).getValues();
+    if (shape.size() != 4 || shape[1] % 16 != 0 || !elementOf(v).isF32() ||
+        stripOutputViews(yielded[0]) != yielded[0] || v.use_empty())
+      continue;
+    bool onlyConvs = llvm::all_of(v.getUses(), [&](OpOperand &use) {
+      auto user = dyn_cast<KernelOp>(use.getOwner());
+      return user && user->getBlock() == &block &&
+             readsOnlyAsConvActivation(user, use.getOperandNumber());
+    });
+    if (onlyConvs)
+      planned.insert(v);
+  }
+  return planned;
+}
+
+/// The blocked activations of the cpu bundle this thread emits
+/// (CpuConvLayoutScope), or null.
+thread_local const llvm::DenseSet<Value> *plannedBlocked = nullptr;
+
+/// Whether the kernel input that `arg` (a block argument of `kernel`) is
+/// bound to is kept blocked.
+bool isBlockedInput(KernelOp kernel, Value arg) {
+  auto blockArg = dyn_cast<BlockArgument>(arg);
+  return plannedBlocked && blockArg &&
+         plannedBlocked->contains(kernel->getOperand(blockArg.getArgNumber()));
+}
+
+/// The SLUICE_DNNL_*_BLOCKED bits (cpu_nn_dnnl.h) of the blockable conv
+/// group `kernel` with post-ops `match`.
+unsigned blockedSidesOf(KernelOp kernel, const PostOpsMatch &match) {
+  if (!plannedBlocked)
+    return 0;
+  auto conv = cast<ConvOp>(convParts(kernel).anchor);
+  unsigned sides = 0;
+  if (isBlockedInput(kernel, conv.getInput()))
+    sides |= 1; // SLUICE_DNNL_SRC_BLOCKED
+  if (plannedBlocked->contains(kernel->getResult(0)))
+    sides |= 2; // SLUICE_DNNL_DST_BLOCKED
+  if (match.residual && isBlockedInput(kernel, match.residual))
+    sides |= 4; // SLUICE_DNNL_RESIDUAL_BLOCKED
+  return sides;
+}
+
 } // namespace
+
+CpuConvLayoutScope::CpuConvLayoutScope(Block &block)
+    : values(planBlockedActivations(block)), previous(plannedBlocked) {
+  plannedBlocked = &values;
+}
+CpuConvLayoutScope::~CpuConvLayoutScope() { plannedBlocked = previous; }
+
+bool keepsBlockedActivations(KernelOp kernel) {
+  auto match = blockableConv(kernel);
+  return match && blockedSidesOf(kernel, *match) != 0;
+}
 
 bool isConvGroup(KernelOp kernel) { return isa_and_nonnull<ConvOp>(convParts(kernel).anchor); }
 
@@ -126,13 +249,20 @@ LogicalResult emitConvGroup(GroupContext &ctx) {
   Type et = elementOf(result);
   auto yielded = KernelYieldOp(parts.yield).getValues();
 
-  // Post-ops: the convolution writes the one output itself.
-  if (auto match = matchPostOps(kernel, parts)) {
+  // Post-ops: the convolution writes the one output itself (in the
+  // blocked layout where CpuConvLayoutScope planned it).
+  std::optional<PostOpsMatch> match = matchPostOps(kernel, parts);
+  unsigned blockedSides = 0;
+  if (auto blockable = blockableConv(kernel))
+    if ((blockedSides = blockedSidesOf(kernel, *blockable)))
+      match = blockable;
+  if (match) {
     CpuOpContext octx;
     if (failed(convContext(ctx, conv, ctx.output(0), octx)))
       return failure();
     CpuConvPostOps post;
     post.relu = match->relu;
+    post.blockedSides = blockedSides;
     if (match->residual) {
       auto ptr = ctx.leafPointer(*resolveView(match->residual));
       if (failed(ptr))

@@ -19,6 +19,8 @@
 #include "dialects/sluice/SluiceTypes.h"
 #include "lib/reference/Resize.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -93,8 +95,8 @@ std::string biasPointer(CpuOpContext &ctx, ConvLike conv) {
 enum class CpuConvPath { onednn, im2col };
 
 /// Whether f32 convolutions run through oneDNN: the compiler was built
-/// with it and SLUICE_CPU_CONV is not `im2col` (sluice-compile refuses
-/// other values).
+/// with it and SLUICE_CPU_CONV is not `im2col` (it is unset, `onednn` or
+/// `onednn-nchw`; sluice-compile refuses other values).
 bool onednnConvs() {
 #if SLUICE_CPU_DNNL
   const char *env = std::getenv("SLUICE_CPU_CONV");
@@ -116,6 +118,11 @@ CpuConvPath cpuConvPath(Type et) {
 } // namespace
 
 const char *cpuConvPathName() { return onednnConvs() ? "onednn" : "im2col"; }
+
+bool cpuConvKeepsBlockedLayout() {
+  const char *env = std::getenv("SLUICE_CPU_CONV");
+  return onednnConvs() && !(env && std::string(env) == "onednn-nchw");
+}
 
 namespace {
 
@@ -176,16 +183,41 @@ LogicalResult emitConvWithPostOps(CpuOpContext &ctx, const CpuConvPostOps &post)
     // once: cpu_nn_dnnl.h), its post-ops included; the loops below (and
     // the post-ops as a loop) when oneDNN refuses it.
     ctx.include("sluice_gen/cpu_nn_dnnl.h");
-    ctx.code.line("static sluice_dnnl_conv dnnl_(win, {0}, {1}, true, {2}, {3});", dims,
+    ctx.code.line("static sluice_dnnl_conv dnnl_(win, {0}, {1}, true, {2}, {3}, {4});", dims,
                   conv.getBias() ? "true" : "false", post.residual.empty() ? "false" : "true",
-                  post.relu ? "true" : "false");
+                  post.relu ? "true" : "false", decimal(post.blockedSides));
     std::vector<std::string> call = {"args->num_threads", ctx.in[0], ctx.in[1],
                                      biasPointer(ctx, conv), ctx.out[0]};
     if (!post.residual.empty())
       call.push_back(post.residual);
     auto fallback = ctx.code.block("if ({0})", cCall("dnnl_.run", call));
+    if (!post.blockedSides) {
+      emitConvLoops(ctx, conv, dims, depthwise);
+      emitConvPostOpsLoop(ctx, conv, post);
+      return success();
+    }
+    // Blocked sides: the loops run on plain copies (cpu_nn_dnnl.h).
+    ArrayRef<int64_t> o = shapeOf(conv.getOutput());
+    ctx.code.line("sluice_dnnl_plain_io io_({0});",
+                  llvm::join(std::vector<std::string>{
+                                 "args->num_threads", decimal(post.blockedSides), decimal(x[0]),
+                                 decimal(x[1]), decimal(w[0]), decimal(product(x.drop_front(2))),
+                                 decimal(product(o.drop_front(2))), ctx.in[0], ctx.out[0],
+                                 post.residual.empty() ? "nullptr" : post.residual},
+                             ", "));
+    ctx.code.line("if (!io_.ok())");
+    ctx.code.line("  {0}", ctx.fail("\"out of memory\""));
+    std::string in = ctx.in[0], out = ctx.out[0];
+    ctx.in[0] = "io_.x";
+    ctx.out[0] = "io_.out";
+    CpuConvPostOps plainPost = post;
+    if (!post.residual.empty())
+      plainPost.residual = "io_.residual";
     emitConvLoops(ctx, conv, dims, depthwise);
-    emitConvPostOpsLoop(ctx, conv, post);
+    emitConvPostOpsLoop(ctx, conv, plainPost);
+    ctx.in[0] = in;
+    ctx.out[0] = out;
+    ctx.code.line("io_.finish();");
     return success();
   }
   emitConvLoops(ctx, conv, dims, depthwise);

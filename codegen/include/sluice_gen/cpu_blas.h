@@ -117,13 +117,17 @@ template <> struct sluice_gemm<double> {
 /// Runs `tile(batch, r0, rows, c0, cols)` over the tiles a batched GEMM is
 /// split into for `threads`, spread over them by OpenMP: rows and columns
 /// are halved until there are enough tiles, keeping column blocks of 64 or
-/// more (starting on multiples of `colAlign`) and row blocks of 16 or more.
+/// more (starting on multiples of `colAlign`) and row blocks of 16 or more;
+/// GEMMs under 2 MFLOP whose B has under 2^16 elements stay on one thread.
 template <typename Tile>
 static inline void sluice_gemm_tiles(int threads, int64_t batches, int64_t m, int64_t n,
                                      int64_t k, int64_t colAlign, const Tile &tile) {
   int64_t rowBlocks = 1, colBlocks = 1;
   const double flops = 2.0 * (double)batches * m * n * (k > 0 ? k : 1);
-  if (threads > 1 && flops > 2e6) {
+  // Few rows (a classifier's or a decoder's one-row GEMM) are bound by
+  // reading B, which more threads read faster: split from 2^16 elements.
+  const double bElements = (double)batches * n * (k > 0 ? k : 1);
+  if (threads > 1 && (flops > 2e6 || bElements > 65536)) {
     while (batches * rowBlocks * colBlocks < 2 * threads) {
       if (n / (colBlocks * 2) >= 64 && n >= m)
         colBlocks *= 2;

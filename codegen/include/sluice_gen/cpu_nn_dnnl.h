@@ -31,9 +31,19 @@
 // layout, into the primitive's dst), with `relu` a ReLU follows (an eltwise
 // post-op): out = relu(conv(x, w) + bias + residual) in one launch.
 //
+// Layouts kept across convolutions (codegen/cpu/groups/Conv.cpp plans
+// them): an activation that only convolutions read is stored in oneDNN's
+// blocked layout nChw{B}c (B = sluice_dnnl_block(): 16 where oneDNN runs
+// AVX-512 kernels, else 8) by the convolution that writes it and read so by
+// the ones that read it, as src or as the sum post-op's residual; the
+// `sides` bits (SLUICE_DNNL_SRC_BLOCKED...) say which of a call's tensors
+// are in it. A primitive still picks its own layouts (format_tag::any) and
+// a side is reordered only where the two differ.
+//
 // sluice_dnnl_conv::run returns nonzero when oneDNN refuses the problem or
 // memory runs out: the generated code then runs the im2col path instead
-// (and applies the post-ops itself).
+// (and applies the post-ops itself), on plain copies of the blocked sides
+// (sluice_dnnl_plain_io).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_GEN_CPU_NN_DNNL_H
@@ -42,6 +52,7 @@
 #include "sluice_gen/cpu_nn.h"
 #include "sluice_gen/cpu_scratch.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -68,14 +79,102 @@ struct sluice_omp_threads_scope {
   ~sluice_omp_threads_scope() { omp_set_num_threads(saved); }
 };
 
+/// Which tensors of a sluice_dnnl_conv call are in the blocked layout.
+enum : unsigned {
+  SLUICE_DNNL_SRC_BLOCKED = 1,
+  SLUICE_DNNL_DST_BLOCKED = 2,
+  SLUICE_DNNL_RESIDUAL_BLOCKED = 4,
+};
+
+/// The channel block of activations kept blocked between convolutions:
+/// oneDNN's AVX-512 kernels work on nChw16c, its AVX2 and SSE ones on
+/// nChw8c. The same in every call of a process.
+[[maybe_unused]] int sluice_dnnl_block() {
+  static const int block = [] {
+    const unsigned isa = (unsigned)dnnl::get_effective_cpu_isa();
+    const unsigned avx512 = (unsigned)dnnl::cpu_isa::avx512_core;
+    return (isa & avx512) == avx512 ? 16 : 8;
+  }();
+  return block;
+}
+
+/// A blocked tensor (n, c, hw) <-> its plain NCHW copy; c is a multiple of
+/// the block (the compiler keeps only such tensors blocked).
+[[maybe_unused]] void sluice_dnnl_unblock(int threads, int64_t n, int64_t c, int64_t hw,
+                                          const float *blocked, float *plain, bool toBlocked) {
+  const int64_t b = sluice_dnnl_block(), cb = c / b;
+#pragma omp parallel for collapse(2) num_threads(threads) if (n * c * hw > 65536)
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < cb; ++j)
+      for (int64_t p = 0; p < hw; ++p)
+        for (int64_t k = 0; k < b; ++k) {
+          float *bp = (float *)blocked + ((i * cb + j) * hw + p) * b + k;
+          float *pp = plain + (i * c + j * b + k) * hw + p;
+          if (toBlocked)
+            *bp = *pp;
+          else
+            *pp = *bp;
+        }
+}
+
+/// Plain NCHW stand-ins for the blocked sides of a convolution call that
+/// oneDNN refused: the generated im2col fallback reads `x` and `residual`
+/// and writes `out`; finish() blocks `out` into the call's dst. Without
+/// blocked sides they are the call's own pointers.
+struct sluice_dnnl_plain_io {
+  const float *x, *residual;
+  float *out;
+
+  sluice_dnnl_plain_io(int threads, unsigned sides, int64_t batch, int64_t channels,
+                       int64_t outChannels, int64_t inHw, int64_t outHw, const float *x0,
+                       float *out0, const float *residual0)
+      : x(x0), residual(residual0), out(out0), threads(threads), sides(sides), batch(batch),
+        outChannels(outChannels), outHw(outHw), dst(out0) {
+    if (sides & SLUICE_DNNL_SRC_BLOCKED) {
+      xs = (float *)std::malloc(sizeof(float) * batch * channels * inHw);
+      if ((x = xs))
+        sluice_dnnl_unblock(threads, batch, channels, inHw, x0, xs, false);
+    }
+    if (residual0 && (sides & SLUICE_DNNL_RESIDUAL_BLOCKED)) {
+      rs = (float *)std::malloc(sizeof(float) * batch * outChannels * outHw);
+      if ((residual = rs))
+        sluice_dnnl_unblock(threads, batch, outChannels, outHw, residual0, rs, false);
+    }
+    if (sides & SLUICE_DNNL_DST_BLOCKED)
+      out = os = (float *)std::malloc(sizeof(float) * batch * outChannels * outHw);
+  }
+  ~sluice_dnnl_plain_io() {
+    std::free(xs);
+    std::free(rs);
+    std::free(os);
+  }
+  sluice_dnnl_plain_io(const sluice_dnnl_plain_io &) = delete;
+  sluice_dnnl_plain_io &operator=(const sluice_dnnl_plain_io &) = delete;
+
+  /// Whether every stand-in was allocated.
+  bool ok() const { return x && out && (residual || !(sides & SLUICE_DNNL_RESIDUAL_BLOCKED)); }
+  /// The result into the call's dst, blocked where it is.
+  void finish() {
+    if (os)
+      sluice_dnnl_unblock(threads, batch, outChannels, outHw, dst, os, true);
+  }
+
+private:
+  int threads;
+  unsigned sides;
+  int64_t batch, outChannels, outHw;
+  float *dst;
+  float *xs = nullptr, *rs = nullptr, *os = nullptr;
+};
+
 /// One convolution's geometry and bias, its primitives per thread count
 /// and its reordered weights.
 struct sluice_dnnl_conv {
   sluice_dnnl_conv(const sluice_window &g, int64_t batch, int64_t channels, int64_t outChannels,
                    int64_t group, bool hasBias, bool blocked, bool sum = false,
-                   bool relu = false)
+                   bool relu = false, unsigned sides = 0)
       : g(g), batch(batch), channels(channels), outChannels(outChannels), group(group),
-        hasBias(hasBias), blocked(blocked), sum(sum), relu(relu) {}
+        hasBias(hasBias), blocked(blocked), sum(sum), relu(relu), sides(sides) {}
 
   /// out = conv(x, w) + bias (+ residual with `sum`, then ReLU with `relu`)
   /// on `threads` threads. Nonzero when oneDNN cannot run it (the caller
@@ -102,16 +201,20 @@ struct sluice_dnnl_conv {
       void *scratch = pad.get(p->scratchBytes ? p->scratchBytes : 1);
       if (!scratch)
         return 1;
-      // src: plain in place, or reordered into the blocked layout.
+      // src: in place, or reordered into the primitive's layout.
       void *src = (void *)x, *dst = (void *)out;
       if (p->srcReorder) {
         src = srcBuf.get(p->pd.src_desc().get_size());
         if (!src)
           return 1;
-        dnnl::memory from(p->plainSrc, eng, (void *)x), to(p->pd.src_desc(), eng, src);
+        dnnl::memory from(p->extSrc, eng, (void *)x), to(p->pd.src_desc(), eng, src);
         p->srcReorder.execute(*stream, from, to);
       }
-      if (p->dstReorder) {
+      // dst: `out` itself when it has the primitive's layout, else a
+      // buffer reordered into `out` after (also when the residual, in
+      // another layout, is `out`: no reorder runs in place).
+      const bool residualInPlace = sum && residual == out && p->residualReorder;
+      if (p->dstReorder || residualInPlace) {
         dst = dstBuf.get(p->pd.dst_desc().get_size());
         if (!dst)
           return 1;
@@ -119,10 +222,10 @@ struct sluice_dnnl_conv {
       // The sum post-op adds what dst holds: the residual, in dst's layout.
       if (sum) {
         if (p->residualReorder) {
-          dnnl::memory from(p->plainDst, eng, (void *)residual), to(p->pd.dst_desc(), eng, dst);
+          dnnl::memory from(p->extResidual, eng, (void *)residual), to(p->pd.dst_desc(), eng, dst);
           p->residualReorder.execute(*stream, from, to);
-        } else if (residual != out) {
-          std::memcpy(dst, residual, p->plainDst.get_size());
+        } else if (residual != dst) {
+          std::memcpy(dst, residual, p->pd.dst_desc().get_size());
         }
       }
       dnnl::memory srcMem(p->pd.src_desc(), eng, src), wMem(p->pd.weights_desc(), eng, (void *)wp),
@@ -136,8 +239,11 @@ struct sluice_dnnl_conv {
         margs.insert({DNNL_ARG_BIAS, dnnl::memory(p->biasDesc, eng, (void *)bias)});
       p->prim.execute(*stream, margs);
       if (p->dstReorder) {
-        dnnl::memory from(p->pd.dst_desc(), eng, dst), to(p->plainDst, eng, (void *)out);
+        dnnl::memory from(p->pd.dst_desc(), eng, dst), to(p->extDst, eng, (void *)out);
         p->dstReorder.execute(*stream, from, to);
+      } else if (dst != (void *)out) {
+        stream->wait();
+        std::memcpy(out, dst, p->pd.dst_desc().get_size());
       }
       stream->wait();
     } catch (const dnnl::error &) {
@@ -159,9 +265,13 @@ private:
     bool ok = false;
     dnnl::convolution_forward::primitive_desc pd;
     dnnl::convolution_forward prim;
-    dnnl::memory::desc plainSrc, plainDst, plainWeights, biasDesc;
+    dnnl::memory::desc plainWeights, biasDesc;
+    /// The layouts of the call's src, dst and residual: plain NCHW, or
+    /// blocked for the `sides` bits.
+    dnnl::memory::desc extSrc, extDst, extResidual;
+    /// Between those and the primitive's layouts, where they differ.
     dnnl::reorder srcReorder, dstReorder;
-    /// With `sum` and a blocked dst: the residual into dst's layout.
+    /// With `sum`: the residual into the primitive's dst layout.
     dnnl::reorder residualReorder;
     size_t scratchBytes = 0;
     std::string name;
@@ -213,12 +323,17 @@ private:
     }
     const tag plain = two ? tag::nchw : tag::ncdhw;
     const tag plainW = group > 1 ? (two ? tag::goihw : tag::goidhw) : (two ? tag::oihw : tag::oidhw);
-    b.plainSrc = memory::desc(src, dt::f32, plain);
-    b.plainDst = memory::desc(dst, dt::f32, plain);
+    // Blocked sides are 2-D (the compiler keeps only those blocked).
+    const tag chwc = sluice_dnnl_block() == 16 ? tag::nChw16c : tag::nChw8c;
+    const memory::desc plainSrc(src, dt::f32, plain), plainDst(dst, dt::f32, plain);
+    b.extSrc = sides & SLUICE_DNNL_SRC_BLOCKED ? memory::desc(src, dt::f32, chwc) : plainSrc;
+    b.extDst = sides & SLUICE_DNNL_DST_BLOCKED ? memory::desc(dst, dt::f32, chwc) : plainDst;
+    b.extResidual =
+        sides & SLUICE_DNNL_RESIDUAL_BLOCKED ? memory::desc(dst, dt::f32, chwc) : plainDst;
     b.plainWeights = memory::desc(wts, dt::f32, plainW);
     b.biasDesc = memory::desc({outChannels}, dt::f32, tag::x);
-    memory::desc srcMd = blocked ? memory::desc(src, dt::f32, tag::any) : b.plainSrc;
-    memory::desc dstMd = blocked ? memory::desc(dst, dt::f32, tag::any) : b.plainDst;
+    memory::desc srcMd = blocked ? memory::desc(src, dt::f32, tag::any) : plainSrc;
+    memory::desc dstMd = blocked ? memory::desc(dst, dt::f32, tag::any) : plainDst;
     memory::desc wMd(wts, dt::f32, tag::any);
     primitive_attr attr;
     attr.set_scratchpad_mode(scratchpad_mode::user);
@@ -242,13 +357,13 @@ private:
     b.prim = convolution_forward(b.pd);
     b.scratchBytes = b.pd.scratchpad_desc().get_size();
     b.name = b.pd.impl_info_str();
-    if (b.pd.src_desc() != b.plainSrc)
-      b.srcReorder = reorder(reorder::primitive_desc(eng, b.plainSrc, eng, b.pd.src_desc()));
-    if (b.pd.dst_desc() != b.plainDst) {
-      b.dstReorder = reorder(reorder::primitive_desc(eng, b.pd.dst_desc(), eng, b.plainDst));
-      if (sum)
-        b.residualReorder = reorder(reorder::primitive_desc(eng, b.plainDst, eng, b.pd.dst_desc()));
-    }
+    if (b.pd.src_desc() != b.extSrc)
+      b.srcReorder = reorder(reorder::primitive_desc(eng, b.extSrc, eng, b.pd.src_desc()));
+    if (b.pd.dst_desc() != b.extDst)
+      b.dstReorder = reorder(reorder::primitive_desc(eng, b.pd.dst_desc(), eng, b.extDst));
+    if (sum && b.pd.dst_desc() != b.extResidual)
+      b.residualReorder =
+          reorder(reorder::primitive_desc(eng, b.extResidual, eng, b.pd.dst_desc()));
   }
 
   /// The weights in the primitive's layout (reordered on first use).
@@ -278,6 +393,7 @@ private:
   bool hasBias;
   bool blocked;
   bool sum, relu;
+  unsigned sides;
   std::mutex lock;
   std::vector<Built *> built;
 };
