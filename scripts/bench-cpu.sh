@@ -4,7 +4,7 @@
 # Uses the build in $SLUICE_BUILD_DIR (default build/) and the .venv python;
 # exported models and bundles are cached in <build>/bench. Arguments go to the
 # script, e.g.:
-#   scripts/bench-cpu.sh --threads 8 --iters 50 --write-doc docs/benchmarks.md
+#   scripts/bench-cpu.sh --threads 1,8 --iters 50 --write-doc docs/benchmarks.md
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${SLUICE_BUILD_DIR:-$root/build}"

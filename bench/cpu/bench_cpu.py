@@ -10,11 +10,14 @@ the script:
   2. compiles it with `sluice-compile MODEL -o BUNDLE --report REPORT.json`,
      recording the compile time and the report's kernels, library_calls,
      arena_bytes and weights_bytes;
-  3. times ONNX Runtime (CPUExecutionProvider, intra-op threads = --threads,
+  3. at each thread count of --threads (default 1, 2 and all cores), times
+     ONNX Runtime (CPUExecutionProvider, intra-op threads = the count,
      inter-op threads 1, ORT_ENABLE_ALL, sequential execution) and the bundle
      (`sluice-run ... --iters --warmup --threads --expect ORT_OUTPUTS`), the
-     same warm-up and timed runs each, and reports median and p90 latency and
-     the ratio sluice_median / ort_median (< 1: Sluice is faster);
+     same warm-up and timed runs each, in --rounds alternating rounds (ORT,
+     Sluice, ORT, ...: a shared machine's slow phases hit both), and reports
+     the median over rounds of each round's median and p90 latency, and the
+     ratio sluice_median / ort_median (< 1: Sluice is faster);
   4. prints a table and, with --write-doc FILE, writes or updates the section
      "## cpu target vs ONNX Runtime" of FILE (other sections are kept; rows of
      other models or Sluice configurations, --label, are kept too).
@@ -336,6 +339,26 @@ def time_sluice(name, out, stamp, comp, args):
     return res
 
 
+def merge_rounds(rounds):
+    """One row's numbers from its rounds: the median over rounds of each
+    round's median and p90; the worst output error; the first status that is
+    not a match (or "match")."""
+    res = {"rounds": rounds}
+    med = [r["median_ms"] for r in rounds if r.get("median_ms") is not None]
+    if med:
+        res["median_ms"] = float(np.median(med))
+        res["p90_ms"] = float(np.median([r["p90_ms"] for r in rounds
+                                         if r.get("p90_ms") is not None]))
+    for key in ("max_abs_err", "max_rel_err"):
+        errs = [r[key] for r in rounds if key in r]
+        if errs:
+            res[key] = max(errs)
+    statuses = [r["status"] for r in rounds if "status" in r]
+    if statuses:
+        res["status"] = next((st for st in statuses if st != "match"), "match")
+    return res
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -357,7 +380,8 @@ def machine_info(args):
                                 check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         pass
-    return dict(cpu=cpu, cores=os.cpu_count(), threads=args.threads, ort=ort.__version__,
+    return dict(cpu=cpu, cores=os.cpu_count(), threads=",".join(map(str, args.thread_counts)),
+                rounds=args.rounds, ort=ort.__version__,
                 date=datetime.date.today().isoformat(), commit=commit,
                 load=os.getloadavg()[0])
 
@@ -383,7 +407,7 @@ def row_cells(r, info):
     if "max_abs_err" in s:
         status += f" (abs {s['max_abs_err']:.1e}, rel {s['max_rel_err']:.1e})"
     mib = lambda b: None if b is None else b / 2**20
-    return [r["model"], r["label"], str(info["threads"]), fmt_ms(o.get("median_ms")),
+    return [r["model"], r["label"], str(r["threads"]), fmt_ms(o.get("median_ms")),
             fmt_ms(s.get("median_ms")), fmt(ratio, ".2f"), fmt_ms(o.get("p90_ms")),
             fmt_ms(s.get("p90_ms")), status, fmt(c.get("compile_s"), ".1f"),
             fmt(c.get("kernels"), "d"), fmt(c.get("library_calls"), "d"),
@@ -419,7 +443,9 @@ Latency of one inference (batch 1) of models exported by torch.onnx (opset 17,
 random weights, static shapes): a compiled Sluice bundle (`sluice-run`) against
 ONNX Runtime (CPUExecutionProvider, ORT_ENABLE_ALL, sequential execution,
 inter-op threads 1), with the same inputs, intra-op thread count, warm-up and
-timed runs. *Sluice / ORT* is the ratio of medians: below 1, Sluice is faster.
+timed runs, in alternating rounds (ORT, Sluice, ORT, ...; each number is the
+median over rounds of a round's median or p90), at 1, 2 and all threads.
+*Sluice / ORT* is the ratio of medians: below 1, Sluice is faster.
 *Outputs vs ORT* is `sluice-run --expect` on ONNX Runtime's outputs (max abs
 and rel error). *Sluice config* names the compiler configuration (`--label`);
 rows of other models or configurations are kept when the section is updated.
@@ -435,7 +461,8 @@ Reproduce (exports into `build/bench/` on first use, then compiles and times):
 ./scripts/bench-cpu.sh --write-doc docs/benchmarks.md   # --help for options
 ```
 
-Last run: {info['date']}, CPU {info['cpu']}, {info['cores']} cores, {info['threads']} threads,
+Last run: {info['date']}, CPU {info['cpu']}, {info['cores']} cores, threads {info['threads']},
+{info['rounds']} rounds,
 ONNX Runtime {info['ort']}, Sluice commit {info["commit"]}, load average
 {info['load']:.2f} at the start.
 
@@ -458,7 +485,7 @@ def write_doc(path, new_rows, info):
         after = "".join(lines[end:])
         body = [l.rstrip("\n") for l in lines[start + 1:end] if l.startswith("|")]
         old_rows = body[2:]  # past the header and separator
-    key = lambda r: tuple(c.strip() for c in r.strip("|").split("|")[:2])
+    key = lambda r: tuple(c.strip() for c in r.strip("|").split("|")[:3])
     merged, new_by_key = [], {key(r): r for r in new_rows}
     for r in old_rows:
         merged.append(new_by_key.pop(key(r), r))
@@ -484,8 +511,11 @@ def main():
                          "of this script)")
     ap.add_argument("--iters", type=int, default=20, help="timed runs")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up runs")
-    ap.add_argument("--threads", type=int, default=os.cpu_count(),
-                    help="intra-op threads for both, ORT and Sluice (all cores)")
+    ap.add_argument("--threads", default="1,2,all",
+                    help="intra-op thread counts for both, ORT and Sluice, comma-separated "
+                         "(all: the cores); a row per model and count")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternating rounds of ORT's and Sluice's timed runs per row")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"),
                     help="folder with sluice-compile and sluice-run")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench"),
@@ -514,8 +544,19 @@ def main():
             ap.error(f"unknown model '{n}' (known: {', '.join(MODELS)})")
     if args.skip_sluice and args.write_doc:
         ap.error("--write-doc records Sluice's numbers: drop --skip-sluice")
-    if args.iters < 1 or args.warmup < 0 or args.threads < 1:
-        ap.error("--iters and --threads must be >= 1, --warmup >= 0")
+    args.thread_counts = []
+    for token in args.threads.split(","):
+        token = token.strip()
+        try:
+            count = os.cpu_count() if token == "all" else int(token)
+        except ValueError:
+            ap.error(f"--threads: '{token}' is not a thread count (an integer or all)")
+        if count < 1:
+            ap.error("--threads: counts must be >= 1")
+        if count not in args.thread_counts:
+            args.thread_counts.append(count)
+    if args.iters < 1 or args.warmup < 0 or args.rounds < 1:
+        ap.error("--iters and --rounds must be >= 1, --warmup >= 0")
     args.bin = os.path.abspath(args.bin)
     args.out = os.path.abspath(args.out)
     if not args.skip_sluice:
@@ -524,7 +565,7 @@ def main():
                 ap.error(f"{tool} not found in {args.bin} (build first, or pass --bin)")
     os.makedirs(args.out, exist_ok=True)
     info = machine_info(args)
-    log(f"CPU {info['cpu']}, {info['cores']} cores, {args.threads} threads, "
+    log(f"CPU {info['cpu']}, {info['cores']} cores, threads {info['threads']}, "
         f"ONNX Runtime {info['ort']}, load average {info['load']:.2f}, bin {args.bin}, "
         f"cache {args.out}")
     if info["load"] > 0.5:
@@ -532,22 +573,31 @@ def main():
 
     results = []
     for name in names:
-        stamp = export_model(name, args.out, args.threads, args.force_export)
-        ort_res = time_ort(name, args.out, stamp, args.threads, args.iters, args.warmup)
-        comp, sl = {}, {}
-        if args.skip_sluice:
-            sl = dict(status="not run (--skip-sluice)")
-        else:
+        stamp = export_model(name, args.out, args.thread_counts[0], args.force_export)
+        comp = {}
+        if not args.skip_sluice:
             comp = compile_sluice(name, args.out, stamp, args)
-            if comp["ok"]:
-                sl = time_sluice(name, args.out, stamp, comp, args)
-                if "median_ms" in sl:
-                    log(f"{name}: Sluice median {sl['median_ms']:.3f} ms, p90 "
-                        f"{sl['p90_ms']:.3f} ms, {sl['median_ms'] / ort_res['median_ms']:.2f}x "
-                        f"ONNX Runtime's median; outputs: {sl['status']}")
-            else:
+            if not comp["ok"]:
                 log(f"{name}: Sluice: {comp['status']}")
-        results.append(dict(model=name, label=args.label, ort=ort_res, compile=comp, sluice=sl))
+        for threads in args.thread_counts:
+            targs = argparse.Namespace(**{**vars(args), "threads": threads})
+            ort_rounds, sl_rounds = [], []
+            for r in range(args.rounds):
+                ort_rounds.append(time_ort(name, args.out, stamp, threads, args.iters,
+                                           args.warmup))
+                if comp.get("ok"):
+                    sl_rounds.append(time_sluice(name, args.out, stamp, comp, targs))
+            ort_res = merge_rounds(ort_rounds)
+            if args.skip_sluice:
+                sl = dict(status="not run (--skip-sluice)")
+            else:
+                sl = merge_rounds(sl_rounds) if sl_rounds else {}
+                if "median_ms" in sl:
+                    log(f"{name}, {threads} threads: Sluice median {sl['median_ms']:.3f} ms, "
+                        f"p90 {sl['p90_ms']:.3f} ms, {sl['median_ms'] / ort_res['median_ms']:.2f}x "
+                        f"ONNX Runtime's median; outputs: {sl['status']}")
+            results.append(dict(model=name, label=args.label, threads=threads, ort=ort_res,
+                                compile=comp, sluice=sl))
 
     rows = [row_cells(r, info) for r in results]
     print()
