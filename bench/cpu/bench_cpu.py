@@ -462,9 +462,8 @@ Reproduce (exports into `build/bench/` on first use, then compiles and times):
 ```
 
 Last run: {info['date']}, CPU {info['cpu']}, {info['cores']} cores, threads {info['threads']},
-{info['rounds']} rounds,
-ONNX Runtime {info['ort']}, Sluice commit {info["commit"]}, load average
-{info['load']:.2f} at the start.
+{info['rounds']} alternating rounds, ONNX Runtime {info['ort']}, Sluice commit {info["commit"]},
+load average {info['load']:.2f} at the start.
 
 {md_row(HEADER)}
 {md_row(['---'] * len(HEADER))}
