@@ -219,10 +219,12 @@ def median_p90(times):
     return t[len(t) // 2], t[min(len(t) - 1, int(len(t) * 0.9))]
 
 
-def time_ort(name, out, stamp, threads, iters, warmup):
+def time_ort(name, out, stamp, threads, iters, warmup, session=None):
+    """`session`: one made by ort_session for `threads` (a round reuses its
+    row's), else a new one."""
     p = model_paths(out, name)
     import onnxruntime as ort
-    session = ort_session(p["onnx"], threads)
+    session = session or ort_session(p["onnx"], threads)
     feeds = {n: np.load(os.path.join(p["inputs"], f"{n}.npy")) for n in stamp["inputs"]}
     log(f"{name}: timing ONNX Runtime {ort.__version__} ({threads} threads, "
         f"{warmup} warm-up + {iters} runs) ...")
@@ -580,12 +582,14 @@ def main():
                 log(f"{name}: Sluice: {comp['status']}")
         for threads in args.thread_counts:
             targs = argparse.Namespace(**{**vars(args), "threads": threads})
+            session = ort_session(model_paths(args.out, name)["onnx"], threads)
             ort_rounds, sl_rounds = [], []
             for r in range(args.rounds):
                 ort_rounds.append(time_ort(name, args.out, stamp, threads, args.iters,
-                                           args.warmup))
+                                           args.warmup, session))
                 if comp.get("ok"):
                     sl_rounds.append(time_sluice(name, args.out, stamp, comp, targs))
+            del session  # its threads stop before the next row's are made
             ort_res = merge_rounds(ort_rounds)
             if args.skip_sluice:
                 sl = dict(status="not run (--skip-sluice)")

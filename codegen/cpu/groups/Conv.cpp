@@ -251,11 +251,10 @@ LogicalResult emitConvGroup(GroupContext &ctx) {
 
   // Post-ops: the convolution writes the one output itself (in the
   // blocked layout where CpuConvLayoutScope planned it).
-  std::optional<PostOpsMatch> match = matchPostOps(kernel, parts);
-  unsigned blockedSides = 0;
-  if (auto blockable = blockableConv(kernel))
-    if ((blockedSides = blockedSidesOf(kernel, *blockable)))
-      match = blockable;
+  std::optional<PostOpsMatch> match = blockableConv(kernel);
+  unsigned blockedSides = match ? blockedSidesOf(kernel, *match) : 0;
+  if (!blockedSides)
+    match = matchPostOps(kernel, parts);
   if (match) {
     CpuOpContext octx;
     if (failed(convContext(ctx, conv, ctx.output(0), octx)))

@@ -97,10 +97,15 @@ enum class CpuConvPath { onednn, im2col };
 /// Whether f32 convolutions run through oneDNN: the compiler was built
 /// with it and SLUICE_CPU_CONV is not `im2col` (it is unset, `onednn` or
 /// `onednn-nchw`; sluice-compile refuses other values).
+/// SLUICE_CPU_CONV's value ("" when unset).
+std::string cpuConvEnv() {
+  const char *env = std::getenv("SLUICE_CPU_CONV");
+  return env ? env : "";
+}
+
 bool onednnConvs() {
 #if SLUICE_CPU_DNNL
-  const char *env = std::getenv("SLUICE_CPU_CONV");
-  return !(env && std::string(env) == "im2col");
+  return cpuConvEnv() != "im2col";
 #else
   return false;
 #endif
@@ -119,10 +124,7 @@ CpuConvPath cpuConvPath(Type et) {
 
 const char *cpuConvPathName() { return onednnConvs() ? "onednn" : "im2col"; }
 
-bool cpuConvKeepsBlockedLayout() {
-  const char *env = std::getenv("SLUICE_CPU_CONV");
-  return onednnConvs() && !(env && std::string(env) == "onednn-nchw");
-}
+bool cpuConvKeepsBlockedLayout() { return onednnConvs() && cpuConvEnv() != "onednn-nchw"; }
 
 namespace {
 

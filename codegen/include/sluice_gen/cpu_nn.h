@@ -340,9 +340,14 @@ template <typename T, typename A>
 static inline bool sluice_max_pool_separable(int threads, const sluice_window &g, int64_t planes,
                                              const T *x, T *out) {
   constexpr int64_t kSpan = 4096;
-  if ((SLUICE_ROW_CHUNK - 1) * g.s[2] + (g.k[2] - 1) * g.d[2] + 1 > kSpan)
+  const int64_t reach = (g.k[2] - 1) * g.d[2];
+  if ((SLUICE_ROW_CHUNK - 1) * g.s[2] + reach + 1 > kSpan)
     return false;
   const int64_t inSize = g.inSize(), outSize = g.outSize();
+  // The outputs of a row whose taps all lie in it: [interiorLo, interiorHi).
+  const int64_t interiorLo = (g.pb[2] + g.s[2] - 1) / g.s[2];
+  const int64_t interiorHi =
+      g.in[2] - 1 - reach + g.pb[2] < 0 ? 0 : (g.in[2] - 1 - reach + g.pb[2]) / g.s[2] + 1;
 #pragma omp parallel for collapse(3) num_threads(threads) if (planes * outSize * g.kSize() > 32768)
   for (int64_t plane = 0; plane < planes; ++plane)
     for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
@@ -364,7 +369,7 @@ static inline bool sluice_max_pool_separable(int threads, const sluice_window &g
           const int64_t cnt = g.out[2] - oc < SLUICE_ROW_CHUNK ? g.out[2] - oc : SLUICE_ROW_CHUNK;
           // The input columns this chunk reads, clamped to the row.
           int64_t c0 = oc * g.s[2] - g.pb[2];
-          int64_t c1 = (oc + cnt - 1) * g.s[2] - g.pb[2] + (g.k[2] - 1) * g.d[2] + 1;
+          int64_t c1 = (oc + cnt - 1) * g.s[2] - g.pb[2] + reach + 1;
           c0 = c0 < 0 ? 0 : c0;
           c1 = c1 > g.in[2] ? g.in[2] : c1;
 #pragma omp simd
@@ -377,31 +382,22 @@ static inline bool sluice_max_pool_separable(int threads, const sluice_window &g
               for (int64_t i = c0; i < c1; ++i)
                 col[i - c0] = sluice_max_skip_nan(col[i - c0], (A)sluice_load(row[i]));
             }
-          // Outputs whose taps all lie in the row: [fa, fb); the rest clip.
-          const int64_t reach = (g.k[2] - 1) * g.d[2];
-          int64_t fa = (g.pb[2] + g.s[2] - 1) / g.s[2];
-          int64_t fb = g.in[2] - 1 - reach + g.pb[2] < 0
-                           ? 0
-                           : (g.in[2] - 1 - reach + g.pb[2]) / g.s[2] + 1;
-          fa = fa < oc ? oc : fa > oc + cnt ? oc + cnt : fa;
-          fb = fb < fa ? fa : fb > oc + cnt ? oc + cnt : fb;
+          // This chunk's interior outputs [fa, fb) vectorized; the rest clip.
+          const int64_t fa = interiorLo < oc ? oc : interiorLo > oc + cnt ? oc + cnt : interiorLo;
+          const int64_t fb = interiorHi < fa ? fa : interiorHi > oc + cnt ? oc + cnt : interiorHi;
           if (g.s[2] == 1)
             sluice_max_pool_columns<1>(g, col - c0, firstRow, fa, fb, op);
           else if (g.s[2] == 2)
             sluice_max_pool_columns<2>(g, col - c0, firstRow, fa, fb, op);
           else
             sluice_max_pool_columns<0>(g, col - c0, firstRow, fa, fb, op);
-          for (int64_t o2 = oc; o2 < oc + cnt; ++o2) {
-            if (o2 == fa)
-              o2 = fb;
-            if (o2 >= oc + cnt)
-              break;
+          const auto edge = [&](int64_t o2) {
             const int64_t s2 = o2 * g.s[2] - g.pb[2];
             int64_t lo2, hi2;
             sluice_tap_range(s2, g.k[2], g.d[2], 0, g.in[2], &lo2, &hi2);
             if (lo2 == hi2) {
               op[o2] = SLUICE_STORE(T, (double)-INFINITY);
-              continue;
+              return;
             }
             const A *cp = col + s2 - c0;
             A acc = cp[lo2 * g.d[2]];
@@ -409,7 +405,11 @@ static inline bool sluice_max_pool_separable(int threads, const sluice_window &g
               acc = sluice_max_skip_nan(acc, cp[k2 * g.d[2]]);
             const A head = (A)sluice_load(firstRow[s2 + lo2 * g.d[2]]);
             op[o2] = SLUICE_STORE(T, head != head ? head : acc);
-          }
+          };
+          for (int64_t o2 = oc; o2 < fa; ++o2)
+            edge(o2);
+          for (int64_t o2 = fb; o2 < oc + cnt; ++o2)
+            edge(o2);
         }
       }
   return true;
