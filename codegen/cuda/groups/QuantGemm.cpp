@@ -261,7 +261,8 @@ struct FunctorAccess {
   bool written = false;
 };
 
-/// The epilogue functor `<name>_epi`: members p<i> (one per access) and
+/// The epilogue functor `epilogue_functor` (in the step's device namespace,
+/// so steps alike but for their names share it): members p<i> (one per access) and
 /// batch0; operator() maps its element to each access's element, evaluates
 /// the ops after the anchor from the anchor's value and stores every
 /// yield. Int8: operator()(b, i, j, int32_t acc), b the batch of the call
@@ -324,7 +325,7 @@ struct Functor {
 
   /// The struct (device code).
   LogicalResult print(CodeWriter &w) {
-    auto type = w.blockClosedBy("};", "struct {0}_epi", ctx.name);
+    auto type = w.blockClosedBy("};", "struct epilogue_functor");
     for (auto [i, a] : llvm::enumerate(accesses))
       w.line("{0}{1} *p{2};", a.written ? "" : "const ", storageType(a.type), i);
     w.line("int64_t batch0;");
@@ -454,7 +455,7 @@ CudaEmit emitInt8Conv(CudaGroupContext &ctx, const Int8Gemm &g) {
               cInt64(c.outChannels), cInt64(c.kh), cInt64(c.kw), cInt64(c.outH), cInt64(c.outW),
               cInt64(c.groups), cInt64(c.strideH), cInt64(c.strideW), cInt64(c.dilH),
               cInt64(c.dilW), cInt64(c.padT), cInt64(c.padL), c.aUnsigned, c.aZeroPoint);
-    host.line("const {0}_epi epi = {1};", ctx.name, functor.initializer("0"));
+    host.line("const epilogue_functor epi = {0};", functor.initializer("0"));
     host.line("if (int32_t status = sluice_int8_conv(args, state, {0}, conv, (const void *){1}, "
               "(const int8_t *){2}, epi, (size_t){3}, stream))",
               ctx.kernelName(), *x, *w, cInt64(workspace));
@@ -774,7 +775,7 @@ CudaEmit emitCudaInt8GemmGroup(CudaGroupContext &ctx) {
       host.line("{0}", cInt64ArrayDecl("b_off", bOff));
     host.line("for (int64_t o = 0; o < {0}; ++o)", cInt64(calls));
     auto loop = host.block("");
-    host.line("const {0}_epi epi = {1};", ctx.name, functor.initializer(oneCall ? "0" : "o"));
+    host.line("const epilogue_functor epi = {0};", functor.initializer(oneCall ? "0" : "o"));
     host.line("if (int32_t status = sluice_int8_gemm(args, state, {0}, gemm, {1}, {2}, {3}, epi, "
               "(size_t){4}, stream))",
               ctx.kernelName(), a, b, colsum, cInt64(workspace));
@@ -824,7 +825,7 @@ CudaEmit emitCudaWonlyGemmGroup(CudaGroupContext &ctx) {
     host.line("{0}", cInt64ArrayDecl("a_off", g.aOff));
     host.line("for (int64_t o = 0; o < {0}; ++o)", cInt64((int64_t)g.aOff.size()));
     auto loop = host.block("");
-    host.line("const {0}_epi epi = {1};", ctx.name, functor.initializer("o"));
+    host.line("const epilogue_functor epi = {0};", functor.initializer("o"));
     host.line("if (int32_t status = sluice_wonly_gemm(args, state, {0}, gemm, (const {1} *){2} + "
               "a_off[o], (const void *){3}, (const {4} *){5}, epi, (size_t){6}, stream))",
               ctx.kernelName(), ta, *aPtr, *qPtr, ts, *sPtr, cInt64(workspace));
@@ -890,7 +891,7 @@ CudaEmit emitCudaFp8GemmGroup(CudaGroupContext &ctx) {
     host.line("{0}", cInt64ArrayDecl("a_off", g.aOff));
     host.line("for (int64_t o = 0; o < {0}; ++o)", cInt64((int64_t)g.aOff.size()));
     auto loop = host.block("");
-    host.line("const {0}_epi epi = {1};", ctx.name, functor.initializer("o"));
+    host.line("const epilogue_functor epi = {0};", functor.initializer("o"));
     host.line("if (int32_t status = sluice_fp8_gemm_epi(args, state, {0}, gemm, {1}, (const "
               "uint8_t *){2} + a_off[o], {3}, (const float *){4}, (const float *){5}, epi, "
               "(size_t){6}, stream))",

@@ -3,7 +3,7 @@
 QUANT-CONTRACT.md): sluice-dialect functions before the fuse phase, with
 int8 weights as constants (seeded, so every run writes the same module).
 
-  int8_modules.py matmul|batched|conv > MODULE.mlir
+  int8_modules.py matmul|batched|conv|qdq|repeated > MODULE.mlir
 
 matmul:  one quantized activation [64, 96] times weights with N = 80, 72, 48,
          40 (full and partial 64-column panels), each output kind of the
@@ -18,6 +18,12 @@ batched: attention-style matmuls with an activation B (per-batch packing,
          share (packed once) and one also read raw (packed per run).
 conv:    2-D conv_integer with groups, strides, asymmetric pads and
          dilations, u8 and s8 inputs, f32 / requantized / int32 outputs.
+repeated: three identical int8 layers, one after the other (a
+         transformer's blocks: quantize u8, int8 GEMM with per-column scales
+         and bias, ReLU), so that the steps of the first two GEMMs (each
+         ending in the next layer's quantization) are alike but for their
+         names and share one device namespace (the second runs the first's
+         epilogue functor).
 qdq:     per-tensor quantize / dequantize as elementwise ops: in a float
          GEMM's epilogue, a QDQ pair around an add (one elementwise
          kernel), around a layer norm (its prologue and epilogue), and a
@@ -277,4 +283,20 @@ def qdq_module():
     emit([("x", ty([m, k], "f32")), ("y", ty([m, k], "f32"))], outs)
 
 
-{"qdq": qdq_module, "matmul": matmul_module, "batched": batched_module, "conv": conv_module}[sys.argv[1]]()
+def repeated_module():
+    # The small per-column constants are compiled into the kernels, so the
+    # layers share them (equal values) and differ in their GEMM weights
+    # only, which live in weights.bin; three layers because the first
+    # layer's input quantization and the last one's float output make those
+    # two groups differ from the middle ones.
+    m, k = 32, 64
+    scale, bias = cols(k, 1e-4, 3e-4), cols(k, -1, 1)
+    h = "%x"
+    for _ in range(3):
+        q = quantize(h, [m, k], 1 / 127, 128, "ui8")
+        acc = matmul_integer(q, [m, k], "ui8", weight([k, k]), [k, k], 128, [m, k])
+        h = unary("relu", dq(acc, [m, k], scale, [k], bias), [m, k])
+    emit([("x", ty([m, k], "f32"))], [("o0", ty([m, k], "f32"), h)])
+
+
+{"repeated": repeated_module, "qdq": qdq_module, "matmul": matmul_module, "batched": batched_module, "conv": conv_module}[sys.argv[1]]()

@@ -5,13 +5,17 @@ the GEMM group's prologue), for test/codegen/cuda-wonly.test and the
 emulation ctests of test/unit/cuda_int8_emulate.py (seeded: every run
 writes the same module).
 
-  wonly_modules.py decode > MODULE.mlir
+  wonly_modules.py decode|repeated > MODULE.mlir
 
 decode: the weight-only GEMM's cases on the cuda target: M = 1 (GPT-2
         decoding) with a bias and GELU, M = 3 with odd N and K > 128 (two
         int4 blocks, the second partial), M = 16, a batched A [2, 3, K]
         stacked into M = 6, and M = 40 (the large-M path: dequantize +
         cuBLASLt) with a residual add.
+repeated: two identical layers (a decoder's blocks: M = 4, K = N = 128,
+        bias and GELU), so that their steps are alike but for their names
+        and share one device namespace (the second step runs the first's
+        kernels and epilogue functor).
 """
 import sys
 
@@ -45,14 +49,46 @@ def op(text, result_shape, name=None):
     return v
 
 
-def linear(x, xshape, k, n, name, bias=True):
+def linear(x, xshape, k, n, name, bias=True, bias_values=None):
     out = list(xshape[:-1]) + [n]
     w = weight([k, n])
     y = op(f"sluice.matmul {x}, {w} : ({ty(xshape)}, {ty([k, n])})", out, name)
     if bias:
-        b = weight([n])
+        b = weight([n]) if bias_values is None else constant(bias_values)
         y = op(f"sluice.add {y}, {b} : ({ty(out)}, {ty([n])})", out)
     return y, out
+
+
+def constant(arr):
+    v = fresh()
+    lines.append(f'    {v} = sluice.constant dense<"0x{arr.astype("<f4").tobytes().hex().upper()}"> '
+                 f': {ty(arr.shape)}')
+    return v
+
+
+def emit(args, outs):
+    sig = ", ".join(f"%{n}: {ty(s)}" for n, s in args)
+    res = ", ".join(ty(s) for _, s in outs)
+    in_names = ", ".join(f'"{n}"' for n, _ in args)
+    out_names = ", ".join(f'"o{i}"' for i in range(len(outs)))
+    print("module {")
+    print(f"  func.func @main({sig}) -> ({res}) attributes {{sluice.input_names = [{in_names}], "
+          f"sluice.output_names = [{out_names}]}} {{")
+    print("\n".join(lines))
+    print("    return " + ", ".join(v for v, _ in outs) + " : " + res)
+    print("  }")
+    print("}")
+
+
+def repeated():
+    # The bias is compiled into the kernels (a small constant): the layers
+    # share its values and differ in their weights only (weights.bin).
+    bias = rng.normal(0.0, 0.2, size=[128]).astype(np.float32)
+    h, s = "%x", [4, 128]
+    for layer in range(2):
+        y, s = linear(h, s, 128, 128, f"block{layer}_fc", bias_values=bias)
+        h = op(f"sluice.gelu {y} : ({ty(s)})", s)
+    emit([("x", [4, 128])], [(h, s)])
 
 
 def decode():
@@ -67,18 +103,8 @@ def decode():
     outs.append(linear("%xb", [2, 3, 96], 96, 32, "fc_batched"))
     y, s = linear("%x40", [40, 96], 96, 48, "fc_large")
     outs.append((op(f"sluice.add {y}, %r40 : ({ty(s)}, {ty([40, 48])})", s), s))
-    sig = ", ".join(f"%{n}: {ty(s)}" for n, s in args)
-    res = ", ".join(ty(s) for _, s in outs)
-    in_names = ", ".join(f'"{n}"' for n, _ in args)
-    out_names = ", ".join(f'"o{i}"' for i in range(len(outs)))
-    print("module {")
-    print(f"  func.func @main({sig}) -> ({res}) attributes {{sluice.input_names = [{in_names}], "
-          f"sluice.output_names = [{out_names}]}} {{")
-    print("\n".join(lines))
-    print("    return " + ", ".join(v for v, _ in outs) + " : " + res)
-    print("  }")
-    print("}")
+    emit(args, outs)
 
 
 if __name__ == "__main__":
-    {"decode": decode}[sys.argv[1]]()
+    {"decode": decode, "repeated": repeated}[sys.argv[1]]()
