@@ -217,8 +217,8 @@ def QuantizePass : Pass<"sluice-quantize", "mlir::ModuleOp"> {
     the weight int8 symmetric per output channel, `matmul_integer` /
     `conv_integer` (int32), then `cast`, `mul` by input scale x weight
     scale and the bias `add`. The accuracy guard measures every output's
-    relative L2 error against the float model on the calibration sets; over
-    `budget`, the layers most sensitive on their own are kept in f32 until
+    error against the float model on the calibration sets (`metric`, see
+    sluice-prune); over `budget`, the layers most sensitive on their own are kept in f32 until
     it holds, and when no quantized layer can, the pass fails with the
     per-layer table. `smooth-quant=ALPHA` (>= 0) first migrates activation
     outliers of layer norms that feed only GEMMs into the GEMMs' weights.
@@ -239,8 +239,10 @@ def QuantizePass : Pass<"sluice-quantize", "mlir::ModuleOp"> {
            "Calibration method: minmax, percentile or entropy">,
     Option<"percentile", "percentile", "double", "99.999",
            "Percentile of the percentile method">,
-    Option<"budget", "budget", "double", "0.05",
-           "Largest relative L2 error of any output on the calibration sets">,
+    Option<"metric", "metric", "std::string", "\"auto\"",
+           "How outputs are judged: rel-l2, top1-agreement, or auto (top1-agreement when every output's last axis is a class axis)">,
+    Option<"budget", "budget", "double", "-1",
+           "Largest error of any output on the calibration sets in the metric (negative: its default, 0.05 rel-l2 or 0.01 top1-agreement)">,
     Option<"smoothQuant", "smooth-quant", "double", "-1",
            "SmoothQuant migration strength alpha (negative: off)">,
     Option<"cache", "cache", "std::string", "\"\"",
@@ -263,8 +265,8 @@ def SparsifyPass : Pass<"sluice-sparsify", "mlir::ModuleOp"> {
     sluice-quantize), observed with the reference evaluator. Sparse GEMMs
     carry the unit attribute `sluice.sparsity_2_4` (the cuda target runs
     them through cuSPARSELt when it is present and faster). The guard
-    measures each GEMM's sensitivity (the largest relative L2 error of the
-    outputs with only it sparse) and, while the fully sparse model misses
+    measures each GEMM's sensitivity (the largest error of the outputs with
+    only it sparse, in `metric`, see sluice-prune) and, while the fully sparse model misses
     `budget` on the calibration sets, makes the most sensitive sparse GEMM
     dense again. The outcome is the function's `sluice.sparsity` attribute
     (what `--report` prints).
@@ -274,8 +276,10 @@ def SparsifyPass : Pass<"sluice-sparsify", "mlir::ModuleOp"> {
            "Sparsity pattern (only 2:4)">,
     Option<"calibration", "calibration", "std::string", "\"\"",
            "Folder of calibration sets (required)">,
-    Option<"budget", "budget", "double", "0.05",
-           "Largest relative L2 error of any output on the calibration sets">,
+    Option<"metric", "metric", "std::string", "\"auto\"",
+           "How outputs are judged: rel-l2, top1-agreement, or auto (top1-agreement when every output's last axis is a class axis)">,
+    Option<"budget", "budget", "double", "-1",
+           "Largest error of any output on the calibration sets in the metric (negative: its default, 0.05 rel-l2 or 0.01 top1-agreement)">,
     Option<"progress", "progress", "bool", "false", "Progress lines on stderr">,
   ];
   let dependentDialects = ["sluice::SluiceDialect"];
@@ -371,7 +375,7 @@ def PrunePass : Pass<"sluice-prune", "mlir::ModuleOp"> {
     importance is the mean |activation| its consumers read times the norm
     of their weights for it. The guard measures each group alone at its
     fraction; when all together move an output by more than `budget`
-    (relative L2 on the calibration sets), the most sensitive group is
+    on the calibration sets, the most sensitive group is
     spared and its units are taken from the least sensitive groups of its
     kind instead (up to twice the fraction), until the budget holds.
     Weights shrink and nothing runs on zeros; the function's interface does
@@ -379,7 +383,16 @@ def PrunePass : Pass<"sluice-prune", "mlir::ModuleOp"> {
     `--report` prints): per candidate group its first GEMM or convolution's
     ONNX node, kind, kept and original units, sensitivity and the reason of
     any deviation from the request, and apart the groups that cannot shrink
-    with why. `mask-only` (for tests) zeros the removed units' weights
+    with why, and per kind the fraction asked and achieved; when less than
+    half of a kind's request was achieved, a warning says so.
+    `metric` (shared with sluice-quantize and sluice-sparsify) judges the
+    outputs: `rel-l2`, the relative L2 error of each output over the sets
+    (default budget 0.05); `top1-agreement`, the share of an output's rows
+    whose argmax over the last axis changed (default budget 0.01); `auto`,
+    top1-agreement when every output's last axis is a class axis (rank 2,
+    or named by the model's `sluice.class_outputs` metadata), else rel-l2.
+    Ties of the metric (candidates that change no prediction) are ordered
+    by relative L2. `mask-only` (for tests) zeros the removed units' weights
     instead of removing them: the same decisions at the old shapes.
   }];
   let options = [
@@ -391,8 +404,10 @@ def PrunePass : Pass<"sluice-prune", "mlir::ModuleOp"> {
            "Fraction of each convolution's output channels to remove, in [0, 1)">,
     Option<"calibration", "calibration", "std::string", "\"\"",
            "Folder of calibration sets (required when a fraction is > 0)">,
-    Option<"budget", "budget", "double", "0.05",
-           "Largest relative L2 error of any output on the calibration sets">,
+    Option<"metric", "metric", "std::string", "\"auto\"",
+           "How outputs are judged: rel-l2, top1-agreement, or auto (top1-agreement when every output's last axis is a class axis)">,
+    Option<"budget", "budget", "double", "-1",
+           "Largest error of any output on the calibration sets in the metric (negative: its default, 0.05 rel-l2 or 0.01 top1-agreement)">,
     Option<"progress", "progress", "bool", "false", "Progress lines on stderr">,
     Option<"maskOnly", "mask-only", "bool", "false",
            "Zero the removed units' weights instead of removing them (tests)">,

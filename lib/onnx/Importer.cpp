@@ -838,6 +838,25 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   func.setFunctionType(builder.getFunctionType(argTypes, TypeRange(results)));
   func->setAttr("sluice.input_names", builder.getArrayAttr(inputNames));
   func->setAttr("sluice.output_names", builder.getArrayAttr(outputNames));
+  // The model's word on which outputs are class scores (their last axis a
+  // class axis): the accuracy guards then count changed predictions.
+  for (const auto &prop : model->metadata_props()) {
+    if (prop.key() != "sluice.class_outputs")
+      continue;
+    SmallVector<Attribute> classOutputs;
+    SmallVector<StringRef> names;
+    StringRef(prop.value()).split(names, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef name : names) {
+      name = name.trim();
+      if (!llvm::is_contained(outputNames, builder.getStringAttr(name))) {
+        (void)fail("metadata sluice.class_outputs names '" + name.str() +
+                   "', which is not a graph output");
+        return nullptr;
+      }
+      classOutputs.push_back(builder.getStringAttr(name));
+    }
+    func->setAttr("sluice.class_outputs", builder.getArrayAttr(classOutputs));
+  }
   (*module)->setAttr("sluice.opset", builder.getI64IntegerAttr(opsetFor("")));
   if (absentWeights) {
     func->setAttr(kWeightsAbsentAttr, builder.getI64IntegerAttr(absentWeights));

@@ -340,7 +340,38 @@ AffineU8 affineU8(double lo, double hi) {
   return q;
 }
 
-void ErrorSum::add(const Tensor &got, const Tensor &ref) {
+std::optional<AccuracyMetric> parseAccuracyMetric(llvm::StringRef name) {
+  if (name == "rel-l2")
+    return AccuracyMetric::RelL2;
+  if (name == "top1-agreement")
+    return AccuracyMetric::Top1Agreement;
+  return std::nullopt;
+}
+
+const char *accuracyMetricName(AccuracyMetric metric) {
+  return metric == AccuracyMetric::RelL2 ? "rel-l2" : "top1-agreement";
+}
+
+double defaultAccuracyBudget(AccuracyMetric metric) {
+  return metric == AccuracyMetric::RelL2 ? 0.05 : 0.01;
+}
+
+int64_t argmaxOf(const Tensor &t, int64_t first, int64_t n, int64_t stride) {
+  int64_t best = 0;
+  double bestValue = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = t.getDouble(first + i * stride);
+    if (std::isnan(v))
+      return i;
+    if (i == 0 || v > bestValue) {
+      best = i;
+      bestValue = v;
+    }
+  }
+  return best;
+}
+
+void ErrorSum::addL2(const Tensor &got, const Tensor &ref) {
   int64_t n = std::min(got.numElements(), ref.numElements());
   for (int64_t i = 0; i < n; ++i) {
     double r = ref.getDouble(i), d = got.getDouble(i) - r;
@@ -349,10 +380,36 @@ void ErrorSum::add(const Tensor &got, const Tensor &ref) {
   }
 }
 
+void ErrorSum::add(const Tensor &got, const Tensor &ref) {
+  addL2(got, ref);
+  int64_t n = std::min(got.numElements(), ref.numElements());
+  // Rows: every index but the last axis (a scalar is one row of one).
+  int64_t width = ref.rank() ? ref.dim(ref.rank() - 1) : 1;
+  if (width <= 0 || got.numElements() != ref.numElements())
+    return;
+  for (int64_t row = 0; row < n / width; ++row) {
+    ++rows;
+    changed += argmaxOf(got, row * width, width) != argmaxOf(ref, row * width, width);
+  }
+}
+
+void ErrorSum::merge(const ErrorSum &other) {
+  diff2 += other.diff2;
+  ref2 += other.ref2;
+  rows += other.rows;
+  changed += other.changed;
+}
+
 double ErrorSum::value() const {
   if (ref2 > 0)
     return std::sqrt(diff2 / ref2);
   return diff2 > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+}
+
+double ErrorSum::value(AccuracyMetric metric) const {
+  if (metric == AccuracyMetric::RelL2)
+    return value();
+  return rows ? (double)changed / (double)rows : 0.0;
 }
 
 } // namespace sluice::quant

@@ -71,11 +71,41 @@ struct AffineU8 {
 };
 AffineU8 affineU8(double lo, double hi);
 
-/// Relative L2 error accumulated over several tensors (sets).
+/// How the accuracy guards of the compress phase judge a compressed
+/// model's outputs against the uncompressed model's on the calibration sets
+/// (`--accuracy-metric`).
+enum class AccuracyMetric {
+  /// The relative L2 error of an output over every set: ||got - ref|| /
+  /// ||ref||.
+  RelL2,
+  /// The share of an output's rows (every index but the last axis) whose
+  /// argmax over the last axis changed: the predictions of a classifier
+  /// that differ, the budget is the share allowed to.
+  Top1Agreement,
+};
+std::optional<AccuracyMetric> parseAccuracyMetric(llvm::StringRef name);
+const char *accuracyMetricName(AccuracyMetric metric);
+/// The budget of `metric` when none is given: a relative L2 error of 0.05,
+/// or one row in a hundred changed.
+double defaultAccuracyBudget(AccuracyMetric metric);
+
+/// The index of the largest of `n` values at `values[i * stride]`, the
+/// first of equals; a NaN counts as the largest (numpy's argmax).
+int64_t argmaxOf(const Tensor &t, int64_t first, int64_t n, int64_t stride = 1);
+
+/// One output's error accumulated over several tensors (sets), under both
+/// metrics: the guards decide by their metric and break its ties (many
+/// candidates change no prediction at all) by the relative L2 error.
 struct ErrorSum {
   double diff2 = 0, ref2 = 0;
+  int64_t rows = 0, changed = 0; ///< top-1 rows seen and changed
   void add(const Tensor &got, const Tensor &ref);
+  /// The relative L2 part of add() alone (an intermediate's error).
+  void addL2(const Tensor &got, const Tensor &ref);
+  void merge(const ErrorSum &other);
+  /// The relative L2 error.
   double value() const;
+  double value(AccuracyMetric metric) const;
 };
 
 } // namespace sluice::quant

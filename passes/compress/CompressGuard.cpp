@@ -13,6 +13,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/Threading.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
 #include <cmath>
@@ -55,8 +56,7 @@ LogicalResult runReference(func::FuncOp func, ReferenceRun &run,
   return success();
 }
 
-LogicalResult measureErrors(func::FuncOp candidate, const ReferenceRun &run,
-                            std::vector<double> &errors) {
+LogicalResult measureErrors(func::FuncOp candidate, const ReferenceRun &run, OutputErrors &errors) {
   // The sets run in parallel (the evaluator is reentrant); each set's sums
   // are kept apart and added in set order, so that the errors do not depend
   // on the threads.
@@ -74,16 +74,96 @@ LogicalResult measureErrors(func::FuncOp candidate, const ReferenceRun &run,
                                         return success();
                                       })))
     return failure();
-  errors.clear();
-  for (size_t o = 0; o < outputs; ++o) {
-    quant::ErrorSum sum;
-    for (const std::vector<quant::ErrorSum> &set : perSet) {
-      sum.diff2 += set[o].diff2;
-      sum.ref2 += set[o].ref2;
-    }
-    errors.push_back(sum.value());
-  }
+  std::vector<quant::ErrorSum> sums(outputs);
+  for (const std::vector<quant::ErrorSum> &set : perSet)
+    for (size_t o = 0; o < outputs; ++o)
+      sums[o].merge(set[o]);
+  errors = errorsOf(run, sums);
   return success();
+}
+
+OutputErrors errorsOf(const ReferenceRun &run, const std::vector<quant::ErrorSum> &sums) {
+  OutputErrors errors;
+  for (const quant::ErrorSum &sum : sums) {
+    errors.values.push_back(sum.value(run.metric));
+    errors.relL2.push_back(sum.value());
+  }
+  return errors;
+}
+
+OutputErrors noErrors(const ReferenceRun &run) {
+  OutputErrors errors;
+  errors.values.assign(run.outputNames.size(), 0.0);
+  errors.relL2.assign(run.outputNames.size(), 0.0);
+  return errors;
+}
+
+double OutputErrors::worst() const { return maxOf(values); }
+
+double OutputErrors::worstRelL2() const { return maxOf(relL2); }
+
+bool OutputErrors::exceeds(const OutputErrors &other) const {
+  if (worst() != other.worst())
+    return worst() > other.worst();
+  return worstRelL2() > other.worstRelL2();
+}
+
+bool resolveAccuracy(func::FuncOp func, StringRef metric, double budget, ReferenceRun &run,
+                     std::string &error) {
+  auto results = func.getFunctionType().getResults();
+  llvm::StringSet<> classOutputs;
+  if (auto names = func->getAttrOfType<ArrayAttr>("sluice.class_outputs"))
+    for (Attribute a : names)
+      if (auto s = dyn_cast<StringAttr>(a))
+        classOutputs.insert(s.getValue());
+  auto rankOf = [&](size_t i) {
+    auto type = dyn_cast<RankedTensorType>(results[i]);
+    return type ? type.getRank() : (int64_t)-1;
+  };
+  if (metric == "auto") {
+    bool classes = !results.empty();
+    for (size_t i = 0; i < results.size(); ++i)
+      classes &= rankOf(i) == 2 || (i < run.outputNames.size() &&
+                                    classOutputs.contains(run.outputNames[i]) && rankOf(i) >= 1);
+    run.metric = classes ? quant::AccuracyMetric::Top1Agreement : quant::AccuracyMetric::RelL2;
+  } else if (auto parsed = quant::parseAccuracyMetric(metric)) {
+    run.metric = *parsed;
+  } else {
+    error = "unknown --accuracy-metric '" + metric.str() +
+            "' (rel-l2, top1-agreement, or auto: top1-agreement for classifiers)";
+    return false;
+  }
+  if (run.metric == quant::AccuracyMetric::Top1Agreement)
+    for (size_t i = 0; i < results.size(); ++i)
+      if (rankOf(i) < 1) {
+        error = "--accuracy-metric=top1-agreement: output '" +
+                (i < run.outputNames.size() ? run.outputNames[i] : std::to_string(i)) +
+                "' has no class axis (a scalar); use --accuracy-metric=rel-l2";
+        return false;
+      }
+  // A share above 1 allows every change, as a huge relative error does.
+  run.budget = budget < 0 ? quant::defaultAccuracyBudget(run.metric) : budget;
+  if (std::isnan(run.budget)) {
+    error = "--accuracy-budget must be a number >= 0 (a relative L2 error, or the share of "
+            "rows whose top-1 may change), got nan";
+    return false;
+  }
+  return true;
+}
+
+std::string describeBudget(const ReferenceRun &run, double value) {
+  std::string text = fixed(value);
+  if (run.metric != quant::AccuracyMetric::Top1Agreement || run.outputs.empty())
+    return text;
+  // The rows of the first output over every set: what the share is of.
+  int64_t rows = 0;
+  for (const std::vector<Tensor> &set : run.outputs)
+    if (!set.empty() && set.front().rank() >= 1 && set.front().dim(set.front().rank() - 1) > 0)
+      rows += set.front().numElements() / set.front().dim(set.front().rank() - 1);
+  if (rows > 0)
+    text += " (" + std::to_string((int64_t)std::floor(value * (double)rows + 1e-9)) + " of " +
+            std::to_string(rows) + " rows)";
+  return text;
 }
 
 double maxOf(const std::vector<double> &values) {

@@ -70,7 +70,6 @@ using namespace mlir;
 using namespace sluice;
 using namespace sluice::prune;
 using compress::fixed;
-using compress::maxOf;
 
 namespace {
 
@@ -87,11 +86,18 @@ struct Candidate {
   /// removed unit contributes on average, which compensate() moves into
   /// the sink's bias.
   std::vector<std::vector<double>> sinkMeans;
-  double sensitivity = 0;
+  double sensitivity = 0;   ///< the worst output error with it alone pruned
+  double sensitivityL2 = 0; ///< its relative L2 (ties of `sensitivity`)
   bool spared = false;
   std::string reason = "as requested";
 
   int64_t units() const { return group->units; }
+  /// Whether pruning this group alone hurts more than `other` alone.
+  bool moreSensitiveThan(const Candidate &other) const {
+    if (sensitivity != other.sensitivity)
+      return sensitivity > other.sensitivity;
+    return sensitivityL2 > other.sensitivityL2;
+  }
   /// Positions per unit that reach the GEMM kernels (the sinks' inner).
   int64_t inner() const { return group->sinks.empty() ? 1 : group->sinks.front().inner; }
   /// The kept units, ascending, when `count` are kept.
@@ -216,10 +222,6 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
       module.emitError("sluice-prune: the module has no main function");
       return signalPassFailure();
     }
-    if (!(budget >= 0) || !std::isfinite((double)budget)) {
-      func.emitError("--accuracy-budget must be a relative error >= 0, got ") << plain(budget);
-      return signalPassFailure();
-    }
     if (calibration.empty()) {
       func.emitError("--prune needs --calibration=DIR: which units matter, and how much "
                      "pruning moves the outputs, come from running sample inputs "
@@ -234,7 +236,8 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
     }
     compress::ReferenceRun ref;
     std::string error;
-    if (!compress::loadReference(func, calibration, ref, error)) {
+    if (!compress::loadReference(func, calibration, ref, error) ||
+        !compress::resolveAccuracy(func, metric, budget, ref, error)) {
       func.emitError(error);
       return signalPassFailure();
     }
@@ -266,9 +269,10 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
       c.requestedKept = keptAfter(c.units(), removedAt(c.units(), c.fraction), c.inner());
       c.kept = c.requestedKept;
     }
-    std::vector<double> errors;
+    compress::OutputErrors errors;
     if (failed(guard(func, ref, cands, errors)))
       return signalPassFailure();
+    warnIfShort(func, cands, ref);
 
     int64_t paramsBefore = compress::countParams(func), flopsBefore = compress::countFlops(func);
     std::vector<const PruneGroup *> pruned;
@@ -414,7 +418,8 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
   /// The outputs' errors with every candidate at `keptOf(i)` kept units.
   LogicalResult measure(func::FuncOp func, const compress::ReferenceRun &ref,
                         const std::vector<Candidate> &cands,
-                        llvm::function_ref<int64_t(size_t)> keptOf, std::vector<double> &errors) {
+                        llvm::function_ref<int64_t(size_t)> keptOf,
+                        compress::OutputErrors &errors) {
     compress::ScratchBlobs scratch; // outlives the copy, released after it
     IRMapping mapping;
     OwningOpRef<func::FuncOp> copy(cast<func::FuncOp>(func->clone(mapping)));
@@ -433,7 +438,7 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
       means.push_back(&cands[i].sinkMeans);
     }
     if (groups.empty()) {
-      errors.assign(ref.outputNames.size(), 0.0);
+      errors = compress::noErrors(ref);
       return success();
     }
     compensate(groups, kept, means, &scratch);
@@ -462,9 +467,8 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
         c.reason = "as requested";
         open.push_back(i);
       }
-      std::stable_sort(open.begin(), open.end(), [&](size_t a, size_t b) {
-        return cands[a].sensitivity < cands[b].sensitivity;
-      });
+      std::stable_sort(open.begin(), open.end(),
+                       [&](size_t a, size_t b) { return cands[b].moreSensitiveThan(cands[a]); });
       for (size_t i : open) {
         if (left <= 0)
           break;
@@ -490,20 +494,21 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
   }
 
   LogicalResult guard(func::FuncOp func, const compress::ReferenceRun &ref,
-                      std::vector<Candidate> &cands, std::vector<double> &errors) {
+                      std::vector<Candidate> &cands, compress::OutputErrors &errors) {
     // Each group alone: independent trials, run in parallel where the
     // context allows threads (each clones the function).
     std::mutex notes;
     if (failed(failableParallelForEachN(
             func.getContext(), 0, cands.size(), [&](size_t i) -> LogicalResult {
               Candidate &c = cands[i];
-              std::vector<double> alone;
+              compress::OutputErrors alone;
               if (failed(measure(
                       func, ref, cands,
                       [&](size_t j) { return j == i ? c.requestedKept : cands[j].units(); },
                       alone)))
                 return failure();
-              c.sensitivity = maxOf(alone);
+              c.sensitivity = alone.worst();
+              c.sensitivityL2 = alone.worstRelL2();
               std::lock_guard<std::mutex> lock(notes);
               note("sensitivity " + std::to_string(i + 1) + "/" + std::to_string(cands.size()) +
                    " " + kindName(c.group->kind) + " " +
@@ -517,15 +522,17 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
       if (failed(measure(
               func, ref, cands, [&](size_t j) { return cands[j].kept; }, errors)))
         return false;
-      note("output error " + fixed(maxOf(errors)) + " (budget " + fixed(budget) + ")");
+      note("output error " + compress::describeBudget(ref, errors.worst()) + " (budget " +
+           compress::describeBudget(ref, ref.budget) + ")");
       return true;
     };
     if (!measureAll())
       return failure();
-    while (maxOf(errors) > budget) {
+    requestError = errors.worst();
+    while (errors.worst() > ref.budget) {
       Candidate *worst = nullptr;
       for (Candidate &c : cands)
-        if (!c.spared && c.kept < c.units() && (!worst || c.sensitivity > worst->sensitivity))
+        if (!c.spared && c.kept < c.units() && (!worst || c.moreSensitiveThan(*worst)))
           worst = &c;
       if (!worst)
         return success(); // nothing pruned: the error is the evaluator's noise
@@ -536,7 +543,7 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
       bool raised = redistribute(cands);
       if (!measureAll())
         return failure();
-      if (maxOf(errors) <= budget || !raised)
+      if (errors.worst() <= ref.budget || !raised)
         continue;
       // The raised groups miss the budget: the others at their request,
       // before sparing more (the total is kept where the budget allows it).
@@ -552,9 +559,59 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
     return success();
   }
 
+  /// The worst output error with every group at its request (the budget
+  /// that would allow the request), measured by guard().
+  double requestError = 0;
+
+  /// Per kind asked for, the fraction of its prunable units removed.
+  std::vector<std::pair<GroupKind, double>> achieved(const std::vector<Candidate> &cands) const {
+    std::vector<std::pair<GroupKind, double>> out;
+    for (GroupKind kind : {GroupKind::Heads, GroupKind::Ffn, GroupKind::Channels}) {
+      int64_t units = 0, removed = 0;
+      for (const Candidate &c : cands)
+        if (c.group->kind == kind) {
+          units += c.units();
+          removed += c.units() - c.kept;
+        }
+      if (fractionOf(kind) > 0 && units > 0)
+        out.push_back({kind, (double)removed / (double)units});
+    }
+    return out;
+  }
+
+  /// One warning line when the guard removed less than half of what was
+  /// asked of a kind: the request, what was done, the largest error of one
+  /// group alone and the budget that would allow the request.
+  void warnIfShort(func::FuncOp func, const std::vector<Candidate> &cands,
+                   const compress::ReferenceRun &ref) {
+    std::string asked, done;
+    bool shortOfHalf = false;
+    for (auto [kind, fraction] : achieved(cands)) {
+      shortOfHalf |= fraction < fractionOf(kind) / 2;
+      asked +=
+          std::string(asked.empty() ? "" : ",") + kindName(kind) + "=" + plain(fractionOf(kind));
+      done += std::string(done.empty() ? "" : ",") + kindName(kind) + "=" + fixed(fraction, 3);
+    }
+    if (!shortOfHalf)
+      return;
+    const Candidate *worst = nullptr;
+    for (const Candidate &c : cands)
+      if (!worst || c.moreSensitiveThan(*worst))
+        worst = &c;
+    func.emitWarning() << "--prune=" << asked << " removed only " << done
+                       << " within --accuracy-budget=" << fixed(ref.budget)
+                       << " (--accuracy-metric=" << quant::accuracyMetricName(ref.metric)
+                       << "): the largest error of one group alone is "
+                       << fixed(worst ? worst->sensitivity : 0) << " ("
+                       << (worst ? compress::nodeNameOf(worst->group->seeds.front()) : "")
+                       << "); --accuracy-budget=" << fixed(requestError)
+                       << " would allow the request";
+  }
+
   void writeReport(func::FuncOp func, const std::vector<PruneGroup> &groups,
                    const std::vector<Candidate> &cands, const compress::ReferenceRun &ref,
-                   const std::vector<double> &errors, int64_t paramsBefore, int64_t flopsBefore) {
+                   const compress::OutputErrors &errors, int64_t paramsBefore,
+                   int64_t flopsBefore) {
     Builder b(func.getContext());
     auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
     auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
@@ -563,13 +620,25 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
         "requested",
         b.getDictionaryAttr({b.getNamedAttr("heads", f64(heads)), b.getNamedAttr("ffn", f64(ffn)),
                              b.getNamedAttr("channels", f64(channels))})));
-    top.push_back(b.getNamedAttr("budget", f64(budget)));
+    // The share of each kind's units asked for and removed (the prunable
+    // groups': the unprunable ones are listed apart).
+    SmallVector<NamedAttribute> asked, done;
+    for (auto [kind, fraction] : achieved(cands)) {
+      asked.push_back(b.getNamedAttr(kindName(kind), f64(fractionOf(kind))));
+      done.push_back(b.getNamedAttr(kindName(kind), f64(fraction)));
+    }
+    top.push_back(b.getNamedAttr("asked_fraction", b.getDictionaryAttr(asked)));
+    top.push_back(b.getNamedAttr("achieved_fraction", b.getDictionaryAttr(done)));
+    top.push_back(b.getNamedAttr("metric", b.getStringAttr(quant::accuracyMetricName(ref.metric))));
+    top.push_back(b.getNamedAttr("budget", f64(ref.budget)));
+    top.push_back(b.getNamedAttr("request_error", f64(requestError)));
     top.push_back(b.getNamedAttr("calibration_sets", i64(ref.sets.size())));
     SmallVector<Attribute> outs;
-    for (size_t o = 0; o < errors.size() && o < ref.outputNames.size(); ++o)
+    for (size_t o = 0; o < errors.values.size() && o < ref.outputNames.size(); ++o)
       outs.push_back(
           b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(ref.outputNames[o])),
-                               b.getNamedAttr("error", f64(errors[o]))}));
+                               b.getNamedAttr("error", f64(errors.values[o])),
+                               b.getNamedAttr("rel_l2", f64(errors.relL2[o]))}));
     top.push_back(b.getNamedAttr("outputs", b.getArrayAttr(outs)));
     // The groups of the kinds asked for: what the guard decided for each
     // candidate, and why the others cannot shrink.
@@ -598,6 +667,7 @@ struct PrunePass : public sluice::impl::PrunePassBase<PrunePass> {
       e.push_back(b.getNamedAttr("requested_fraction", f64(requested)));
       e.push_back(b.getNamedAttr("fraction", f64(1.0 - (double)c->kept / (double)g.units)));
       e.push_back(b.getNamedAttr("sensitivity", f64(c->sensitivity)));
+      e.push_back(b.getNamedAttr("sensitivity_rel_l2", f64(c->sensitivityL2)));
       SmallVector<Attribute> units;
       for (int64_t u : c->keptUnits(c->kept))
         units.push_back(i64(u));

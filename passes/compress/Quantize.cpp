@@ -11,7 +11,8 @@
 //
 // The accuracy guard: the calibration sets run through the reference
 // evaluator on the float model (ranges, reference outputs), then on the
-// quantized one; when an output's relative L2 error exceeds the budget, each
+// quantized one; when an output's error (`metric`: relative L2, or the share
+// of changed top-1 predictions, CompressGuard.h) exceeds the budget, each
 // layer's own effect on the outputs is measured (that layer alone
 // quantized) and the most sensitive layers are kept in float, one at a
 // time, until every output is within the budget. A budget no quantized
@@ -62,7 +63,7 @@ using namespace sluice::quant;
 namespace {
 
 /// Bumped when the cache's meaning changes.
-constexpr int kCacheVersion = 1;
+constexpr int kCacheVersion = 2;
 
 /// What a layer becomes: Form I8 (bits 0), Form F8 (`fp8`), or Form W with
 /// int8 / int4 weights (bits 8 / 4, blocks of `group` along K).
@@ -87,9 +88,10 @@ struct Layer {
   double lo = 0, hi = 0;
   AffineU8 act;
   float weightScaleMin = 0, weightScaleMax = 0;
-  ErrorSum localError;     ///< its output in the quantized model vs float
-  double sensitivity = -1; ///< max output error with only it quantized
-  bool kept = false;       ///< left in float by the guard
+  ErrorSum localError;       ///< its output in the quantized model vs float
+  double sensitivity = -1;   ///< max output error with only it quantized
+  double sensitivityL2 = -1; ///< its relative L2 (ties of `sensitivity`)
+  bool kept = false;         ///< left in float by the guard
 };
 
 /// The constant tensor behind `v`, if it is one.
@@ -306,7 +308,7 @@ struct Guard {
   /// `observe(index, value, tensor)` sees each quantized layer's output.
   LogicalResult
   evaluateQuantized(const std::vector<Layer> &layers, llvm::function_ref<bool(size_t)> quantize,
-                    std::vector<double> &errors,
+                    compress::OutputErrors &errors,
                     llvm::function_ref<void(size_t, size_t, const Tensor &)> observe = nullptr) {
     OwningOpRef<func::FuncOp> copy(func.clone());
     std::vector<Operation *> ops = candidates(*copy, scheme);
@@ -336,15 +338,12 @@ struct Guard {
         if ((*outputs)[o].isTensor())
           sums[o].add((*outputs)[o].tensor(), ref.outputs[s][o]);
     }
-    errors.clear();
-    for (const ErrorSum &e : sums)
-      errors.push_back(e.value());
+    errors = compress::errorsOf(ref, sums);
     return success();
   }
 };
 
 using compress::fixed;
-using compress::maxOf;
 
 /// A stable digest of the function (its IR with weights elided, and every
 /// constant's bytes) and of the calibration files' bytes: the cache key.
@@ -413,10 +412,6 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
           << method << "' (minmax, percentile, entropy)";
       return signalPassFailure();
     }
-    if (!(budget >= 0) || !std::isfinite((double)budget)) {
-      func.emitError("--accuracy-budget must be a relative error >= 0, got ") << budget;
-      return signalPassFailure();
-    }
     if (calibration.empty() && scheme.weightOnly()) {
       // No data, no guard: every GEMM with a constant weight (what
       // sluice-quantize-weights does), listed in the report unmeasured.
@@ -436,7 +431,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
         func.emitError(error);
         return signalPassFailure();
       }
-      writeReport(func, layers, unmeasured, {}, false, *calMethod);
+      writeReport(func, layers, unmeasured, compress::OutputErrors(), false, *calMethod);
       return;
     }
     if (calibration.empty()) {
@@ -456,7 +451,8 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     guard.scheme = scheme;
     guard.progress = progress;
     std::string error;
-    if (!compress::loadReference(func, calibration, guard.ref, error)) {
+    if (!compress::loadReference(func, calibration, guard.ref, error) ||
+        !compress::resolveAccuracy(func, metric, budget, guard.ref, error)) {
       func.emitError(error);
       return signalPassFailure();
     }
@@ -486,8 +482,10 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
                            std::to_string((double)smoothQuant);
     std::string key = digest(func, guard.ref.sets, settings);
     bool cached = !cache.empty() && readCache(key, layers);
-    bool decided = cached && cachedBudget == (double)budget;
-    std::vector<double> finalErrors;
+    bool decided = cached && cachedBudget == guard.ref.budget &&
+                   cachedMetric == quant::accuracyMetricName(guard.ref.metric) &&
+                   cachedErrors.values.size() == cachedErrors.relL2.size();
+    compress::OutputErrors finalErrors;
     if (!cached) {
       if (failed(calibrate(func, ops, layers, guard, *calMethod)))
         return signalPassFailure();
@@ -521,7 +519,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
       }
     }
     writeReport(func, layers, guard, finalErrors, cached, *calMethod);
-    if (!cache.empty() && !writeCache(key, layers, finalErrors))
+    if (!cache.empty() && !writeCache(key, layers, finalErrors, guard.ref))
       func.emitWarning("sluice-quantize: cannot write the calibration cache ") << cache;
   }
 
@@ -606,11 +604,12 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
   /// Every layer quantized; while an output misses the budget, the most
   /// sensitive remaining layer back in float. Fails with the table when no
   /// quantized layer meets the budget.
-  LogicalResult runGuard(std::vector<Layer> &layers, Guard &guard, std::vector<double> &errors) {
+  LogicalResult runGuard(std::vector<Layer> &layers, Guard &guard, compress::OutputErrors &errors) {
     for (Layer &l : layers) {
       l.kept = false;
       l.localError = ErrorSum();
       l.sensitivity = -1;
+      l.sensitivityL2 = -1;
     }
     // Each layer's float output per set, for its local error (calibration
     // kept them; a cached calibration did not run the float model).
@@ -636,44 +635,51 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     if (failed(guard.evaluateQuantized(
             layers, [](size_t) { return true; }, errors,
             [&](size_t i, size_t s, const Tensor &t) {
-              layers[i].localError.add(t, floatOutputs[i][s]);
+              layers[i].localError.addL2(t, floatOutputs[i][s]);
             })))
       return failure();
-    note("output error " + fixed(maxOf(errors)) + " (budget " + fixed(budget) + ")");
-    if (maxOf(errors) <= budget)
+    double budget = guard.ref.budget;
+    note("output error " + compress::describeBudget(guard.ref, errors.worst()) + " (budget " +
+         compress::describeBudget(guard.ref, budget) + ")");
+    if (errors.worst() <= budget)
       return success();
 
     // Sensitivity: each layer alone quantized.
     for (size_t i = 0; i < layers.size(); ++i) {
-      std::vector<double> alone;
+      compress::OutputErrors alone;
       if (failed(guard.evaluateQuantized(
               layers, [&](size_t j) { return j == i; }, alone)))
         return failure();
-      layers[i].sensitivity = maxOf(alone);
+      layers[i].sensitivity = alone.worst();
+      layers[i].sensitivityL2 = alone.worstRelL2();
       note("sensitivity " + std::to_string(i + 1) + "/" + std::to_string(layers.size()) + " " +
            layers[i].node + ": " + fixed(layers[i].sensitivity));
     }
     std::vector<size_t> order(layers.size());
     for (size_t i = 0; i < order.size(); ++i)
       order[i] = i;
+    // Most sensitive first; ties of the metric (layers that change no
+    // prediction alone) by relative L2.
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return layers[a].sensitivity > layers[b].sensitivity;
+      const Layer &x = layers[a], &y = layers[b];
+      return x.sensitivity != y.sensitivity ? x.sensitivity > y.sensitivity
+                                            : x.sensitivityL2 > y.sensitivityL2;
     });
     for (size_t k = 0; k + 1 < order.size(); ++k) {
       layers[order[k]].kept = true;
       if (failed(guard.evaluateQuantized(
               layers, [&](size_t j) { return !layers[j].kept; }, errors)))
         return failure();
-      note("kept " + layers[order[k]].node + " in float: output error " + fixed(maxOf(errors)));
-      if (maxOf(errors) <= budget)
+      note("kept " + layers[order[k]].node + " in float: output error " + fixed(errors.worst()));
+      if (errors.worst() <= budget)
         return success();
     }
     // Even one layer alone misses the budget: the table, and failure.
     std::string table;
     llvm::raw_string_ostream os(table);
     os << "--accuracy-budget=" << fixed(budget) << " cannot hold with any layer in "
-       << guard.scheme.precision() << " (relative L2 error of the outputs on "
-       << guard.ref.sets.size()
+       << guard.scheme.precision() << " (" << quant::accuracyMetricName(guard.ref.metric)
+       << " error of the outputs on " << guard.ref.sets.size()
        << " calibration sets); per layer, the output error with it "
           "alone quantized:\n";
     for (size_t i : order)
@@ -687,13 +693,17 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
 
   /// The function's `sluice.quantization` attribute: what --report prints.
   void writeReport(func::FuncOp func, const std::vector<Layer> &layers, const Guard &guard,
-                   const std::vector<double> &errors, bool cached, Method calMethod) {
+                   const compress::OutputErrors &errors, bool cached, Method calMethod) {
     const Scheme &scheme = guard.scheme;
     Builder b(func.getContext());
     SmallVector<NamedAttribute> top;
     top.push_back(b.getNamedAttr("mode", b.getStringAttr(mode)));
     top.push_back(b.getNamedAttr("method", b.getStringAttr(methodName(calMethod))));
-    top.push_back(b.getNamedAttr("budget", b.getF64FloatAttr(budget)));
+    if (!guard.ref.sets.empty()) {
+      top.push_back(
+          b.getNamedAttr("metric", b.getStringAttr(quant::accuracyMetricName(guard.ref.metric))));
+      top.push_back(b.getNamedAttr("budget", b.getF64FloatAttr(guard.ref.budget)));
+    }
     top.push_back(b.getNamedAttr("calibration_sets", b.getI64IntegerAttr(guard.ref.sets.size())));
     top.push_back(b.getNamedAttr("calibration", b.getStringAttr(guard.ref.sets.empty() ? "none"
                                                                 : cached               ? "cache"
@@ -701,12 +711,14 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
     if (smoothQuant >= 0)
       top.push_back(b.getNamedAttr("smooth_quant", b.getF64FloatAttr(smoothQuant)));
     SmallVector<Attribute> outs;
-    for (size_t o = 0; o < errors.size(); ++o)
+    for (size_t o = 0; o < errors.values.size(); ++o)
       outs.push_back(b.getDictionaryAttr(
           {b.getNamedAttr("name", b.getStringAttr(o < guard.ref.outputNames.size()
                                                       ? guard.ref.outputNames[o]
                                                       : "output" + std::to_string(o))),
-           b.getNamedAttr("error", b.getF64FloatAttr(errors[o]))}));
+           b.getNamedAttr("error", b.getF64FloatAttr(errors.values[o])),
+           b.getNamedAttr("rel_l2",
+                          b.getF64FloatAttr(o < errors.relL2.size() ? errors.relL2[o] : 0.0))}));
     top.push_back(b.getNamedAttr("outputs", b.getArrayAttr(outs)));
     SmallVector<Attribute> entries;
     int64_t quantized = 0;
@@ -753,10 +765,12 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
   /// SmoothQuant (see the file comment).
   LogicalResult smooth(func::FuncOp func, Guard &guard);
 
-  // The cache (JSON): {version, key, budget, layers: [{node, lo, hi, scale,
-  // zero_point, error, sensitivity, kept}], errors}.
+  // The cache (JSON): {version, key, metric, budget, layers: [{node, lo, hi,
+  // scale, zero_point, error, sensitivity, sensitivity_rel_l2, kept}],
+  // errors, errors_rel_l2}.
   double cachedBudget = -1;
-  std::vector<double> cachedErrors;
+  std::string cachedMetric;
+  compress::OutputErrors cachedErrors;
 
   bool readCache(const std::string &key, std::vector<Layer> &layers) {
     auto buffer = llvm::MemoryBuffer::getFile(cache);
@@ -782,21 +796,25 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
       layers[i].act.scale = (float)e->getNumber("scale").value_or(1);
       layers[i].act.zeroPoint = (int32_t)e->getInteger("zero_point").value_or(0);
       layers[i].sensitivity = e->getNumber("sensitivity").value_or(-1);
+      layers[i].sensitivityL2 = e->getNumber("sensitivity_rel_l2").value_or(-1);
       layers[i].kept = e->getBoolean("kept").value_or(false);
       double local = e->getNumber("error").value_or(0);
       layers[i].localError.diff2 = local * local;
       layers[i].localError.ref2 = 1;
     }
     cachedBudget = root->getNumber("budget").value_or(-1);
-    cachedErrors.clear();
-    if (auto *errs = root->getArray("errors"))
-      for (const llvm::json::Value &v : *errs)
-        cachedErrors.push_back(v.getAsNumber().value_or(0));
+    cachedMetric = root->getString("metric").value_or("").str();
+    cachedErrors = compress::OutputErrors();
+    for (auto [key, into] : {std::pair{"errors", &cachedErrors.values},
+                             std::pair{"errors_rel_l2", &cachedErrors.relL2}})
+      if (auto *errs = root->getArray(key))
+        for (const llvm::json::Value &v : *errs)
+          into->push_back(v.getAsNumber().value_or(0));
     return true;
   }
 
   bool writeCache(const std::string &key, const std::vector<Layer> &layers,
-                  const std::vector<double> &errors) {
+                  const compress::OutputErrors &errors, const compress::ReferenceRun &ref) {
     std::error_code ec;
     llvm::raw_fd_ostream file(cache, ec);
     if (ec)
@@ -808,9 +826,14 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
                                  " calibration table (delete to recalibrate)");
       json.attribute("key", key);
       json.attribute("method", method);
-      json.attribute("budget", (double)budget);
+      json.attribute("metric", quant::accuracyMetricName(ref.metric));
+      json.attribute("budget", ref.budget);
       json.attributeArray("errors", [&] {
-        for (double e : errors)
+        for (double e : errors.values)
+          json.value(e);
+      });
+      json.attributeArray("errors_rel_l2", [&] {
+        for (double e : errors.relL2)
           json.value(e);
       });
       json.attributeArray("layers", [&] {
@@ -824,6 +847,7 @@ struct QuantizePass : public sluice::impl::QuantizePassBase<QuantizePass> {
             json.attribute("zero_point", (int64_t)l.act.zeroPoint);
             json.attribute("error", l.localError.value());
             json.attribute("sensitivity", l.sensitivity);
+            json.attribute("sensitivity_rel_l2", l.sensitivityL2);
             json.attribute("kept", l.kept);
           });
       });

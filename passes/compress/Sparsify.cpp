@@ -54,7 +54,6 @@ namespace sluice {
 
 using namespace mlir;
 using sluice::compress::fixed;
-using sluice::compress::maxOf;
 using namespace sluice;
 using namespace sluice::quant;
 
@@ -74,6 +73,7 @@ struct Gemm {
   ElementsAttr pruned;                ///< the 2:4 weight (candidates only)
   int64_t zeroed = 0;                 ///< weights made zero
   double sensitivity = -1;            ///< max output error with only it sparse
+  double sensitivityL2 = -1;          ///< its relative L2 (ties of `sensitivity`)
   bool sparse = false;
   std::string reason;
 };
@@ -159,7 +159,7 @@ struct Guard {
   /// function whose GEMMs `sparse` says hold their 2:4 weights.
   LogicalResult evaluateSparse(const std::vector<Gemm> &gemms,
                                llvm::function_ref<bool(size_t)> sparse,
-                               std::vector<double> &errors) {
+                               compress::OutputErrors &errors) {
     OwningOpRef<func::FuncOp> copy(func.clone());
     std::vector<MatMulOp> ops = gemmsOf(*copy);
     if (ops.size() != gemms.size())
@@ -193,10 +193,6 @@ struct SparsifyPass : public sluice::impl::SparsifyPassBase<SparsifyPass> {
       func.emitError("--sparsity=") << pattern << ": unknown sparsity pattern (only 2:4)";
       return signalPassFailure();
     }
-    if (!(budget >= 0) || !std::isfinite((double)budget)) {
-      func.emitError("--accuracy-budget must be a relative error >= 0, got ") << budget;
-      return signalPassFailure();
-    }
     if (calibration.empty()) {
       func.emitError("--sparsity=2:4 needs --calibration=DIR: which two weights of every four "
                      "stay comes from running sample inputs (NAME.npy per model input) through "
@@ -211,7 +207,8 @@ struct SparsifyPass : public sluice::impl::SparsifyPassBase<SparsifyPass> {
     Guard guard;
     guard.func = func;
     std::string error;
-    if (!compress::loadReference(func, calibration, guard.ref, error)) {
+    if (!compress::loadReference(func, calibration, guard.ref, error) ||
+        !compress::resolveAccuracy(func, metric, budget, guard.ref, error)) {
       func.emitError(error);
       return signalPassFailure();
     }
@@ -280,11 +277,9 @@ struct SparsifyPass : public sluice::impl::SparsifyPassBase<SparsifyPass> {
       ++candidates;
     }
 
-    std::vector<double> errors;
+    compress::OutputErrors errors = compress::noErrors(guard.ref);
     if (candidates && failed(runGuard(gemms, guard, errors)))
       return signalPassFailure();
-    if (!candidates)
-      errors.assign(guard.ref.outputNames.size(), 0.0);
 
     // The rewrite of the real function.
     MLIRContext *ctx = func.getContext();
@@ -302,45 +297,50 @@ struct SparsifyPass : public sluice::impl::SparsifyPassBase<SparsifyPass> {
   /// Sensitivities; every candidate sparse; while an output misses the
   /// budget, the most sensitive sparse GEMM dense again. All dense is the
   /// dense model (error 0), so this always ends within the budget.
-  LogicalResult runGuard(std::vector<Gemm> &gemms, Guard &guard, std::vector<double> &errors) {
+  LogicalResult runGuard(std::vector<Gemm> &gemms, Guard &guard, compress::OutputErrors &errors) {
     std::vector<size_t> order;
     for (size_t i = 0; i < gemms.size(); ++i) {
       if (!gemms[i].pruned)
         continue;
-      std::vector<double> alone;
+      compress::OutputErrors alone;
       if (failed(guard.evaluateSparse(
               gemms, [&](size_t j) { return j == i; }, alone)))
         return failure();
-      gemms[i].sensitivity = maxOf(alone);
+      gemms[i].sensitivity = alone.worst();
+      gemms[i].sensitivityL2 = alone.worstRelL2();
       gemms[i].sparse = true;
       gemms[i].reason = "2:4 by calibrated importance";
       order.push_back(i);
       note("sensitivity " + gemms[i].node + " (K " + std::to_string(gemms[i].k) + ", N " +
            std::to_string(gemms[i].n) + "): " + fixed(gemms[i].sensitivity));
     }
-    // Most sensitive first; ties in block order (deterministic).
+    // Most sensitive first (ties of the metric by relative L2); equal ones
+    // in block order (deterministic).
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return gemms[a].sensitivity > gemms[b].sensitivity;
+      const Gemm &x = gemms[a], &y = gemms[b];
+      return x.sensitivity != y.sensitivity ? x.sensitivity > y.sensitivity
+                                            : x.sensitivityL2 > y.sensitivityL2;
     });
     auto isSparse = [&](size_t j) { return gemms[j].sparse; };
     if (failed(guard.evaluateSparse(gemms, isSparse, errors)))
       return failure();
     note("all " + std::to_string(order.size()) + " candidate GEMMs 2:4: output error " +
-         fixed(maxOf(errors)) + " (budget " + fixed(budget) + ")");
-    for (size_t next = 0; maxOf(errors) > budget && next < order.size(); ++next) {
+         compress::describeBudget(guard.ref, errors.worst()) + " (budget " +
+         compress::describeBudget(guard.ref, guard.ref.budget) + ")");
+    for (size_t next = 0; errors.worst() > guard.ref.budget && next < order.size(); ++next) {
       Gemm &g = gemms[order[next]];
       g.sparse = false;
       g.reason = "kept dense: most sensitive (error " + fixed(g.sensitivity) + " alone)";
       if (failed(guard.evaluateSparse(gemms, isSparse, errors)))
         return failure();
-      note("kept " + g.node + " dense: output error " + fixed(maxOf(errors)));
+      note("kept " + g.node + " dense: output error " + fixed(errors.worst()));
     }
     return success();
   }
 
   /// The function's `sluice.sparsity` attribute (the pruning contract).
   void writeReport(func::FuncOp func, const std::vector<Gemm> &gemms, const Guard &guard,
-                   const std::vector<double> &errors) {
+                   const compress::OutputErrors &errors) {
     Builder b(func.getContext());
     SmallVector<Attribute> layers;
     int64_t sparse = 0;
@@ -359,13 +359,16 @@ struct SparsifyPass : public sluice::impl::SparsifyPassBase<SparsifyPass> {
       layers.push_back(b.getDictionaryAttr(e));
     }
     SmallVector<Attribute> outputs;
-    for (size_t o = 0; o < errors.size() && o < guard.ref.outputNames.size(); ++o)
+    for (size_t o = 0; o < errors.values.size() && o < guard.ref.outputNames.size(); ++o)
       outputs.push_back(
           b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(guard.ref.outputNames[o])),
-                               b.getNamedAttr("error", b.getF64FloatAttr(errors[o]))}));
+                               b.getNamedAttr("error", b.getF64FloatAttr(errors.values[o])),
+                               b.getNamedAttr("rel_l2", b.getF64FloatAttr(errors.relL2[o]))}));
     SmallVector<NamedAttribute> top;
     top.push_back(b.getNamedAttr("pattern", b.getStringAttr("2:4")));
-    top.push_back(b.getNamedAttr("budget", b.getF64FloatAttr(budget)));
+    top.push_back(
+        b.getNamedAttr("metric", b.getStringAttr(quant::accuracyMetricName(guard.ref.metric))));
+    top.push_back(b.getNamedAttr("budget", b.getF64FloatAttr(guard.ref.budget)));
     top.push_back(b.getNamedAttr("calibration_sets", b.getI64IntegerAttr(guard.ref.sets.size())));
     top.push_back(b.getNamedAttr("gemms_2_4", b.getI64IntegerAttr(sparse)));
     top.push_back(

@@ -263,10 +263,26 @@ def test_compiler_errors(tmp_path):
         sluice.compile(path, str(tmp_path / "h.sluice"), precision="fp7")
 
 
+def test_compiler_warnings(tmp_path):
+    """A compile that does less than asked warns (sluice.CompileWarning)."""
+    path = os.path.join(CNN, "model.onnx")
+    inputs = load_inputs(CNN, ["image"])
+    calibration = tmp_path / "calibration"
+    calibration.mkdir()
+    np.save(calibration / "image.npy", inputs["image"])
+    # Budget 0: any pruning moves the outputs, so the guard spares every group.
+    with pytest.warns(sluice.CompileWarning, match="would allow the request"):
+        model = sluice.compile(path, str(tmp_path / "w.sluice"),
+                               shapes={"image": inputs["image"].shape},
+                               prune={"channels": 0.5}, calibration=str(calibration),
+                               accuracy_metric="rel-l2", accuracy_budget=0, no_cache=True)
+    assert model.run(inputs)  # the unpruned model, compiled and loaded
+
+
 def test_compiler_options_mirror_flags():
     options = sluice.compiler_options()
     for name in ("quantize", "calibration", "tp", "pp", "prune", "sparsity", "gpu_arch",
-                 "accuracy_budget", "bind", "report"):
+                 "accuracy_budget", "accuracy_metric", "bind", "report"):
         assert options[name] == "value", name
     for name in ("sp", "auto", "no_recognize"):
         assert options[name] == "flag", name

@@ -28,10 +28,18 @@ its top-1 against the numbers the manifest recorded when the models were made.
      "precision" other than KIND). Without it a missing "compute" is shown
      as "-". --max-weights-ratio=X compiles the fp32 model too and bounds
      the bundle's weights_bytes by X times the fp32 bundle's.
-     Pruning (issue 16, test/prune): --min-sparse-gemms=N needs the report's
-     sparsity.gemms_2_4 >= N, --min-spared=N at least N pruning.layers whose
-     reason says the guard spared them; the pruning/sparsity layers are shown.
-  5. --expect-compile-error=TEXT: the compile must fail with TEXT in its
+     Pruning (test/prune): --min-sparse-gemms=N needs the report's
+     sparsity.gemms_2_4 >= N, --min-sparse-share=X at least the share X of
+     all GEMMs 2:4 (gemms_2_4 / (gemms_2_4 + gemms_dense)), --min-spared=N
+     at least N pruning.layers whose reason says the guard spared them,
+     --min-achieved=R every kind's pruning.achieved_fraction at least R
+     times its asked_fraction; the pruning/sparsity layers are shown.
+     --require-metric=M: every guard of the report (quantization, pruning,
+     sparsity) judged the outputs by --accuracy-metric M (the resolved one).
+  5. Warnings: --expect-warning=TEXT needs a "sluice-compile: warning:" line
+     of the compile containing TEXT; without it the compile must print no
+     warning at all (a warning is a request the compiler did not carry out).
+  6. --expect-compile-error=TEXT: the compile must fail with TEXT in its
      output (a known import failure kept as a test that notices the fix).
 
 --check-data checks the assets themselves (calibration format, test split,
@@ -246,6 +254,9 @@ def main_check(args):
         return 1
     with open(report_path) as f:
         report = json.load(f)
+    warnings = [l for l in out.splitlines() if l.startswith("sluice-compile: warning:")]
+    for line in warnings:
+        print(line)
 
     # Run the bundle one compile-shaped batch at a time.
     start = time.time()
@@ -321,7 +332,11 @@ def main_check(args):
     if weights_ratio is not None and weights_ratio > args.max_weights_ratio:
         problems.append(f"weights are {weights_ratio:.2f}x the fp32 bundle's, more than "
                         f"--max-weights-ratio={args.max_weights_ratio}")
-    problems += show_pruning(report, args.min_sparse_gemms, args.min_spared)
+    problems += show_pruning(report, args.min_sparse_gemms, args.min_spared,
+                             args.min_sparse_share, args.min_achieved)
+    problems += check_warnings(warnings, args.expect_warning)
+    if args.require_metric:
+        problems += check_metric(report, args.require_metric)
     for problem in problems:
         print("FAIL:", problem)
     if not problems:
@@ -329,16 +344,20 @@ def main_check(args):
     return 1 if problems else 0
 
 
-def show_pruning(report, min_sparse_gemms, min_spared=None):
+def show_pruning(report, min_sparse_gemms, min_spared=None, min_sparse_share=None,
+                 min_achieved=None):
     """Prints the report's pruning and sparsity outcome; the problems with
-    --min-sparse-gemms."""
+    --min-sparse-gemms, --min-spared, --min-sparse-share and
+    --min-achieved."""
     problems = []
     pruning = report.get("pruning")
     if pruning:
         print(f"pruning: params {pruning['params_before']} -> {pruning['params_after']} "
               f"({pruning['params_after'] / max(pruning['params_before'], 1):.2f}x), flops "
               f"{pruning['flops_before']} -> {pruning['flops_after']} "
-              f"({pruning['flops_after'] / max(pruning['flops_before'], 1):.2f}x)")
+              f"({pruning['flops_after'] / max(pruning['flops_before'], 1):.2f}x); "
+              f"{pruning.get('metric')} budget {pruning.get('budget')}; asked "
+              f"{pruning.get('asked_fraction')}, achieved {pruning.get('achieved_fraction')}")
         for e in pruning.get("layers", []):
             print(f"  {e['node']}: {e['kind']} kept {e['kept']}/{e['original']} "
                   f"sensitivity {e.get('sensitivity', float('nan')):.4f} ({e.get('reason', '')})")
@@ -357,7 +376,41 @@ def show_pruning(report, min_sparse_gemms, min_spared=None):
         if got < min_sparse_gemms:
             problems.append(f"{got} GEMMs are 2:4, fewer than --min-sparse-gemms="
                             f"{min_sparse_gemms}")
+    if min_sparse_share is not None:
+        sparse = (sparsity or {}).get("gemms_2_4", 0)
+        total = sparse + (sparsity or {}).get("gemms_dense", 0)
+        if not total or sparse < min_sparse_share * total - 1e-9:
+            problems.append(f"{sparse} of {total} GEMMs are 2:4, less than "
+                            f"--min-sparse-share={min_sparse_share}")
+    if min_achieved is not None:
+        asked = (pruning or {}).get("asked_fraction") or {}
+        achieved = (pruning or {}).get("achieved_fraction") or {}
+        if not asked:
+            problems.append("the report has no pruning.asked_fraction")
+        for kind, fraction in asked.items():
+            got = achieved.get(kind)
+            if got is None or got < min_achieved * fraction - 1e-9:
+                problems.append(f"pruning removed {got} of the {kind} units, asked {fraction}: "
+                                f"less than --min-achieved={min_achieved} of the request")
     return problems
+
+
+def check_warnings(warnings, expected):
+    """--expect-warning: a warning line with the text; else no warning."""
+    if expected is None:
+        return [f"the compile warned: {w}" for w in warnings]
+    if not any(expected in w for w in warnings):
+        return [f"no warning line of the compile contains {expected!r}"]
+    return []
+
+
+def check_metric(report, metric):
+    """Every guard section of the report judged by `metric`."""
+    sections = [k for k in ("quantization", "pruning", "sparsity") if "metric" in report.get(k, {})]
+    if not sections:
+        return ["no quantization/pruning/sparsity section of the report names its metric"]
+    return [f"{k}.metric is {report[k]['metric']!r}, not {metric!r}" for k in sections
+            if report[k]["metric"] != metric]
 
 
 def check_data(data):
@@ -489,6 +542,22 @@ def self_test():
     correct, percent, _ = top1(np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]]), np.array([1, 1, 1]))
     expect("top-1 of three", [] if (correct, round(percent, 2)) == (2, 66.67) else
            [f"got {correct}, {percent}"], [])
+    pruned = {"pruning": {"asked_fraction": {"heads": 0.25, "ffn": 0.5},
+                          "achieved_fraction": {"heads": 0.25, "ffn": 0.45},
+                          "metric": "top1-agreement", "params_before": 10, "params_after": 8,
+                          "flops_before": 10, "flops_after": 8, "layers": []},
+              "sparsity": {"gemms_2_4": 3, "gemms_dense": 3, "metric": "top1-agreement"}}
+    expect("achieved 0.9 of the request", show_pruning(pruned, None, None, 0.5, 0.5), [])
+    expect("achieved too little", show_pruning(pruned, None, None, None, 0.95), ["of the ffn"])
+    expect("no asked_fraction", show_pruning({}, None, None, None, 0.5), ["no pruning.asked"])
+    expect("half of the GEMMs 2:4", show_pruning(pruned, None, None, 0.6, None), ["3 of 6"])
+    expect("the metric", check_metric(pruned, "top1-agreement"), [])
+    expect("another metric", check_metric(pruned, "rel-l2"), ["pruning.metric", "sparsity.metric"])
+    expect("no warning", check_warnings([], None), [])
+    expect("an unexpected warning", check_warnings(["sluice-compile: warning: x"], None),
+           ["the compile warned"])
+    expect("the expected warning", check_warnings(["sluice-compile: warning: a b c"], "b c"), [])
+    expect("a missing warning", check_warnings([], "removed only"), ["no warning line"])
     print("self-test:", "FAILED " + ", ".join(failures) if failures else "passed")
     return 1 if failures else 0
 
@@ -527,6 +596,13 @@ def main():
     ap.add_argument("--require-remark", help="a remark of the report contains this text")
     ap.add_argument("--max-weights-ratio", type=float,
                     help="weights_bytes at most this times the fp32 bundle's")
+    ap.add_argument("--min-sparse-share", type=float,
+                    help="at least this share of all GEMMs 2:4")
+    ap.add_argument("--min-achieved", type=float, help="every kind's achieved pruning "
+                    "fraction at least this times the asked one")
+    ap.add_argument("--require-metric", help="the guards' resolved --accuracy-metric")
+    ap.add_argument("--expect-warning", help="a compile warning contains this text (without "
+                    "it: no warning allowed)")
     ap.add_argument("--expect-compile-error", help="the compile must fail with this text")
     ap.add_argument("--keep", help="keep the bundle, report and outputs in this folder")
     ap.add_argument("--check-data", action="store_true",

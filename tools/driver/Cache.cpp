@@ -342,7 +342,8 @@ void optionLines(const CompilerOptions &o, std::vector<std::string> &lines) {
                   std::to_string(o.pp) + " micro-batches=" + std::to_string(o.microBatches) +
                   " ep=" + std::to_string(o.ep));
   lines.push_back("quantize: " + o.quantize + " method=" + o.calibrationMethod +
-                  " smooth-quant=" + number(o.smoothQuant) + " budget=" + number(o.accuracyBudget));
+                  " smooth-quant=" + number(o.smoothQuant) + " metric=" + o.accuracyMetric +
+                  " budget=" + number(o.accuracyBudget));
   lines.push_back("prune: heads=" + number(o.pruneHeads) + " ffn=" + number(o.pruneFfn) +
                   " channels=" + number(o.pruneChannels) + " sparsity=" + o.sparsity);
   lines.push_back("plan: devices=" + std::to_string(o.devices) +

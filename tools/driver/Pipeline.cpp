@@ -102,6 +102,7 @@ static QuantizePassOptions quantizeOptions(const CompilerOptions &options) {
   quantize.mode = options.quantize;
   quantize.calibration = options.calibration;
   quantize.method = options.calibrationMethod;
+  quantize.metric = options.accuracyMetric;
   quantize.budget = options.accuracyBudget;
   quantize.smoothQuant = options.smoothQuant;
   quantize.cache = options.quantizationCache;
@@ -120,6 +121,7 @@ void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
     prune.ffn = options.pruneFfn;
     prune.channels = options.pruneChannels;
     prune.calibration = options.calibration;
+    prune.metric = options.accuracyMetric;
     prune.budget = options.accuracyBudget;
     prune.progress = options.progress;
     pm.addPass(sluice::createPrunePass(prune));
@@ -130,6 +132,7 @@ void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
     SparsifyPassOptions sparsify;
     sparsify.pattern = options.sparsity;
     sparsify.calibration = options.calibration;
+    sparsify.metric = options.accuracyMetric;
     sparsify.budget = options.accuracyBudget;
     sparsify.progress = options.progress;
     pm.addPass(sluice::createSparsifyPass(sparsify));
@@ -494,6 +497,12 @@ LogicalResult runPhases(ModuleOp module, const CompilerOptions &options,
     if (diag.getSeverity() == DiagnosticSeverity::Remark && options.remarks)
       options.remarks->push_back(describeLocation(diag.getLocation()) + ": " +
                                  diag.str());
+    if (diag.getSeverity() == DiagnosticSeverity::Warning) {
+      std::string line = describeLocation(diag.getLocation()) + ": " + diag.str();
+      llvm::errs() << "sluice-compile: warning: " << line << "\n";
+      if (options.warnings)
+        options.warnings->push_back(line);
+    }
     return success();
   });
   struct Step {

@@ -58,6 +58,10 @@ struct CompilerOptions {
   /// When set, the passes' remarks (why a fusion was refused ...) are
   /// appended here as "where: message" lines (otherwise they are dropped).
   std::vector<std::string> *remarks = nullptr;
+  /// When set, the passes' warnings (a request the accuracy guard mostly
+  /// refused ...) are collected here too; each is also printed on stderr
+  /// as it comes, `--quiet` or not.
+  std::vector<std::string> *warnings = nullptr;
   /// Which kernel groups the fuse phase grows (`--fusion=`): "none" (one op
   /// per kernel), "elementwise" (chains of elementwise ops, F1 without
   /// views) or "all" (every form: GEMM epilogues, row ops, attention, views,
@@ -91,9 +95,13 @@ struct CompilerOptions {
   std::string calibrationMethod = "minmax";
   /// `--smooth-quant[=ALPHA]`: SmoothQuant's alpha; negative: off.
   double smoothQuant = -1;
-  /// `--accuracy-budget`: largest relative L2 error of any output on the
-  /// calibration sets against the float model.
-  double accuracyBudget = 0.05;
+  /// `--accuracy-metric`: how the accuracy guards judge the outputs on the
+  /// calibration sets against the uncompressed model: "rel-l2",
+  /// "top1-agreement" or "auto" (top1-agreement for classifiers).
+  std::string accuracyMetric = "auto";
+  /// `--accuracy-budget`: the largest error of any output in the metric;
+  /// negative: the metric's default (0.05 rel-l2, 0.01 top1-agreement).
+  double accuracyBudget = -1;
   /// Where the calibration table is cached (JSON); empty: not cached.
   std::string quantizationCache;
   /// `--prune=heads=F,ffn=F,channels=F`: fractions of each attention

@@ -152,12 +152,19 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         int8: SmoothQuant, activation outliers of layer
                         norms migrated into the next GEMMs' weights
                         (ALPHA in [0, 1], default 0.5)
-  --accuracy-budget=X   largest relative L2 error of any output on the
-                        calibration sets against the float model (default
-                        0.05); the most sensitive layers stay in float
-                        (or unpruned, dense) until it holds, and a budget
-                        that no quantized layer meets fails the compile
-                        with the table
+  --accuracy-metric=M   how the accuracy guard judges the outputs on the
+                        calibration sets against the uncompressed model:
+                        rel-l2 (relative L2 error), top1-agreement (the
+                        share of rows whose argmax over the last axis
+                        changed) or auto (the default: top1-agreement when
+                        every output is rank 2 or named in the model's
+                        sluice.class_outputs metadata, else rel-l2)
+  --accuracy-budget=X   largest error of any output in the metric (default
+                        0.05 rel-l2, 0.01 top1-agreement); the most
+                        sensitive layers stay in float (or unpruned,
+                        dense) until it holds, and a budget that no
+                        quantized layer meets fails the compile with the
+                        table
   --quantization-cache=FILE
                         the calibration table (JSON; default: beside the
                         bundle, BUNDLE.quantization.json; none: off):
@@ -383,7 +390,7 @@ int main(int argc, char **argv) {
   int jobs = 0; // --jobs: 0, the cores
   std::string clusterFile;
   bool tpGiven = false;
-  bool calibrationGiven = false, methodGiven = false, budgetGiven = false;
+  bool calibrationGiven = false, methodGiven = false, budgetGiven = false, metricGiven = false;
   std::string quantizationCache;
   std::string cacheDirFlag;
   bool noCache = false;
@@ -500,9 +507,16 @@ int main(int argc, char **argv) {
       double budget = std::strtod(value.c_str(), &end);
       if (value.empty() || *end || !(budget >= 0) || !std::isfinite(budget))
         die("bad --accuracy-budget '" + value +
-            "' (expected a relative L2 error >= 0, e.g. 0.05)");
+            "' (expected an error >= 0: 0.05 relative L2, or 0.01 of the rows for "
+            "top1-agreement)");
       options.accuracyBudget = budget;
       budgetGiven = true;
+    } else if (args.is("--accuracy-metric")) {
+      std::string value = args.flagValue("--accuracy-metric");
+      if (value != "rel-l2" && value != "top1-agreement" && value != "auto")
+        die("bad --accuracy-metric '" + value + "' (expected rel-l2, top1-agreement or auto)");
+      options.accuracyMetric = value;
+      metricGiven = true;
     } else if (args.is("--quantization-cache")) {
       quantizationCache = args.flagValue("--quantization-cache");
     } else if (arg == "--no-recognize") {
@@ -580,10 +594,11 @@ int main(int argc, char **argv) {
         " needs --calibration=DIR: which heads, units, channels or weights matter is measured "
         "by running sample inputs (DIR/NAME.npy per model input) through the model");
   if (options.quantize.empty() && !options.prunes() &&
-      (calibrationGiven || methodGiven || budgetGiven || options.smoothQuant >= 0))
+      (calibrationGiven || methodGiven || budgetGiven || metricGiven || options.smoothQuant >= 0))
     die(std::string(calibrationGiven ? "--calibration"
                     : methodGiven    ? "--calibration-method"
                     : budgetGiven    ? "--accuracy-budget"
+                    : metricGiven    ? "--accuracy-metric"
                                      : "--smooth-quant") +
         " applies to quantization and pruning: give --quantize=int8|fp8|w8a16|w4a16, --prune "
         "or --sparsity too");
@@ -691,8 +706,9 @@ int main(int argc, char **argv) {
   bool printIR = emit == "mlir";
   bool printKernels = emit == "kernels";
   bool printSource = emit == "source";
-  std::vector<std::string> remarks;
+  std::vector<std::string> remarks, warnings;
   options.remarks = &remarks;
+  options.warnings = &warnings;
   options.progress = !quiet;
   // Phase lines where the compile ends in a bundle (the --emit listings go
   // to stdout and stay as they were).
@@ -867,6 +883,7 @@ int main(int argc, char **argv) {
             });
         });
         sluice::writeJsonStrings(json, "remarks", remarks);
+        sluice::writeJsonStrings(json, "warnings", warnings);
         json.attribute("bundle", sluice::jsonText(bundlePath));
         writePhasesAndCache(json, timings, storing, cacheKey, cacheDir);
       });
@@ -1076,6 +1093,7 @@ int main(int argc, char **argv) {
           }
       }
       sluice::writeJsonStrings(json, "remarks", remarks);
+      sluice::writeJsonStrings(json, "warnings", warnings);
       if (bundled)
         json.attribute("bundle", sluice::jsonText(bundlePath));
       writePhasesAndCache(json, timings, storing, cacheKey, cacheDir);

@@ -11,7 +11,7 @@ sluice-compile executable.
 """
 
 from . import _sluice
-from ._compile import compile, compiler_options, find_compiler
+from ._compile import CompileWarning, compile, compiler_options, find_compiler
 from ._model import Context, KernelInfo, Model, SequenceInfo, TensorInfo
 
 Error = _sluice.Error
@@ -27,5 +27,5 @@ __version__ = _sluice.runtime_version()
 __all__ = [
     "compile", "compiler_options", "find_compiler", "Model", "Context", "TensorInfo",
     "SequenceInfo", "KernelInfo", "Error", "BundleError", "RunError", "DeviceError", "InputError",
-    "CompileError", "__version__",
+    "CompileError", "CompileWarning", "__version__",
 ]

@@ -15,12 +15,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from typing import Dict, List, Optional, Tuple
 
 from . import _sluice
 from ._model import Model, _remove_on_collect
 
 CompileError = _sluice.CompileError
+
+
+class CompileWarning(UserWarning):
+    """A compile that succeeded but did less than asked (sluice-compile's
+    warning lines, such as pruning the accuracy guard mostly refused)."""
 
 # Flags the function's own arguments stand for, or that write something
 # other than a bundle: not options.
@@ -271,3 +277,9 @@ def _run_compiler(command: List[str], verbose: bool) -> None:
         error.command = command
         error.output = text
         raise error
+    # The compiler's warnings (a request the accuracy guard mostly refused)
+    # as Python warnings; verbose runs printed them already.
+    prefix = "sluice-compile: warning: "
+    for line in lines:
+        if line.startswith(prefix) and not verbose:
+            warnings.warn(line[len(prefix):].strip(), CompileWarning, stacklevel=3)

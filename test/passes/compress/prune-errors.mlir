@@ -10,8 +10,10 @@
 // MISMATCH: error: {{.*}}x.npy{{.*}}2x5
 // RUN: not sluice-opt %s --sluice-prune="channels=0.25 calibration=%t/cal" 2>&1 | FileCheck %s --check-prefix=NOCONV
 // NOCONV: error: --prune=channels: the model has no convolution channels that can be pruned
-// RUN: not sluice-opt %s --sluice-prune="ffn=0.5 calibration=%t/cal budget=-1" 2>&1 | FileCheck %s --check-prefix=BUDGET
-// BUDGET: error: --accuracy-budget must be a relative error >= 0, got -1
+// RUN: not sluice-opt %s --sluice-prune="ffn=0.5 calibration=%t/cal budget=nan" 2>&1 | FileCheck %s --check-prefix=BUDGET
+// BUDGET: error: --accuracy-budget must be a number >= 0 (a relative L2 error, or the share of rows whose top-1 may change), got nan
+// RUN: not sluice-opt %s --sluice-prune="ffn=0.5 calibration=%t/cal metric=top5" 2>&1 | FileCheck %s --check-prefix=METRIC
+// METRIC: error: unknown --accuracy-metric 'top5' (rel-l2, top1-agreement, or auto: top1-agreement for classifiers)
 //
 // Nothing asked, nothing done (no report either).
 // RUN: sluice-opt %s --sluice-prune | FileCheck %s --check-prefix=NONE

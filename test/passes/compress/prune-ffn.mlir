@@ -8,11 +8,11 @@
 // and what the unpruned one computes with the removed units' W2 rows zeroed
 // and the same compensation (mask-only).
 // RUN: rm -rf %t && %python %S/Inputs/prune_data.py %t/cal x=2x3
-// RUN: sluice-opt %s --sluice-prune="ffn=0.5 calibration=%t/cal budget=10" -o %t/pruned.mlir
+// RUN: sluice-opt %s --sluice-prune="metric=rel-l2 ffn=0.5 calibration=%t/cal budget=10" -o %t/pruned.mlir
 // RUN: FileCheck %s < %t/pruned.mlir
 // CHECK-LABEL: func.func @main
-// CHECK-SAME: sluice.pruning = {budget = 1.000000e+01 : f64, calibration_sets = 2 : i64
-// CHECK-SAME: layers = [{fraction = 5.000000e-01 : f64, kept = 2 : i64, kept_units = [1, 3], kind = "ffn", node = "fc1", original = 4 : i64, reason = "as requested", requested_fraction = 5.000000e-01 : f64, sensitivity = {{[0-9.e-]+}} : f64}]
+// CHECK-SAME: sluice.pruning = {achieved_fraction = {ffn = 5.000000e-01 : f64}, asked_fraction = {ffn = 5.000000e-01 : f64}, budget = 1.000000e+01 : f64, calibration_sets = 2 : i64
+// CHECK-SAME: layers = [{fraction = 5.000000e-01 : f64, kept = 2 : i64, kept_units = [1, 3], kind = "ffn", node = "fc1", original = 4 : i64, reason = "as requested", requested_fraction = 5.000000e-01 : f64, sensitivity = {{[0-9.e-]+}} : f64, sensitivity_rel_l2 = {{[0-9.e-]+}} : f64}]
 // CHECK-SAME: params_after = 14 : i64, params_before = 26 : i64
 // CHECK-SAME: requested = {channels = 0.000000e+00 : f64, ffn = 5.000000e-01 : f64, heads = 0.000000e+00 : f64}
 // CHECK-SAME: unprunable = [{kind = "ffn", node = "fc2", reason = "it reaches the function's result"}]
@@ -28,14 +28,14 @@
 //
 // RUN: %python %S/Inputs/prune_data.py --ffn-expect %t/cal/set0/x.npy %t/hand.npy
 // RUN: sluice-run %t/pruned.mlir --reference x=%t/cal/set0/x.npy --expect %t/hand.npy --rtol=1e-5 --atol=1e-6 | FileCheck %s --check-prefix=SAME
-// RUN: sluice-opt %s --sluice-prune="ffn=0.5 calibration=%t/cal budget=10 mask-only=1" -o %t/masked.mlir
+// RUN: sluice-opt %s --sluice-prune="metric=rel-l2 ffn=0.5 calibration=%t/cal budget=10 mask-only=1" -o %t/masked.mlir
 // RUN: sluice-run %t/masked.mlir --reference x=%t/cal/set0/x.npy --expect %t/hand.npy --rtol=1e-5 --atol=1e-6 | FileCheck %s --check-prefix=SAME
 // SAME: output 'y' f32[2x2]: {{.*}}: ok
 // RUN: not sluice-run %s --reference x=%t/cal/set0/x.npy --expect %t/hand.npy --rtol=1e-5 --atol=1e-6 | FileCheck %s --check-prefix=DIFFERENT
 // DIFFERENT: MISMATCH
 //
 // A zero budget: the only candidate is spared, nothing changes shape.
-// RUN: sluice-opt %s --sluice-prune="ffn=0.5 calibration=%t/cal budget=0 progress=1" 2>%t/progress.txt | FileCheck %s --check-prefix=SPARED
+// RUN: sluice-opt %s --sluice-prune="metric=rel-l2 ffn=0.5 calibration=%t/cal budget=0 progress=1" 2>%t/progress.txt | FileCheck %s --check-prefix=SPARED
 // RUN: FileCheck %s --check-prefix=PROGRESS < %t/progress.txt
 // SPARED: kept = 4 : i64, kept_units = [0, 1, 2, 3], kind = "ffn", node = "fc1", original = 4 : i64, reason = "spared: most sensitive (error {{[0-9.]+}} alone)"
 // SPARED: sluice.matmul %arg0, %{{.+}} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>

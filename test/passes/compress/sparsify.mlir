@@ -8,7 +8,7 @@
 //
 // Budget 10: both candidates 2:4; W2 (N = 8) and W4 (K = 32) stay dense with
 // a remark.
-// RUN: sluice-opt %t/model.mlir --sluice-sparsify="calibration=%t/cal budget=10" -o %t/sparse.mlir 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: sluice-opt %t/model.mlir --sluice-sparsify="metric=rel-l2 calibration=%t/cal budget=10" -o %t/sparse.mlir 2>&1 | FileCheck %s --check-prefix=REMARK
 // REMARK: remark: not sparsified 2:4: too small: N = 8 < 16
 // REMARK: remark: not sparsified 2:4: too small: K = 32 < 64
 // RUN: FileCheck %s --check-prefix=SPARSE < %t/sparse.mlir
@@ -18,7 +18,7 @@
 // SPARSE-SAME: {k = 64 : i64, n = 8 : i64, node = "sluice.matmul #1", reason = "too small: N = 8 < 16", sensitivity = -1.000000e+00 : f64, sparse = false, zeroed = 0 : i64}
 // SPARSE-SAME: {k = 64 : i64, n = 32 : i64, node = "sluice.matmul #2", reason = "2:4 by calibrated importance", sensitivity = {{[0-9.e+-]+}} : f64, sparse = true, zeroed = 1024 : i64}
 // SPARSE-SAME: {k = 32 : i64, n = 16 : i64, node = "sluice.matmul #3", reason = "too small: K = 32 < 64", sensitivity = -1.000000e+00 : f64, sparse = false, zeroed = 0 : i64}
-// SPARSE-SAME: outputs = [{error = {{[0-9.e+-]+}} : f64, name = "y1"}, {error = 0.000000e+00 : f64, name = "y2"}, {error = {{[0-9.e+-]+}} : f64, name = "y4"}], pattern = "2:4"}
+// SPARSE-SAME: metric = "rel-l2", outputs = [{error = {{[0-9.e+-]+}} : f64, name = "y1", rel_l2 = {{[0-9.e+-]+}} : f64}, {error = 0.000000e+00 : f64, name = "y2", rel_l2 = 0.000000e+00 : f64}, {error = {{[0-9.e+-]+}} : f64, name = "y4", rel_l2 = {{[0-9.e+-]+}} : f64}], pattern = "2:4"}
 // SPARSE: sluice.matmul %arg0, %{{.*}} {sluice.sparsity_2_4} : (tensor<64x64xf32>, tensor<64x16xf32>)
 // SPARSE: sluice.matmul %arg0, %{{.*}} : (tensor<64x64xf32>, tensor<64x8xf32>)
 // SPARSE: %[[Y3:.*]] = sluice.matmul %arg0, %{{.*}} {sluice.sparsity_2_4} : (tensor<64x64xf32>, tensor<64x32xf32>)
@@ -36,7 +36,7 @@
 //
 // Budget 0.15: W1 alone moves y1 by about 0.2, W3 alone y4 by about 0.09:
 // the guard makes W1 dense again and keeps W3 2:4.
-// RUN: sluice-opt %t/model.mlir --sluice-sparsify="calibration=%t/cal budget=0.15 progress=true" -o %t/guard.mlir 2>&1 | FileCheck %s --check-prefix=PROGRESS
+// RUN: sluice-opt %t/model.mlir --sluice-sparsify="metric=rel-l2 calibration=%t/cal budget=0.15 progress=true" -o %t/guard.mlir 2>&1 | FileCheck %s --check-prefix=PROGRESS
 // PROGRESS: sparsify: calibrating on 2 sets
 // PROGRESS: sparsify: sensitivity sluice.matmul #0 (K 64, N 16): 0.2
 // PROGRESS: sparsify: sensitivity sluice.matmul #2 (K 64, N 32): 0.0
@@ -55,7 +55,7 @@
 // GUARD-OUT: all ok
 //
 // Budget 0: every GEMM dense again, the model unchanged.
-// RUN: sluice-opt %t/model.mlir --sluice-sparsify="calibration=%t/cal budget=0" -o %t/dense.mlir 2>/dev/null
+// RUN: sluice-opt %t/model.mlir --sluice-sparsify="metric=rel-l2 calibration=%t/cal budget=0" -o %t/dense.mlir 2>/dev/null
 // RUN: FileCheck %s --check-prefix=DENSE < %t/dense.mlir
 // DENSE: gemms_2_4 = 0 : i64, gemms_dense = 4 : i64
 // DENSE-NOT: sluice.sparsity_2_4
