@@ -401,7 +401,7 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--shard", default="1/1",
                     help="K/N: run only the K-th (1-based) of N interleaved slices of the "
-                         "cases, as the device machine runs them in several calls")
+                         "cases, so that a GPU machine can run them in several parts")
     ap.add_argument("--gpu-arch", default="sm_90",
                     help="cuda: the one architecture to build bundles for (sluice-compile "
                          "--gpu-arch); default sm_90 (H100/H200)")

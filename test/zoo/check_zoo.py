@@ -225,7 +225,7 @@ def write_doc(args):
         lines.append("None.")
     lines += ["", "## Host steps on the cuda target", "",
               "Groups the cuda emitter has no kernel for run on the host (the cpu target's "
-              "kernel, with copies to and from the device). Issue 18 asks for none; these remain:",
+              "kernel, with copies to and from the device). The aim is none; these remain:",
               ""]
     host_lines = []
     for name in names:
