@@ -33,8 +33,8 @@ import tempfile
 import numpy as np
 
 
-# Per-model layer spans and launch budgets (issue 4: BERT and GPT-2 layers
-# at most 8 launches, a LLaMA block at most 10).
+# Per-model layer spans and launch budgets (docs/architecture.md, "What it
+# gives": BERT and GPT-2 layers at most 8 launches, a LLaMA block at most 10).
 LAYERS = {
     "bert_encoder": {"layers": 2, "start": r"^/qkv(_\d+)?/MatMul$", "end": r"^/Gather_3$|^/pool/",
                      "max_launches": 8},

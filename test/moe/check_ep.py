@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The acceptance check of expert parallelism (issue 17) for one MoE test
+"""The check of expert parallelism (docs/parallel.md) for one MoE test
 model (a test/moe folder) at --ep=N, as real MPI ranks on the cpu target,
 or with --target cuda on the machine's GPU (the ranks share it: the
 host-staged transport; exits 77 where nvidia-smi lists no GPU).

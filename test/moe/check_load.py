@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The expert-load profile of a mixture-of-experts test model against a
-count done by hand (issue 17).
+count done by hand (docs/parallel.md, "The expert-load profile").
 
 Compiles MODEL_DIR/model.onnx for the cpu target (extra sluice-compile
 flags after --), runs the bundle once on MODEL_DIR/inputs with

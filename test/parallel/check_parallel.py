@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The acceptance check of tensor and sequence parallelism (issue 14) for one
+"""The check of tensor and sequence parallelism (docs/parallel.md) for one
 exported test model (a test/models folder) and one parallel configuration.
 
 --mode=run (the default):
@@ -31,7 +31,7 @@ exported test model (a test/models folder) and one parallel configuration.
   mutation per rule, and the bad-input judgments on made-up tool outputs, so
   that neither can pass by seeing nothing (needs no compiler).
 
---pp=P [--micro-batches=M] (issue 17, pipeline parallelism): the same run
+--pp=P [--micro-batches=M] (pipeline parallelism): the same run
   check for a tp x P bundle (--tp=1 for a pure pipeline) run as tp*P ranks,
   and the pipeline report (check_pipeline_report): world_size, parallel
   {tp, pp, micro_batches, grid, axes}, one "pipeline" stage per rank group
@@ -76,13 +76,15 @@ SIZES = {
     "vit": {"heads": 4, "hidden": 64, "ffn": 256, "vocab": 0},
 }
 
-# Per-rank weights against the single bundle's, per world size (issue 14).
+# Per-rank weights against the single bundle's, per world size
+# (`weights_bytes_per_rank`, docs/parallel.md "What the report says").
 WEIGHT_RATIO = {2: 0.65, 4: 0.4}
 COLLECTIVE_OPS = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send", "recv",
                   "broadcast"}
 RTOL, ATOL = "1e-3", "1e-4"
 # Seconds a run that must fail may take: a rank that cannot start makes the
-# others exit within 30 s (issue 14), plus mpirun's start and teardown.
+# others exit within 30 s (docs/parallel.md, "Faults"), plus mpirun's start
+# and teardown.
 RUN_ERROR_TIMEOUT = 60
 SEED = 14
 
@@ -395,7 +397,7 @@ def compile_bundle(tools, model, shapes, bundle, report, extra=()):
         what = "timed out" if rc is None else f"exit {rc}"
         unknown = re.search(r"unknown option '(--(?:tp|sp)[^']*)'", out)
         if unknown:
-            what += f", it does not take {unknown.group(1)} (issue 14's flags)"
+            what += f", it does not take {unknown.group(1)} (the parallel flags)"
         return None, f"sluice-compile {' '.join(extra) or '(single device)'}: {what}"
     with open(report) as f:
         return json.load(f), None
@@ -469,7 +471,7 @@ def mode_run(args, tools, work):
     elif rc != 0:
         unknown = re.search(r"unknown option '(--ranks[^']*)'", out)
         failures.append(f"sluice-run --ranks={n} failed (exit {rc})" + (
-            f": it does not take {unknown.group(1)} (issue 14's runtime)" if unknown else ""))
+            f": it does not take {unknown.group(1)} (the multi-rank runtime)" if unknown else ""))
     else:
         missing = [o for o in manifest["outputs"] if not re.search(
             rf"output '{re.escape(o)}' .*: ok", out)]
@@ -515,7 +517,7 @@ def expect_clear_failure(what, rc, out, timeout, one_line=True):
         return [f"{what}: exit 0, expected an error"]
     unknown = re.search(r"unknown option '(--(?:tp|sp|ranks)[^']*)'", out)
     if unknown:  # the failure is not the one under test
-        return [f"{what}: the tool does not take {unknown.group(1)} (issue 14's flags)"]
+        return [f"{what}: the tool does not take {unknown.group(1)} (the parallel flags)"]
     failures = []
     if rc < 0 or CRASH.search(out):
         failures.append(f"{what}: crashed (exit {rc}) instead of an error")

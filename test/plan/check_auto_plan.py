@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The automatic plan's acceptance check on a test model (issue 17).
+"""The automatic plan's check on a test model (docs/parallel.md, "Automatic plan").
 
 1. With no memory pressure, `--devices=4 --auto` picks world size 1 and
    says why; the bundle runs on one rank and matches the model's expected

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Pruning differential test (issue 16): the program sluice-prune writes,
+"""Pruning differential test (docs/pruning.md): the program sluice-prune writes,
 evaluated by the reference evaluator, must equal the model that the same
 decisions give in torch.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The real-task accuracy check of quantization (issue 15): compiles one of the
+"""The real-task accuracy check of quantization (docs/quantization.md): compiles one of the
 digits classifiers of test/quant/digits (make_digits_models.py) with the given
 extra sluice-compile flags, runs the bundle on the 600 test images and judges
 its top-1 against the numbers the manifest recorded when the models were made.
@@ -28,7 +28,7 @@ its top-1 against the numbers the manifest recorded when the models were made.
      "precision" other than KIND). Without it a missing "compute" is shown
      as "-". --max-weights-ratio=X compiles the fp32 model too and bounds
      the bundle's weights_bytes by X times the fp32 bundle's.
-     Pruning (issue 16, test/prune): --min-sparse-gemms=N needs the report's
+     Pruning (docs/pruning.md, test/prune): --min-sparse-gemms=N needs the report's
      sparsity.gemms_2_4 >= N, --min-spared=N at least N pruning.layers whose
      reason says the guard spared them; the pruning/sparsity layers are shown.
   5. --expect-compile-error=TEXT: the compile must fail with TEXT in its

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """ONNX Runtime's weight-only QDQ models (test/quant/wonly/mlp_q4.onnx and
 mlp_q4_asym.onnx, made by make_wonly_qdq.py: blocked INT4, or UINT4 with
-zero points, DequantizeLinear -> MatMul) on Sluice (issue 15, QUANT-CONTRACT
-Form W), each:
+zero points, DequantizeLinear -> MatMul) on Sluice (Form W of
+docs/quantization.md), each:
 
   1. the reference evaluator (sluice-run MODEL --reference) and
   2. the cpu bundle (sluice-compile, then sluice-run)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Recompiling a bundle into the folder a process has loaded (issue 19).
+"""Recompiling a bundle into the folder a process has loaded
+(docs/runtime.md, "The bundle").
 
 One process (this one, through the C API with ctypes) loads bundle A from
 folder D and keeps a context of it; sluice-compile then writes bundle B into
