@@ -242,7 +242,8 @@ copy_src() {
   done
 }
 copy_src codegen/include include bench/gpu scripts/device-env.sh scripts/device-tests.sh \
-  test/models test/parallel test/moe test/quant test/conformance/run_conformance.py test/gpu test/common
+  test/models test/parallel test/moe test/quant test/conformance/run_conformance.py test/gpu test/common \
+  test/lib
 [ -f "$repo/docs/device.md" ] && copy_src docs/device.md
 find "$root" -name __pycache__ -prune -exec rm -rf {} +
 
