@@ -49,11 +49,11 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sluice_test as st  # noqa: E402
 
 # Shapes of the parallel runs: batch 2, a sequence of 16 (2 and 4 divide it;
 # the ViT's 16 tokens are cls + 3x5 patches of its 24x40 image).
@@ -241,18 +241,19 @@ def check_pipeline_report(single, par, tp, pp, micro):
         failures.append("pipeline report: no 'pipeline' object with a 'stages' list")
         return failures, measured
     stages = pipeline["stages"]
-    if [st.get("stage") for st in stages] != list(range(pp)):
-        failures.append(f"pipeline report: stages {[st.get('stage') for st in stages]!r}, "
+    if [entry.get("stage") for entry in stages] != list(range(pp)):
+        failures.append(f"pipeline report: stages {[entry.get('stage') for entry in stages]!r}, "
                         f"expected 0..{pp - 1}")
-    for st in stages:
+    for entry in stages:
         for key in ("ops", "first_node", "last_node", "flops", "bytes", "predicted_ms",
                     "weights_bytes"):
-            if key not in st:
-                failures.append(f"pipeline report: stage {st.get('stage')} has no '{key}'")
-        if not (isinstance(st.get("ops"), int) and st["ops"] > 0
-                and isinstance(st.get("predicted_ms"), (int, float)) and st["predicted_ms"] > 0):
-            failures.append(f"pipeline report: stage {st.get('stage')} is empty or has no "
-                            f"predicted time: {st!r}")
+            if key not in entry:
+                failures.append(f"pipeline report: stage {entry.get('stage')} has no '{key}'")
+        if not (isinstance(entry.get("ops"), int) and entry["ops"] > 0
+                and isinstance(entry.get("predicted_ms"), (int, float))
+                and entry["predicted_ms"] > 0):
+            failures.append(f"pipeline report: stage {entry.get('stage')} is empty or has no "
+                            f"predicted time: {entry!r}")
     bubble = (pp - 1) / (micro + pp - 1)
     if abs(pipeline.get("bubble_fraction", -1) - bubble) > 1e-9:
         failures.append(f"pipeline report: bubble_fraction {pipeline.get('bubble_fraction')!r}, "
@@ -278,8 +279,8 @@ def check_pipeline_report(single, par, tp, pp, micro):
     if sends % micro:
         failures.append(f"pipeline report: {sends} sends is not a multiple of the {micro} "
                         "micro-batches")
-    measured["stages"] = [(st.get("stage"), st.get("ops"), st.get("predicted_ms"),
-                           st.get("weights_bytes")) for st in stages]
+    measured["stages"] = [(s.get("stage"), s.get("ops"), s.get("predicted_ms"),
+                           s.get("weights_bytes")) for s in stages]
     measured["bubble"] = pipeline.get("bubble_fraction")
     return failures, measured
 
@@ -317,28 +318,17 @@ def format_table(model, n, sp, measured, run_seconds=None):
 
 class Tools:
     def __init__(self, bin_dir, timeout, target_flags=()):
-        self.compile = os.path.join(bin_dir, "sluice-compile")
+        self.compile = st.tool(bin_dir, "sluice-compile")
         # --target=cuda (and --gpu-arch): every bundle of the check for it.
         self.target_flags = list(target_flags)
-        self.run_tool = os.path.join(bin_dir, "sluice-run")
+        self.run_tool = st.tool(bin_dir, "sluice-run")
         self.timeout = timeout
 
     def call(self, cmd, timeout=None):
         """(exit code, stdout + stderr, seconds); exit code None on a timeout.
         The command runs in its own process group, killed whole on a
         timeout: sluice-run --ranks starts mpirun and the ranks under it."""
-        print("+", " ".join(cmd), flush=True)
-        timeout = timeout or self.timeout
-        start = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-            return proc.returncode, out, time.monotonic() - start
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-            return None, out, time.monotonic() - start
+        return st.run(cmd, echo=True, timeout=timeout or self.timeout, group=True)
 
 
 def shape_flags(shapes):
@@ -484,9 +474,7 @@ def mode_run(args, tools, work):
         table = table.replace(f"tp={n}", f"tp={args.tp} pp={args.pp} "
                               f"micro-batches={args.micro_batches}", 1)
     print(table)
-    for failure in failures:
-        print("FAIL:", failure)
-    return 1 if failures else 0
+    return st.finish(failures, passed=None)
 
 
 # ---------------------------------------------------------------------------
@@ -624,11 +612,7 @@ def mode_errors(args, tools, work):
                                 timeout=RUN_ERROR_TIMEOUT)
         report(judge_missing_weights(rc, out, "weights.rank1.bin", RUN_ERROR_TIMEOUT), out)
 
-    for failure in failures:
-        print("FAIL:", failure)
-    if not failures:
-        print(f"{name}: the bad inputs give clear errors")
-    return 1 if failures else 0
+    return st.finish(failures, f"{name}: the bad inputs give clear errors")
 
 
 # ---------------------------------------------------------------------------
@@ -803,10 +787,8 @@ def self_test():
         elif words is not None and not (failures and all(w in text for w in words)):
             problems.append(f"{label}: expected a failure with {words}, got {failures}")
 
-    for problem in problems:
-        print("FAIL:", problem)
-    print(f"self-test: {len(checked)} cases, {len(problems)} problems")
-    return 1 if problems else 0
+    verdict = f"self-test: {len(checked)} cases, {len(problems)} problems"
+    return st.finish(problems, verdict, verdict)
 
 
 def main():
