@@ -626,7 +626,7 @@ def main():
     ap.add_argument("--dry-run", action="store_true",
                     help="print the plan, build and compile every case (no GPU), time nothing")
     ap.add_argument("--from-results", metavar="JSON",
-                    help="print the acceptance items of an earlier run's results (no GPU)")
+                    help="judge the kernel targets on an earlier run's results (no GPU)")
     args = ap.parse_args()
     args.sdpa = [b for b in args.sdpa.split(",") if b]
     for b in args.sdpa:
