@@ -1,6 +1,6 @@
 //===- Passes.td - sluice passes ---------------------------*- tablegen -*-===//
 //
-// Every pass of the compiler, grouped by phase (DESIGN.md), alphabetical
+// Every pass of the compiler, grouped by phase (docs/architecture.md), alphabetical
 // within a group. Flags are prefixed `sluice-`; options live here.
 //
 //===----------------------------------------------------------------------===//
@@ -337,7 +337,7 @@ def QuantizeWeightsPass : Pass<"sluice-quantize-weights", "mlir::func::FuncOp"> 
   let summary = "Weight-only quantization (w8a16 / w4a16) of GEMMs with constant weights";
   let description = [{
     Rewrites every `sluice.matmul` whose B is a 2-D float constant [K, N]
-    (and whose A has rank >= 2) into QUANT-CONTRACT Form W: an integer
+    (and whose A has rank >= 2) into Form W (docs/quantization.md): an integer
     constant, f16 scales, a `sluice.dequantize_linear` (f16 result) and,
     when the activations are not f16, a `sluice.cast` to their type.
     `bits=8`: int8, symmetric per output column (scale [N], axis 1).

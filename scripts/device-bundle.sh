@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Packs what the device machine needs to run Sluice's GPU checks into
+# Packs what a GPU machine without LLVM needs to run Sluice's GPU checks into
 # device-bundle/sluice-device.tar.xz (+ MANIFEST.txt): the tools linked
-# against static LLVM/MLIR (the device has none), the runtime libraries, the
+# against static LLVM/MLIR (that machine has none), the runtime libraries, the
 # headers generated code includes, the shared libraries the tools need that a
 # plain system lacks (onnx, protobuf), the test models, the gpu-labelled tests
 # (built binaries, their fixtures and scripts), bench/gpu, the device
 # scripts and a relocatable Open MPI (mpi/, for a machine without one).
-# docs/device.md says how a session uses it.
+# docs/device.md says how to build it, take it there and run its stages.
 #
 # usage: scripts/device-bundle.sh [--testdata] [--build-dir DIR] [--out DIR]
 #                                 [--no-check] [-j N]
@@ -14,8 +14,9 @@
 #                   the conformance stage runs
 #   --zoo DIR[:A,B] add zoo models (folders made by test/zoo/make_zoo.py, e.g.
 #                   build/test/zoo) that the zoo stage runs: the names after
-#                   the colon, or by default the ones that fit a call (the
-#                   transformers, shufflenet_v2_x0_5, squeezenet1_1, swin_t)
+#                   the colon, or by default the ones small enough for the
+#                   bundle's size limit (the transformers,
+#                   shufflenet_v2_x0_5, squeezenet1_1, swin_t)
 #   --build-dir     the static build (default build-static/; configured with
 #                   -DSLUICE_STATIC_MLIR=ON when it does not exist yet)
 #   --out           where the tarball and MANIFEST.txt go (default device-bundle/)
@@ -28,7 +29,9 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$repo/build-static
 out=$repo/device-bundle
 testdata=0 check=1 jobs=2 zoo_dir='' zoo_names=''
-limit=$((64 * 1024 * 1024)) # what one device call may carry, the repo included
+# The bundle and the repository's tracked files together stay under 64 MiB,
+# so that both travel to the GPU machine as one small copy.
+limit=$((64 * 1024 * 1024))
 data_dir=/usr/share/libonnx-testdata/data
 
 die() { echo "device-bundle: error: $*" >&2; exit 2; }
@@ -118,10 +121,10 @@ strip --strip-unneeded "$root"/bin/* "$root"/lib/*.so
 
 # Shared libraries a plain system lacks: everything the tools and runtime
 # need except the C/C++ runtime, zlib/zstd, OpenMP and CUDA's own libraries
-# (the device's toolkit provides those, in its own version). NCCL (218 MiB,
-# over what a call may carry) comes from the device's nvidia-nccl wheel or
-# toolkit: device-env.sh puts its folder on LD_LIBRARY_PATH. Open MPI too:
-# the device image has its own (4.1.6, with mpirun), whose plugins live
+# (the GPU machine's toolkit provides those, in its own version). NCCL
+# (218 MiB, over the size limit below) comes from the GPU machine's
+# nvidia-nccl wheel or toolkit: device-env.sh puts its folder on
+# LD_LIBRARY_PATH. Open MPI too: the GPU machine's image has its own (4.1.6, with mpirun), whose plugins live
 # where Debian's would, so a carried libmpi of another version would load
 # them and fail; libmpi.so.40 is the same ABI.
 system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libzstd|libgomp|libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnvrtc|libnvJitLink|libnccl|libmpi|libopen-pal|libopen-rte|libhwloc|libevent[a-z_]*-[0-9.]*|libudev|libpmix)\.so'
@@ -138,8 +141,8 @@ done | sort -u | while read -r name path; do
 done
 
 # OpenBLAS for host steps that call it (a cuda bundle links -lopenblas when
-# one of its host steps is a GEMM the cpu emitter gives to BLAS): the device
-# image has no OpenBLAS, so its library, the libraries it needs and cblas.h
+# one of its host steps is a GEMM the cpu emitter gives to BLAS): the GPU
+# machine's image has no OpenBLAS, so its library, the libraries it needs and cblas.h
 # travel in blas/ (device-env.sh puts blas/lib on -L and LD_LIBRARY_PATH and
 # blas/include on SLUICE_INCLUDE_DIRS). About 4 MiB compressed.
 blas_lib=$(readlink -f /usr/lib/x86_64-linux-gnu/libopenblas.so.0)
@@ -160,7 +163,7 @@ cp -L "$blas_inc/cblas.h" "$blas_inc/openblas_config.h" "$root/blas/include/"
 # pkglibdir, the help files at pkgdatadir; etc/ for OPAL_SYSCONFDIR), its
 # external PMIx under mpi/pmix (PMIX_LIBDIR, PMIX_DATADIR, PMIX_SYSCONFDIR:
 # Debian's PMIx has them absolute, PMIX_PREFIX alone moves nothing), the
-# libraries they need in mpi/lib. Plugins for fabrics the device lacks (UCX,
+# libraries they need in mpi/lib. Plugins for fabrics the GPU machine lacks (UCX,
 # libfabric, verbs, PSM), OpenSHMEM and netlink stay behind: a plugin that
 # fails to load is skipped, but it would drag in megabytes of libraries.
 mpi_dropped=() mpi=0
@@ -239,12 +242,13 @@ copy_src() {
   done
 }
 copy_src codegen/include include bench/gpu scripts/device-env.sh scripts/device-tests.sh \
-  test/models test/parallel test/moe test/quant test/conformance/run_conformance.py test/gpu test/common
+  test/models test/parallel test/moe test/quant test/conformance/run_conformance.py test/gpu test/common \
+  test/lib
 [ -f "$repo/docs/device.md" ] && copy_src docs/device.md
 find "$root" -name __pycache__ -prune -exec rm -rf {} +
 
 # The gpu tests' list, each command with @ROOT@ for the bundle root and
-# @PYTHON@ for the device's python; files they name are copied (source tree
+# @PYTHON@ for the GPU machine's python; files they name are copied (source tree
 # paths as they are, build tree paths under build/).
 python3 - "$repo" "$build" "$root" "$tests_json" <<'EOF'
 import json, os, re, shutil, sys
@@ -313,7 +317,7 @@ fi
   echo "built: $(date -u '+%Y-%m-%d %H:%M UTC') on $(. /etc/os-release && echo "$PRETTY_NAME"), $(c++ --version | head -n 1)"
   echo "nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo none)"
   echo "testdata: $([ $testdata -eq 1 ] && echo "yes ($data_dir)" || echo no)"
-  # The device's C and C++ runtimes must be at least these.
+  # The GPU machine's C and C++ runtimes must be at least these.
   echo "needs: $(for f in "$root"/bin/* "$root"/lib/*.so* $(find "$root/mpi" -type f \( -name '*.so' -o -path '*/bin/*' \) 2>/dev/null); do objdump -T "$f"; done |
     grep -o 'GLIBC_2\.[0-9]*\|GLIBCXX_3\.4\.[0-9]*' | sort -V -u |
     awk -F_ '{ v[$1] = $0 } END { print v["GLIBC"], v["GLIBCXX"] }')"
@@ -334,13 +338,13 @@ cp "$root/MANIFEST.txt" "$out/MANIFEST.txt"
 size=$(stat -c %s "$out/sluice-device.tar.xz")
 repo_size=$(git -C "$repo" ls-files -z | (cd "$repo" && xargs -0 stat -c %s 2>/dev/null) |
   awk '{ s += $1 } END { print s + 0 }')
-say "$out/sluice-device.tar.xz: $((size / 1024)) KiB (unpacked $(du -sk "$root" | cut -f1) KiB); with the repository's tracked files ($((repo_size / 1024)) KiB) a call carries $(((size + repo_size) / 1024)) KiB of at most $((limit / 1024))"
+say "$out/sluice-device.tar.xz: $((size / 1024)) KiB (unpacked $(du -sk "$root" | cut -f1) KiB); with the repository's tracked files ($((repo_size / 1024)) KiB) $(((size + repo_size) / 1024)) KiB of at most $((limit / 1024))"
 {
   echo
   echo "## size"
-  echo "tarball: $size bytes; repository tracked files: $repo_size bytes; limit per call: $limit bytes"
+  echo "tarball: $size bytes; repository tracked files: $repo_size bytes; limit with the repository: $limit bytes"
 } >>"$out/MANIFEST.txt"
-[ $((size + repo_size)) -lt $limit ] || die "the bundle and the repository exceed what one call may carry"
+[ $((size + repo_size)) -lt $limit ] || die "the bundle and the repository exceed $((limit / 1024 / 1024)) MiB"
 
 # 4. The check: no LLVM/MLIR needed, and a cuda compile from the extracted
 # bundle in a clean environment.
@@ -415,7 +419,7 @@ EOF
     done
     # Where another Open MPI or PMIx keeps its configuration, decoys that
     # break the bundle's if it read them (a component path that does not
-    # exist): on the device those files belong to the machine's own.
+    # exist): on the GPU machine those files belong to the machine's own.
     decoy="mca_base_component_path = /nonexistent/decoy"
     mkdir -p "$tmp/decoy-etc" "$tmp/decoy-pmix/share" "$tmp/decoy-pmix/etc"
     echo "$decoy" >"$tmp/decoy-etc/openmpi-mca-params.conf"

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced on the device machine (no LLVM/MLIR there): points PATH,
+# Sourced on a GPU machine without LLVM/MLIR: points PATH,
 # LD_LIBRARY_PATH and the SLUICE_* variables at an extracted device bundle
 # (scripts/device-bundle.sh) and at the machine's CUDA toolkit and cuDNN.
 #
@@ -28,7 +28,8 @@ fi
 export CUDA_HOME
 [ -x "$CUDA_HOME/bin/nvcc" ] || echo "device-env: no nvcc under $CUDA_HOME" >&2
 
-# Python: the device image's python3 holds torch, onnx and onnxruntime.
+# Python: the GPU machine's python3 is expected to hold torch, onnx and
+# onnxruntime.
 export SLUICE_PYTHON="${SLUICE_PYTHON:-python3}"
 
 # Folders holding a file matching $1 (first hit per candidate, in order).
@@ -133,8 +134,8 @@ elif ! command -v mpirun >/dev/null 2>&1; then
 fi
 # Either Open MPI on one machine: mpirun starts the ranks itself (plm
 # isolated: no ssh to look for), shared memory between them (vader; tcp as a
-# fallback) and ob1 (no UCX or libfabric needed); as root, which the device
-# is. A setting already in the environment wins.
+# fallback) and ob1 (no UCX or libfabric needed); as root, which GPU
+# containers often are. A setting already in the environment wins.
 export OMPI_ALLOW_RUN_AS_ROOT="${OMPI_ALLOW_RUN_AS_ROOT:-1}"
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}"
 export OMPI_MCA_plm="${OMPI_MCA_plm:-isolated}"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs Sluice's GPU checks on the device machine from a device bundle
-# (scripts/device-bundle.sh; docs/device.md has the plan for a session).
+# Runs Sluice's GPU checks on a GPU machine without LLVM from a device
+# bundle (scripts/device-bundle.sh; docs/device.md says what each stage
+# checks).
 #
 # usage: scripts/device-tests.sh [options] STAGE...
 #
@@ -21,7 +22,7 @@
 #                     groups attention, gemm, row): Sluice's fused attention,
 #                     BERT-b32 GEMMs, layer_norm and softmax one at a time
 #                     against torch SDPA's backends, torch.matmul/addmm and a
-#                     device copy (issue 21's acceptance items)
+#                     device copy (the kernel targets of bench/gpu/README.md)
 #   parallel          test/parallel/check_parallel.py --target cuda: the five
 #                     transformer models at --tp=2 and --tp=2 --sp as two
 #                     ranks sharing the GPU (host-staged MPI transport; mpirun
@@ -46,13 +47,13 @@
 #   --dry-run         print what would run, run nothing (works without a GPU)
 #
 # Environment: SLUICE_DEVICE_BUDGET_S, seconds for all stages together
-# (default 540: a run call's 600 s less the start); a stage that would start
+# (default 540: nine minutes); a stage that would start
 # with less than a minute left is skipped and reported. Each stage's command
 # is stopped at the budget's end. SLUICE_DEVICE_JOBS: model checks at once
 # (default 4).
 #
-# The logs folder receives at most 8 files (the device tool brings back no
-# more): summary.txt, nvidia-smi.txt, logs.tar.gz (every stage's log) and the
+# The logs folder receives at most 8 files (few, so that copying the results
+# back from the GPU machine stays simple): summary.txt, nvidia-smi.txt, logs.tar.gz (every stage's log) and the
 # stages' JSON results (conformance-K-of-N.json, bench-results.json,
 # kernels-bench-results.json).
 #
@@ -121,7 +122,7 @@ else
   mkdir -p "$logs" "$work" || die "cannot create $logs"
   logs=$(cd "$logs" && pwd) work=$(cd "$work" && pwd)
   # Extract when the root holds no bundle or another one than $bundle (a
-  # warm machine keeps an earlier call's extraction; the bundle may have been
+  # machine may keep an earlier run's extraction; the bundle may have been
   # rebuilt since): the tarball's checksum is kept beside it.
   if [ $inside -eq 0 ] && [ -f "$bundle" ]; then
     sum=$(cksum <"$bundle")
@@ -311,7 +312,7 @@ stage_parallel() {
   run_parallel_end
 }
 
-# Expert parallelism (issue 17) on the GPU: the MoE test models at --ep=2
+# Expert parallelism (docs/parallel.md) on the GPU: the MoE test models at --ep=2
 # as two ranks sharing it (test/moe/check_ep.py: the report contract, the
 # outputs against one device and ONNX Runtime, the expert-load profile),
 # and each one's single-device check.

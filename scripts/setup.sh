@@ -59,7 +59,7 @@ if ! "$venv/bin/python" -c "import transformers; assert transformers.__version__
   echo "[setup] installing transformers 4.38.2 into $venv (the zoo's models)"
   "$venv/bin/pip" install -q --disable-pip-version-check "numpy<2" "transformers==4.38.2"
 fi
-# cuSPARSELt (issue 16): the cuda target's 2:4 GEMMs compile against its
+# cuSPARSELt (docs/pruning.md): the cuda target's 2:4 GEMMs compile against its
 # header and dlopen its library at run time (codegen/cuda/groups/Gemm.cpp,
 # sluice_gen/cuda_sparse.cuh). Optional: where the package cannot be
 # installed, bundles still build and run their 2:4 GEMMs dense, so a failure

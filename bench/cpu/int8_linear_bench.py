@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""A BERT-base FF1 linear as bundles: Form I8 (issue 15) against f32, in one
+"""A BERT-base FF1 linear as bundles: Form I8 (docs/quantization.md) against f32, in one
 run on one machine.
 
   y = gelu(x @ W + b),  x [M, 768], W [768, 3072], M = 128 * batch
 
 f32:  one GEMM group (sluice_gemm_batched_ep, the bias and GELU in its
       epilogue).
-int8: the Form I8 the quantization passes write (QUANT-CONTRACT.md):
+int8: the Form I8 the quantization passes write (docs/quantization.md):
       quantize_linear(x) -> u8 (one elementwise kernel), then
       matmul_integer with the s8 weight (packed at compile time) ->
       cast -> mul by sx * sw[n] -> add b -> gelu: one sluice_int8_gemm_ep

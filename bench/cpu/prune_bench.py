@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/cpu/prune_bench.py: structured pruning against the dense model on the
-BERT-base-sized encoder (issue 16).
+BERT-base-sized encoder (docs/pruning.md).
 
 One run, one machine, one thread count: Sluice's fp32 bundle, the same model
 compiled with `--prune=heads=0.25,ffn=0.4` (a quarter of every layer's heads

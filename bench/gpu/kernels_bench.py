@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Sluice's cuda kernels one at a time against PyTorch's on the same GPU: the
-acceptance items of issue 21 (see README.md here, "Kernel benchmark").
+"""Sluice's cuda kernels one at a time against PyTorch's on the same GPU, each
+judged against its target (see README.md here, "Kernel benchmark").
 
 Cases (all fp16; each a small ONNX model built here, compiled with
 `sluice-compile --target=cuda --precision=fp16 --gpu-arch=ARCH`):
@@ -447,14 +447,15 @@ def format_row(name, row):
     return f"{name}: " + "; ".join(parts)
 
 
-# Issue 21's targets for these cases.
+# The targets of these cases (README.md here, "Kernel benchmark"): level with
+# or faster than PyTorch's best, and near the hardware's rate.
 ATTENTION_D128_TFLOPS = 350.0
 GEMM_AVERAGE_TFLOPS = 600.0
 ROW_COPY_FRACTION = 0.85
 
 
 def acceptance(cases):
-    """Issue 21's acceptance items over a results file's cases: a list of
+    """The kernel targets judged over a results file's cases: a list of
     {item, value, target, met} (met None where a figure is missing)."""
     items = []
 
@@ -492,7 +493,7 @@ def acceptance(cases):
 
 
 def format_acceptance(items):
-    lines = ["issue 21 acceptance (this run):"]
+    lines = ["kernel targets (this run):"]
     for i in items:
         state = {True: "met", False: "NOT met", None: "no figure"}[i["met"]]
         value = "-" if i["value"] is None else f"{i['value']:.3g}"
@@ -625,7 +626,7 @@ def main():
     ap.add_argument("--dry-run", action="store_true",
                     help="print the plan, build and compile every case (no GPU), time nothing")
     ap.add_argument("--from-results", metavar="JSON",
-                    help="print the acceptance items of an earlier run's results (no GPU)")
+                    help="judge the kernel targets on an earlier run's results (no GPU)")
     args = ap.parse_args()
     args.sdpa = [b for b in args.sdpa.split(",") if b]
     for b in args.sdpa:

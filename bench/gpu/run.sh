@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Times Sluice's cuda target against PyTorch on the GPU (bench/gpu/bench_gpu.py;
-# see bench/gpu/README.md). Runs on the device machine from an extracted
+# see bench/gpu/README.md). Runs on a GPU machine from an extracted
 # device bundle, or in a checkout with a build and a GPU.
 #
 # usage: bench/gpu/run.sh [CFG] [bench_gpu.py options]

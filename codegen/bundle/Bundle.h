@@ -1,6 +1,6 @@
 //===- Bundle.h - write a bundle folder and build its library -----*- C++ -*-===//
 //
-// The last step of the emit phase: the bundle folder DESIGN.md describes
+// The last step of the emit phase: the bundle folder docs/runtime.md describes
 // (manifest.json, the compiled library, weights.bin 64-byte aligned), built
 // by invoking the system C++ compiler on the emitted source.
 //

@@ -1,6 +1,6 @@
 //===- Compute.h - the arithmetic of a kernel step -------------*- C++ -*-===//
 //
-// What a launch computes in (issue 15, QUANT-CONTRACT.md "compute"): the
+// What a launch computes in (docs/quantization.md, `"compute"`): the
 // report's and the manifest's steps[].compute. One definition for both
 // targets and both outputs.
 //

@@ -31,7 +31,7 @@ LogicalResult emitElementwiseGroup(GroupContext &ctx);
 
 LogicalResult emitGemmGroup(GroupContext &ctx);
 /// Form F2 with an int8 matmul_integer / conv_integer anchor (Form I8 of
-/// issue 15): sluice_int8_gemm_ep with the epilogue it can fold
+/// docs/quantization.md): sluice_int8_gemm_ep with the epilogue it can fold
 /// (groups/Int8Gemm.cpp). Lone int8 contractions come here too.
 LogicalResult emitInt8GemmGroup(GroupContext &ctx);
 /// Whether `kernel` is a GEMM group with an int8 anchor.

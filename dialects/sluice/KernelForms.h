@@ -58,10 +58,11 @@ bool isLibraryFloat(mlir::Type element);
 /// Exchanges data between ranks (Collective trait: all_reduce, all_gather,
 /// reduce_scatter, all_to_all).
 bool isCollective(mlir::Operation *op);
-/// A matmul_integer / conv_integer the int8 GEMM kernels compute (issue 15,
-/// Form I8): lhs ui8 or i8 with a per-tensor zero point, rhs i8 whose zero
-/// point is a constant of zeros (scalar or per column / output channel),
-/// static shapes; a matmul of matrices (rank >= 2), a 2-D convolution.
+/// A matmul_integer / conv_integer the int8 GEMM kernels compute
+/// (docs/quantization.md, Form I8): lhs ui8 or i8 with a per-tensor zero
+/// point, rhs i8 whose zero point is a constant of zeros (scalar or per
+/// column / output channel), static shapes; a matmul of matrices
+/// (rank >= 2), a 2-D convolution.
 bool isInt8Contraction(mlir::Operation *op);
 /// An f32 sluice.conv over 2 spatial dims with static shapes: a library
 /// call that takes an elementwise epilogue (form F2) where the fuse phase
@@ -76,7 +77,7 @@ std::optional<llvm::StringRef> libraryFor(mlir::Operation *op);
 
 //===-- Form W: weight-only quantized GEMM operands ------------------------===//
 
-/// The B operand of a weight-only GEMM (QUANT-CONTRACT Form W): a
+/// The B operand of a weight-only GEMM (docs/quantization.md, Form W): a
 /// dequantize_linear of a 2-D 8- or 4-bit integer weight [K, N] with one
 /// scale per column (8 bits, axis 1, scale [N]: group = K) or per block of
 /// `group` rows along K (axis 0, block_size = group, scale
@@ -103,7 +104,7 @@ bool isWeightPrologue(mlir::Operation *op);
 
 //===-- Form F8: fp8 GEMM operands -----------------------------------------===//
 
-/// The operands of an fp8 GEMM (issue 15, docs/quantization.md Form F8):
+/// The operands of an fp8 GEMM (docs/quantization.md, Form F8):
 /// the matmul reads A = dequantize_linear(xq) and B = dequantize_linear(w8)
 /// with xq and w8 f8E4M3FN, each scale one f32 value (per tensor), no zero
 /// point or a zero one, each dequantization read by the matmul alone; w8 is

@@ -1,8 +1,8 @@
 //===- SluiceCompositeOps.td - recognized composites -------*- tablegen -*-===//
 //
-// Ops that the recognize phase forms from the primitive chains exporters
-// write (DESIGN.md, phase 3): GELU, SiLU, RMS normalization, attention and
-// mixture-of-experts MLPs.
+// Ops that the recognize phase (docs/architecture.md) forms from the
+// primitive chains exporters write: GELU, SiLU, RMS normalization,
+// attention and mixture-of-experts MLPs.
 // (LayerNorm is `sluice.layer_norm`, which the importer also produces from
 // ONNX LayerNormalization.) Every composite has a decomposition back to
 // primitive ops (`sluice-decompose-composites`, passes/recognize) and its

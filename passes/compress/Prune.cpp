@@ -1,6 +1,6 @@
 //===- Prune.cpp - structured pruning guarded by calibration data ---------===//
 //
-// The compress phase's `--prune=heads=F,ffn=F,channels=F` (issue 16): whole
+// The compress phase's `--prune=heads=F,ffn=F,channels=F` (docs/pruning.md): whole
 // attention heads, MLP hidden units and convolution output channels leave
 // `main`, so that weights, GEMM shapes and FLOPs shrink (nothing runs on
 // zeros). Which dimensions must shrink together is PruneGroups.h's

@@ -2,7 +2,7 @@
 //
 // `--quantize=w8a16|w4a16`: the weights of GEMMs become int8 (per output
 // column) or int4 (blocks of G rows along K) with f16 scales, the
-// activations stay as they are (QUANT-CONTRACT Form W):
+// activations stay as they are (docs/quantization.md, Form W):
 //
 //   %w  = sluice.matmul %x, %B                       B: float constant [K, N]
 // becomes

@@ -1,6 +1,6 @@
 //===- QuantizeWeights.h - weight-only quantization (w8a16/w4a16) -*- C++ -*-===//
 //
-// The compress phase's weight-only quantization (QUANT-CONTRACT Form W):
+// The compress phase's weight-only quantization (docs/quantization.md, Form W):
 // the arithmetic on a weight matrix (quantizeWeightMatrix, pure and tested
 // in gtest) and the rewrite of a function's GEMMs (quantizeWeightsOnly, which
 // the sluice-quantize-weights pass and the accuracy guard call).

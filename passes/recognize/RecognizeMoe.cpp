@@ -1,7 +1,8 @@
 //===- RecognizeMoe.cpp - mixture-of-experts MLPs as sluice.moe ----------===//
 //
 // Forms `sluice.moe` from the two forms exporters write for a
-// mixture-of-experts MLP (issue 17), after the activations are recognized:
+// mixture-of-experts MLP (docs/parallel.md, "The MoE kernel"), after the
+// activations are recognized:
 //
 // 1. Learned top-k router, experts computed densely and gathered (a plain
 //    PyTorch MoE, torch.onnx):

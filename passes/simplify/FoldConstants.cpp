@@ -34,7 +34,7 @@ bool foldWithEvaluator(Operation *op, int64_t maxElements, bool foldDequantize =
       op->getDialect() == nullptr ||
       !isa<SluiceDialect>(op->getDialect()))
     return false;
-  // A weight-only quantized GEMM's B (QUANT-CONTRACT Form W) stays
+  // A weight-only quantized GEMM's B (docs/quantization.md, Form W) stays
   // quantized: the GEMM dequantizes it inside; folded, it would be a float
   // copy of the weight.
   if (kernel::isWeightPrologue(op))

@@ -41,6 +41,9 @@ import tempfile
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sluice_test as st  # noqa: E402
+
 SUITES = ["node", "pytorch-converted", "pytorch-operator", "simple"]
 DEFAULT_DATA = "/usr/share/libonnx-testdata/data"
 
@@ -272,15 +275,6 @@ def run_compiled(bindir, model, data_sets, timeout, target="cpu"):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def gpu_present():
-    """Whether an NVIDIA GPU is visible (nvidia-smi lists one)."""
-    try:
-        proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return proc.returncode == 0 and "GPU" in proc.stdout
-
-
 def run_cpu(bindir, model, data_sets, timeout):
     return run_compiled(bindir, model, data_sets, timeout, "cpu")
 
@@ -401,7 +395,7 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--shard", default="1/1",
                     help="K/N: run only the K-th (1-based) of N interleaved slices of the "
-                         "cases, as the device machine runs them in several calls")
+                         "cases, so that a GPU machine can run them in several parts")
     ap.add_argument("--gpu-arch", default="sm_90",
                     help="cuda: the one architecture to build bundles for (sluice-compile "
                          "--gpu-arch); default sm_90 (H100/H200)")
@@ -413,9 +407,9 @@ def main():
     for t in targets:
         if t not in RUNNERS:
             sys.exit(f"run_conformance: unknown target '{t}' (targets: reference, cpu, cuda)")
-    if "cuda" in targets and not gpu_present():
-        print("[conformance] cuda target: no GPU here (nvidia-smi -L lists none): skipped")
-        return 77  # ctest SKIP_RETURN_CODE
+    if "cuda" in targets and not st.gpu_present():
+        print("[conformance] cuda target: " + st.NO_GPU)
+        return st.SKIPPED
     for tool in ("sluice-run", "sluice-compile"):
         if not os.access(os.path.join(args.bin, tool), os.X_OK):
             sys.exit(f"run_conformance: {os.path.join(args.bin, tool)} not found (build first)")

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The device machine's scripts, checked where there is no GPU (ctest
+# The GPU machine's scripts, checked where there is no GPU (ctest
 # device-scripts): scripts/device-tests.sh --dry-run and its argument errors,
 # bench/gpu/bench_gpu.py --dry-run, kernels_bench.py --dry-run (models built
 # and compiled with nvcc where there is one), --from-results --write-doc on a small
@@ -101,7 +101,7 @@ printf '# no markers\n' >"$work/plain.md"
 kbench="$src/bench/gpu/kernels_bench.py"
 "$python" "$kbench" --dry-run --cases nonesuch >"$work/bad.txt" 2>&1 &&
   fail "kernels_bench.py with an unknown case succeeded"
-# --from-results: issue 21's acceptance items from a results file (made up
+# --from-results: the kernel targets judged from a results file (made up
 # here: attention 4% slower than cuDNN's; the d128 case 393 TFLOP/s; the GEMMs
 # 610 TFLOP/s by FLOPs, FF2 7% slower than torch.matmul; layer_norm 79% of the
 # copy).

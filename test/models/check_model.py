@@ -26,15 +26,17 @@ Usage: check_model.py --bin BUILD/bin [--target reference|cpu|cuda]
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sluice_test as st  # noqa: E402
 
-# Per-model layer spans and launch budgets (issue 4: BERT and GPT-2 layers
-# at most 8 launches, a LLaMA block at most 10).
+
+# Per-model layer spans and launch budgets (docs/architecture.md, "What it
+# gives": BERT and GPT-2 layers at most 8 launches, a LLaMA block at most 10).
 LAYERS = {
     "bert_encoder": {"layers": 2, "start": r"^/qkv(_\d+)?/MatMul$", "end": r"^/Gather_3$|^/pool/",
                      "max_launches": 8},
@@ -70,23 +72,8 @@ def layer_launches(steps, spec):
 
 
 def run(cmd):
-    print("+", " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    sys.stdout.write(proc.stdout)
-    sys.stderr.write(proc.stderr)
-    return proc.returncode
-
-
-SKIPPED = 77  # ctest SKIP_RETURN_CODE
-
-
-def gpu_present():
-    """Whether an NVIDIA GPU is visible (nvidia-smi lists one)."""
-    try:
-        proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return proc.returncode == 0 and "GPU" in proc.stdout
+    """Runs a tool, echoing it and its output; returns its exit status."""
+    return st.run(cmd, echo=True, show=True).rc
 
 
 def main():
@@ -112,19 +99,17 @@ def main():
                          "there is no GPU")
     ap.add_argument("model_dir")
     args = ap.parse_args()
-    if args.target == "cuda" and not args.compile_only and not gpu_present():
-        print("no GPU here (nvidia-smi -L lists none): skipped")
-        return SKIPPED
-    with open(os.path.join(args.model_dir, "manifest.json")) as f:
-        manifest = json.load(f)
+    if args.target == "cuda" and not args.compile_only and not st.gpu_present():
+        print(st.NO_GPU)
+        return st.SKIPPED
+    manifest = st.read_manifest(args.model_dir)
     model = os.path.join(args.model_dir, "model.onnx")
-    inputs = [f"{n}={os.path.join(args.model_dir, 'inputs', n + '.npy')}"
-              for n in manifest["inputs"]]
+    inputs = st.tensor_args(args.model_dir, "inputs", manifest["inputs"])
     shapes = [f"--shape={s}" for s in manifest["shapes"]]
     tolerances = ([f"--rtol={args.rtol}", f"--atol={args.atol}"]
                   if args.precision == "fp32" and not args.quantize
                   else [f"--max-rel-l2={args.max_rel_l2}"])
-    sluice_run = os.path.join(args.bin, "sluice-run")
+    sluice_run = st.tool(args.bin, "sluice-run")
 
     budget_failed = False
     work = tempfile.TemporaryDirectory()
@@ -137,8 +122,9 @@ def main():
             extra.append(f"--quantize={args.quantize}")
         if args.gpu_arch:
             extra.append(f"--gpu-arch={args.gpu_arch}")
-        if run([os.path.join(args.bin, "sluice-compile"), model, "-o", bundle, *shapes,
-                *extra, "--report", os.path.join(work.name, "report.json")]):
+        if st.compile_bundle(args.bin, model, bundle,
+                             [*shapes, *extra, "--report", os.path.join(work.name, "report.json")],
+                             echo=True, show=True).rc:
             return 1
         with open(os.path.join(work.name, "report.json")) as f:
             report = json.load(f)
@@ -169,15 +155,13 @@ def main():
     else:
         target_args = [model, "--reference", *shapes]
 
-    torch_expected = [f"{n}={os.path.join(args.model_dir, 'expected', n + '.npy')}"
-                      for n in manifest["outputs"]]
+    torch_expected = st.tensor_args(args.model_dir, "expected", manifest["outputs"])
     status = run([sluice_run, *target_args, *inputs,
                   "--expect", *torch_expected, *tolerances])
 
     import onnxruntime as ort  # noqa: PLC0415
     session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-    feeds = {n: np.load(os.path.join(args.model_dir, "inputs", n + ".npy"))
-             for n in manifest["inputs"]}
+    feeds = st.load_tensors(args.model_dir, "inputs", manifest["inputs"])
     with tempfile.TemporaryDirectory() as tmp:
         ort_expected = []
         for n, value in zip(manifest["outputs"], session.run(manifest["outputs"], feeds)):

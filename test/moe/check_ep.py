@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The acceptance check of expert parallelism (issue 17) for one MoE test
+"""The check of expert parallelism (docs/parallel.md) for one MoE test
 model (a test/moe folder) at --ep=N, as real MPI ranks on the cpu target,
 or with --target cuda on the machine's GPU (the ranks share it: the
 host-staged transport; exits 77 where nvidia-smi lists no GPU).
@@ -35,9 +35,9 @@ import onnx
 from onnx import numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parallel"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sluice_test as st  # noqa: E402
 from check_parallel import ATOL, RTOL, Tools, collective_totals  # noqa: E402
-from check_model import SKIPPED, gpu_present  # noqa: E402
 
 
 def expert_weight_bytes(model_path, experts):
@@ -87,14 +87,13 @@ def main():
     parser.add_argument("--timeout", type=int, default=300)
     parser.add_argument("model_dir")
     args = parser.parse_args()
-    if args.target == "cuda" and not gpu_present():
-        print("no GPU here (nvidia-smi -L lists none): skipped")
-        return SKIPPED
+    if args.target == "cuda" and not st.gpu_present():
+        print(st.NO_GPU)
+        return st.SKIPPED
     model_dir = os.path.normpath(args.model_dir)
     name = os.path.basename(model_dir)
     model = os.path.join(model_dir, "model.onnx")
-    with open(os.path.join(model_dir, "manifest.json")) as f:
-        manifest = json.load(f)
+    manifest = st.read_manifest(model_dir)
     with open(os.path.join(model_dir, "expected_load.json")) as f:
         hand = json.load(f)["tokens_per_expert"]
     experts, n = len(hand), args.ep
@@ -102,7 +101,7 @@ def main():
     if args.gpu_arch:
         target_flags.append(f"--gpu-arch={args.gpu_arch}")
     tools = Tools(args.bin, args.timeout, target_flags)
-    inputs = [os.path.join(model_dir, "inputs", i + ".npy") for i in manifest["inputs"]]
+    inputs = st.tensor_paths(model_dir, "inputs", manifest["inputs"])
     failures = []
 
     with tempfile.TemporaryDirectory() as work:
@@ -140,8 +139,8 @@ def main():
             failures.append(f"single report's moe {single.get('moe')!r}: experts_per_rank "
                             f"should be {experts}")
         totals = collective_totals(par)
-        out_bytes = int(np.load(os.path.join(model_dir, "expected",
-                                             manifest["outputs"][0] + ".npy")).nbytes)
+        out_bytes = int(np.load(st.tensor_path(model_dir, "expected",
+                                               manifest["outputs"][0])).nbytes)
         # A ring all-reduce sends 2 (N-1)/N of the tensor per rank.
         ring = out_bytes * 2 * (n - 1) // n
         if totals.get("all_reduce", (0, 0)) != (1, ring) or set(totals) != {"all_reduce"}:
@@ -177,8 +176,7 @@ def main():
                             f"failed (exit {rc})")
         rc, out, _ = tools.call([tools.run_tool, bundles["ep"], f"--ranks={n}", *inputs,
                                  "--threads=1", "--expect",
-                                 *[os.path.join(model_dir, "expected", o + ".npy")
-                                   for o in manifest["outputs"]],
+                                 *st.tensor_paths(model_dir, "expected", manifest["outputs"]),
                                  f"--rtol={RTOL}", f"--atol={ATOL}"])
         sys.stdout.write(out)
         if rc != 0:
@@ -197,10 +195,7 @@ def main():
 
     print(f"{name} --ep={n} ({args.target}): weights per rank {per_rank} (single {single['weights_bytes']}), "
           f"collectives {totals}, {n}-rank run {seconds:.2f} s")
-    for failure in failures:
-        print("FAIL:", failure)
-    print("check_ep: %s" % ("FAILED" if failures else "ok"))
-    return 1 if failures else 0
+    return st.finish(failures, "check_ep: ok", "check_ep: FAILED")
 
 
 if __name__ == "__main__":

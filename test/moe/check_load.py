@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The expert-load profile of a mixture-of-experts test model against a
-count done by hand (issue 17).
+count done by hand (docs/parallel.md, "The expert-load profile").
 
 Compiles MODEL_DIR/model.onnx for the cpu target (extra sluice-compile
 flags after --), runs the bundle once on MODEL_DIR/inputs with
@@ -28,13 +28,15 @@ import argparse
 import ctypes
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import onnx
 import onnxruntime as ort
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sluice_test as st  # noqa: E402
 
 
 def router_count(model_dir, inputs):
@@ -146,8 +148,8 @@ def main():
     parser.add_argument("model_dir")
     parser.add_argument("compile_flags", nargs="*")
     args = parser.parse_args()
-    manifest = json.load(open(os.path.join(args.model_dir, "manifest.json")))
-    inputs = {name: np.load(os.path.join(args.model_dir, "inputs", name + ".npy")) for name in manifest["inputs"]}
+    manifest = st.read_manifest(args.model_dir)
+    inputs = st.load_tensors(args.model_dir, "inputs", manifest["inputs"])
     hand = json.load(open(os.path.join(args.model_dir, "expected_load.json")))
     counted, top_k = router_count(args.model_dir, inputs)
 
@@ -158,18 +160,17 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         bundle = os.path.join(tmp, "model.sluice")
         report = os.path.join(tmp, "report.json")
-        subprocess.run([os.path.join(args.bin, "sluice-compile"), os.path.join(args.model_dir, "model.onnx"),
-                        "-o", bundle, "--quiet"] + args.compile_flags, check=True)
-        run = [os.path.join(args.bin, "sluice-run"), bundle]
-        run += [os.path.join(args.model_dir, "inputs", name + ".npy") for name in manifest["inputs"]]
-        run += ["--expect"] + [os.path.join(args.model_dir, "expected", name + ".npy")
-                               for name in manifest["outputs"]]
+        st.compile_bundle(args.bin, os.path.join(args.model_dir, "model.onnx"), bundle,
+                          ["--quiet"] + args.compile_flags, show=True, check=True)
+        run = [st.tool(args.bin, "sluice-run"), bundle]
+        run += st.tensor_paths(args.model_dir, "inputs", manifest["inputs"])
+        run += ["--expect"] + st.tensor_paths(args.model_dir, "expected", manifest["outputs"])
         run += ["--rtol=1e-4", "--atol=1e-5", "--report=" + report, "--iters=2"]
         if args.ranks > 1:
             run.append(f"--ranks={args.ranks}")
-        result = subprocess.run(run, capture_output=True, text=True)
-        if result.returncode != 0:
-            sys.exit(f"sluice-run failed ({result.returncode}):\n{result.stdout}{result.stderr}")
+        result = st.run(run)
+        if result.rc != 0:
+            sys.exit(f"sluice-run failed ({result.rc}):\n{result.out}")
         loads = json.load(open(report))["expert_load"]
 
         if args.ranks == 1 and args.lib:
@@ -199,11 +200,7 @@ def main():
             errors.append(f"imbalance_over {load['imbalance_over']} for {len(per_rank)} ranks")
         print(f"{args.model_dir}: tokens per expert {per_expert}, per rank {per_rank}, "
               f"imbalance {load['imbalance']:.3f} over the {load['imbalance_over']}")
-    for e in errors:
-        print("FAIL: " + e)
-    if not errors:
-        print("expert load matches the hand count and the router's count")
-    return 1 if errors else 0
+    return st.finish(errors, "expert load matches the hand count and the router's count")
 
 
 if __name__ == "__main__":

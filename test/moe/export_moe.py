@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Exports the two mixture-of-experts test models (issue 17) with torch.onnx
+"""Exports the two mixture-of-experts test models (docs/parallel.md) with torch.onnx
 and records ONNX Runtime's outputs on fixed inputs.
 
 - moe_top2: a transformer-ish block (LayerNorm, learned router, residual)

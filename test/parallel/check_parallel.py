@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The acceptance check of tensor and sequence parallelism (issue 14) for one
+"""The check of tensor and sequence parallelism (docs/parallel.md) for one
 exported test model (a test/models folder) and one parallel configuration.
 
 --mode=run (the default):
@@ -31,7 +31,7 @@ exported test model (a test/models folder) and one parallel configuration.
   mutation per rule, and the bad-input judgments on made-up tool outputs, so
   that neither can pass by seeing nothing (needs no compiler).
 
---pp=P [--micro-batches=M] (issue 17, pipeline parallelism): the same run
+--pp=P [--micro-batches=M] (pipeline parallelism): the same run
   check for a tp x P bundle (--tp=1 for a pure pipeline) run as tp*P ranks,
   and the pipeline report (check_pipeline_report): world_size, parallel
   {tp, pp, micro_batches, grid, axes}, one "pipeline" stage per rank group
@@ -49,11 +49,11 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sluice_test as st  # noqa: E402
 
 # Shapes of the parallel runs: batch 2, a sequence of 16 (2 and 4 divide it;
 # the ViT's 16 tokens are cls + 3x5 patches of its 24x40 image).
@@ -76,13 +76,15 @@ SIZES = {
     "vit": {"heads": 4, "hidden": 64, "ffn": 256, "vocab": 0},
 }
 
-# Per-rank weights against the single bundle's, per world size (issue 14).
+# Per-rank weights against the single bundle's, per world size
+# (`weights_bytes_per_rank`, docs/parallel.md "What the report says").
 WEIGHT_RATIO = {2: 0.65, 4: 0.4}
 COLLECTIVE_OPS = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send", "recv",
                   "broadcast"}
 RTOL, ATOL = "1e-3", "1e-4"
 # Seconds a run that must fail may take: a rank that cannot start makes the
-# others exit within 30 s (issue 14), plus mpirun's start and teardown.
+# others exit within 30 s (docs/parallel.md, "Faults"), plus mpirun's start
+# and teardown.
 RUN_ERROR_TIMEOUT = 60
 SEED = 14
 
@@ -239,18 +241,19 @@ def check_pipeline_report(single, par, tp, pp, micro):
         failures.append("pipeline report: no 'pipeline' object with a 'stages' list")
         return failures, measured
     stages = pipeline["stages"]
-    if [st.get("stage") for st in stages] != list(range(pp)):
-        failures.append(f"pipeline report: stages {[st.get('stage') for st in stages]!r}, "
+    if [entry.get("stage") for entry in stages] != list(range(pp)):
+        failures.append(f"pipeline report: stages {[entry.get('stage') for entry in stages]!r}, "
                         f"expected 0..{pp - 1}")
-    for st in stages:
+    for entry in stages:
         for key in ("ops", "first_node", "last_node", "flops", "bytes", "predicted_ms",
                     "weights_bytes"):
-            if key not in st:
-                failures.append(f"pipeline report: stage {st.get('stage')} has no '{key}'")
-        if not (isinstance(st.get("ops"), int) and st["ops"] > 0
-                and isinstance(st.get("predicted_ms"), (int, float)) and st["predicted_ms"] > 0):
-            failures.append(f"pipeline report: stage {st.get('stage')} is empty or has no "
-                            f"predicted time: {st!r}")
+            if key not in entry:
+                failures.append(f"pipeline report: stage {entry.get('stage')} has no '{key}'")
+        if not (isinstance(entry.get("ops"), int) and entry["ops"] > 0
+                and isinstance(entry.get("predicted_ms"), (int, float))
+                and entry["predicted_ms"] > 0):
+            failures.append(f"pipeline report: stage {entry.get('stage')} is empty or has no "
+                            f"predicted time: {entry!r}")
     bubble = (pp - 1) / (micro + pp - 1)
     if abs(pipeline.get("bubble_fraction", -1) - bubble) > 1e-9:
         failures.append(f"pipeline report: bubble_fraction {pipeline.get('bubble_fraction')!r}, "
@@ -276,8 +279,8 @@ def check_pipeline_report(single, par, tp, pp, micro):
     if sends % micro:
         failures.append(f"pipeline report: {sends} sends is not a multiple of the {micro} "
                         "micro-batches")
-    measured["stages"] = [(st.get("stage"), st.get("ops"), st.get("predicted_ms"),
-                           st.get("weights_bytes")) for st in stages]
+    measured["stages"] = [(s.get("stage"), s.get("ops"), s.get("predicted_ms"),
+                           s.get("weights_bytes")) for s in stages]
     measured["bubble"] = pipeline.get("bubble_fraction")
     return failures, measured
 
@@ -315,28 +318,17 @@ def format_table(model, n, sp, measured, run_seconds=None):
 
 class Tools:
     def __init__(self, bin_dir, timeout, target_flags=()):
-        self.compile = os.path.join(bin_dir, "sluice-compile")
+        self.compile = st.tool(bin_dir, "sluice-compile")
         # --target=cuda (and --gpu-arch): every bundle of the check for it.
         self.target_flags = list(target_flags)
-        self.run_tool = os.path.join(bin_dir, "sluice-run")
+        self.run_tool = st.tool(bin_dir, "sluice-run")
         self.timeout = timeout
 
     def call(self, cmd, timeout=None):
         """(exit code, stdout + stderr, seconds); exit code None on a timeout.
         The command runs in its own process group, killed whole on a
         timeout: sluice-run --ranks starts mpirun and the ranks under it."""
-        print("+", " ".join(cmd), flush=True)
-        timeout = timeout or self.timeout
-        start = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-            return proc.returncode, out, time.monotonic() - start
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-            return None, out, time.monotonic() - start
+        return st.run(cmd, echo=True, timeout=timeout or self.timeout, group=True)
 
 
 def shape_flags(shapes):
@@ -395,7 +387,7 @@ def compile_bundle(tools, model, shapes, bundle, report, extra=()):
         what = "timed out" if rc is None else f"exit {rc}"
         unknown = re.search(r"unknown option '(--(?:tp|sp)[^']*)'", out)
         if unknown:
-            what += f", it does not take {unknown.group(1)} (issue 14's flags)"
+            what += f", it does not take {unknown.group(1)} (the parallel flags)"
         return None, f"sluice-compile {' '.join(extra) or '(single device)'}: {what}"
     with open(report) as f:
         return json.load(f), None
@@ -469,7 +461,7 @@ def mode_run(args, tools, work):
     elif rc != 0:
         unknown = re.search(r"unknown option '(--ranks[^']*)'", out)
         failures.append(f"sluice-run --ranks={n} failed (exit {rc})" + (
-            f": it does not take {unknown.group(1)} (issue 14's runtime)" if unknown else ""))
+            f": it does not take {unknown.group(1)} (the multi-rank runtime)" if unknown else ""))
     else:
         missing = [o for o in manifest["outputs"] if not re.search(
             rf"output '{re.escape(o)}' .*: ok", out)]
@@ -482,9 +474,7 @@ def mode_run(args, tools, work):
         table = table.replace(f"tp={n}", f"tp={args.tp} pp={args.pp} "
                               f"micro-batches={args.micro_batches}", 1)
     print(table)
-    for failure in failures:
-        print("FAIL:", failure)
-    return 1 if failures else 0
+    return st.finish(failures, passed=None)
 
 
 # ---------------------------------------------------------------------------
@@ -515,7 +505,7 @@ def expect_clear_failure(what, rc, out, timeout, one_line=True):
         return [f"{what}: exit 0, expected an error"]
     unknown = re.search(r"unknown option '(--(?:tp|sp|ranks)[^']*)'", out)
     if unknown:  # the failure is not the one under test
-        return [f"{what}: the tool does not take {unknown.group(1)} (issue 14's flags)"]
+        return [f"{what}: the tool does not take {unknown.group(1)} (the parallel flags)"]
     failures = []
     if rc < 0 or CRASH.search(out):
         failures.append(f"{what}: crashed (exit {rc}) instead of an error")
@@ -622,11 +612,7 @@ def mode_errors(args, tools, work):
                                 timeout=RUN_ERROR_TIMEOUT)
         report(judge_missing_weights(rc, out, "weights.rank1.bin", RUN_ERROR_TIMEOUT), out)
 
-    for failure in failures:
-        print("FAIL:", failure)
-    if not failures:
-        print(f"{name}: the bad inputs give clear errors")
-    return 1 if failures else 0
+    return st.finish(failures, f"{name}: the bad inputs give clear errors")
 
 
 # ---------------------------------------------------------------------------
@@ -801,10 +787,8 @@ def self_test():
         elif words is not None and not (failures and all(w in text for w in words)):
             problems.append(f"{label}: expected a failure with {words}, got {failures}")
 
-    for problem in problems:
-        print("FAIL:", problem)
-    print(f"self-test: {len(checked)} cases, {len(problems)} problems")
-    return 1 if problems else 0
+    verdict = f"self-test: {len(checked)} cases, {len(problems)} problems"
+    return st.finish(problems, verdict, verdict)
 
 
 def main():

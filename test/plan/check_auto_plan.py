@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The automatic plan's acceptance check on a test model (issue 17).
+"""The automatic plan's check on a test model (docs/parallel.md, "Automatic plan").
 
 1. With no memory pressure, `--devices=4 --auto` picks world size 1 and
    says why; the bundle runs on one rank and matches the model's expected
@@ -23,34 +23,35 @@ usage: check_auto_plan.py --bin BUILD/bin MODEL_DIR
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sluice_test as st  # noqa: E402
 
 
 def compile_auto(bin_dir, model_dir, shape, out, extra, devices=4):
     report = out + ".json"
-    cmd = [os.path.join(bin_dir, "sluice-compile"), os.path.join(model_dir, "model.onnx"),
-           "--devices=%d" % devices, "--auto", "--quiet", "-o", out, "--report=" + report] + extra
+    flags = ["--devices=%d" % devices, "--auto", "--quiet", "--report=" + report] + extra
     if shape:
-        cmd.append("--shape=" + shape)
-    subprocess.run(cmd, check=True)
+        flags.append("--shape=" + shape)
+    st.compile_bundle(bin_dir, os.path.join(model_dir, "model.onnx"), out, flags, show=True,
+                      check=True)
     with open(report) as f:
         return json.load(f)
 
 
 def run(bin_dir, model_dir, bundle, ranks, manifest):
-    cmd = [os.path.join(bin_dir, "sluice-run"), bundle]
+    cmd = [st.tool(bin_dir, "sluice-run"), bundle]
     if ranks > 1:
         cmd.append("--ranks=%d" % ranks)
-    for name in manifest["inputs"]:
-        cmd.append(os.path.join(model_dir, "inputs", name + ".npy"))
-    for name in manifest["outputs"]:
-        cmd += ["--expect", os.path.join(model_dir, "expected", name + ".npy")]
+    cmd += st.tensor_paths(model_dir, "inputs", manifest["inputs"])
+    for path in st.tensor_paths(model_dir, "expected", manifest["outputs"]):
+        cmd += ["--expect", path]
     cmd += ["--rtol=1e-3", "--atol=1e-4"]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    sys.stdout.write(result.stdout + result.stderr)
-    return result.returncode == 0
+    result = st.run(cmd)
+    sys.stdout.write(result.out)
+    return result.rc == 0
 
 
 def check_axis(args, manifest, shape):
@@ -89,15 +90,11 @@ def main():
     parser.add_argument("--cluster")
     parser.add_argument("model_dir")
     args = parser.parse_args()
-    with open(os.path.join(args.model_dir, "manifest.json")) as f:
-        manifest = json.load(f)
+    manifest = st.read_manifest(args.model_dir)
     shape = manifest["shapes"][0] if manifest.get("shapes") else None
     if args.axis:
-        failures = check_axis(args, manifest, shape)
-        for f in failures:
-            print("FAIL:", f)
-        print("check_auto_plan: %s" % ("FAILED" if failures else "ok"))
-        return 1 if failures else 0
+        return st.finish(check_axis(args, manifest, shape), "check_auto_plan: ok",
+                         "check_auto_plan: FAILED")
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         free = compile_auto(args.bin, args.model_dir, shape, os.path.join(tmp, "free.sluice"), [])
@@ -123,10 +120,7 @@ def main():
             failures.append("largest rank holds %d bytes > limit %d" % (largest, limit))
         if not run(args.bin, args.model_dir, os.path.join(tmp, "tight.sluice"), world, manifest):
             failures.append("the %d-rank bundle does not match" % world)
-    for f in failures:
-        print("FAIL:", f)
-    print("check_auto_plan: %s" % ("FAILED" if failures else "ok"))
-    return 1 if failures else 0
+    return st.finish(failures, "check_auto_plan: ok", "check_auto_plan: FAILED")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Pruning differential test (issue 16): the program sluice-prune writes,
+"""Pruning differential test (docs/pruning.md): the program sluice-prune writes,
 evaluated by the reference evaluator, must equal the model that the same
 decisions give in torch.
 
@@ -37,13 +37,15 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import torch
 from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sluice_test as st  # noqa: E402
 
 torch.manual_seed(0)
 
@@ -288,10 +290,6 @@ CASES = [
 ]
 
 
-def run(cmd):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-
-
 def check_case(args, work, name, ctor, pruner, sinks, prune, shape):
     problems = []
     model = ctor().eval()
@@ -308,12 +306,13 @@ def check_case(args, work, name, ctor, pruner, sinks, prune, shape):
     mlir = os.path.join(work, f"{name}_pruned.mlir")
     report_path = os.path.join(work, f"{name}_report.json")
     shape_flag = "x".join(str(d) for d in shape)
-    p = run([os.path.join(args.bin, "sluice-compile"), onnx_path, f"--shape=image={shape_flag}",
-             f"--prune={prune}", f"--calibration={calib}", "--accuracy-budget=1e9",
-             "--stop-after=compress", "--emit=mlir", "-o", mlir, f"--report={report_path}",
-             "--quiet"])
-    if p.returncode != 0:
-        return [f"{name}: sluice-compile failed:\n{p.stdout}{p.stderr}"]
+    p = st.compile_bundle(args.bin, onnx_path, mlir,
+                          [f"--shape=image={shape_flag}", f"--prune={prune}",
+                           f"--calibration={calib}", "--accuracy-budget=1e9",
+                           "--stop-after=compress", "--emit=mlir", f"--report={report_path}",
+                           "--quiet"], timeout=600)
+    if p.rc != 0:
+        return [f"{name}: sluice-compile failed:\n{p.out}"]
     with open(report_path) as f:
         pruning = json.load(f).get("pruning")
     if not pruning or not pruning.get("layers"):
@@ -336,10 +335,10 @@ def check_case(args, work, name, ctor, pruner, sinks, prune, shape):
     xin = os.path.join(work, f"{name}_x.npy")
     np.save(xin, x)
     outdir = os.path.join(work, f"{name}_out")
-    p = run([os.path.join(args.bin, "sluice-run"), mlir, "--reference", f"image={xin}",
-             f"--save-outputs={outdir}"])
-    if p.returncode != 0:
-        return problems + [f"{name}: sluice-run --reference failed:\n{p.stdout}{p.stderr}"]
+    p = st.run([st.tool(args.bin, "sluice-run"), mlir, "--reference", f"image={xin}",
+                f"--save-outputs={outdir}"], timeout=600)
+    if p.rc != 0:
+        return problems + [f"{name}: sluice-run --reference failed:\n{p.out}"]
     got = np.load(os.path.join(outdir, "logits.npy"))
     with torch.no_grad():
         want = pruned(torch.from_numpy(x)).numpy()
@@ -379,10 +378,7 @@ def main():
     problems = []
     for case in CASES:
         problems += check_case(args, work, *case)
-    for p in problems:
-        print("FAIL:", p)
-    print("OK" if not problems else f"{len(problems)} problem(s)")
-    return 1 if problems else 0
+    return st.finish(problems, "OK", f"{len(problems)} problem(s)")
 
 
 if __name__ == "__main__":

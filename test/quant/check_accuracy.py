@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The real-task accuracy check of quantization (issue 15): compiles one of the
+"""The real-task accuracy check of quantization (docs/quantization.md): compiles one of the
 digits classifiers of test/quant/digits (make_digits_models.py) with the given
 extra sluice-compile flags, runs the bundle on the 600 test images and judges
 its top-1 against the numbers the manifest recorded when the models were made.
@@ -28,7 +28,8 @@ its top-1 against the numbers the manifest recorded when the models were made.
      "precision" other than KIND). Without it a missing "compute" is shown
      as "-". --max-weights-ratio=X compiles the fp32 model too and bounds
      the bundle's weights_bytes by X times the fp32 bundle's.
-     Pruning (test/prune): --min-sparse-gemms=N needs the report's
+     Pruning (docs/pruning.md, test/prune): --min-sparse-gemms=N needs the
+     report's
      sparsity.gemms_2_4 >= N, --min-sparse-share=X at least the share X of
      all GEMMs 2:4 (gemms_2_4 / (gemms_2_4 + gemms_dense)), --min-spared=N
      at least N pruning.layers whose reason says the guard spared them,
@@ -60,7 +61,6 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -68,12 +68,14 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import sluice_test as st  # noqa: E402
+
 # Ops of a report step that make it a GEMM or convolution launch: the ones the
 # int8 modes must run in integer arithmetic. sluice.attention is not among
 # them (its batched products stay in the attention kernel's precision).
 GEMM_OPS = ("sluice.matmul", "sluice.conv", "sluice.conv_transpose", "sluice.matmul_integer",
             "sluice.conv_integer")
-SKIPPED = 77  # ctest SKIP_RETURN_CODE
 
 
 def kept_nodes(report, compute):
@@ -182,26 +184,16 @@ def judge(top1_bundle, fp32_top1, model_ort_top1, max_drop, match_ort):
     return problems
 
 
-def run(cmd, timeout=600):
-    """Runs a tool; returns (exit status, stdout + stderr)."""
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    return proc.returncode, proc.stdout + proc.stderr
+def run(cmd):
+    """Runs a tool (at most 600 s); returns (exit status, stdout + stderr)."""
+    return st.run(cmd, timeout=600)[:2]
 
 
 def compile_bundle(args, model_path, bundle, report_path, flags):
-    cmd = [os.path.join(args.bin, "sluice-compile"), model_path, "-o", bundle,
-           f"--shape=image={args.batch}x1x8x8", f"--target={args.target}",
-           f"--report={report_path}", "--quiet", *flags]
-    print("+", shlex.join(cmd), flush=True)
-    return run(cmd)
-
-
-def gpu_present():
-    try:
-        proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return proc.returncode == 0 and "GPU" in proc.stdout
+    return st.compile_bundle(args.bin, model_path, bundle,
+                             [f"--shape=image={args.batch}x1x8x8", f"--target={args.target}",
+                              f"--report={report_path}", "--quiet", *flags],
+                             echo=True, timeout=600)[:2]
 
 
 def main_check(args):
@@ -224,9 +216,9 @@ def main_check(args):
         print(f"--batch={args.batch} does not divide the {len(images)} test images")
         return 1
     flags = [f.replace("{data}", data) for f in shlex.split(args.flags)]
-    if args.target == "cuda" and not args.expect_compile_error and not gpu_present():
-        print("no GPU here (nvidia-smi -L lists none): skipped")
-        return SKIPPED
+    if args.target == "cuda" and not args.expect_compile_error and not st.gpu_present():
+        print(st.NO_GPU)
+        return st.SKIPPED
 
     work_holder = None if args.keep else tempfile.TemporaryDirectory()
     work = args.keep or work_holder.name
@@ -261,7 +253,7 @@ def main_check(args):
     # Run the bundle one compile-shaped batch at a time.
     start = time.time()
     logits = []
-    sluice_run = os.path.join(args.bin, "sluice-run")
+    sluice_run = st.tool(args.bin, "sluice-run")
     for i in range(0, len(images), args.batch):
         chunk = os.path.join(work, f"chunk{i // args.batch}.npy")
         saved = os.path.join(work, f"out{i // args.batch}")
@@ -337,11 +329,7 @@ def main_check(args):
     problems += check_warnings(warnings, args.expect_warning)
     if args.require_metric:
         problems += check_metric(report, args.require_metric)
-    for problem in problems:
-        print("FAIL:", problem)
-    if not problems:
-        print("PASS")
-    return 1 if problems else 0
+    return st.finish(problems)
 
 
 def show_pruning(report, min_sparse_gemms, min_spared=None, min_sparse_share=None,
@@ -612,12 +600,7 @@ def main():
     if args.self_test:
         return self_test()
     if args.check_data:
-        problems = check_data(os.path.abspath(args.data))
-        for problem in problems:
-            print("FAIL:", problem)
-        if not problems:
-            print("PASS")
-        return 1 if problems else 0
+        return st.finish(check_data(os.path.abspath(args.data)))
     if not args.bin or not args.model:
         ap.error("--bin and --model are required (or --check-data, --self-test)")
     return main_check(args)

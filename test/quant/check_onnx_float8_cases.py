@@ -20,14 +20,13 @@ Usage: check_onnx_float8_cases.py --bin BUILD/bin [--targets reference,cpu]
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sluice_test as st  # noqa: E402
 from check_onnx_int4_cases import capture_cases, write_case  # noqa: E402
-
-SKIPPED = 77
 
 
 def wanted(name):
@@ -51,8 +50,8 @@ def collect():
 
 
 def run(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    return proc.returncode, proc.stdout + proc.stderr
+    """Runs a tool; returns (exit status, stdout + stderr)."""
+    return st.run(cmd)[:2]
 
 
 def input_shapes(folder, feeds):
@@ -77,7 +76,7 @@ def main():
     cases = collect()
     if not cases:
         print("the installed onnx package has no float8 e4m3fn cases: skipped")
-        return SKIPPED
+        return st.SKIPPED
     failed, runs = [], 0
     with tempfile.TemporaryDirectory() as work:
         for case in cases:
@@ -88,15 +87,15 @@ def main():
             for target in targets:
                 runs += 1
                 if target == "reference":
-                    rc, out = run([os.path.join(args.bin, "sluice-run"), model,
+                    rc, out = run([st.tool(args.bin, "sluice-run"), model,
                                    "--reference", *feeds, *check])
                 else:
                     bundle = os.path.join(folder, f"{target}.sluice")
-                    rc, out = run([os.path.join(args.bin, "sluice-compile"), model,
-                                   f"--target={target}", "-o", bundle,
-                                   *input_shapes(folder, feeds)])
+                    rc, out = st.compile_bundle(args.bin, model, bundle,
+                                                [f"--target={target}",
+                                                 *input_shapes(folder, feeds)])[:2]
                     if rc == 0:
-                        rc, out = run([os.path.join(args.bin, "sluice-run"), bundle,
+                        rc, out = run([st.tool(args.bin, "sluice-run"), bundle,
                                        *feeds, *check])
                 print(f"{case[3]} [{target}]: {'ok' if rc == 0 else 'FAIL'}")
                 if rc:

@@ -18,11 +18,12 @@ Usage: check_onnx_int4_cases.py --bin BUILD/bin
 import argparse
 import inspect
 import os
-import subprocess
 import sys
 import tempfile
 
-SKIPPED = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sluice_test as st  # noqa: E402
+
 WANTED = ("int4", "uint4", "blocked")
 
 
@@ -79,19 +80,19 @@ def main():
     cases = collect()
     if not cases:
         print("the installed onnx package has no int4 / blocked quantization cases: skipped")
-        return SKIPPED
+        return st.SKIPPED
     failed = []
     with tempfile.TemporaryDirectory() as work:
         for case in cases:
             folder = os.path.join(work, case[3])
             feeds, expected = write_case(case, folder)
-            cmd = [os.path.join(args.bin, "sluice-run"), os.path.join(folder, "model.onnx"),
+            cmd = [st.tool(args.bin, "sluice-run"), os.path.join(folder, "model.onnx"),
                    "--reference", *feeds, "--expect", *expected, "--rtol=0", "--atol=0"]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            status = "ok" if proc.returncode == 0 else "FAIL"
+            r = st.run(cmd)
+            status = "ok" if r.rc == 0 else "FAIL"
             print(f"{case[3]}: {status}")
-            if proc.returncode:
-                print(proc.stdout + proc.stderr)
+            if r.rc:
+                print(r.out)
                 failed.append(case[3])
     print(f"{len(cases) - len(failed)}/{len(cases)} cases pass")
     return 1 if failed else 0

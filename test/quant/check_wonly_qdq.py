@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """ONNX Runtime's weight-only QDQ models (test/quant/wonly/mlp_q4.onnx and
 mlp_q4_asym.onnx, made by make_wonly_qdq.py: blocked INT4, or UINT4 with
-zero points, DequantizeLinear -> MatMul) on Sluice (issue 15, QUANT-CONTRACT
-Form W), each:
+zero points, DequantizeLinear -> MatMul) on Sluice (Form W of
+docs/quantization.md), each:
 
   1. the reference evaluator (sluice-run MODEL --reference) and
   2. the cpu bundle (sluice-compile, then sluice-run)
@@ -19,7 +19,6 @@ Usage: check_wonly_qdq.py --bin BUILD/bin [--keep DIR]
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -27,17 +26,18 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "wonly")
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import sluice_test as st  # noqa: E402
 
 
 def run(cmd):
-    print("+", " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    return proc.returncode, proc.stdout + proc.stderr
+    """Runs a tool, echoing it; returns (exit status, stdout + stderr)."""
+    return st.run(cmd, echo=True)[:2]
 
 
 def compare(name, got, want):
-    err = np.abs(got - want)
-    ok = np.all(err <= 1e-5 + 1e-4 * np.abs(want))
+    bad, err = st.outside(got, want, rtol=1e-4, atol=1e-5)
+    ok = not bad.any()
     print(f"{name}: max |diff| {err.max():.3g} (max |y| {np.abs(want).max():.3g}): "
           f"{'ok' if ok else 'FAIL'}")
     return ok
@@ -59,7 +59,7 @@ def check_model(args, name, work, onnx, ort):
     ok = True
 
     saved = os.path.join(work, "reference")
-    rc, out = run([os.path.join(args.bin, "sluice-run"), model, "--reference",
+    rc, out = run([st.tool(args.bin, "sluice-run"), model, "--reference",
                    f"x={x_path}", f"--save-outputs={saved}"])
     if rc:
         print(out)
@@ -68,14 +68,14 @@ def check_model(args, name, work, onnx, ort):
     ok &= compare("reference evaluator vs ONNX Runtime", np.load(os.path.join(saved, "y.npy")), want)
 
     bundle, report_path = os.path.join(work, name + ".sluice"), os.path.join(work, "report.json")
-    rc, out = run([os.path.join(args.bin, "sluice-compile"), model, "-o", bundle,
-                   f"--report={report_path}", "--quiet"])
+    rc, out = st.compile_bundle(args.bin, model, bundle, [f"--report={report_path}", "--quiet"],
+                                echo=True)[:2]
     if rc:
         print(out)
         print(f"FAIL: sluice-compile exited {rc}")
         return False
     saved = os.path.join(work, "cpu")
-    rc, out = run([os.path.join(args.bin, "sluice-run"), bundle, f"x={x_path}",
+    rc, out = run([st.tool(args.bin, "sluice-run"), bundle, f"x={x_path}",
                    f"--save-outputs={saved}"])
     if rc:
         print(out)

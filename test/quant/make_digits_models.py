@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Builds the real-task accuracy assets of the quantization tests (issue 15):
+"""Builds the real-task accuracy assets of the quantization tests
+(docs/quantization.md, "The accuracy task"):
 two small classifiers trained on scikit-learn's digits (8x8 grey images of
 the digits 0-9, 1797 samples), exported by torch.onnx, their QDQ variants
 made by ONNX Runtime's quantize_static, the test split, the calibration sets

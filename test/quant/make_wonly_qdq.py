@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Makes the weight-only QDQ test models of test/quant/wonly (issue 15):
+"""Makes the weight-only QDQ test models of test/quant/wonly (docs/quantization.md):
 a small MLP (x[4, 96] -> MatMul 96x80 -> +bias -> Relu -> MatMul 80x48)
 with fixed random weights, quantized by ONNX Runtime's weight-only quantizer
 in QDQ format (onnxruntime.quantization.matmul_nbits_quantizer.
 MatMulNBitsQuantizer, 4 bits, symmetric, block 32 along K: DequantizeLinear
 of a blocked INT4 initializer with f32 scales -> MatMul, opset 21:
-mlp_q4.onnx), which is QUANT-CONTRACT Form W as ONNX Runtime writes it, and
+mlp_q4.onnx), which is Form W (docs/quantization.md) as ONNX Runtime writes it, and
 its default asymmetric form (UINT4 with a zero point per block:
 mlp_q4_asym.onnx). Its 8-bit quantizer writes QDQ for Gather only. K = 80 is not a multiple of the block. Also writes
 the input x.npy.

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Recompiling a bundle into the folder a process has loaded (issue 19).
+"""Recompiling a bundle into the folder a process has loaded
+(docs/runtime.md, "The bundle").
 
 One process (this one, through the C API with ctypes) loads bundle A from
 folder D and keeps a context of it; sluice-compile then writes bundle B into
@@ -21,11 +22,13 @@ import ctypes
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper, save
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sluice_test as st  # noqa: E402
 
 
 def model(path, scale, add):
@@ -83,8 +86,7 @@ class Runtime:
 
 
 def compile_into(bin_dir, onnx_path, folder):
-    subprocess.run([os.path.join(bin_dir, "sluice-compile"), onnx_path, "-o", folder, "--quiet"],
-                   check=True)
+    st.compile_bundle(bin_dir, onnx_path, folder, ["--quiet"], show=True, check=True)
 
 
 def main():
@@ -152,12 +154,9 @@ def main():
     if leftovers:
         failures.append("staging folders left: %s" % leftovers)
 
-    for failure in failures:
-        print("FAIL:", failure)
-    if not failures:
-        print("reload: A's context kept A's weights, the reloaded folder ran B's code, a "
-              "library and a weights file of another compile were refused")
-    return 1 if failures else 0
+    return st.finish(failures, "reload: A's context kept A's weights, the reloaded folder ran "
+                               "B's code, a library and a weights file of another compile were "
+                               "refused")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 //===- ComputeTest.cpp - the arithmetic of a step (steps[].compute) -------===//
 //
 // computeOf (codegen/common/Compute.h) classifies each kernel of a module by
-// its anchor, as QUANT-CONTRACT.md's "compute" section says: int8
+// its anchor, as docs/quantization.md's `"compute"` says: int8
 // contractions, weight-only GEMMs (B a dequantize_linear of an i8 constant,
 // through casts and views), float anchors, and groups without one.
 //

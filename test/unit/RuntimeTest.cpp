@@ -141,7 +141,7 @@ TEST(Runtime, LoadsQueriesAndRuns) {
   EXPECT_TRUE(context.trace().empty());
 }
 
-// A context keeps its model's bundle alive (issue 19): freeing the model
+// A context keeps its model's bundle alive (docs/hardening.md): freeing the model
 // first once unmapped the weights and closed the library under the
 // context, and its next run crashed.
 TEST(Runtime, ContextOutlivesItsModel) {

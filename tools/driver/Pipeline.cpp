@@ -111,7 +111,7 @@ static QuantizePassOptions quantizeOptions(const CompilerOptions &options) {
 }
 
 void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
-  // Pruning before quantization (the order): the calibration ranges
+  // Pruning before quantization (docs/pruning.md): the calibration ranges
   // and the int8 guard then see the pruned model, and the pruned GEMMs are
   // the ones quantized. Structured pruning first, so that 2:4 picks its
   // weights among the units that stay.

@@ -1,8 +1,9 @@
 //===- Pipeline.h - compiler phases, options and driver ----------*- C++ -*-===//
 //
-// The named phases of DESIGN.md, each a pipeline function over a module, and
-// the driver that runs a model through them up to a stop phase. Each phase is
-// also registered with sluice-opt (`--sluice-simplify-pipeline`, ...).
+// The named phases (docs/architecture.md, "The flow"), each a pipeline
+// function over a module, and the driver that runs a model through them up
+// to a stop phase. Each phase is also registered with sluice-opt
+// (`--sluice-simplify-pipeline`, ...).
 //
 //===----------------------------------------------------------------------===//
 

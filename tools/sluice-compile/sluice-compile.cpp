@@ -3,7 +3,7 @@
 //   sluice-compile MODEL.onnx -o OUT.sluice [--target=cpu|cuda] [--shape=NAME=2x128 ...]
 //                  [--stop-after=PHASE --emit=mlir] [--report=FILE.json]
 //
-// Runs the phases of DESIGN.md (import, simplify, fuse, plan, emit) and
+// Runs the phases of docs/architecture.md (import, simplify, fuse, plan, emit) and
 // writes a bundle folder: manifest.json, model-<id>.so (built here with the system
 // C++ compiler) and weights.bin.
 //

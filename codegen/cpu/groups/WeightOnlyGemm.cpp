@@ -1,7 +1,7 @@
 //===- WeightOnlyGemm.cpp - cpu form F2 with a Form W prologue ------------===//
 //
 // A GEMM group whose B is the dequantization of a quantized constant weight
-// (QUANT-CONTRACT Form W: dequantize_linear of an i8 [K, N] per column or
+// (docs/quantization.md, Form W: dequantize_linear of an i8 [K, N] per column or
 // an i4 [K, N] in blocks along K, then at most a cast; from ONNX QDQ models
 // also unsigned weights with zero points) calls the weight-only
 // GEMM of sluice_gen/cpu_wonly.h: the weight stays int8 / packed int4 in the

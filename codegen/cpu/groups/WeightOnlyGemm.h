@@ -1,7 +1,7 @@
 //===- WeightOnlyGemm.h - cpu GEMM groups with a Form W prologue -*- C++ -*-===//
 //
 // The cpu emitter of GEMM groups whose B is a weight-only quantized weight
-// (QUANT-CONTRACT Form W); groups/Gemm.cpp hands such groups here.
+// (docs/quantization.md, Form W); groups/Gemm.cpp hands such groups here.
 //
 //===----------------------------------------------------------------------===//
 

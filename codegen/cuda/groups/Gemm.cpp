@@ -27,7 +27,7 @@
 // stride that is not a transpose, broadcast rows) leave the group to the
 // host.
 //
-// 2:4 GEMMs (issue 16): a matmul sluice-sparsify marked
+// 2:4 GEMMs (docs/pruning.md): a matmul sluice-sparsify marked
 // `sluice.sparsity_2_4` whose B is that constant 2-D f16/bf16 weight, read
 // as stored, is one sluice_sparse_gemm (sluice_gen/cuda_sparse.cuh: the same
 // call through cuSPARSELt when it is present at run time and faster on the

@@ -1,6 +1,6 @@
 //===- sluice_gen/cpu_int8.h - int8 GEMM of quantized cpu bundles -*- C++ -*-===//
 //
-// The real int8 GEMM of --quantize=int8 on the cpu target (issue 15):
+// The real int8 GEMM of --quantize=int8 on the cpu target (docs/quantization.md):
 //
 //   C[m][n] = epilogue( sum_k (A[m][k] - zA) * B[k][n] )      (int32 sums)
 //

@@ -1,7 +1,7 @@
 //===- sluice_gen/cpu_wonly.h - weight-only quantized GEMM -*- C++ -*-===//
 //
-// The GEMM of --quantize=w8a16 / w4a16 on the cpu target (issue 15, Form W
-// of QUANT-CONTRACT.md):
+// The GEMM of --quantize=w8a16 / w4a16 on the cpu target (Form W of
+// docs/quantization.md):
 //
 //   C[m][n] = epilogue( sum_k A[m][k] * q[k][n] * s[k / G][n] )
 //

@@ -1,6 +1,6 @@
 //===- sluice_gen/cuda_quant.cuh - quantized GEMMs of cuda bundles -*- CUDA -*-===//
 //
-// The host side of the cuda target's quantized launches (issue 15; the
+// The host side of the cuda target's quantized launches (docs/quantization.md; the
 // device templates are in cuda_quant_kernels.cuh):
 //
 // int8 GEMM (Form I8, "compute": "int8"): sluice_int8_gemm computes

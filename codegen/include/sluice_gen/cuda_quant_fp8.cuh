@@ -1,8 +1,9 @@
 //===- sluice_gen/cuda_quant_fp8.cuh - fp8 GEMM of cuda bundles -*- CUDA -*-===//
 //
-// The fp8 (E4M3) GEMM of --quantize=fp8 on the cuda target (issue 15, Form
-// F8; the compiler side comes later): cuBLASLt on sm_89 and newer with
-// per-tensor scales passed as device pointers,
+// The fp8 (E4M3) GEMM of --quantize=fp8 on the cuda target (Form F8 of
+// docs/quantization.md; codegen/cuda/groups/QuantGemm.cpp emits the calls):
+// cuBLASLt on sm_89 and newer with per-tensor scales passed as device
+// pointers,
 //   D = [dScale *] (aScale * bScale * sum_k A(i, k) B(k, j) + bias(j))
 //   amax = max |aScale * bScale * A B + bias|      (before dScale)
 // A is E4M3 [M, K] row-major, B E4M3 stored [N, K] with K contiguous (the

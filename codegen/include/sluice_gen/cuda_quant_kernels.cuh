@@ -1,7 +1,7 @@
 //===- sluice_gen/cuda_quant_kernels.cuh - quantized device code -*- CUDA -*-===//
 //
-// The device templates of the cuda target's quantized launches (issue 15,
-// Forms I8 and W of the quantization contract) and the host arithmetic
+// The device templates of the cuda target's quantized launches (Forms I8
+// and W of docs/quantization.md) and the host arithmetic
 // around them: what sluice_gen/cuda_quant.cuh launches, and what the
 // compiler (packing, column sums, plans, workspace sizes: defining
 // SLUICE_QUANT_HOST_ONLY gives that part alone, plain C++) and the tests

@@ -1,6 +1,6 @@
 //===- sluice_gen/cuda_sparse.cuh - 2:4 GEMMs through cuSPARSELt -*- CUDA -*-===//
 //
-// The cuda target's 2:4 GEMMs (issue 16: a `sluice.matmul` the compress
+// The cuda target's 2:4 GEMMs (docs/pruning.md: a `sluice.matmul` the compress
 // phase marked `sluice.sparsity_2_4`, emitted by codegen/cuda/groups/Gemm.cpp
 // as sluice_sparse_gemm instead of sluice_gemm). cuSPARSELt runs them on the
 // sparse tensor cores with the constant weight as the structured operand,

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the Form I8 test modules of test/codegen/cpu-int8-*.test (issue 15,
-QUANT-CONTRACT.md): sluice-dialect functions before the fuse phase, with
+"""Writes the Form I8 test modules of test/codegen/cpu-int8-*.test
+(docs/quantization.md): sluice-dialect functions before the fuse phase, with
 int8 weights as constants (seeded, so every run writes the same module).
 
   int8_modules.py matmul|batched|conv|qdq|repeated > MODULE.mlir

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes float GEMM modules that --quantize=w8a16|w4a16 turns into Form W
-(QUANT-CONTRACT.md: dequantize_linear of an int8 / int4 constant weight as
+(docs/quantization.md: dequantize_linear of an int8 / int4 constant weight as
 the GEMM group's prologue), for test/codegen/cuda-wonly.test and the
 emulation ctests of test/unit/cuda_int8_emulate.py (seeded: every run
 writes the same module).

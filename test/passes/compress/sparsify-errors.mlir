@@ -1,4 +1,4 @@
-// sluice-sparsify's bad input: one clear error each (issue 16).
+// sluice-sparsify's bad input: one clear error each (docs/pruning.md, "Bad input").
 //
 // RUN: rm -rf %t && %python %S/Inputs/sparsify_case.py write %t
 // RUN: not sluice-opt %t/model.mlir --sluice-sparsify="metric=rel-l2 pattern=1:4 calibration=%t/cal" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PATTERN

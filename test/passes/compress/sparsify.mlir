@@ -1,4 +1,4 @@
-// sluice-sparsify (--sparsity=2:4, issue 16): which weights stay (Wanda's
+// sluice-sparsify (--sparsity=2:4, docs/pruning.md): which weights stay (Wanda's
 // |W| x ||X_k|| from the calibration sets, checked bit for bit against numpy
 // through the evaluator), GEMMs too small to sparsify, and the guard. The
 // module and data come from Inputs/sparsify_case.py (its header explains the

@@ -1,7 +1,7 @@
 // RUN: sluice-opt %s --split-input-file --sluice-fuse-pipeline 2>/dev/null | FileCheck %s
 // RUN: sluice-opt %s --split-input-file --sluice-fuse-pipeline 2>/dev/null | sluice-opt --split-input-file | FileCheck %s
 
-// Form I8 (issue 15, QUANT-CONTRACT.md) in the fuse phase: an int8
+// Form I8 (docs/quantization.md) in the fuse phase: an int8
 // matmul_integer / conv_integer is a GEMM anchor (library "gemm") whose
 // elementwise epilogue grows like a float GEMM's, trailing quantize
 // included; per-tensor quantize_linear / dequantize_linear are elementwise,

@@ -1,7 +1,7 @@
 // RUN: sluice-opt %s --split-input-file --sluice-fuse-pipeline 2>/dev/null | FileCheck %s
 // RUN: sluice-opt %s --split-input-file --sluice-simplify-pipeline | FileCheck %s --check-prefix=FOLD
 
-// QUANT-CONTRACT Form W: the dequantization of a constant weight (and the
+// Form W (docs/quantization.md): the dequantization of a constant weight (and the
 // cast after it) is the GEMM's prologue, one gemm kernel with the epilogue;
 // the simplify phase does not fold it into a float weight.
 // CHECK-LABEL: func @int8_per_column

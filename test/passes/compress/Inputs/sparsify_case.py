@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The module, calibration data and checks of test/passes/compress/sparsify.mlir
-(sluice-sparsify, 2:4 by Wanda's importance |W| x ||X_k||; issue 16).
+(sluice-sparsify, 2:4 by Wanda's importance |W| x ||X_k||; docs/pruning.md).
 
   sparsify_case.py write DIR    DIR/model.mlir, DIR/cal/set{0,1}/x.npy,
                                 DIR/eye/x.npy (seeded: every run the same)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Near misses of the two MoE forms RecognizeMoe matches (issue 17): graphs
+"""Near misses of the two MoE forms RecognizeMoe matches: graphs
 that look like test/moe's models but are not a mixture of experts as
 sluice.moe defines it, so that recognizing them would change the result.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A Mistral-style attention block for the sliding-window test (issue 18):
+"""A Mistral-style attention block for the sliding-window test (docs/zoo.md):
 grouped-query attention (4 query heads, 2 key/value heads, repeat_kv) whose
 scores get an additive mask that keeps, for query i, only the keys
 i - W < j <= i (Mistral's `sliding_window` W = 5 over 16 tokens), filled with
