@@ -33,6 +33,8 @@ import sys
 
 import numpy as np
 
+from mlir_main import print_main
+
 rng = np.random.default_rng(15)
 lines = []
 names = []
@@ -116,17 +118,7 @@ def unary(name, x, shape, et="f32"):
 
 
 def emit(inputs, outputs):
-    args = ", ".join(f"%{n}: {t}" for n, t in inputs)
-    rets = ", ".join(t for _, t, _ in outputs)
-    in_names = ", ".join(f'"{n}"' for n, _ in inputs)
-    out_names = ", ".join(f'"o{i}"' for i in range(len(outputs)))
-    print("module {")
-    print(f"  func.func @main({args}) -> ({rets}) attributes {{sluice.input_names = [{in_names}], "
-          f"sluice.output_names = [{out_names}]}} {{")
-    print("\n".join(lines))
-    print(f"    return {', '.join(v for _, _, v in outputs)} : {rets}")
-    print("  }")
-    print("}")
+    print_main(inputs, [(v, t) for _, t, v in outputs], lines)
 
 
 def matmul_module():

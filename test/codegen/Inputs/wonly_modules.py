@@ -21,6 +21,8 @@ import sys
 
 import numpy as np
 
+from mlir_main import print_main
+
 rng = np.random.default_rng(21)
 lines = []
 counter = [0]
@@ -67,17 +69,7 @@ def constant(arr):
 
 
 def emit(args, outs):
-    sig = ", ".join(f"%{n}: {ty(s)}" for n, s in args)
-    res = ", ".join(ty(s) for _, s in outs)
-    in_names = ", ".join(f'"{n}"' for n, _ in args)
-    out_names = ", ".join(f'"o{i}"' for i in range(len(outs)))
-    print("module {")
-    print(f"  func.func @main({sig}) -> ({res}) attributes {{sluice.input_names = [{in_names}], "
-          f"sluice.output_names = [{out_names}]}} {{")
-    print("\n".join(lines))
-    print("    return " + ", ".join(v for v, _ in outs) + " : " + res)
-    print("  }")
-    print("}")
+    print_main([(n, ty(s)) for n, s in args], [(v, ty(s)) for v, s in outs], lines)
 
 
 def repeated():
