@@ -240,7 +240,8 @@ struct DenseTopKMoePattern : OpRewritePattern<ReduceOp> {
     if ((mlp->b1 && !b1) || (mlp->b2 && !b2))
       return rewriter.notifyMatchFailure(reduce, "a bias that cannot be read");
     auto moe = MoeOp::create(rewriter, loc, outType, mlp->tokens, softmax.getInput(), mlp->w1, b1,
-                             mlp->w2, b2, Value(), experts, k, "top_k", mlp->activation, normalize);
+                             mlp->w2, b2, Value(), Value(), Value(), experts, k, "top_k",
+                             mlp->activation, normalize);
     rewriter.replaceOp(reduce, moe.getResult());
     eraseDeadOps(rewriter, chain);
     return success();
@@ -320,7 +321,7 @@ struct HardGatedMoePattern : OpRewritePattern<MatMulOp> {
     Location loc = chainLoc(root, {up.getLhs(), index});
     auto moe = MoeOp::create(rewriter, loc, root->getResult(0).getType(), up.getLhs(), index, w1,
                              b1 ? Value(b1) : Value(), w2, b2 ? Value(b2) : Value(), Value(),
-                             experts, 1, "hard", activation, false);
+                             Value(), Value(), experts, 1, "hard", activation, false);
     rewriter.replaceOp(root, moe.getResult());
     eraseDeadOps(rewriter, ops);
     return success();

@@ -17,8 +17,9 @@
 //   3. the expert MLP as a grouped GEMM over the gathered rows: tiles of
 //      16 x 16, grid.z the local expert, grid.y covering the most rows an
 //      expert can get (the tiles past its count return at once); first
-//      act(x w1[e] + b1[e]) into H[slot], then H[slot] w2[e] + b2[e] into
-//      Y[slot];
+//      act(x w1[e] + b1[e]) into H[slot] (a gated expert multiplies in
+//      x w3[e] + b3[e], computed by the same tiles from the same loads of
+//      x), then H[slot] w2[e] + b2[e] into Y[slot];
 //   4. combine: out[t] = sum over j of weight[t, j] Y[t * top_k + j], in j
 //      order, local experts only (a deterministic sum, no atomics).
 //
@@ -118,31 +119,43 @@ __global__ void sluice_moe_group_kernel(sluice_moe_shape s, const int *choice,
 
 /// C[slot] = epilogue(A[row(slot)] x B[e]) for the slots of expert e =
 /// blockIdx.z: A's row of a slot is x's token row (`gather`: the first
-/// GEMM) or the slot's own row (the second). 16 x 16 tiles.
+/// GEMM) or the slot's own row (the second). With `gate` (a gated expert's
+/// w3, the first GEMM) the epilogue multiplies in A[row(slot)] x gate[e] +
+/// gate_bias[e]. 16 x 16 tiles.
 template <bool Gather>
 __global__ void sluice_moe_gemm_kernel(sluice_moe_shape s, const int *start, const int *order,
                                        const float *a, int64_t k, const float *b, const float *bias,
-                                       int64_t n, float *c, int activation) {
-  __shared__ float as[16][17], bs[16][17];
+                                       const float *gate, const float *gate_bias, int64_t n,
+                                       float *c, int activation) {
+  __shared__ float as[16][17], bs[16][17], gs[16][17];
   const int64_t e = blockIdx.z, begin = start[e], rows = start[e + 1] - begin;
   const int64_t row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
   if (blockIdx.y * 16 >= rows)
     return;
   const int64_t slot = row < rows ? order[begin + row] : -1;
   const float *arow = slot < 0 ? nullptr : a + (Gather ? slot / s.top_k : slot) * k;
-  const float *be = b + e * k * n;
-  float acc = 0.0f;
+  const float *be = b + e * k * n, *ge = gate ? gate + e * k * n : nullptr;
+  float acc = 0.0f, gated = 0.0f;
   for (int64_t k0 = 0; k0 < k; k0 += 16) {
+    const bool inB = k0 + threadIdx.y < k && col < n;
     as[threadIdx.y][threadIdx.x] = arow && k0 + threadIdx.x < k ? arow[k0 + threadIdx.x] : 0.0f;
-    bs[threadIdx.y][threadIdx.x] =
-        k0 + threadIdx.y < k && col < n ? be[(k0 + threadIdx.y) * n + col] : 0.0f;
+    bs[threadIdx.y][threadIdx.x] = inB ? be[(k0 + threadIdx.y) * n + col] : 0.0f;
+    if (ge)
+      gs[threadIdx.y][threadIdx.x] = inB ? ge[(k0 + threadIdx.y) * n + col] : 0.0f;
     __syncthreads();
     for (int i = 0; i < 16; ++i)
       acc += as[threadIdx.y][i] * bs[i][threadIdx.x];
+    if (ge)
+      for (int i = 0; i < 16; ++i)
+        gated += as[threadIdx.y][i] * gs[i][threadIdx.x];
     __syncthreads();
   }
-  if (slot >= 0 && col < n)
-    c[slot * n + col] = sluice_moe_activate(activation, acc + (bias ? bias[e * n + col] : 0.0f));
+  if (slot >= 0 && col < n) {
+    float v = sluice_moe_activate(activation, acc + (bias ? bias[e * n + col] : 0.0f));
+    if (ge)
+      v *= gated + (gate_bias ? gate_bias[e * n + col] : 0.0f);
+    c[slot * n + col] = v;
+  }
 }
 
 __global__ void sluice_moe_combine_kernel(sluice_moe_shape s, const int *choice,
@@ -173,11 +186,12 @@ static inline size_t sluice_moe_workspace(const sluice_moe_shape &s) {
 /// Enqueues the four steps on `stream`. `load`: the context's counters for
 /// this op (mapped host memory) or null.
 template <typename R>
-static inline int32_t
-sluice_cuda_moe(const SluiceRunArgs *args, const char *kernel, SluiceCudaState *state,
-                cudaStream_t stream, int step, const sluice_moe_shape &s, const float *x,
-                const R *router, const float *w1, const float *b1, const float *w2, const float *b2,
-                const int64_t *offset, float *out, int64_t *load) {
+static inline int32_t sluice_cuda_moe(const SluiceRunArgs *args, const char *kernel,
+                                      SluiceCudaState *state, cudaStream_t stream, int step,
+                                      const sluice_moe_shape &s, const float *x, const R *router,
+                                      const float *w1, const float *b1, const float *w2,
+                                      const float *b2, const float *w3, const float *b3,
+                                      const int64_t *offset, float *out, int64_t *load) {
   if (s.tokens == 0)
     return 0;
   if (state->workspaceBytes < sluice_moe_workspace(s))
@@ -201,11 +215,11 @@ sluice_cuda_moe(const SluiceRunArgs *args, const char *kernel, SluiceCudaState *
   unsigned tileRows = (unsigned)((slots + 15) / 16);
   sluice_moe_gemm_kernel<true>
       <<<dim3((unsigned)((s.f + 15) / 16), tileRows, (unsigned)s.local), tile, 0, stream>>>(
-          s, start, order, x, s.d, w1, b1, s.f, hidden, s.activation);
+          s, start, order, x, s.d, w1, b1, w3, b3, s.f, hidden, s.activation);
   SLUICE_LAUNCHED(kernel);
   sluice_moe_gemm_kernel<false>
       <<<dim3((unsigned)((s.d_out + 15) / 16), tileRows, (unsigned)s.local), tile, 0, stream>>>(
-          s, start, order, hidden, s.f, w2, b2, s.d_out, y, 0);
+          s, start, order, hidden, s.f, w2, b2, nullptr, nullptr, s.d_out, y, 0);
   SLUICE_LAUNCHED(kernel);
   sluice_moe_combine_kernel<<<sluice_grid(s.tokens * s.d_out, 256), 256, 0, stream>>>(
       s, choice, weight, offset, y, out);
