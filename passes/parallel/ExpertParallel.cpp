@@ -164,8 +164,9 @@ struct ExpertParallelPass : public ::sluice::impl::ExpertParallelPassBase<Expert
     if (ops.empty()) {
       func.emitError() << "--ep=" << (int64_t)ep
                        << ": the model has no mixture-of-experts layer (no sluice.moe after the "
-                          "recognize phase: a learned top-k router over stacked experts, or "
-                          "experts gathered by an index); expert parallelism has nothing to split";
+                          "recognize phase: a learned top-k router over experts with constant "
+                          "weights, or experts gathered by an index); expert parallelism has "
+                          "nothing to split";
       return signalPassFailure();
     }
     SmallVector<Attribute> layers;
