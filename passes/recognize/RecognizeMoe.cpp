@@ -36,10 +36,10 @@
 // constants (the same values). Refused, so the block stays dense as
 // written: logits that are not a Linear of the experts' tokens by a
 // constant (top-k over the tokens' own features), weights from another
-// TopK than the indices (two routers), a TopK not on the softmax's
-// probabilities of the last axis or an unnormalized softmax-free top-k,
-// expert weights that are not constants, gathers by different indices,
-// sums over another axis.
+// TopK than the indices (two routers), a TopK over the raw logits that
+// weights by them (no softmax) or over another axis than the softmax's
+// last one, expert weights that are not constants, gathers by different
+// indices, sums over another axis.
 //
 //===----------------------------------------------------------------------===//
 
