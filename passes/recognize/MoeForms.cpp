@@ -111,6 +111,12 @@ TopKOp routingTopK(Value value) {
   return topk;
 }
 
+/// Whether `value` is a ranked tensor of shape `shape`.
+bool hasShape(Value value, ArrayRef<int64_t> shape) {
+  auto type = rankedType(value);
+  return type && type.getShape() == shape;
+}
+
 /// Whether `shape` is `other` with size-1 dims inserted or removed (the
 /// sizes other than 1 in the same order).
 bool sameBesideUnitDims(ArrayRef<int64_t> shape, ArrayRef<int64_t> other) {
@@ -522,9 +528,9 @@ struct StackExpertChainsPattern : OpRewritePattern<ConcatOp> {
     for (Value in : concat.getInputs()) {
       auto reshape = in.getDefiningOp<ReshapeOp>();
       auto from = reshape ? rankedType(reshape.getInput()) : RankedTensorType();
-      if (!reshape || !in.hasOneUse() || !from || from.getRank() != 2 ||
-          rankedType(in).getDimSize(axis) != 1 ||
-          !sameBesideUnitDims(rankedType(in).getShape(), from.getShape()))
+      auto to = rankedType(in);
+      if (!reshape || !in.hasOneUse() || !from || !to || from.getRank() != 2 ||
+          to.getDimSize(axis) != 1 || !sameBesideUnitDims(to.getShape(), from.getShape()))
         return rewriter.notifyMatchFailure(concat, "not a stack of 2-D values");
       roots.push_back(reshape.getInput());
       views.push_back(reshape);
@@ -579,7 +585,7 @@ int64_t weightColumn(Value value, Value &matrix, SmallVectorImpl<Operation *> &o
   auto index = gather ? intConstant(gather.getIndices()) : std::nullopt;
   auto from = gather ? rankedType(gather.getInput()) : RankedTensorType();
   if (!gather || !gather->hasOneUse() || !index || index->size() != 1 ||
-      rankedType(gather.getIndices()).getRank() != 0 || !from || from.getRank() != 2 ||
+      !hasShape(gather.getIndices(), {}) || !from || from.getRank() != 2 ||
       normalizedAxis(gather.getAxis(), 2) != 1 || (*index)[0] < 0)
     return -1;
   matrix = gather.getInput();
@@ -667,8 +673,9 @@ ScatterElementsOp denseRoutingWeights(Value view, bool &transposed,
     Operation *def = v.getDefiningOp();
     auto reshape = dyn_cast_or_null<ReshapeOp>(def);
     auto transpose = dyn_cast_or_null<TransposeOp>(def);
-    if (reshape &&
-        sameBesideUnitDims(rankedType(v).getShape(), rankedType(reshape.getInput()).getShape())) {
+    auto from = reshape ? rankedType(reshape.getInput()) : RankedTensorType();
+    if (reshape && from && rankedType(v) &&
+        sameBesideUnitDims(rankedType(v).getShape(), from.getShape())) {
       v = reshape.getInput();
     } else if (transpose && transpose.getPerm() == ArrayRef<int64_t>{1, 0}) {
       transposed = !transposed;
@@ -724,8 +731,7 @@ std::optional<DenseCombine> matchDenseCombine(Operation *root) {
       viewShape[2] = 1;
       SmallVector<Operation *> viewOps;
       auto scatter = denseRoutingWeights(view, transposed, viewOps);
-      if (!scatter || rankedType(view).getShape() != ArrayRef<int64_t>(viewShape) ||
-          transposed != (axis == 0))
+      if (!scatter || !hasShape(view, viewShape) || transposed != (axis == 0))
         continue;
       combine.ops.append(viewOps);
       combine.outputs = outputs;
@@ -743,8 +749,7 @@ std::optional<DenseCombine> matchDenseCombine(Operation *root) {
   combine.ops.push_back(matmul);
   auto scatter = denseRoutingWeights(matmul.getLhs(), transposed, combine.ops);
   if (!scatter || transposed ||
-      rankedType(matmul.getLhs()).getShape() !=
-          ArrayRef<int64_t>{type.getDimSize(0), 1, type.getDimSize(1)})
+      !hasShape(matmul.getLhs(), {type.getDimSize(0), 1, type.getDimSize(1)}))
     return std::nullopt;
   combine.outputs = matmul.getRhs();
   combine.expertsFirst = false;
@@ -767,8 +772,7 @@ template <typename OpTy> struct DenseCombinePattern : OpRewritePattern<OpTy> {
     int64_t t = type.getDimSize(combine->expertsFirst ? 1 : 0), d = type.getDimSize(2);
     Value indices = combine->weights.getIndices(), weights = combine->weights.getUpdates();
     int64_t k = rankedType(indices).getDimSize(1);
-    if (rankedType(root->getResult(0)).getShape() != ArrayRef<int64_t>{t, d} ||
-        rankedType(weights).getShape() != ArrayRef<int64_t>{t, k})
+    if (!hasShape(root->getResult(0), {t, d}) || !hasShape(weights, {t, k}))
       return rewriter.notifyMatchFailure(root, "the weights and outputs disagree on T or k");
     rewriter.setInsertionPoint(root);
     Location loc = fusedLoc(combine->ops);
@@ -802,7 +806,7 @@ struct SegmentSumScatterPattern : OpRewritePattern<ScatterElementsOp> {
     auto updates = rankedType(scatter.getUpdates());
     if (!type || type.getRank() != 2 || !type.hasStaticShape() || !updates ||
         normalizedAxis(scatter.getAxis(), 2) != 0 || !isZeros(scatter.getInput()) ||
-        rankedType(scatter.getIndices()).getShape() != updates.getShape() ||
+        !hasShape(scatter.getIndices(), updates.getShape()) ||
         updates.getDimSize(1) != type.getDimSize(1))
       return rewriter.notifyMatchFailure(scatter, "not rows scattered into zeros");
     int64_t t = type.getDimSize(0), d = type.getDimSize(1), n = updates.getDimSize(0);
@@ -833,7 +837,7 @@ struct SegmentSumScatterPattern : OpRewritePattern<ScatterElementsOp> {
       SmallVector<int64_t> shape =
           tokenMajor ? SmallVector<int64_t>{t, k, d} : SmallVector<int64_t>{k, t, d};
       auto reshape = slots.getDefiningOp<ReshapeOp>();
-      if (reshape && rankedType(reshape.getInput()).getShape() == ArrayRef<int64_t>(shape))
+      if (reshape && hasShape(reshape.getInput(), shape))
         slots = reshape.getInput();
       slots = sumOver(rewriter, loc, reshapeTo(rewriter, loc, slots, shape), tokenMajor ? 1 : 0);
     }

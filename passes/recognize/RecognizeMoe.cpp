@@ -248,8 +248,9 @@ std::optional<WeightedChoices> matchWeightedChoices(Operation *root) {
         ops.push_back(reshape);
       } else if (auto slot = view.getDefiningOp<GatherOp>()) {
         auto index = intConstant(slot.getIndices());
-        if (!index || index->size() != 1 || (*index)[0] != 0 || slot.getAxis() != 1 ||
-            rankedType(slot.getIndices()).getRank() != 0)
+        auto indexType = rankedType(slot.getIndices());
+        if (!index || index->size() != 1 || (*index)[0] != 0 || slot.getAxis() != 1 || !indexType ||
+            indexType.getRank() != 0)
           return false;
         gather = slot.getInput().getDefiningOp<GatherElementsOp>();
         ops.push_back(slot);
