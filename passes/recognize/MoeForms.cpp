@@ -369,7 +369,8 @@ private:
     Kind kind;
     SmallVector<Value> values; // one per expert
     SmallVector<int> operands;
-    bool stacked = false; // whether the stacked chain's value has the expert dim
+    std::vector<Tensor> parts; // a Stacked node's constants, one per expert
+    bool stacked = false;      // whether the stacked chain's value has the expert dim
   };
   SmallVector<Node> nodes;
   llvm::DenseMap<Value, int> nodeOf; // by expert 0's value
@@ -387,7 +388,7 @@ private:
 int ExpertChains::visit(ArrayRef<Value> values) {
   if (auto it = nodeOf.find(values.front()); it != nodeOf.end())
     return ArrayRef<Value>(nodes[it->second].values) == values ? it->second : -1;
-  Node node{Kind::Op, SmallVector<Value>(values.begin(), values.end()), {}, false};
+  Node node{Kind::Op, SmallVector<Value>(values.begin(), values.end()), {}, {}, false};
   auto type = rankedType(values.front());
   if (!type || !type.hasStaticShape() || type.getRank() > 2)
     return -1;
@@ -406,8 +407,17 @@ int ExpertChains::visit(ArrayRef<Value> values) {
     return add(std::move(node));
   }
   if (constants) {
-    if (!llvm::all_of(values, [&](Value v) { return v.getType() == type; }))
+    // Each expert's own weight or bias: float constants of one type, read
+    // now so that building cannot fail half way.
+    if (!isa<FloatType>(type.getElementType()) ||
+        !llvm::all_of(values, [&](Value v) { return v.getType() == type; }))
       return -1;
+    for (Value v : values) {
+      auto tensor = tensorFromAttr(v.getDefiningOp<ConstantOp>().getValue());
+      if (failed(tensor))
+        return -1;
+      node.parts.push_back(*tensor);
+    }
     node.kind = Kind::Stacked;
     node.stacked = true;
     return add(std::move(node));
@@ -452,17 +462,9 @@ Value ExpertChains::stackedConstant(PatternRewriter &rewriter, Location loc, con
   SmallVector<int64_t> shape{(int64_t)node.values.size()};
   shape.append(rank - 1 - type.getRank(), 1);
   shape.append(type.getShape().begin(), type.getShape().end());
-  std::vector<Tensor> parts;
-  for (Value v : node.values) {
-    auto tensor = tensorFromAttr(v.getDefiningOp<ConstantOp>().getValue());
-    if (failed(tensor) || tensor->dtype() == DType::String)
-      return {};
-    parts.push_back(*tensor);
-  }
+  const std::vector<Tensor> &parts = node.parts;
   size_t bytes = parts.front().byteSize();
   Tensor stacked(parts.front().dtype(), std::vector<int64_t>(shape.begin(), shape.end()));
-  if (stacked.byteSize() != bytes * parts.size())
-    return {}; // packed sub-byte types
   for (size_t e = 0; e < parts.size(); ++e)
     std::memcpy(static_cast<char *>(stacked.mutableData()) + e * bytes, parts[e].rawData(), bytes);
   return ConstantOp::create(rewriter, loc,
@@ -485,11 +487,8 @@ FailureOr<Value> ExpertChains::build(PatternRewriter &rewriter, Location loc) {
       // A MatMul's weight stacks to [E, K, N]; an elementwise operand to
       // the rank of the stacked result.
       int64_t rank = isa<MatMulOp>(first) ? 3 : rankedType(node.values.front()).getRank() + 1;
-      Value v =
-          from.kind == Kind::Stacked ? stackedConstant(rewriter, loc, from, rank) : built[operand];
-      if (!v)
-        return failure();
-      operands.push_back(v);
+      operands.push_back(from.kind == Kind::Stacked ? stackedConstant(rewriter, loc, from, rank)
+                                                    : built[operand]);
     }
     if (isa<MatMulOp>(first)) {
       built[id] = MatMulOp::create(rewriter, loc, operands[0], operands[1]);
@@ -547,7 +546,7 @@ struct StackExpertChainsPattern : OpRewritePattern<ConcatOp> {
     Location loc = fusedLoc(replaced);
     auto stacked = chains.build(rewriter, loc);
     if (failed(stacked))
-      return rewriter.notifyMatchFailure(concat, "a constant that cannot be stacked");
+      return rewriter.notifyMatchFailure(concat, "a stacked op's type does not infer");
     Value result = axis == 1 ? transposeBy(rewriter, loc, *stacked, {1, 0, 2}) : *stacked;
     if (result.getType() != concat.getType())
       return rewriter.notifyMatchFailure(concat, "the stacked chain has another type");
