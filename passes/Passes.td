@@ -167,17 +167,24 @@ def RecognizeLinearPass : Pass<"sluice-recognize-linear", "mlir::func::FuncOp"> 
 }
 
 def RecognizeMoePass : Pass<"sluice-recognize-moe", "mlir::func::FuncOp"> {
-  let summary = "Forms sluice.moe from mixture-of-experts MLPs";
+  let summary = "Forms sluice.moe from mixture-of-experts blocks, by structure";
   let description = [{
-    Two exporter forms (RecognizeMoe.cpp has the exact chains): a learned
-    top-k router (Softmax, TopK, optionally renormalized weights) whose
-    experts are computed densely as batched MatMuls over constant [E, D, F]
-    and [E, F, Do] stacks (with [E, 1, F] biases and an activation between)
-    and gathered by the top-k indices (GatherElements, weighted ReduceSum);
-    and hard gating, where each sample's expert weights are gathered from
-    the stacks by an index input (the sentence's language). Runs after
-    sluice-recognize-activations (the activation is one op by then).
-    Intermediates with users outside the chain stop the match.
+    A learned top-k router (a Linear of the experts' tokens by constant
+    weights, Softmax, TopK, optionally renormalized weights) over experts
+    whose constant weights are stacked [E, ...] (batched MatMuls, with
+    biases, relu / gelu / silu, or gated as SwiGLU), whose chosen outputs
+    are gathered by the top-k indices and summed with their weights; and
+    hard gating, where each sample's expert weights are gathered from the
+    stacks by an index input (the sentence's language). Rewrites in the same
+    pattern set bring the other written forms there first (MoeForms.cpp):
+    einsums that are matmuls become MatMuls, a softmax over the top-k
+    logits becomes normalized top-k probabilities, per-expert chains
+    (lists of nn.Linear) are stacked, a loop over the experts becomes a
+    sum, dense [T, E] weights scattered from the top-k become a gather,
+    slots scattered back to their tokens (scatter_add, index_add) become a
+    sum; each keeps the evaluator's results whether or not a sluice.moe
+    forms. Runs after sluice-recognize-activations (the activation is one op
+    by then). Intermediates with users outside the block stop the match.
   }];
   let dependentDialects = ["sluice::SluiceDialect"];
 }

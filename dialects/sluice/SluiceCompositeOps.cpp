@@ -159,8 +159,11 @@ LogicalResult MoeOp::verify() {
   auto w1 = cast<TensorType>(getW1().getType());
   auto w2 = cast<TensorType>(getW2().getType());
   Type element = tokens.getElementType();
-  if (w1.getElementType() != element || w2.getElementType() != element)
+  if (w1.getElementType() != element || w2.getElementType() != element ||
+      (getW3() && cast<TensorType>(getW3().getType()).getElementType() != element))
     return emitOpError("expert weights must have the tokens' element type");
+  if (getB3() && !getW3())
+    return emitOpError("b3 without w3: the up projection's bias needs its weight");
   if (gating == "top_k" ? !isa<FloatType>(router.getElementType())
                         : !router.getElementType().isInteger())
     return emitOpError(gating == "top_k" ? "top_k gating needs float router logits"
@@ -179,8 +182,16 @@ LogicalResult MoeOp::verify() {
            << w1 << ", w2 " << w2 << ", tokens " << tokens;
   if (!ShapedType::isDynamic(local) && (getExpertOffset() ? experts % local : local != experts))
     return emitOpError("holds ") << local << " experts of " << experts;
-  for (auto [bias, width] : {std::pair(getB1(), w1.getDimSize(2)),
-                             std::pair(getB2(), w2.getDimSize(2))}) {
+  if (Value w3Value = getW3()) {
+    auto w3 = cast<TensorType>(w3Value.getType());
+    if (w3.hasRank() &&
+        (w3.getRank() != 3 || !known(w3.getDimSize(0), local) ||
+         !known(w3.getDimSize(1), w1.getDimSize(1)) || !known(w3.getDimSize(2), w1.getDimSize(2))))
+      return emitOpError("w3 ") << w3 << " is not w1's [E, D, F] " << w1;
+  }
+  for (auto [bias, width] :
+       {std::pair(getB1(), w1.getDimSize(2)), std::pair(getB2(), w2.getDimSize(2)),
+        std::pair(getB3(), w1.getDimSize(2))}) {
     if (!bias)
       continue;
     auto b = cast<TensorType>(bias.getType());

@@ -96,9 +96,12 @@ def Sluice_MoeOp : Sluice_Op<"moe", [AttrSizedOperandSegments, Sluice_InferTypes
   let summary = "a mixture-of-experts MLP: each token through its chosen experts";
   let description = [{
     `tokens` is `[N..., D]`; expert e is the MLP
-    `act(x w1[e] + b1[e]) w2[e] + b2[e]` with `w1` `[E, D, F]`, `b1`
-    `[E, F]`, `w2` `[E, F, Do]`, `b2` `[E, Do]` (biases optional); the result
-    is `[N..., Do]`. `experts` is E of the whole model.
+    `act(x w1[e] + b1[e]) w2[e] + b2[e]`, or with `w3` the gated MLP
+    `(act(x w1[e] + b1[e]) * (x w3[e] + b3[e])) w2[e] + b2[e]` (SwiGLU
+    with `act = silu`, as Mixtral and Qwen2-MoE), with `w1` and `w3`
+    `[E, D, F]`, `b1` and `b3` `[E, F]`, `w2` `[E, F, Do]`, `b2` `[E, Do]`
+    (biases optional); the result is `[N..., Do]`. `experts` is E of the
+    whole model.
 
     - `gating = "top_k"`: `router` holds the router's logits `[N..., E]`;
       `p = softmax(router)`, the token goes to the `top_k` largest (ties:
@@ -119,13 +122,15 @@ def Sluice_MoeOp : Sluice_Op<"moe", [AttrSizedOperandSegments, Sluice_InferTypes
   let arguments = (ins Sluice_FloatTensor:$tokens, Sluice_Tensor:$router,
                    Sluice_FloatTensor:$w1, Optional<Sluice_FloatTensor>:$b1,
                    Sluice_FloatTensor:$w2, Optional<Sluice_FloatTensor>:$b2,
+                   Optional<Sluice_FloatTensor>:$w3, Optional<Sluice_FloatTensor>:$b3,
                    Optional<Sluice_IndexTensor>:$expert_offset,
                    I64Attr:$experts, I64Attr:$top_k, StrAttr:$gating,
                    DefaultValuedStrAttr<StrAttr, "none">:$activation,
                    DefaultValuedAttr<BoolAttr, "false">:$normalize);
   let results = (outs Sluice_FloatTensor:$output);
   let assemblyFormat = [{
-    $tokens `,` $router `experts` `(` $w1 (`bias` $b1^)? `,` $w2 (`bias` $b2^)? `)`
+    $tokens `,` $router `experts` `(` $w1 (`bias` $b1^)? `,` $w2 (`bias` $b2^)?
+    (`,` `up` $w3^ (`bias` $b3^)?)? `)`
     (`offset` $expert_offset^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

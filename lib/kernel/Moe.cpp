@@ -21,7 +21,9 @@ const char *moeKernelRefusal(MoeOp op) {
   for (Value v : {op.getTokens(), op.getW1(), op.getW2(), op.getOutput()})
     if (!isStaticOf(v, isF32))
       return "the tokens, weights or result are not static f32";
-  for (Value v : {op.getB1(), op.getB2()})
+  if (op.getW3() && !isStaticOf(op.getW3(), isF32))
+    return "the up projection's weight (w3) is not static f32";
+  for (Value v : {op.getB1(), op.getB2(), op.getB3()})
     if (v && !isStaticOf(v, isF32))
       return "a bias is not static f32";
   bool hard = op.getGating() == "hard";

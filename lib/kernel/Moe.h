@@ -17,9 +17,10 @@
 namespace sluice::kernel {
 
 /// Why the MoE kernel cannot run `op` (a sentence for messages), or null
-/// when it can: every operand and the result static, tokens, weights,
-/// biases and result f32, the router f32 logits (`top_k`) or an i32/i64
-/// index per sample (`hard`, the tokens' count a multiple of the samples).
+/// when it can: every operand and the result static, tokens, weights (w3
+/// too, for gated experts), biases and result f32, the router f32 logits
+/// (`top_k`) or an i32/i64 index per sample (`hard`, the tokens' count a
+/// multiple of the samples).
 const char *moeKernelRefusal(MoeOp op);
 
 /// The activation code the kernels take (cpu_moe.h, cuda_moe.h): 0 none,

@@ -233,7 +233,8 @@ double moeActivation(StringRef name, double v) {
 
 /// sluice.moe from its definition: per token, its experts (the top_k of the
 /// router's softmax, or the sample's index) and their weights, then each
-/// chosen expert's MLP, weighted and summed. Experts outside this op's
+/// chosen expert's MLP (gated by x w3 + b3 when the op has w3), weighted
+/// and summed. Experts outside this op's
 /// [offset, offset + E_local) contribute nothing (expert parallelism).
 LogicalResult evalMoe(Operation *op, ArrayRef<const Tensor *> operands,
                       std::vector<Tensor> &results) {
@@ -244,6 +245,8 @@ LogicalResult evalMoe(Operation *op, ArrayRef<const Tensor *> operands,
   const Tensor *b1 = moe.getB1() ? operands[next++] : nullptr;
   const Tensor &w2 = *operands[next++];
   const Tensor *b2 = moe.getB2() ? operands[next++] : nullptr;
+  const Tensor *w3 = moe.getW3() ? operands[next++] : nullptr;
+  const Tensor *b3 = moe.getB3() ? operands[next++] : nullptr;
   int64_t offset = moe.getExpertOffset() ? operands[next++]->getInt(0) : 0;
   int64_t experts = moe.getExperts(), topK = moe.getTopK();
   int64_t local = w1.dim(0), d = w1.dim(1), f = w1.dim(2), dOut = w2.dim(2);
@@ -295,6 +298,13 @@ LogicalResult evalMoe(Operation *op, ArrayRef<const Tensor *> operands,
         for (int64_t i = 0; i < d; ++i)
           h += x.getDouble(t * d + i) * w1.getDouble((e * d + i) * f + j);
         hidden[j] = moeActivation(moe.getActivation(), h);
+        if (w3) {
+          // The gated expert: act(x w1 + b1) * (x w3 + b3).
+          double up = b3 ? b3->getDouble(e * f + j) : 0.0;
+          for (int64_t i = 0; i < d; ++i)
+            up += x.getDouble(t * d + i) * w3->getDouble((e * d + i) * f + j);
+          hidden[j] *= up;
+        }
       }
       for (int64_t c = 0; c < dOut; ++c) {
         double y = b2 ? b2->getDouble(e * dOut + c) : 0.0;

@@ -75,7 +75,8 @@ double flopsOf(Operation *op) {
     // expert-parallel op holds E_local of the E experts and, with routing
     // balanced, gets that share of the token-expert pairs.
     double tokens = elements(moe.getTokens()) / (double)std::max<int64_t>(1, x.getShape().back());
-    double perExpert = 2.0 * w1.getShape()[1] * w1.getShape()[2] +
+    // A gated expert's up projection (w3) doubles the first GEMM.
+    double perExpert = (moe.getW3() ? 4.0 : 2.0) * w1.getShape()[1] * w1.getShape()[2] +
                        2.0 * w2.getShape()[1] * w2.getShape()[2];
     double share = (double)w1.getShape()[0] / (double)moe.getExperts();
     return tokens * (double)moe.getTopK() * perExpert * share;

@@ -20,9 +20,10 @@
 // equals the single device's. docs/parallel.md, "Expert parallelism".
 //
 // The rewrite per op: the stacked expert weights w1 [E, D, F], b1 [E, F],
-// w2 [E, F, Do], b2 [E, Do] become `sluice.shard_constant`s split along the
-// expert axis, the op gets `expert_offset` (a shard constant: rank r holds
-// experts [r E/N, (r+1) E/N)), and its result goes through `all_reduce`.
+// w2 [E, F, Do], b2 [E, Do] (and a gated expert's w3 [E, D, F], b3 [E, F])
+// become `sluice.shard_constant`s split along the expert axis, the op gets
+// `expert_offset` (a shard constant: rank r holds experts
+// [r E/N, (r+1) E/N)), and its result goes through `all_reduce`.
 // `main` records `sluice.ep` and the list of MoE layers (`sluice.moe`)
 // that the compile report prints as "moe".
 //
@@ -85,10 +86,14 @@ struct ExpertParallelPass : public ::sluice::impl::ExpertParallelPassBase<Expert
     Value w2 = shardExperts(b, op, op.getW2(), "second weight (w2)");
     if (!w1 || !w2)
       return failure();
-    Value b1, b2;
+    Value b1, b2, w3, b3;
     if (op.getB1() && !(b1 = shardExperts(b, op, op.getB1(), "first bias (b1)")))
       return failure();
     if (op.getB2() && !(b2 = shardExperts(b, op, op.getB2(), "second bias (b2)")))
+      return failure();
+    if (op.getW3() && !(w3 = shardExperts(b, op, op.getW3(), "up projection (w3)")))
+      return failure();
+    if (op.getB3() && !(b3 = shardExperts(b, op, op.getB3(), "up projection's bias (b3)")))
       return failure();
     int64_t local = experts / ep;
     SmallVector<int64_t> offsets;
@@ -105,6 +110,10 @@ struct ExpertParallelPass : public ::sluice::impl::ExpertParallelPassBase<Expert
       op.getB1Mutable().assign(b1);
     if (b2)
       op.getB2Mutable().assign(b2);
+    if (w3)
+      op.getW3Mutable().assign(w3);
+    if (b3)
+      op.getB3Mutable().assign(b3);
     op.getExpertOffsetMutable().assign(offset);
 
     // The combine: every rank's partial output summed over the ranks.
@@ -155,8 +164,9 @@ struct ExpertParallelPass : public ::sluice::impl::ExpertParallelPassBase<Expert
     if (ops.empty()) {
       func.emitError() << "--ep=" << (int64_t)ep
                        << ": the model has no mixture-of-experts layer (no sluice.moe after the "
-                          "recognize phase: a learned top-k router over stacked experts, or "
-                          "experts gathered by an index); expert parallelism has nothing to split";
+                          "recognize phase: a learned top-k router over experts with constant "
+                          "weights, or experts gathered by an index); expert parallelism has "
+                          "nothing to split";
       return signalPassFailure();
     }
     SmallVector<Attribute> layers;

@@ -292,10 +292,11 @@ struct Decomposer {
     return ReshapeOp::create(b, loc, x, i64Constant(b, loc, shape));
   }
 
-  /// The forms the exporters write (RecognizeMoe.cpp): top_k as the router's
+  /// The canonical forms of RecognizeMoe.cpp: top_k as the router's
   /// softmax and TopK, every expert on every token as batched MatMuls over
-  /// the stacks, the chosen outputs gathered and summed with their weights;
-  /// hard gating as the sample's expert weights gathered by its index.
+  /// the stacks (a gated expert's two projections multiplied), the chosen
+  /// outputs gathered and summed with their weights; hard gating as the
+  /// sample's expert weights gathered by its index.
   SmallVector<Value> decompose(MoeOp op) {
     auto tokensType = rankedType(op.getTokens());
     auto w1Type = rankedType(op.getW1()), w2Type = rankedType(op.getW2());
@@ -307,10 +308,13 @@ struct Decomposer {
       auto gathered = [&](Value stack) {
         return GatherOp::create(b, loc, stack, index, b.getI64IntegerAttr(0));
       };
-      Value h = MatMulOp::create(b, loc, op.getTokens(), gathered(op.getW1()));
-      if (op.getB1())
-        h = add(h, reshape(gathered(op.getB1()), {batch, 1, f}));
-      h = activation(op.getActivation(), h);
+      auto projection = [&](Value w, Value bias) {
+        Value p = MatMulOp::create(b, loc, op.getTokens(), gathered(w));
+        return bias ? add(p, reshape(gathered(bias), {batch, 1, f})) : p;
+      };
+      Value h = activation(op.getActivation(), projection(op.getW1(), op.getB1()));
+      if (op.getW3())
+        h = mul(h, projection(op.getW3(), op.getB3()));
       Value y = MatMulOp::create(b, loc, h, gathered(op.getW2()));
       if (op.getB2())
         y = add(y, reshape(gathered(op.getB2()), {batch, 1, dOut}));
@@ -329,10 +333,13 @@ struct Decomposer {
                                    b.getBoolAttr(true), b.getBoolAttr(false));
       weights = DivOp::create(b, loc, weights, sum);
     }
-    Value h = MatMulOp::create(b, loc, tokens, op.getW1()); // [E, T, F]
-    if (op.getB1())
-      h = add(h, reshape(op.getB1(), {e, 1, f}));
-    h = activation(op.getActivation(), h);
+    auto projection = [&](Value w, Value bias) {
+      Value p = MatMulOp::create(b, loc, tokens, w); // [E, T, F]
+      return bias ? add(p, reshape(bias, {e, 1, f})) : p;
+    };
+    Value h = activation(op.getActivation(), projection(op.getW1(), op.getB1()));
+    if (op.getW3())
+      h = mul(h, projection(op.getW3(), op.getB3()));
     Value y = MatMulOp::create(b, loc, h, op.getW2()); // [E, T, Do]
     if (op.getB2())
       y = add(y, reshape(op.getB2(), {e, 1, dOut}));

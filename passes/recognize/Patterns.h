@@ -29,9 +29,16 @@ void populateRecognizeActivationsPatterns(mlir::RewritePatternSet &patterns);
 /// (RecognizeAttention.cpp).
 void populateRecognizeAttentionPatterns(mlir::RewritePatternSet &patterns);
 
-/// sluice.moe from a top-k router with dense experts, or from expert weights
-/// gathered by a per-sample index (RecognizeMoe.cpp).
+/// sluice.moe from a learned top-k router and its experts, by structure,
+/// or from expert weights gathered by a per-sample index (RecognizeMoe.cpp);
+/// adds the MoE form patterns too.
 void populateRecognizeMoePatterns(mlir::RewritePatternSet &patterns);
+
+/// The rewrites that bring the written forms of a mixture-of-experts block
+/// to the one the MoE matcher reads: einsum as matmul, softmax over the
+/// top-k logits as normalized top-k probabilities, per-expert chains
+/// stacked, dense and scatter combines as gathers (MoeForms.cpp).
+void populateMoeFormPatterns(mlir::RewritePatternSet &patterns);
 
 /// Batched Linear layers without their flatten/unflatten reshapes
 /// (RecognizeLinear.cpp).
@@ -57,9 +64,10 @@ inline void applyRecognizePatterns(mlir::Operation *op,
       .enableFolding(false)
       .enableConstantCSE(false)
       .setRegionSimplificationLevel(mlir::GreedySimplifyRegionLevel::Disabled);
-  // No pattern builds an op that a pattern of its own set starts from, so the
-  // driver converges; a failure here would only say that it stopped at its
-  // iteration limit, with valid IR.
+  // Every rewrite removes the op it started from and no chain of rewrites
+  // builds that op again (the MoE forms build ops the MoE matcher starts
+  // from, never the other way), so the driver converges; a failure here
+  // would only say that it stopped at its iteration limit, with valid IR.
   (void)mlir::applyPatternsGreedily(op, std::move(patterns), config);
 }
 

@@ -6,12 +6,15 @@
 // thread, scheduled round-robin; __syncthreads is a barrier over the block,
 // __shfl_xor_sync / __shfl_down_sync exchange values through per-lane slots
 // between two warp barriers; __shared__ variables are statics (blocks run
-// one after another). A thread that leaves while others wait at a barrier
-// (a divergent __syncthreads or shuffle, undefined on a GPU) fails the
-// launch instead of hanging.
+// one after another), dynamic shared memory (SLUICE_EXTERN_SHARED) one
+// buffer per launch; atomics are plain read-modify-writes (a fiber yields
+// only at a barrier or shuffle). A thread that leaves while others wait at
+// a barrier (a divergent __syncthreads or shuffle, undefined on a GPU)
+// fails the launch instead of hanging.
 //
 // Include this before any device source; launch with
-// sluice_emu::launch(grid, block, [&] { kernel(args...); }).
+// sluice_emu::launch(grid, block, [&] { kernel(args...); }), grid and block
+// as counts (1-D) or dim3 (with the dynamic shared bytes).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_TEST_UNIT_CUDAROWEMULATION_H
@@ -20,6 +23,7 @@
 #include <ucontext.h>
 
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -56,6 +60,8 @@ struct Machine {
   // Warp barriers and shuffle slots (64 bytes per lane).
   std::vector<unsigned> warpArrived, warpGeneration;
   std::vector<std::array<unsigned char, 64>> slots;
+  // The launch's dynamic shared memory (SLUICE_EXTERN_SHARED).
+  std::vector<std::max_align_t> dynamicShared;
   std::string failure;
   uint64_t barriers = 0, shuffles = 0;
   /// Arrivals at barriers and finished threads: a scheduling round without
@@ -99,7 +105,7 @@ inline void blockBarrier() {
 
 inline void warpBarrier() {
   Machine &m = *machine;
-  unsigned warp = threadIdx.x / 32;
+  unsigned warp = m.current / 32;
   unsigned generation = m.warpGeneration[warp];
   ++m.progress;
   if (++m.warpArrived[warp] == 32) {
@@ -124,7 +130,7 @@ template <typename T> T shuffle(unsigned mask, T v, unsigned source) {
     fail("shuffle with a partial mask");
   Machine &m = *machine;
   ++m.shuffles;
-  unsigned t = threadIdx.x, warp = t / 32;
+  unsigned t = m.current, warp = t / 32;
   std::memcpy(m.slots[t].data(), &v, sizeof(T));
   warpBarrier();
   T r;
@@ -147,9 +153,13 @@ struct Stats {
 };
 
 /// Runs `kernel` (which reads threadIdx, blockIdx ...) over grid x block
-/// threads (1-D, block a multiple of 32). Throws std::runtime_error when a
-/// barrier or shuffle is reached by only part of the threads.
-inline Stats launch(unsigned grid, unsigned block, const std::function<void()> &kernel) {
+/// threads (block a multiple of 32 threads in all; warps are runs of 32 in
+/// x-major order), with `sharedBytes` of dynamic shared memory. Throws
+/// std::runtime_error when a barrier or shuffle is reached by only part of
+/// the threads.
+inline Stats launch(dim3 grid, dim3 blockShape, const std::function<void()> &kernel,
+                    size_t sharedBytes = 0) {
+  const unsigned block = blockShape.x * blockShape.y * blockShape.z;
   if (block == 0 || block % 32 || block > 1024)
     throw std::invalid_argument("emulated blocks are 32..1024 threads, a multiple of 32");
   Machine m;
@@ -157,15 +167,15 @@ inline Stats launch(unsigned grid, unsigned block, const std::function<void()> &
   m.body = &kernel;
   m.fibers.resize(block);
   m.slots.resize(block);
+  m.dynamicShared.resize((sharedBytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
   const size_t stackBytes = 256 * 1024;
   for (auto &f : m.fibers)
     f.stack.reset(new char[stackBytes]);
   machine = &m;
-  gridDim = {grid, 1, 1};
-  blockDim = {block, 1, 1};
-  for (unsigned b = 0; b < grid; ++b) {
-    blockIdx = {b, 1, 1};
-    blockIdx.y = blockIdx.z = 0;
+  gridDim = grid;
+  blockDim = blockShape;
+  for (unsigned b = 0; b < grid.x * grid.y * grid.z; ++b) {
+    blockIdx = {b % grid.x, (b / grid.x) % grid.y, b / (grid.x * grid.y)};
     m.arrived = 0;
     m.doneCount = 0;
     m.warpArrived.assign(block / 32, 0);
@@ -185,7 +195,8 @@ inline Stats launch(unsigned grid, unsigned block, const std::function<void()> &
         if (m.fibers[t].done)
           continue;
         m.current = t;
-        threadIdx = {t, 0, 0};
+        threadIdx = {t % blockShape.x, (t / blockShape.x) % blockShape.y,
+                     t / (blockShape.x * blockShape.y)};
         swapcontext(&m.scheduler, &m.fibers[t].context);
       }
       if (m.failure.empty() && m.doneCount < block && m.progress == before)
@@ -200,6 +211,16 @@ inline Stats launch(unsigned grid, unsigned block, const std::function<void()> &
   return {m.barriers, m.shuffles};
 }
 
+/// The 1-D launch: `grid` blocks of `block` threads.
+inline Stats launch(unsigned grid, unsigned block, const std::function<void()> &kernel) {
+  return launch(dim3{grid, 1, 1}, dim3{block, 1, 1}, kernel);
+}
+
+/// The running launch's dynamic shared memory.
+template <typename T> T *dynamicShared() {
+  return reinterpret_cast<T *>(machine->dynamicShared.data());
+}
+
 } // namespace sluice_emu
 
 using sluice_emu::threadIdx;
@@ -208,6 +229,18 @@ using sluice_emu::blockDim;
 using sluice_emu::gridDim;
 
 inline void __syncthreads() { sluice_emu::blockBarrier(); }
+template <typename T> T atomicAdd(T *address, T value) {
+  T old = *address;
+  *address = old + value;
+  return old;
+}
+inline int atomicCAS(int *address, int compare, int value) {
+  int old = *address;
+  if (old == compare)
+    *address = value;
+  return old;
+}
+#define SLUICE_EXTERN_SHARED(type, name) type *name = sluice_emu::dynamicShared<type>()
 template <typename T> T __shfl_xor_sync(unsigned mask, T v, int lanes) {
   return sluice_emu::shuffle(mask, v, (sluice_emu::threadIdx.x % 32) ^ (unsigned)lanes);
 }

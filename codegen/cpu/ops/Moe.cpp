@@ -44,8 +44,8 @@ LogicalResult emitMoe(CpuOpContext &ctx) {
       cCall("sluice_moe<" + typeOf(op.getRouter()) + ">",
             {"args", cStringLiteral(ctx.kernelName), "shape", pointerOf(ctx, op.getTokens()),
              pointerOf(ctx, op.getRouter()), pointerOf(ctx, op.getW1()), pointerOf(ctx, op.getB1()),
-             pointerOf(ctx, op.getW2()), pointerOf(ctx, op.getB2()),
-             pointerOf(ctx, op.getExpertOffset()), ctx.out[0],
+             pointerOf(ctx, op.getW2()), pointerOf(ctx, op.getB2()), pointerOf(ctx, op.getW3()),
+             pointerOf(ctx, op.getB3()), pointerOf(ctx, op.getExpertOffset()), ctx.out[0],
              "args->expert_load ? args->expert_load + " + cInt64(kernel::moeLoadOffset(op)) +
                  " : nullptr"}));
   return success();

@@ -46,7 +46,7 @@ CudaEmit emitCudaMoe(CudaGroupContext &ctx, MoeOp op) {
   };
   std::vector<std::string> operands;
   for (Value v : {op.getTokens(), op.getRouter(), op.getW1(), op.getB1(), op.getW2(), op.getB2(),
-                  op.getExpertOffset()}) {
+                  op.getW3(), op.getB3(), op.getExpertOffset()}) {
     auto p = pointer(v);
     if (failed(p))
       return CudaEmit::Error;

@@ -4,9 +4,9 @@
 // routing (softmax and top-k of the router logits, or the sample's expert
 // index), the tokens grouped per expert by a counting sort, then for each
 // expert this op holds one GEMM pair over only its tokens (rows gathered,
-// x w1 -> bias + activation -> x w2 -> bias) and a weighted scatter-add
-// into the output. Work is top_k x tokens rows, not experts x tokens as in
-// the dense decomposition.
+// x w1 -> bias + activation [-> times x w3 + bias, a gated expert] -> x w2
+// -> bias) and a weighted scatter-add into the output. Work is top_k x
+// tokens rows, not experts x tokens as in the dense decomposition.
 //
 // Expert parallelism (--ep): the op holds experts [offset, offset + local)
 // of `experts`; tokens routed elsewhere add nothing (the all_reduce after
@@ -84,14 +84,16 @@ static inline int32_t sluice_moe_route(const SluiceRunArgs *args, const char *ke
   return 0;
 }
 
-/// Runs the op: `b1`/`b2` may be null, `offset` (the first expert held) may
-/// be null (0); `load` (null: no profile) gets `experts` counters added:
-/// tokens routed to each expert, a token counted once per chosen expert.
+/// Runs the op: `b1`/`b2` may be null, `w3` (gated experts: the up
+/// projection, multiplied into the activated one) and `b3` may be null,
+/// `offset` (the first expert held) may be null (0); `load` (null: no
+/// profile) gets `experts` counters added: tokens routed to each expert, a
+/// token counted once per chosen expert.
 template <typename R>
-static inline int32_t sluice_moe(const SluiceRunArgs *args, const char *kernel,
-                                 const sluice_moe_shape &s, const float *x, const R *router,
-                                 const float *w1, const float *b1, const float *w2, const float *b2,
-                                 const int64_t *offset, float *out, int64_t *load) {
+static inline int32_t
+sluice_moe(const SluiceRunArgs *args, const char *kernel, const sluice_moe_shape &s, const float *x,
+           const R *router, const float *w1, const float *b1, const float *w2, const float *b2,
+           const float *w3, const float *b3, const int64_t *offset, float *out, int64_t *load) {
   const int64_t slots = s.tokens * s.top_k, first = offset ? offset[0] : 0;
   std::vector<int64_t> choice(slots);
   std::vector<float> weight(slots);
@@ -123,6 +125,7 @@ static inline int32_t sluice_moe(const SluiceRunArgs *args, const char *kernel,
 
   memset(out, 0, sizeof(float) * s.tokens * s.d_out);
   std::vector<float> rows(largest * s.d), hidden(largest * s.f), y(largest * s.d_out);
+  std::vector<float> up(w3 ? largest * s.f : 0);
   sluice_blas_threads(args->num_threads);
   for (int64_t e = 0; e < s.local; ++e) {
     const int64_t n = start[e + 1] - start[e];
@@ -134,11 +137,19 @@ static inline int32_t sluice_moe(const SluiceRunArgs *args, const char *kernel,
       memcpy(rows.data() + i * s.d, x + (slot[i] / s.top_k) * s.d, sizeof(float) * s.d);
     sluice_gemm<float>::run(n, s.f, s.d, rows.data(), s.d, w1 + e * s.d * s.f, s.f, hidden.data(),
                             s.f);
+    if (w3)
+      sluice_gemm<float>::run(n, s.f, s.d, rows.data(), s.d, w3 + e * s.d * s.f, s.f, up.data(),
+                              s.f);
 #pragma omp parallel for num_threads(args->num_threads) if (n * s.f > 65536)
     for (int64_t i = 0; i < n; ++i) {
       float *h = hidden.data() + i * s.f;
       for (int64_t j = 0; j < s.f; ++j)
         h[j] = sluice_moe_activate(s.activation, h[j] + (b1 ? b1[e * s.f + j] : 0.0f));
+      if (w3) {
+        const float *u = up.data() + i * s.f;
+        for (int64_t j = 0; j < s.f; ++j)
+          h[j] *= u[j] + (b3 ? b3[e * s.f + j] : 0.0f);
+      }
     }
     sluice_gemm<float>::run(n, s.d_out, s.f, hidden.data(), s.f, w2 + e * s.f * s.d_out, s.d_out,
                             y.data(), s.d_out);
