@@ -71,7 +71,8 @@ MAY_USE = {
     "codegen/bundle": _BELOW_CODEGEN
     | {"codegen/common", "codegen/cpu", "codegen/cuda", "public API"},
     "codegen": _BELOW_CODEGEN | {"public API"},
-    "driver": set(_COMPILER_BELOW_DRIVER),
+    # The compile session stamps its cache key with the public version.
+    "driver": _COMPILER_BELOW_DRIVER | {"public API"},
     "tools": _COMPILER_BELOW_DRIVER | {"driver", "public API", "runtime library"},
     "runtime": {"public API"},
     "public API": set(),

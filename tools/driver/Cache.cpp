@@ -324,7 +324,7 @@ std::string number(double value) {
 /// canonical name): the options' meaning, whatever order the command line
 /// gave them in.
 void optionLines(const CompilerOptions &o, std::vector<std::string> &lines) {
-  lines.push_back("target: " + o.target);
+  lines.push_back(std::string("target: ") + choiceName(o.target));
   for (const auto &[name, dims] : o.inputShapes) {
     std::string text;
     for (int64_t d : dims)
@@ -335,20 +335,22 @@ void optionLines(const CompilerOptions &o, std::vector<std::string> &lines) {
     lines.push_back("sequence shape: " + sequenceShapeSpec(name, shapes));
   for (const std::string &name : o.absentInputs)
     lines.push_back("absent: " + name);
-  lines.push_back("fusion: " + o.fusion);
+  lines.push_back(std::string("fusion: ") + choiceName(o.fusion));
   lines.push_back("recognize: " + std::to_string(o.recognize));
-  lines.push_back("precision: " + o.precision);
+  lines.push_back(std::string("precision: ") + choiceName(o.precision));
   lines.push_back("grid: tp=" + std::to_string(o.tp) + " sp=" + std::to_string(o.sp) + " pp=" +
                   std::to_string(o.pp) + " micro-batches=" + std::to_string(o.microBatches) +
                   " ep=" + std::to_string(o.ep));
-  lines.push_back("quantize: " + o.quantize + " method=" + o.calibrationMethod +
-                  " smooth-quant=" + number(o.smoothQuant) + " metric=" + o.accuracyMetric +
-                  " budget=" + number(o.accuracyBudget));
+  lines.push_back(
+      "quantize: " + passOptionName(o.quantize) + " method=" + choiceName(o.calibrationMethod) +
+      " smooth-quant=" + number(o.smoothQuant) + " metric=" + choiceName(o.accuracyMetric) +
+      " budget=" + number(o.accuracyBudget));
   lines.push_back("prune: heads=" + number(o.pruneHeads) + " ffn=" + number(o.pruneFfn) +
-                  " channels=" + number(o.pruneChannels) + " sparsity=" + o.sparsity);
-  lines.push_back("plan: devices=" + std::to_string(o.devices) +
-                  " auto=" + std::to_string(o.autoPlan) +
-                  " memory=" + std::to_string(o.deviceMemory) + " objective=" + o.objective);
+                  " channels=" + number(o.pruneChannels) +
+                  " sparsity=" + passOptionName(o.sparsity));
+  lines.push_back(
+      "plan: devices=" + std::to_string(o.devices) + " auto=" + std::to_string(o.autoPlan) +
+      " memory=" + std::to_string(o.deviceMemory) + " objective=" + choiceName(o.objective));
 }
 
 } // namespace
@@ -455,7 +457,7 @@ bool computeKey(const KeyInputs &inputs, std::string &key, std::string &recipe,
     cxx = env("CXX");
   lines.push_back("cxx: " + toolIdentity(cxx.empty() ? "c++" : cxx));
   lines.push_back("cpu: " + hostCpu());
-  if (o.target == "cuda") {
+  if (o.target == Target::Cuda) {
     lines.push_back("env: VIRTUAL_ENV=" + env("VIRTUAL_ENV"));
     std::string nvcc = env("SLUICE_NVCC");
     if (nvcc.empty() && !env("CUDA_HOME").empty())

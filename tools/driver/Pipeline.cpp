@@ -97,12 +97,13 @@ std::string modulePrecision(ModuleOp module) {
 }
 
 /// sluice-quantize's options from the driver's (--quantize and friends).
-static QuantizePassOptions quantizeOptions(const CompilerOptions &options) {
+static QuantizePassOptions quantizeOptions(const CompilerOptions &options,
+                                           const std::string &mode) {
   QuantizePassOptions quantize;
-  quantize.mode = options.quantize;
+  quantize.mode = mode;
   quantize.calibration = options.calibration;
-  quantize.method = options.calibrationMethod;
-  quantize.metric = options.accuracyMetric;
+  quantize.method = choiceName(options.calibrationMethod);
+  quantize.metric = choiceName(options.accuracyMetric);
   quantize.budget = options.accuracyBudget;
   quantize.smoothQuant = options.smoothQuant;
   quantize.cache = options.quantizationCache;
@@ -110,7 +111,12 @@ static QuantizePassOptions quantizeOptions(const CompilerOptions &options) {
   return quantize;
 }
 
-void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
+/// The compress phase with --precision and --quantize as the passes spell
+/// them: sluice-opt's pipeline passes names the driver did not check, which
+/// the passes then report.
+static void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options,
+                                  const std::string &precisionName,
+                                  const std::string &quantizeName) {
   // Pruning before quantization (docs/pruning.md): the calibration ranges
   // and the int8 guard then see the pruned model, and the pruned GEMMs are
   // the ones quantized. Structured pruning first, so that 2:4 picks its
@@ -121,18 +127,18 @@ void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
     prune.ffn = options.pruneFfn;
     prune.channels = options.pruneChannels;
     prune.calibration = options.calibration;
-    prune.metric = options.accuracyMetric;
+    prune.metric = choiceName(options.accuracyMetric);
     prune.budget = options.accuracyBudget;
     prune.progress = options.progress;
     pm.addPass(sluice::createPrunePass(prune));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
-  if (!options.sparsity.empty()) {
+  if (options.sparsity != Sparsity::None) {
     SparsifyPassOptions sparsify;
-    sparsify.pattern = options.sparsity;
+    sparsify.pattern = passOptionName(options.sparsity);
     sparsify.calibration = options.calibration;
-    sparsify.metric = options.accuracyMetric;
+    sparsify.metric = choiceName(options.accuracyMetric);
     sparsify.budget = options.accuracyBudget;
     sparsify.progress = options.progress;
     pm.addPass(sluice::createSparsifyPass(sparsify));
@@ -146,8 +152,8 @@ void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
   pm.addNestedPass<func::FuncOp>(sluice::createFoldConstantsPass(fold));
   // Calibrated int8 / fp8 on the f32 graph, before any precision conversion
   // (which then narrows what stays float).
-  if (options.quantize == "int8" || options.quantize == "fp8") {
-    pm.addPass(sluice::createQuantizePass(quantizeOptions(options)));
+  if (quantizeName == "int8" || quantizeName == "fp8") {
+    pm.addPass(sluice::createQuantizePass(quantizeOptions(options, quantizeName)));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
@@ -155,18 +161,23 @@ void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
   // single ops by then, which the conversion keeps in half with fp32
   // statistics; their decomposed chains would hold exp/pow/reduce-sum ops
   // that stay fp32. Before fuse: groups form on the converted types.
-  if (options.precision != "fp32") {
+  if (precisionName != "fp32") {
     ConvertPrecisionPassOptions precision;
-    precision.precision = options.precision;
+    precision.precision = precisionName;
     pm.addNestedPass<func::FuncOp>(sluice::createConvertPrecisionPass(precision));
   }
   // Weight-only quantization after the precision: an fp16 model's weights
   // dequantize to f16 directly (no cast in the GEMM's prologue).
-  if (options.quantize == "w8a16" || options.quantize == "w4a16") {
+  if (quantizeName == "w8a16" || quantizeName == "w4a16") {
     // sluice-quantize in a weight-only mode: sluice-quantize-weights'
     // rewrite, under the accuracy guard when calibration data is given.
-    pm.addPass(sluice::createQuantizePass(quantizeOptions(options)));
+    pm.addPass(sluice::createQuantizePass(quantizeOptions(options, quantizeName)));
   }
+}
+
+void buildCompressPipeline(OpPassManager &pm, const CompilerOptions &options) {
+  buildCompressPipeline(pm, options, choiceName(options.precision),
+                        passOptionName(options.quantize));
 }
 
 void buildParallelizePipeline(OpPassManager &pm, const CompilerOptions &options) {
@@ -197,7 +208,7 @@ void buildParallelizePipeline(OpPassManager &pm, const CompilerOptions &options)
   }
 }
 
-std::vector<std::string> compositesToDecompose(const std::string &target) {
+std::vector<std::string> compositesToDecompose(Target target) {
   // The composites each target's code generator has kernels for; the rest
   // are decomposed back to primitive ops at the start of the fuse phase.
   static const char *const kAll[] = {"sluice.gelu", "sluice.silu",
@@ -206,7 +217,7 @@ std::vector<std::string> compositesToDecompose(const std::string &target) {
   std::vector<std::string> implemented;
   // cpu and cuda: every composite (on cuda, forms without a kernel run as
   // host steps through the cpu emitter).
-  if (target == "cpu" || target == "cuda")
+  if (target == Target::Cpu || target == Target::Cuda)
     implemented = {"sluice.gelu", "sluice.silu", "sluice.layer_norm", "sluice.rms_norm",
                    "sluice.attention"};
   std::vector<std::string> decompose;
@@ -227,18 +238,19 @@ void buildFusePipeline(OpPassManager &pm, const CompilerOptions &options) {
     decomposeOptions.ops.assign(decompose.begin(), decompose.end());
     // cpu and cuda run sluice.moe with the MoE kernel where it applies
     // (static f32, lib/kernel/Moe.h); the others take the dense form.
-    decomposeOptions.keepMoeKernels = options.target == "cpu" || options.target == "cuda";
+    decomposeOptions.keepMoeKernels =
+        options.target == Target::Cpu || options.target == Target::Cuda;
     pm.addNestedPass<func::FuncOp>(sluice::createDecomposeCompositesPass(decomposeOptions));
   }
-  if (options.fusion == "all")
+  if (options.fusion == Fusion::All)
     pm.addNestedPass<func::FuncOp>(sluice::createFuseHorizontalGemmsPass());
-  if (options.fusion == "all" || options.fusion == "elementwise") {
+  if (options.fusion != Fusion::None) {
     FuseGroupsPassOptions groups;
-    groups.mode = options.fusion;
+    groups.mode = choiceName(options.fusion);
     // The cuda target runs Form F8 as one fp8 GEMM (cuBLASLt); the cpu
     // emulates it with the dequantizations in the producers' kernels.
-    groups.fp8Gemm = options.target == "cuda";
-    groups.convEpilogue = options.target == "cpu";
+    groups.fp8Gemm = options.target == Target::Cuda;
+    groups.convEpilogue = options.target == Target::Cpu;
     pm.addNestedPass<func::FuncOp>(sluice::createFuseGroupsPass(groups));
   }
   pm.addNestedPass<func::FuncOp>(sluice::createFormKernelsPass());
@@ -271,12 +283,11 @@ void registerPipelines() {
   PassPipelineRegistration<CompressPipelineOptions>(
       "sluice-compress-pipeline", "The compress phase: --precision conversion",
       [](OpPassManager &pm, const CompressPipelineOptions &pipelineOptions) {
-        CompilerOptions options;
-        // Unknown names reach the pass, which reports them.
-        options.precision = sluice::parsePrecision(pipelineOptions.precision)
-                                .value_or(std::string(pipelineOptions.precision));
-        options.quantize = pipelineOptions.quantize;
-        buildCompressPipeline(pm, options);
+        // Unknown names reach the passes, which report them.
+        buildCompressPipeline(pm, CompilerOptions(),
+                              sluice::parsePrecision(pipelineOptions.precision)
+                                  .value_or(std::string(pipelineOptions.precision)),
+                              pipelineOptions.quantize);
       });
   PassPipelineRegistration<>(
       "sluice-fuse-pipeline", "The fuse phase: kernel groups and library calls",
@@ -445,7 +456,7 @@ parallel::PlanRequest CompilerOptions::planRequest() const {
   parallel::PlanRequest request;
   request.devices = devices;
   request.deviceMemory = deviceMemory;
-  request.objective = objective;
+  request.objective = choiceName(objective);
   request.cluster = cluster;
   // Every kind of plan compiles: tensor (and sequence), pipeline (the
   // driver re-imports at the micro-batch's shapes, compileModel) and expert.
@@ -662,12 +673,13 @@ static OwningOpRef<ModuleOp> compileOnce(MLIRContext &context, const std::string
     // The precision is chosen in the compress phase (which records it on
     // the function); a module past it keeps the one it has.
     std::string recorded = modulePrecision(*module);
-    if (options.precision != "fp32" && options.precision != recorded &&
+    std::string asked = choiceName(options.precision);
+    if (options.precision != Precision::Fp32 && asked != recorded &&
         loadedAfter > Phase::Compress) {
-      error = modelPath + ": --precision=" + options.precision +
+      error = modelPath + ": --precision=" + asked +
               " converts the graph in the compress phase, and this file is past it (it "
-              "holds kernel groups, in " + recorded +
-              "); give --precision when compiling the earlier phase\n";
+              "holds kernel groups, in " +
+              recorded + "); give --precision when compiling the earlier phase\n";
       return nullptr;
     }
   } else {

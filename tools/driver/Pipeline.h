@@ -11,6 +11,7 @@
 #define SLUICE_TOOLS_DRIVER_PIPELINE_H
 
 #include "passes/parallel/AutoPlan.h"
+#include "tools/driver/Choices.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -33,8 +34,8 @@ std::optional<Phase> parsePhase(llvm::StringRef name);
 constexpr Phase kLastImplementedPhase = Phase::Emit;
 
 struct CompilerOptions {
-  /// Code generation target: "cpu" or "cuda".
-  std::string target = "cpu";
+  /// Code generation target.
+  Target target = Target::Cpu;
   /// Input shapes (`--shape=NAME=2x128`) bound at import.
   std::map<std::string, std::vector<int64_t>> inputShapes;
   /// The inputs whose shapes `--shapes` lists (one per shape variant; the
@@ -63,16 +64,16 @@ struct CompilerOptions {
   /// refused ...) are collected here too; each is also printed on stderr
   /// as it comes, `--quiet` or not.
   std::vector<std::string> *warnings = nullptr;
-  /// Which kernel groups the fuse phase grows (`--fusion=`): "none" (one op
-  /// per kernel), "elementwise" (chains of elementwise ops, F1 without
-  /// views) or "all" (every form: GEMM epilogues, row ops, attention, views,
+  /// Which kernel groups the fuse phase grows (`--fusion=`): none (one op
+  /// per kernel), elementwise (chains of elementwise ops, F1 without
+  /// views) or all (every form: GEMM epilogues, row ops, attention, views,
   /// and horizontal GEMMs), the default.
-  std::string fusion = "all";
+  Fusion fusion = Fusion::All;
   /// Whether the recognize phase forms composites (`--no-recognize`: off).
   bool recognize = true;
-  /// `--precision`: "fp32" (the model's types), "fp16" or "bf16" (the
-  /// compress phase converts the graph; parsePrecision gives these names).
-  std::string precision = "fp32";
+  /// `--precision`: fp32 (the model's types), fp16 or bf16 (the compress
+  /// phase converts the graph).
+  Precision precision = Precision::Fp32;
   /// `--tp=N`: ranks of the tensor-parallel grid (1: one device).
   int64_t tp = 1;
   /// `--sp`: Megatron sequence parallelism on top of `tp`.
@@ -86,20 +87,20 @@ struct CompilerOptions {
   /// `--ep=N`: ranks the experts of every `sluice.moe` are spread over
   /// (pure expert parallelism: world size N; docs/parallel.md).
   int64_t ep = 1;
-  /// `--quantize`: "" (none), "int8" (calibrated, Form I8), "w8a16" or
-  /// "w4a16" (weight-only, Form W); docs/quantization.md.
-  std::string quantize;
+  /// `--quantize`: none, int8 (calibrated, Form I8), fp8 (Form F8), w8a16
+  /// or w4a16 (weight-only, Form W); docs/quantization.md.
+  Quantize quantize = Quantize::None;
   /// `--calibration=DIR`: sample sets for int8 ranges and the guard.
   std::string calibration;
   /// `--calibration-method`: minmax (the default, as ONNX Runtime's),
   /// percentile or entropy.
-  std::string calibrationMethod = "minmax";
+  CalibrationMethod calibrationMethod = CalibrationMethod::MinMax;
   /// `--smooth-quant[=ALPHA]`: SmoothQuant's alpha; negative: off.
   double smoothQuant = -1;
   /// `--accuracy-metric`: how the accuracy guards judge the outputs on the
-  /// calibration sets against the uncompressed model: "rel-l2",
-  /// "top1-agreement" or "auto" (top1-agreement for classifiers).
-  std::string accuracyMetric = "auto";
+  /// calibration sets against the uncompressed model: rel-l2,
+  /// top1-agreement or auto (top1-agreement for classifiers).
+  AccuracyMetric accuracyMetric = AccuracyMetric::Auto;
   /// `--accuracy-budget`: the largest error of any output in the metric;
   /// negative: the metric's default (0.05 rel-l2, 0.01 top1-agreement).
   double accuracyBudget = -1;
@@ -109,11 +110,11 @@ struct CompilerOptions {
   /// layer's heads, each MLP's hidden units and each convolution's output
   /// channels to remove (structured pruning, docs/pruning.md); 0: none.
   double pruneHeads = 0, pruneFfn = 0, pruneChannels = 0;
-  /// `--sparsity=2:4`: semi-structured sparsity of the GEMM weights; "": off.
-  std::string sparsity;
+  /// `--sparsity=2:4`: semi-structured sparsity of the GEMM weights.
+  Sparsity sparsity = Sparsity::None;
   /// Whether any pruning or sparsity was asked for.
   bool prunes() const {
-    return pruneHeads > 0 || pruneFfn > 0 || pruneChannels > 0 || !sparsity.empty();
+    return pruneHeads > 0 || pruneFfn > 0 || pruneChannels > 0 || sparsity != Sparsity::None;
   }
   /// Progress lines of long passes (calibration) on stderr.
   bool progress = false;
@@ -129,8 +130,8 @@ struct CompilerOptions {
   bool autoPlan = false;
   /// `--device-memory=BYTES`: the memory a rank may use; 0: the cluster's.
   int64_t deviceMemory = 0;
-  /// `--objective`: "latency" or "throughput".
-  std::string objective = "latency";
+  /// `--objective`: what the plan minimizes.
+  Objective objective = Objective::Latency;
   /// `--cluster=FILE.json` as read (the defaults: 8x H100 SXM).
   parallel::ClusterModel cluster;
   /// `--emit=plan`: the plan is all that is asked, so initializers whose
@@ -169,7 +170,7 @@ void buildParallelizePipeline(mlir::OpPassManager &pm, const CompilerOptions &op
 
 /// The composite op names (`sluice.attention`, ...) that `target` has no
 /// kernels for: the fuse phase decomposes them first.
-std::vector<std::string> compositesToDecompose(const std::string &target);
+std::vector<std::string> compositesToDecompose(Target target);
 
 /// fuse: the composites the target lacks back to primitive ops
 /// (compositesToDecompose), then every compute op into one sluice.kernel
