@@ -357,9 +357,8 @@ bool readParallel(const JsonValue &root, const std::string &file,
 }
 /// Whether `root` (read by `reader`) is a bundle manifest that this runtime
 /// can run: its format, version, bundle ABI and target.
-bool readRunnable(Reader &reader, const std::string &file,
-                  const std::string &bundleDir, Manifest &manifest,
-                  std::string &error) {
+bool readRunnable(Reader &reader, const std::string &file, const std::string &bundleDir,
+                  Manifest &manifest, std::string &error) {
   std::string format;
   if (!reader.string("format", format))
     return false;
@@ -460,8 +459,7 @@ bool readGpuArchitectures(Reader &reader, Manifest &manifest) {
 /// False, naming the input, when one of `inputs` has a data-dependent dim
 /// (only outputs may). `where` starts the message: "" for the bundle's own
 /// inputs, "'variants[1]' " for a variant's.
-bool staticInputs(Reader &reader, const std::vector<TensorSpec> &inputs,
-                  const std::string &where) {
+bool staticInputs(Reader &reader, const std::vector<TensorSpec> &inputs, const std::string &where) {
   for (const TensorSpec &input : inputs)
     for (int64_t dim : input.shape)
       if (dim < 0)
@@ -472,8 +470,7 @@ bool staticInputs(Reader &reader, const std::vector<TensorSpec> &inputs,
 
 /// Whether a variant's inputs or outputs, `mine`, are the bundle's, `top`,
 /// but for the shapes: the same names, dtypes and ranks, in order.
-bool sameBoundary(Reader &reader, const std::string &where,
-                  const std::vector<TensorSpec> &mine,
+bool sameBoundary(Reader &reader, const std::string &where, const std::vector<TensorSpec> &mine,
                   const std::vector<TensorSpec> &top, const char *side) {
   bool same = mine.size() == top.size();
   for (size_t i = 0; same && i < mine.size(); ++i)
@@ -487,9 +484,8 @@ bool sameBoundary(Reader &reader, const std::string &where,
 
 /// One shape variant, "variants[v]" (`where`): its run function, arena,
 /// inputs, outputs and kernels. `reader` reads the manifest.
-bool readVariant(Reader &reader, const JsonValue &entry,
-                 const std::string &where, const std::string &file,
-                 const Manifest &manifest, VariantSpec &spec,
+bool readVariant(Reader &reader, const JsonValue &entry, const std::string &where,
+                 const std::string &file, const Manifest &manifest, VariantSpec &spec,
                  std::string &error) {
   if (!entry.isObject())
     return reader.reject("'" + where + "' must be an object");
@@ -513,9 +509,8 @@ bool readVariant(Reader &reader, const JsonValue &entry,
 
 /// "variants": the shape variants of a cpu, single-rank bundle (bundles of
 /// one shape have no key).
-bool readVariants(Reader &reader, const JsonValue &root,
-                  const std::string &file, Manifest &manifest,
-                  std::string &error) {
+bool readVariants(Reader &reader, const JsonValue &root, const std::string &file,
+                  Manifest &manifest, std::string &error) {
   const JsonValue *variants = root.get("variants");
   if (!variants)
     return true;
@@ -523,13 +518,13 @@ bool readVariants(Reader &reader, const JsonValue &root,
     return reader.reject("'variants' must be a non-empty array");
   if (manifest.target != "cpu" || manifest.worldSize != 1)
     return reader.reject("'variants' (shape variants) run on the cpu target with one rank; "
-                         "this bundle is " + manifest.target + " with world_size " +
+                         "this bundle is " +
+                         manifest.target + " with world_size " +
                          std::to_string(manifest.worldSize));
   for (size_t v = 0; v < variants->array.size(); ++v) {
     std::string where = "variants[" + std::to_string(v) + "]";
     VariantSpec spec;
-    if (!readVariant(reader, variants->array[v], where, file, manifest, spec,
-                     error))
+    if (!readVariant(reader, variants->array[v], where, file, manifest, spec, error))
       return false;
     manifest.variants.push_back(std::move(spec));
   }
@@ -538,8 +533,8 @@ bool readVariants(Reader &reader, const JsonValue &root,
 
 /// "moe": the mixture-of-experts ops (bundles without one have no key),
 /// each given its block of the expert-load counters.
-bool readMoe(Reader &reader, const JsonValue &root, const std::string &file,
-             Manifest &manifest, std::string &error) {
+bool readMoe(Reader &reader, const JsonValue &root, const std::string &file, Manifest &manifest,
+             std::string &error) {
   const JsonValue *moe = root.get("moe");
   if (!moe)
     return true;
@@ -569,8 +564,8 @@ bool readMoe(Reader &reader, const JsonValue &root, const std::string &file,
 }
 } // namespace
 
-bool parseManifest(const std::string &text, const std::string &bundleDir,
-                   Manifest &manifest, std::string &error) {
+bool parseManifest(const std::string &text, const std::string &bundleDir, Manifest &manifest,
+                   std::string &error) {
   std::string file = joinPath(bundleDir, "manifest.json");
   manifest = Manifest();
   error.clear();
@@ -587,16 +582,14 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
   Reader reader(root, file, "", error);
 
   // Is it a bundle, and one this runtime can run? Then the details.
-  if (!readRunnable(reader, file, bundleDir, manifest, error) ||
-      !readDetails(reader, manifest))
+  if (!readRunnable(reader, file, bundleDir, manifest, error) || !readDetails(reader, manifest))
     return false;
   if (!readWeights(root, file, manifest, error) ||
       (manifest.worldSize > 1 && !readParallel(root, file, manifest, error)))
     return false;
   if (!readGpuArchitectures(reader, manifest))
     return false;
-  if (root.get("host_arena_bytes") &&
-      !reader.size("host_arena_bytes", manifest.hostArenaBytes))
+  if (root.get("host_arena_bytes") && !reader.size("host_arena_bytes", manifest.hostArenaBytes))
     return false;
   if (!readTensors(root, "inputs", file, manifest.inputs, error) ||
       !readTensors(root, "outputs", file, manifest.outputs, error) ||

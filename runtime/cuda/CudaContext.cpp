@@ -132,9 +132,9 @@ bool CudaContext::createComm(const CudaCommRequest &comm, std::string &error) {
   group = comm.group;
   RankComm *created = nullptr;
   std::string why;
-  if (comm.factory(kCommInterface, group, device, manifest.collectiveMaxBytes,
-                   &created, &why) != 0 ||
-      !created) {
+  int failed =
+      comm.factory(kCommInterface, group, device, manifest.collectiveMaxBytes, &created, &why);
+  if (failed != 0 || !created) {
     error = prefix() + "rank " + std::to_string(group->rank()) +
             ": cannot create the communicator on " + name + ": " +
             (why.empty() ? std::string("no message") : why);
@@ -260,8 +260,7 @@ bool CudaContext::initModel(std::string &error) {
                  "cudaStreamSynchronize (after sluice_model_init)", error);
 }
 
-bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
-                       std::string &error) {
+bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm, std::string &error) {
   const Manifest &manifest = bundle.manifest();
   if (!selectDevice(deviceIndex, comm, error) || !createStream(error))
     return false;
@@ -271,8 +270,7 @@ bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
     return false;
   // Device memory: the arena, the weights (uploaded once), inputs, outputs
   // and every output's dims in one block.
-  if (!allocateBuffers(error) || !allocateOutputDims(error) ||
-      !allocateHostState(error))
+  if (!allocateBuffers(error) || !allocateOutputDims(error) || !allocateHostState(error))
     return false;
 
   boundInputs.assign(manifest.inputs.size(), nullptr);

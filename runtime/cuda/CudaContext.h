@@ -94,8 +94,7 @@ private:
 
   /// Picks the GPU (`deviceIndex`, or the rank's local rank) and checks
   /// that the bundle has code for it; sets device and name.
-  bool selectDevice(int32_t deviceIndex, const CudaCommRequest *comm,
-                    std::string &error);
+  bool selectDevice(int32_t deviceIndex, const CudaCommRequest *comm, std::string &error);
   /// Makes the device current and creates the stream and the split's
   /// events.
   bool createStream(std::string &error);

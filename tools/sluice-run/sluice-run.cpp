@@ -1028,12 +1028,9 @@ std::unique_ptr<RankJob> joinRankJob(const Options &options) {
   auto rankJob = std::make_unique<RankJob>();
   SluiceLaunchInfo launch = sluice::rt::launchInfo();
   if (!rankJob->comm.init(&error))
-    sluice::tools::die("sluice-run", (launch.rank >= 0
-                                          ? "rank " +
-                                                std::to_string(launch.rank) +
-                                                ": "
-                                          : std::string()) +
-                                         error);
+    sluice::tools::die(
+        "sluice-run",
+        (launch.rank >= 0 ? "rank " + std::to_string(launch.rank) + ": " : std::string()) + error);
   job = rankJob.get();
   job->rank = job->comm.rank();
   int32_t world = 0;
@@ -1076,8 +1073,7 @@ struct BundleBoundary {
 /// The boundary of `model`. Shape variants: --random-inputs makes
 /// --variant's shapes (default the first); inputs from files run the
 /// variant of their shapes.
-BundleBoundary boundaryOf(const Options &options,
-                          const sluice::rt::Model &model) {
+BundleBoundary boundaryOf(const Options &options, const sluice::rt::Model &model) {
   BundleBoundary boundary;
   size_t variants = model.numVariants();
   boundary.variants = variants;
@@ -1086,8 +1082,7 @@ BundleBoundary boundaryOf(const Options &options,
         std::to_string(variants) + (variants == 1 ? " shape (no --shapes variants)" : " shape variants"));
   size_t randomVariant = options.variant >= 0 ? (size_t)options.variant : 0;
   for (size_t i = 0; i < model.numInputs(); ++i) {
-    boundary.inputs.push_back(variants > 1 ? model.variantInput(randomVariant, i)
-                                           : model.input(i));
+    boundary.inputs.push_back(variants > 1 ? model.variantInput(randomVariant, i) : model.input(i));
     boundary.inputNames.push_back(boundary.inputs.back().name);
   }
   for (size_t i = 0; i < model.numOutputs(); ++i) {
@@ -1099,8 +1094,7 @@ BundleBoundary boundaryOf(const Options &options,
 
 /// The element type of a bundle's input or output; one that sluice-run
 /// cannot read or write is an error.
-sluice::DType dtypeOf(const Options &options,
-                      const sluice::rt::TensorInfo &info) {
+sluice::DType dtypeOf(const Options &options, const sluice::rt::TensorInfo &info) {
   auto dtype = dtypeFromNumpy(info.dtype);
   if (!dtype)
     die(options.model + ": '" + info.name + "' has dtype '" + info.dtype +
@@ -1114,10 +1108,8 @@ std::vector<sluice::Tensor> readBundleInputs(const Options &options,
                                              const BundleBoundary &boundary) {
   const std::vector<sluice::rt::TensorInfo> &inputs = boundary.inputs;
   std::vector<sluice::Tensor> bound;
-  std::vector<GraphEntry> graphInputs =
-      graphEntries(options.model, "inputs", boundary.inputNames);
-  auto given = readBundleValues(options.inputs, boundary.inputNames,
-                                graphInputs, "input",
+  std::vector<GraphEntry> graphInputs = graphEntries(options.model, "inputs", boundary.inputNames);
+  auto given = readBundleValues(options.inputs, boundary.inputNames, graphInputs, "input",
                                 /*exactLength=*/true)
                    .tensors;
   std::mt19937 rng(0);
@@ -1128,14 +1120,13 @@ std::vector<sluice::Tensor> readBundleInputs(const Options &options,
       if (!options.randomInputs)
         die(options.model + ": input '" + info.name +
             "' not given (pass a file, or --random-inputs)");
-      given[i] =
-          GivenTensor{options.model, randomTensor(dtype, info.shape, rng)};
+      given[i] = GivenTensor{options.model, randomTensor(dtype, info.shape, rng)};
     }
     sluice::Tensor &t = given[i]->tensor;
     reinterpretBf16(t, dtype);
     if (t.dtype() != dtype)
-      die(given[i]->file + ": input '" + info.name + "' has element type " +
-          numpyName(t.dtype()) + ", the bundle expects " + info.dtype);
+      die(given[i]->file + ": input '" + info.name + "' has element type " + numpyName(t.dtype()) +
+          ", the bundle expects " + info.dtype);
     // A bundle of variants checks the shape when it is declared below.
     if (t.shape() != info.shape && boundary.variants == 1)
       die(given[i]->file + ": input '" + info.name + "' has shape " +
@@ -1148,8 +1139,7 @@ std::vector<sluice::Tensor> readBundleInputs(const Options &options,
 
 /// The inputs, checked against the manifest: rank 0 reads (or makes) them,
 /// the other ranks receive them once every rank is ready.
-std::vector<sluice::Tensor> bundleInputs(const Options &options,
-                                         const BundleBoundary &boundary) {
+std::vector<sluice::Tensor> bundleInputs(const Options &options, const BundleBoundary &boundary) {
   if (isLeader())
     return readBundleInputs(options, boundary);
   std::vector<sluice::Tensor> bound;
@@ -1161,8 +1151,7 @@ std::vector<sluice::Tensor> bundleInputs(const Options &options,
 /// Creates the context: a single-rank run's on --device; a rank's once
 /// every rank is ready, then receives rank 0's inputs into `bound`.
 void createContext(const Options &options, const sluice::rt::Model &model,
-                   std::vector<sluice::Tensor> &bound,
-                   sluice::rt::Context &context) {
+                   std::vector<sluice::Tensor> &bound, sluice::rt::Context &context) {
   std::string error;
   if (job) {
     // Every rank loaded its weights (and rank 0 its inputs) before any
@@ -1228,15 +1217,14 @@ void reportExpertLoad(const Options &options, const sluice::rt::Model &model,
 }
 
 /// The outputs of the context's last run, copied out.
-std::vector<sluice::Tensor> copyOutputs(const Options &options,
-                                        const BundleBoundary &boundary,
+std::vector<sluice::Tensor> copyOutputs(const Options &options, const BundleBoundary &boundary,
                                         const sluice::rt::Context &context) {
   std::vector<sluice::Tensor> results;
   for (size_t i = 0; i < boundary.outputs.size(); ++i) {
     size_t bytes = 0;
     const void *data = context.output(i, &bytes);
-    results.push_back(sluice::Tensor::copyOf(dtypeOf(options, boundary.outputs[i]),
-                                             context.outputDims(i), data));
+    results.push_back(
+        sluice::Tensor::copyOf(dtypeOf(options, boundary.outputs[i]), context.outputDims(i), data));
   }
   return results;
 }
@@ -1245,8 +1233,8 @@ std::vector<sluice::Tensor> copyOutputs(const Options &options,
 /// timed run's split, read from its CUDA events (after the run, which
 /// waited for them); the warm-up runs, which timeRuns runs first, do not
 /// count.
-void timeBundleRuns(const Options &options, sluice::rt::Context &context,
-                    bool cuda, sluice::tools::BenchReport &bench) {
+void timeBundleRuns(const Options &options, sluice::rt::Context &context, bool cuda,
+                    sluice::tools::BenchReport &bench) {
   std::string error;
   sluice::tools::RunSplit split;
   int runsDone = 0, splitRuns = 0;
@@ -1254,8 +1242,7 @@ void timeBundleRuns(const Options &options, sluice::rt::Context &context,
     if (!context.run(&error))
       die(error);
     double h2d = 0, compute = 0, d2h = 0;
-    if (runsDone++ >= options.warmup && cuda &&
-        context.runSplit(h2d, compute, d2h)) {
+    if (runsDone++ >= options.warmup && cuda && context.runSplit(h2d, compute, d2h)) {
       split.hostToDevice += h2d;
       split.compute += compute;
       split.deviceToHost += d2h;
@@ -1274,21 +1261,17 @@ void timeBundleRuns(const Options &options, sluice::rt::Context &context,
 /// CUDA graph, and their split). A multi-rank job's latency is rank 0's:
 /// every run ends with every rank's collectives, so the ranks' latencies
 /// agree.
-void printLatency(const Options &options, const sluice::rt::Context &context,
-                  bool cuda, int threads,
-                  const sluice::tools::BenchReport &bench) {
+void printLatency(const Options &options, const sluice::rt::Context &context, bool cuda,
+                  int threads, const sluice::tools::BenchReport &bench) {
   double median = bench.latency.median, p90 = bench.latency.p90;
   std::string ranks =
-      job ? std::to_string(job->comm.worldSize()) + " ranks (" +
-                context.commTransport() + "), "
+      job ? std::to_string(job->comm.worldSize()) + " ranks (" + context.commTransport() + "), "
           : std::string();
-  std::string cudaRanks =
-      job ? ", " + ranks.substr(0, ranks.size() - 1) : std::string();
+  std::string cudaRanks = job ? ", " + ranks.substr(0, ranks.size() - 1) : std::string();
   if (!cuda) {
     std::printf("latency over %d runs (cpu target, %s%d threads%s): median "
                 "%.4g ms, p90 %.4g ms\n",
-                options.iters, ranks.c_str(), threads,
-                job ? " per rank" : "", median, p90);
+                options.iters, ranks.c_str(), threads, job ? " per rank" : "", median, p90);
     return;
   }
   // Whether the timed runs replayed a CUDA graph, or why not.
@@ -1296,33 +1279,28 @@ void printLatency(const Options &options, const sluice::rt::Context &context,
   std::printf("latency over %d runs (cuda target%s %s): median %.4g "
               "ms, p90 %.4g ms; cuda graph: %s\n",
               options.iters, cudaRanks.c_str(),
-              ((job ? "rank 0 on " : "on ") + context.device()).c_str(),
-              median,
-              p90, graph.c_str());
+              ((job ? "rank 0 on " : "on ") + context.device()).c_str(), median, p90,
+              graph.c_str());
   if (bench.split)
     std::printf("per run (CUDA events): host to device %.4g ms, compute "
                 "%.4g ms, device to host %.4g ms\n",
-                bench.split->hostToDevice, bench.split->compute,
-                bench.split->deviceToHost);
+                bench.split->hostToDevice, bench.split->compute, bench.split->deviceToHost);
 }
 
 /// --iters: times the runs into `bench`, and rank 0 prints their latency.
 /// Returns what ran the steps, for the profile's heading.
-std::string timeBundle(const Options &options, sluice::rt::Context &context,
-                       bool cuda, int threads,
+std::string timeBundle(const Options &options, sluice::rt::Context &context, bool cuda, int threads,
                        sluice::tools::BenchReport &bench) {
   timeBundleRuns(options, context, cuda, bench);
-  std::string targetText =
-      cuda ? "cuda target, CUDA events, eager"
-           : "cpu target, " + std::to_string(threads) + " threads";
+  std::string targetText = cuda ? "cuda target, CUDA events, eager"
+                                : "cpu target, " + std::to_string(threads) + " threads";
   if (job)
     targetText += ", rank 0 of " + std::to_string(job->comm.worldSize());
   if (cuda) {
     // Read now: the traced runs of --profile run eagerly.
     std::string reason;
-    bench.cudaGraph = context.replayedCudaGraph(&reason)
-                          ? std::string("replayed")
-                          : "off (" + reason + ")";
+    bench.cudaGraph =
+        context.replayedCudaGraph(&reason) ? std::string("replayed") : "off (" + reason + ")";
   }
   if (isLeader())
     printLatency(options, context, cuda, threads, bench);
@@ -1333,8 +1311,7 @@ std::string timeBundle(const Options &options, sluice::rt::Context &context,
 /// that the headline latency carries no tracing cost and, on cuda, still
 /// replays a CUDA graph (traced runs are eager, each step timed by CUDA
 /// events). Returns their per-step profile.
-sluice::tools::StepProfile profileBundle(const Options &options,
-                                         const sluice::rt::Model &model,
+sluice::tools::StepProfile profileBundle(const Options &options, const sluice::rt::Model &model,
                                          sluice::rt::Context &context) {
   std::string error;
   std::vector<sluice::tools::StepInfo> listed;
@@ -1343,8 +1320,7 @@ sluice::tools::StepProfile profileBundle(const Options &options,
     if (!k.node.empty())
       listed.back().nodes.push_back(k.node);
   }
-  sluice::tools::StepProfile profile =
-      sluice::tools::stepsOf(options.model, listed);
+  sluice::tools::StepProfile profile = sluice::tools::stepsOf(options.model, listed);
   context.enableTrace(true);
   for (int i = 0; i < options.iters; ++i) {
     if (!context.run(&error))
@@ -1358,14 +1334,12 @@ sluice::tools::StepProfile profileBundle(const Options &options,
 
 /// Where output `name` of another context, `got`, differs from the first
 /// run's `want`; "" when they agree.
-std::string differenceFromFirstRun(const std::string &name,
-                                   const sluice::Tensor &got,
+std::string differenceFromFirstRun(const std::string &name, const sluice::Tensor &got,
                                    const sluice::Tensor &want) {
   for (int64_t e = 0; e < got.numElements(); ++e) {
     double a = got.getDouble(e), b = want.getDouble(e);
     if (std::fabs(a - b) > 1e-5 + 1e-5 * std::fabs(b) && !(std::isnan(a) && std::isnan(b)))
-      return "output '" + name + "' differs from the first run's at element " +
-             std::to_string(e);
+      return "output '" + name + "' differs from the first run's at element " + std::to_string(e);
   }
   return "";
 }
@@ -1374,8 +1348,7 @@ std::string differenceFromFirstRun(const std::string &name,
 /// times on the inputs `bound`. Returns why it failed, or "" when every
 /// output agrees with the first run's `results`.
 std::string runOwnContext(const Options &options, const sluice::rt::Model &model,
-                          const BundleBoundary &boundary,
-                          const std::vector<sluice::Tensor> &bound,
+                          const BundleBoundary &boundary, const std::vector<sluice::Tensor> &bound,
                           const std::vector<sluice::Tensor> &results, int runs) {
   std::string err;
   sluice::rt::Context own;
@@ -1393,8 +1366,7 @@ std::string runOwnContext(const Options &options, const sluice::rt::Model &model
     size_t bytes = 0;
     const void *data = own.output(i, &bytes);
     sluice::Tensor got = sluice::Tensor::copyOf(results[i].dtype(), results[i].shape(), data);
-    std::string difference =
-        differenceFromFirstRun(boundary.outputNames[i], got, results[i]);
+    std::string difference = differenceFromFirstRun(boundary.outputNames[i], got, results[i]);
     if (!difference.empty())
       return difference;
   }
@@ -1404,17 +1376,15 @@ std::string runOwnContext(const Options &options, const sluice::rt::Model &model
 /// --contexts=N: several contexts on their own threads, all running the one
 /// model at once; each one's outputs are checked against the first run's.
 void runContexts(const Options &options, const sluice::rt::Model &model,
-                 const BundleBoundary &boundary,
-                 const std::vector<sluice::Tensor> &bound,
+                 const BundleBoundary &boundary, const std::vector<sluice::Tensor> &bound,
                  const std::vector<sluice::Tensor> &results) {
   int runs = std::max(options.iters, 1);
   std::vector<std::string> failures(options.contexts);
   auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> workers;
   for (int c = 0; c < options.contexts; ++c)
-    workers.emplace_back([&, c] {
-      failures[c] = runOwnContext(options, model, boundary, bound, results, runs);
-    });
+    workers.emplace_back(
+        [&, c] { failures[c] = runOwnContext(options, model, boundary, bound, results, runs); });
   for (std::thread &w : workers)
     w.join();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -1423,7 +1393,8 @@ void runContexts(const Options &options, const sluice::rt::Model &model,
       die(options.model + ": context " + std::to_string(c) + " of " +
           std::to_string(options.contexts) + ": " + failures[c]);
   std::printf("%d contexts x %d runs at once: all outputs agree with the first run; "
-              "%.1f runs/s\n", options.contexts, runs, options.contexts * runs / seconds);
+              "%.1f runs/s\n",
+              options.contexts, runs, options.contexts * runs / seconds);
 }
 
 /// --trace: one more run, traced, so that the timings before it carry no
@@ -1449,8 +1420,7 @@ sluice::RuntimeValue sequenceOf(const GraphEntry &entry,
 
 /// --save-outputs: writes the outputs as --reference saves them: NAME.npy,
 /// a sequence NAME_0.npy, NAME_1.npy ...
-void saveBundleOutputs(const Options &options,
-                       const std::vector<GraphEntry> &graphOutputs,
+void saveBundleOutputs(const Options &options, const std::vector<GraphEntry> &graphOutputs,
                        const std::vector<sluice::Tensor> &results) {
   std::string error;
   std::error_code ec;
@@ -1471,25 +1441,21 @@ void saveBundleOutputs(const Options &options,
 /// prints it when none was given; false on a mismatch.
 bool checkOutputTensor(const Options &options, size_t i,
                        const std::vector<std::string> &outputNames,
-                       const std::vector<sluice::Tensor> &results,
-                       GivenValues &expected) {
+                       const std::vector<sluice::Tensor> &results, GivenValues &expected) {
   if (!expected.tensors[i]) {
     std::printf("output '%s' %s\n", outputNames[i].c_str(), results[i].describe().c_str());
     return true;
   }
   reinterpretBf16(expected.tensors[i]->tensor, results[i].dtype());
-  return compareOutput(outputNames[i], results[i], expected.tensors[i]->tensor,
-                       options.tolerance);
+  return compareOutput(outputNames[i], results[i], expected.tensors[i]->tensor, options.tolerance);
 }
 
 /// Compares graph output `index`, `entry` (a tensor, a sequence or an
 /// optional), with its expected value, given whole or element by element,
 /// or prints it when none was given; false on a mismatch.
-bool checkOutputEntry(const Options &options, size_t index,
-                      const GraphEntry &entry,
+bool checkOutputEntry(const Options &options, size_t index, const GraphEntry &entry,
                       const std::vector<std::string> &outputNames,
-                      const std::vector<sluice::Tensor> &results,
-                      GivenValues &expected) {
+                      const std::vector<sluice::Tensor> &results, GivenValues &expected) {
   if (entry.optional) {
     sluice::RuntimeValue got = wholeValue(entry, results);
     if (auto &want = expected.sequences[index])
@@ -1498,14 +1464,12 @@ bool checkOutputEntry(const Options &options, size_t index,
     return true;
   }
   if (!entry.sequence)
-    return checkOutputTensor(options, entry.tensors.front(), outputNames,
-                             results, expected);
+    return checkOutputTensor(options, entry.tensors.front(), outputNames, results, expected);
   if (auto &want = expected.sequences[index]) {
     for (auto [k, element] : llvm::enumerate(want->second.elements()))
       if (k < entry.tensors.size())
         reinterpretBf16(element, results[entry.tensors[k]].dtype());
-    return compareValue(entry.name, sequenceOf(entry, results), want->second,
-                        options.tolerance);
+    return compareValue(entry.name, sequenceOf(entry, results), want->second, options.tolerance);
   }
   bool elementGiven = false;
   for (size_t i : entry.tensors)
@@ -1524,8 +1488,7 @@ bool checkOutputEntry(const Options &options, size_t index,
 /// Rank 0's outputs as the graph has them: a sequence output is saved,
 /// checked and printed as one, from its element tensors. False when one
 /// does not match what --expect gave.
-bool checkBundleOutputs(const Options &options,
-                        const std::vector<std::string> &outputNames,
+bool checkBundleOutputs(const Options &options, const std::vector<std::string> &outputNames,
                         const std::vector<sluice::Tensor> &results) {
   std::vector<GraphEntry> graphOutputs = graphEntries(options.model, "outputs", outputNames);
   if (!options.saveOutputs.empty())
@@ -1608,9 +1571,8 @@ int runBundle(const Options &options, bool rankMode) {
 /// A sequence or optional input of --reference, which must be given as a
 /// file: no generation, no shape specialization (the evaluator checks
 /// element types as it goes).
-sluice::RuntimeValue
-nonTensorInput(const Options &options, const std::string &name, Type argType,
-               const std::optional<sluice::RuntimeValue> &given) {
+sluice::RuntimeValue nonTensorInput(const Options &options, const std::string &name, Type argType,
+                                    const std::optional<sluice::RuntimeValue> &given) {
   if (options.shapes.count(name))
     die("--shape for input '" + name +
         "': with --reference a sequence's element shapes are its file's (a bundle's "
@@ -1625,8 +1587,8 @@ nonTensorInput(const Options &options, const std::string &name, Type argType,
 
 /// Checks a --reference input tensor `t` against the dims that its argument
 /// `type` declares (a dynamic dim takes any size).
-void checkDeclaredShape(const Options &options, const std::string &name,
-                        TensorType type, const sluice::Tensor &t) {
+void checkDeclaredShape(const Options &options, const std::string &name, TensorType type,
+                        const sluice::Tensor &t) {
   if (!type.hasRank())
     return;
   bool ok = type.getRank() == t.rank();
@@ -1636,48 +1598,41 @@ void checkDeclaredShape(const Options &options, const std::string &name,
     return;
   std::string declared;
   for (int64_t d = 0; d < type.getRank(); ++d)
-    declared += (d ? "x" : "") + (type.isDynamicDim(d)
-                                      ? std::string("?")
-                                      : std::to_string(type.getDimSize(d)));
-  die(options.model + ": input '" + name + "' expects shape [" + declared +
-      "], got " + t.describe());
+    declared += (d ? "x" : "") +
+                (type.isDynamicDim(d) ? std::string("?") : std::to_string(type.getDimSize(d)));
+  die(options.model + ": input '" + name + "' expects shape [" + declared + "], got " +
+      t.describe());
 }
 
 /// A --reference input tensor: the file given (or, with --random-inputs, a
 /// random tensor of its static shape), checked against the argument's
 /// element type and declared dims.
-sluice::Tensor tensorInput(const Options &options, const std::string &name,
-                           TensorType type,
-                           std::optional<sluice::RuntimeValue> &given,
-                           std::mt19937 &rng) {
+sluice::Tensor tensorInput(const Options &options, const std::string &name, TensorType type,
+                           std::optional<sluice::RuntimeValue> &given, std::mt19937 &rng) {
   auto dtype = sluice::dtypeFromType(type.getElementType());
   reinterpretBf16(given, type.getElementType());
   if (!given) {
     if (!options.randomInputs)
-      die(options.model + ": input '" + name +
-          "' not given (pass a file, or --random-inputs)");
+      die(options.model + ": input '" + name + "' not given (pass a file, or --random-inputs)");
     if (!type.hasStaticShape())
       die(options.model + ": input '" + name +
           "' has a dynamic shape; bind it with --shape to generate it");
     given = sluice::RuntimeValue(randomTensor(
-        *dtype, std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
-        rng));
+        *dtype, std::vector<int64_t>(type.getShape().begin(), type.getShape().end()), rng));
   }
   const sluice::Tensor &t = given->tensor();
   if (t.dtype() != *dtype)
-    die(options.model + ": input '" + name + "' expects element type " +
-        sluice::dtypeName(*dtype) + ", got " + t.describe());
+    die(options.model + ": input '" + name + "' expects element type " + sluice::dtypeName(*dtype) +
+        ", got " + t.describe());
   checkDeclaredShape(options, name, type, t);
   return t;
 }
 
 /// Binds the --reference inputs: checks dtypes and declared dims, then
 /// specializes the arguments of `func` to the tensors' shapes.
-std::vector<sluice::RuntimeValue>
-bindReferenceInputs(const Options &options, func::FuncOp func,
-                    const std::vector<std::string> &inputNames) {
-  auto given = readValues(options.inputs, inputNames,
-                          func.getFunctionType().getInputs(), "input");
+std::vector<sluice::RuntimeValue> bindReferenceInputs(const Options &options, func::FuncOp func,
+                                                      const std::vector<std::string> &inputNames) {
+  auto given = readValues(options.inputs, inputNames, func.getFunctionType().getInputs(), "input");
   std::mt19937 rng(0);
   std::vector<sluice::RuntimeValue> inputs;
   for (size_t i = 0; i < inputNames.size(); ++i) {
@@ -1691,9 +1646,8 @@ bindReferenceInputs(const Options &options, func::FuncOp func,
     func.getArgument(i).setType(RankedTensorType::get(t.shape(), type.getElementType()));
     inputs.push_back(t);
   }
-  func.setFunctionType(FunctionType::get(func.getContext(),
-                                         func.getBody().front().getArgumentTypes(),
-                                         func.getResultTypes()));
+  func.setFunctionType(FunctionType::get(
+      func.getContext(), func.getBody().front().getArgumentTypes(), func.getResultTypes()));
   return inputs;
 }
 
@@ -1710,15 +1664,13 @@ void timeReference(const Options &options, func::FuncOp func,
   bench.latency = timeRuns(options, [&] { (void)sluice::evaluate(func, inputs); });
   std::printf("latency over %d runs (reference evaluator): median %.3f ms, p90 %.3f ms\n",
               options.iters, bench.latency.median, bench.latency.p90);
-  if (!options.json.empty() &&
-      !sluice::tools::writeBenchJson(options.json, bench, error))
+  if (!options.json.empty() && !sluice::tools::writeBenchJson(options.json, bench, error))
     die(error);
 }
 
 /// --save-outputs on the reference evaluator: DIR/NAME.npy per output, a
 /// sequence's elements as NAME_0.npy, NAME_1.npy ...
-void saveReferenceOutputs(const Options &options,
-                          const std::vector<std::string> &outputNames,
+void saveReferenceOutputs(const Options &options, const std::vector<std::string> &outputNames,
                           const std::vector<sluice::RuntimeValue> &outputs) {
   std::string error;
   if (auto ec = llvm::sys::fs::create_directories(options.saveOutputs))
@@ -1739,8 +1691,7 @@ void saveReferenceOutputs(const Options &options,
     }
     // A sequence: one file per element, NAME_0.npy, NAME_1.npy ...
     for (size_t k = 0; k < value->elements().size(); ++k)
-      if (!sluice::writeNpy(stem + "_" + std::to_string(k) + ".npy",
-                            value->elements()[k], error))
+      if (!sluice::writeNpy(stem + "_" + std::to_string(k) + ".npy", value->elements()[k], error))
         die(error);
   }
 }
@@ -1750,18 +1701,15 @@ void saveReferenceOutputs(const Options &options,
 bool checkReferenceOutputs(const Options &options, func::FuncOp func,
                            const std::vector<std::string> &outputNames,
                            const std::vector<sluice::RuntimeValue> &outputs) {
-  auto expected = readValues(options.expects, outputNames, func.getResultTypes(),
-                             "output");
+  auto expected = readValues(options.expects, outputNames, func.getResultTypes(), "output");
   bool allMatch = true;
   for (size_t i = 0; i < outputs.size(); ++i) {
     reinterpretBf16(expected[i], getElementTypeOrSelf(func.getResultTypes()[i]));
     if (!expected[i]) {
-      std::printf("output '%s' %s\n", outputNames[i].c_str(),
-                  outputs[i].describe().c_str());
+      std::printf("output '%s' %s\n", outputNames[i].c_str(), outputs[i].describe().c_str());
       continue;
     }
-    allMatch &= compareValue(outputNames[i], outputs[i], *expected[i],
-                             options.tolerance);
+    allMatch &= compareValue(outputNames[i], outputs[i], *expected[i], options.tolerance);
   }
   return allMatch;
 }
@@ -1786,8 +1734,7 @@ int runReference(const Options &options) {
   std::vector<std::string> inputNames = namesOf(func, "sluice.input_names");
   std::vector<std::string> outputNames = namesOf(func, "sluice.output_names");
 
-  std::vector<sluice::RuntimeValue> inputs =
-      bindReferenceInputs(options, func, inputNames);
+  std::vector<sluice::RuntimeValue> inputs = bindReferenceInputs(options, func, inputNames);
   if (!mlirInput && failed(sluice::runPhases(*module, compilerOptions, sluice::Phase::Import,
                                              sluice::Phase::Simplify, error)))
     die(error);
