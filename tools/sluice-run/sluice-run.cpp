@@ -1320,7 +1320,7 @@ sluice::tools::StepProfile profileBundle(const Options &options, const sluice::r
     if (!k.node.empty())
       listed.back().nodes.push_back(k.node);
   }
-  sluice::tools::StepProfile profile = sluice::tools::stepsOf(options.model, listed);
+  sluice::tools::StepProfile profile(sluice::tools::stepsOf(options.model, listed));
   context.enableTrace(true);
   for (int i = 0; i < options.iters; ++i) {
     if (!context.run(&error))
