@@ -414,17 +414,11 @@ std::string PlanCandidate::describe() const {
   return s;
 }
 
-PlanResult planParallel(ModuleOp module, const PlanRequest &request) {
-  PlanResult result;
-  auto func = module.lookupSymbol<func::FuncOp>("main");
-  double memory =
-      request.deviceMemory > 0 ? (double)request.deviceMemory : request.cluster.device.memoryBytes;
-  result.deviceMemory = memory;
-  if (!func) {
-    result.error = "no function 'main' to plan";
-    return result;
-  }
-  // Memory and time are per shape: a dynamic dim would count as nothing.
+namespace {
+
+/// Why `func` cannot be planned (an input with a dynamic dim: memory and
+/// time are per shape, a dynamic dim would count as nothing), or "".
+std::string dynamicInputError(func::FuncOp func) {
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
     if (auto ranked = dyn_cast<RankedTensorType>(type); ranked && !ranked.hasStaticShape()) {
       std::string name = "#" + std::to_string(i);
@@ -432,69 +426,96 @@ PlanResult planParallel(ModuleOp module, const PlanRequest &request) {
         if (i < names.size())
           if (auto s = dyn_cast<StringAttr>(names[i]))
             name = "'" + s.str() + "'";
-      result.error = "the plan needs static shapes: input " + name +
-                     " has a dynamic dim (bind it with --shape=NAME=DIMS)";
-      return result;
+      return "the plan needs static shapes: input " + name +
+             " has a dynamic dim (bind it with --shape=NAME=DIMS)";
     }
-  int64_t batch = result.batch = batchOf(func);
-  for (int64_t tp = 1; tp <= request.devices; ++tp) {
+  return "";
+}
+
+/// Notes on a valid candidate what it needs beyond the device memory, or
+/// `predictedOnly` when this build does not compile it.
+void noteLimits(PlanCandidate &c, const char *predictedOnly) {
+  if (c.valid && !c.fits)
+    c.why = "needs " + gb(bytesFits(c)) + " per rank";
+  else if (c.valid && !c.compiles)
+    c.why = predictedOnly;
+}
+
+/// The pipeline depths and micro-batch counts over one tp/sp schedule.
+void addPipelineCandidates(PlanResult &result, const Schedule &schedule, int64_t tp, bool sp,
+                           const std::vector<std::string> &remarks, const PlanRequest &request) {
+  int64_t batch = result.batch;
+  llvm::SmallVector<bool> boundaries = layerBoundaries(schedule);
+  int64_t maxStages = std::min<int64_t>(request.devices / tp, (int64_t)schedule.attentions.size());
+  for (int64_t pp = 1; pp <= std::max<int64_t>(1, maxStages); ++pp) {
+    // Micro-batches only pay with a pipeline; each must divide the batch.
+    std::vector<int64_t> micro{1};
+    for (int64_t m = 2; pp > 1 && m <= batch && m <= 4 * pp; m *= 2)
+      if (batch % m == 0)
+        micro.push_back(m);
+    for (int64_t m : micro) {
+      PlanCandidate c;
+      c.tp = tp;
+      c.sp = sp;
+      c.pp = pp;
+      c.microBatches = m;
+      c.worldSize = tp * pp;
+      c.compiles = pp == 1 || request.pipelineCompiles;
+      c.remarks = remarks;
+      predict(c, schedule, boundaries, request, result.deviceMemory, batch);
+      noteLimits(c, "pp needs the pipeline part (--pp): predicted only");
+      result.candidates.push_back(c);
+    }
+  }
+}
+
+/// The candidates at tensor-parallel width `tp` with or without sp. False
+/// when the width does not split: then, without sp, one row says why.
+bool addWidthCandidates(PlanResult &result, ModuleOp module, func::FuncOp func,
+                        const PlanRequest &request, int64_t tp, bool sp) {
+  std::optional<Schedule> schedule;
+  std::vector<std::string> remarks;
+  std::string why;
+  int64_t layers = 0;
+  if (tp == 1) {
+    schedule = readSchedule(func);
+    layers = (int64_t)schedule->attentions.size();
+  } else {
+    schedule = rankSchedule(module, tp, sp, layers, remarks, why);
+  }
+  if (!schedule) {
+    if (!sp) {
+      PlanCandidate c;
+      c.tp = c.worldSize = tp;
+      c.valid = false;
+      c.why = why;
+      result.candidates.push_back(c);
+    }
+    return false;
+  }
+  if (tp == 1)
+    result.layers = layers;
+  addPipelineCandidates(result, *schedule, tp, sp, remarks, request);
+  return true;
+}
+
+/// Tensor parallelism at each width up to the devices, without and with sp
+/// (sp only where the width splits), each with its pipelines.
+void addTensorParallelCandidates(PlanResult &result, ModuleOp module, func::FuncOp func,
+                                 const PlanRequest &request) {
+  for (int64_t tp = 1; tp <= request.devices; ++tp)
     for (bool sp : {false, true}) {
       if (sp && tp == 1)
         continue;
-      std::optional<Schedule> schedule;
-      std::vector<std::string> remarks;
-      std::string why;
-      int64_t layers = 0;
-      if (tp == 1) {
-        schedule = readSchedule(func);
-        layers = (int64_t)schedule->attentions.size();
-      } else {
-        schedule = rankSchedule(module, tp, sp, layers, remarks, why);
-      }
-      if (!schedule) {
-        // One row says why this width does not split (with or without sp).
-        if (!sp) {
-          PlanCandidate c;
-          c.tp = c.worldSize = tp;
-          c.valid = false;
-          c.why = why;
-          result.candidates.push_back(c);
-        }
+      if (!addWidthCandidates(result, module, func, request, tp, sp))
         break;
-      }
-      if (tp == 1)
-        result.layers = layers;
-      llvm::SmallVector<bool> boundaries = layerBoundaries(*schedule);
-      int64_t maxStages =
-          std::min<int64_t>(request.devices / tp, (int64_t)schedule->attentions.size());
-      for (int64_t pp = 1; pp <= std::max<int64_t>(1, maxStages); ++pp) {
-        // Micro-batches only pay with a pipeline; each must divide the batch.
-        std::vector<int64_t> micro{1};
-        for (int64_t m = 2; pp > 1 && m <= batch && m <= 4 * pp; m *= 2)
-          if (batch % m == 0)
-            micro.push_back(m);
-        for (int64_t m : micro) {
-          PlanCandidate c;
-          c.tp = tp;
-          c.sp = sp;
-          c.pp = pp;
-          c.microBatches = m;
-          c.worldSize = tp * pp;
-          c.compiles = pp == 1 || request.pipelineCompiles;
-          c.remarks = remarks;
-          predict(c, *schedule, boundaries, request, memory, batch);
-          if (c.valid && !c.fits)
-            c.why = "needs " + gb(bytesFits(c)) + " per rank";
-          else if (c.valid && !c.compiles)
-            c.why = "pp needs the pipeline part (--pp): predicted only";
-          result.candidates.push_back(c);
-        }
-      }
     }
-  }
+}
 
-  // Expert parallelism (pure ep, the rest replicated): each count that
-  // divides the experts of every MoE layer, up to the devices.
+/// Expert parallelism (pure ep, the rest replicated): each count that
+/// divides the experts of every MoE layer, up to the devices.
+void addExpertCandidates(PlanResult &result, ModuleOp module, func::FuncOp func,
+                         const PlanRequest &request) {
   std::vector<int64_t> expertCounts;
   func.walk([&](MoeOp op) { expertCounts.push_back(op.getExperts()); });
   for (int64_t ep = 2; !expertCounts.empty() && ep <= request.devices; ++ep) {
@@ -513,24 +534,26 @@ PlanResult planParallel(ModuleOp module, const PlanRequest &request) {
       result.candidates.push_back(c);
       continue;
     }
-    predict(c, *schedule, {}, request, memory, batch);
-    if (c.valid && !c.fits)
-      c.why = "needs " + gb(bytesFits(c)) + " per rank";
-    else if (c.valid && !c.compiles)
-      c.why = "ep needs expert parallelism (--ep): predicted only";
+    predict(c, *schedule, {}, request, result.deviceMemory, result.batch);
+    noteLimits(c, "ep needs expert parallelism (--ep): predicted only");
     result.candidates.push_back(c);
   }
+}
 
-  // The choice: among what fits (and this build compiles), the fastest, or
-  // the most samples per second over all devices; ties to fewer ranks.
-  bool throughput = request.objective == "throughput";
-  auto better = [&](const PlanCandidate &a, const PlanCandidate &b) {
-    if (throughput && a.throughput != b.throughput)
-      return a.throughput > b.throughput;
-    if (a.predictedSeconds != b.predictedSeconds)
-      return a.predictedSeconds < b.predictedSeconds;
-    return a.worldSize < b.worldSize;
-  };
+/// Whether `a` beats `b`: faster, or more samples per second over all
+/// devices; ties to fewer ranks.
+bool betterPlan(const PlanCandidate &a, const PlanCandidate &b, bool throughput) {
+  if (throughput && a.throughput != b.throughput)
+    return a.throughput > b.throughput;
+  if (a.predictedSeconds != b.predictedSeconds)
+    return a.predictedSeconds < b.predictedSeconds;
+  return a.worldSize < b.worldSize;
+}
+
+/// The choice: among what fits (and this build compiles), the best. When
+/// nothing fits, the error names the plan with the smallest per-rank memory
+/// that works, and the result is false.
+bool chooseCandidate(PlanResult &result, const PlanRequest &request, bool throughput) {
   int smallest = -1;
   for (size_t i = 0; i < result.candidates.size(); ++i) {
     const PlanCandidate &c = result.candidates[i];
@@ -538,27 +561,36 @@ PlanResult planParallel(ModuleOp module, const PlanRequest &request) {
       continue;
     if (smallest < 0 || bytesFits(c) < bytesFits(result.candidates[smallest]))
       smallest = (int)i;
-    if (c.fits && (result.chosen < 0 || better(c, result.candidates[result.chosen])))
+    if (c.fits &&
+        (result.chosen < 0 || betterPlan(c, result.candidates[result.chosen], throughput)))
       result.chosen = (int)i;
   }
-  if (result.chosen < 0) {
-    if (smallest < 0) {
-      result.error = "no parallel plan exists for " + std::to_string(request.devices) + " devices";
-      return result;
-    }
-    const PlanCandidate &s = result.candidates[smallest];
-    result.error = "no plan on " + std::to_string(request.devices) + " devices fits " + gb(memory) +
-                   " per rank: the smallest per-rank memory that works is " + gb(bytesFits(s)) +
-                   " (" + gb(s.weightsBytesPerRank) + " weights + " + gb(s.activationBytesPerRank) +
-                   " activations), with " + s.describe();
-    return result;
+  if (result.chosen >= 0)
+    return true;
+  if (smallest < 0) {
+    result.error = "no parallel plan exists for " + std::to_string(request.devices) + " devices";
+    return false;
   }
+  const PlanCandidate &s = result.candidates[smallest];
+  result.error = "no plan on " + std::to_string(request.devices) + " devices fits " +
+                 gb(result.deviceMemory) +
+                 " per rank: the smallest per-rank memory that works is " + gb(bytesFits(s)) +
+                 " (" + gb(s.weightsBytesPerRank) + " weights + " + gb(s.activationBytesPerRank) +
+                 " activations), with " + s.describe();
+  return false;
+}
+
+/// Says why the chosen plan wins, against one device and, for one device,
+/// against the best split.
+void explainChoice(PlanResult &result, bool throughput) {
+  double memory = result.deviceMemory;
   PlanCandidate &chosen = result.candidates[result.chosen];
   const PlanCandidate &single = result.candidates.front();
   // The best plan on more ranks, to say what splitting would have given.
   const PlanCandidate *bestSplit = nullptr;
   for (const PlanCandidate &c : result.candidates)
-    if (c.valid && c.compiles && c.fits && c.worldSize > 1 && (!bestSplit || better(c, *bestSplit)))
+    if (c.valid && c.compiles && c.fits && c.worldSize > 1 &&
+        (!bestSplit || betterPlan(c, *bestSplit, throughput)))
       bestSplit = &c;
   std::string measure = throughput ? "samples/s" : "ms";
   auto score = [&](const PlanCandidate &c) {
@@ -584,6 +616,28 @@ PlanResult planParallel(ModuleOp module, const PlanRequest &request) {
                     " " + measure + " on one device";
   }
   chosen.why = "chosen";
+}
+
+} // namespace
+
+PlanResult planParallel(ModuleOp module, const PlanRequest &request) {
+  PlanResult result;
+  auto func = module.lookupSymbol<func::FuncOp>("main");
+  result.deviceMemory =
+      request.deviceMemory > 0 ? (double)request.deviceMemory : request.cluster.device.memoryBytes;
+  if (!func) {
+    result.error = "no function 'main' to plan";
+    return result;
+  }
+  result.error = dynamicInputError(func);
+  if (!result.error.empty())
+    return result;
+  result.batch = batchOf(func);
+  addTensorParallelCandidates(result, module, func, request);
+  addExpertCandidates(result, module, func, request);
+  bool throughput = request.objective == "throughput";
+  if (chooseCandidate(result, request, throughput))
+    explainChoice(result, throughput);
   return result;
 }
 

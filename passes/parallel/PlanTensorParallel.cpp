@@ -233,6 +233,178 @@ struct Planner {
   }
 };
 
+/// What planning one attention or MLP did.
+enum class LayerPlan { Split, Replicated, BadSizes };
+
+/// How an attention's heads divide over the ranks.
+struct HeadSplit {
+  int64_t axis;    ///< the query dim that is split
+  int64_t heads;   ///< query heads
+  int64_t kvHeads; ///< key/value heads
+  int64_t divided; ///< what the ranks must divide
+};
+
+/// The head split of an attention whose query has a head dim (rank >= 3).
+/// Grouped-query attention as recognized ([..., Hkv, G, S, D] with the key
+/// and value [..., Hkv, 1, S, D]) is split by key/value heads, each rank
+/// taking whole groups. When the ranks do not divide the key/value heads
+/// the query groups are tried instead (key and value replicated), which the
+/// projections' layout usually refuses: then the attention stays
+/// replicated, with a remark.
+HeadSplit headSplitOf(AttentionOp attention, int64_t tp) {
+  Value q = attention.getQuery();
+  Value key = attention.getKey();
+  int64_t rank = rankOf(q);
+  HeadSplit split;
+  split.axis = rank - 3;
+  split.heads = shapeOf(q)[split.axis];
+  split.kvHeads = shapeOf(key)[rankOf(key) - 3];
+  split.divided = split.kvHeads;
+  if (rank >= 4 && split.kvHeads == 1 && split.heads > 1 && rankOf(key) == rank) {
+    int64_t kvGroups = shapeOf(key)[rank - 4];
+    int64_t groups = split.heads;
+    split.heads = kvGroups * groups;
+    split.kvHeads = split.divided = kvGroups;
+    if (kvGroups % tp == 0)
+      split.axis = rank - 4;
+    else
+      split.divided = split.heads; // the broadcast key and value stay whole
+  }
+  return split;
+}
+
+/// Marks the weights behind an attention's query, key and value (split
+/// along `headAxis`) and its output projection (row-parallel).
+bool traceAttention(Planner &planner, AttentionOp attention, int64_t headAxis, Marks &marks,
+                    std::string &why) {
+  int64_t rank = rankOf(attention.getQuery());
+  for (OpOperand *operand :
+       {&attention->getOpOperand(0), &attention->getOpOperand(1), &attention->getOpOperand(2)}) {
+    int64_t axis = headAxis - (rank - rankOf(operand->get()));
+    // A key or value that broadcasts over the split dim (grouped-query
+    // attention's shared heads) is read whole by every rank.
+    if (axis >= 0 && shapeOf(operand->get())[axis] == 1)
+      continue;
+    if (!planner.traceBack(*operand, axis, 1, marks, why))
+      return false;
+  }
+  return planner.traceForward(attention.getResult(), headAxis, 1, marks, why);
+}
+
+/// A per-head bias or mask is split with the heads where its weights can
+/// be found (T5's relative-position table); otherwise each rank takes its
+/// heads' slice when the partitioner gets there.
+void traceMask(Planner &planner, AttentionOp attention, int64_t headAxis, Marks &marks) {
+  Value mask = attention.getMask();
+  if (!mask)
+    return;
+  Value q = attention.getQuery();
+  int64_t aligned = headAxis - (rankOf(q) - rankOf(mask));
+  Marks maskMarks;
+  std::string maskWhy;
+  if (aligned >= 0 && shapeOf(mask)[aligned] == shapeOf(q)[headAxis] &&
+      planner.traceBack(attention.getMaskMutable()[0], aligned, 1, maskMarks, maskWhy))
+    marks.merge(maskMarks);
+}
+
+/// Attention: split by heads, or replicated with a remark saying why.
+LayerPlan planAttention(Planner &planner, AttentionOp attention, int64_t tp) {
+  if (rankOf(attention.getQuery()) < 3) {
+    attention.emitRemark() << "attention has no head dim; replicated";
+    return LayerPlan::Replicated;
+  }
+  HeadSplit split = headSplitOf(attention, tp);
+  if (split.heads % tp != 0 || split.divided % tp != 0) {
+    attention.emitError() << "--tp=" << tp << " does not divide the heads of "
+                          << describeOp(attention) << ": " << split.heads << " query heads, "
+                          << split.kvHeads << " key/value heads";
+    return LayerPlan::BadSizes;
+  }
+  Marks marks;
+  std::string why;
+  if (!traceAttention(planner, attention, split.axis, marks, why)) {
+    attention.emitRemark() << describeOp(attention) << " stays replicated: " << why;
+    return LayerPlan::Replicated;
+  }
+  traceMask(planner, attention, split.axis, marks);
+  planner.committed.merge(marks);
+  return LayerPlan::Split;
+}
+
+/// An MLP ending in `down`: matmul <- elementwise chain <- matmuls.
+LayerPlan planMlp(Planner &planner, MatMulOp down, int64_t tp) {
+  Value rhs = down.getRhs();
+  if (rankOf(rhs) != 2 || !rhs.getDefiningOp<ConstantOp>() ||
+      planner.committed.uses.count(&down->getOpOperand(1)))
+    return LayerPlan::Replicated;
+  int64_t width = shapeOf(rhs)[0];
+  Marks marks;
+  std::string why;
+  int matmuls = 0;
+  if (!planner.traceColumns(down->getOpOperand(0), width, marks, matmuls, why) || matmuls == 0)
+    return LayerPlan::Replicated;
+  if (width % tp != 0) {
+    down.emitError() << "--tp=" << tp << " does not divide the width of the MLP ending in "
+                     << describeOp(down) << ": " << width << " hidden units";
+    return LayerPlan::BadSizes;
+  }
+  if (!marks.add(down->getOpOperand(1), {0, 1}, why))
+    return LayerPlan::Replicated;
+  planner.committed.merge(marks);
+  return LayerPlan::Split;
+}
+
+/// Whether any tensor in `func` has a dynamic (or unknown) shape.
+bool hasDynamicShapes(func::FuncOp func) {
+  bool dynamic = false;
+  func.walk([&](Operation *op) {
+    for (Type t : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+      if (auto ranked = dyn_cast<RankedTensorType>(t); !ranked || !ranked.hasStaticShape())
+        if (isa<TensorType>(t))
+          dynamic = true;
+  });
+  return dynamic;
+}
+
+/// The embedding: the largest table looked up by token ids (its rows in
+/// `vocab`), or null when there is none or its rows do not divide into
+/// `tp` ranks (with a remark).
+GatherOp vocabParallelEmbedding(func::FuncOp func, int64_t tp, int64_t &vocab) {
+  GatherOp embedding;
+  vocab = 0;
+  func.walk([&](GatherOp gather) {
+    Value table = gather.getInput();
+    if (rankOf(table) == 2 && gather.getAxis() == 0 && table.getDefiningOp<ConstantOp>() &&
+        !gather.getIndices().getDefiningOp<ConstantOp>() && shapeOf(table)[0] > vocab) {
+      embedding = gather;
+      vocab = shapeOf(table)[0];
+    }
+  });
+  if (embedding && vocab % tp != 0) {
+    embedding.emitRemark() << "the embedding table's " << vocab << " rows do not divide into " << tp
+                           << " ranks; replicated";
+    return nullptr;
+  }
+  return embedding;
+}
+
+/// Splits the embedding table by rows and each LM head onto the same
+/// vocabulary by columns; returns the number of LM heads.
+int64_t planVocab(Planner &planner, func::FuncOp func, GatherOp embedding, int64_t vocab) {
+  std::string why;
+  planner.committed.add(embedding->getOpOperand(0), {0, 1}, why);
+  embedding->setAttr(kVocabParallelAttr, UnitAttr::get(func.getContext()));
+  int64_t heads = 0;
+  func.walk([&](MatMulOp head) {
+    Value rhs = head.getRhs();
+    if (rankOf(rhs) == 2 && shapeOf(rhs)[1] == vocab && rhs.getDefiningOp<ConstantOp>() &&
+        !planner.committed.uses.count(&head->getOpOperand(1)) &&
+        planner.committed.add(head->getOpOperand(1), {1, 1}, why))
+      ++heads;
+  });
+  return heads;
+}
+
 struct PlanTensorParallelPass
     : public ::sluice::impl::PlanTensorParallelPassBase<PlanTensorParallelPass> {
   using PlanTensorParallelPassBase::PlanTensorParallelPassBase;
@@ -246,152 +418,26 @@ struct PlanTensorParallelPass
     }
     if (tp == 1)
       return;
-    if (auto done = func->getAttrOfType<IntegerAttr>(kTensorParallelAttr)) {
-      func.emitError() << "--tp=" << tp << ": this function is already partitioned over "
-                       << done.getInt() << " ranks";
+    if (failed(checkPlannable(func, tp)))
       return signalPassFailure();
-    }
-    bool dynamic = false;
-    func.walk([&](Operation *op) {
-      for (Type t : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
-        if (auto ranked = dyn_cast<RankedTensorType>(t); !ranked || !ranked.hasStaticShape())
-          if (isa<TensorType>(t))
-            dynamic = true;
-    });
-    if (dynamic) {
-      func.emitError() << "--tp=" << tp
-                       << " needs static shapes: bind every input's shape with --shape=NAME=DIMS";
-      return signalPassFailure();
-    }
     Planner planner{tp, {}};
     int64_t layers = 0, mlps = 0;
     bool failedSizes = false;
-
-    // Attention: split by heads.
     func.walk([&](AttentionOp attention) {
-      Value q = attention.getQuery();
-      int64_t rank = rankOf(q);
-      if (rank < 3) {
-        attention.emitRemark() << "attention has no head dim; replicated";
-        return;
-      }
-      int64_t headAxis = rank - 3;
-      int64_t heads = shapeOf(q)[headAxis];
-      int64_t kvHeads = shapeOf(attention.getKey())[rankOf(attention.getKey()) - 3];
-      // Grouped-query attention as recognized ([..., Hkv, G, S, D] with the
-      // key and value [..., Hkv, 1, S, D]): split by key/value heads, each
-      // rank taking whole groups. When the ranks do not divide the
-      // key/value heads the query groups are tried instead (key and value
-      // replicated), which the projections' layout usually refuses: then
-      // the attention stays replicated, with a remark.
-      int64_t kvDivided = kvHeads; // what the ranks must divide
-      if (rank >= 4 && kvHeads == 1 && heads > 1 &&
-          rankOf(attention.getKey()) == rank) {
-        int64_t kvGroups = shapeOf(attention.getKey())[rank - 4];
-        int64_t groups = heads;
-        heads = kvGroups * groups;
-        kvHeads = kvDivided = kvGroups;
-        if (kvGroups % tp == 0)
-          headAxis = rank - 4;
-        else
-          kvDivided = heads; // the broadcast key and value stay whole
-      }
-      if (heads % tp != 0 || kvDivided % tp != 0) {
-        attention.emitError() << "--tp=" << tp << " does not divide the heads of "
-                              << describeOp(attention) << ": " << heads << " query heads, "
-                              << kvHeads << " key/value heads";
-        failedSizes = true;
-        return;
-      }
-      Marks marks;
-      std::string why;
-      bool ok = true;
-      for (OpOperand *operand : {&attention->getOpOperand(0), &attention->getOpOperand(1),
-                                 &attention->getOpOperand(2)}) {
-        int64_t axis = headAxis - (rank - rankOf(operand->get()));
-        // A key or value that broadcasts over the split dim (grouped-query
-        // attention's shared heads) is read whole by every rank.
-        if (axis >= 0 && shapeOf(operand->get())[axis] == 1)
-          continue;
-        ok = ok && planner.traceBack(*operand, axis, 1, marks, why);
-      }
-      ok = ok && planner.traceForward(attention.getResult(), headAxis, 1, marks, why);
-      if (!ok) {
-        attention.emitRemark() << describeOp(attention) << " stays replicated: " << why;
-        return;
-      }
-      // A per-head bias or mask is split with the heads where its weights
-      // can be found (T5's relative-position table); otherwise each rank
-      // takes its heads' slice when the partitioner gets there.
-      if (Value mask = attention.getMask()) {
-        int64_t aligned = headAxis - (rank - rankOf(mask));
-        Marks maskMarks;
-        std::string maskWhy;
-        if (aligned >= 0 && shapeOf(mask)[aligned] == shapeOf(q)[headAxis] &&
-            planner.traceBack(attention.getMaskMutable()[0], aligned, 1, maskMarks, maskWhy))
-          marks.merge(maskMarks);
-      }
-      planner.committed.merge(marks);
-      ++layers;
+      LayerPlan plan = planAttention(planner, attention, tp);
+      layers += plan == LayerPlan::Split;
+      failedSizes |= plan == LayerPlan::BadSizes;
     });
-
-    // MLPs: matmul <- elementwise chain <- matmuls.
     func.walk([&](MatMulOp down) {
-      Value rhs = down.getRhs();
-      if (rankOf(rhs) != 2 || !rhs.getDefiningOp<ConstantOp>() ||
-          planner.committed.uses.count(&down->getOpOperand(1)))
-        return;
-      int64_t width = shapeOf(rhs)[0];
-      Marks marks;
-      std::string why;
-      int matmuls = 0;
-      if (!planner.traceColumns(down->getOpOperand(0), width, marks, matmuls, why) ||
-          matmuls == 0)
-        return;
-      if (width % tp != 0) {
-        down.emitError() << "--tp=" << tp << " does not divide the width of the MLP ending in "
-                         << describeOp(down) << ": " << width << " hidden units";
-        failedSizes = true;
-        return;
-      }
-      if (!marks.add(down->getOpOperand(1), {0, 1}, why))
-        return;
-      planner.committed.merge(marks);
-      ++mlps;
+      LayerPlan plan = planMlp(planner, down, tp);
+      mlps += plan == LayerPlan::Split;
+      failedSizes |= plan == LayerPlan::BadSizes;
     });
     if (failedSizes)
       return signalPassFailure();
-
-    // The embedding: the largest table looked up by token ids.
-    GatherOp embedding;
     int64_t vocab = 0;
-    func.walk([&](GatherOp gather) {
-      Value table = gather.getInput();
-      if (rankOf(table) == 2 && gather.getAxis() == 0 && table.getDefiningOp<ConstantOp>() &&
-          !gather.getIndices().getDefiningOp<ConstantOp>() && shapeOf(table)[0] > vocab) {
-        embedding = gather;
-        vocab = shapeOf(table)[0];
-      }
-    });
-    if (embedding && vocab % tp != 0) {
-      embedding.emitRemark() << "the embedding table's " << vocab << " rows do not divide into "
-                             << tp << " ranks; replicated";
-      embedding = nullptr;
-    }
-    int64_t heads = 0;
-    if (embedding) {
-      std::string why;
-      planner.committed.add(embedding->getOpOperand(0), {0, 1}, why);
-      embedding->setAttr(kVocabParallelAttr, UnitAttr::get(&getContext()));
-      // The LM head onto the same vocabulary: column-parallel.
-      func.walk([&](MatMulOp head) {
-        Value rhs = head.getRhs();
-        if (rankOf(rhs) == 2 && shapeOf(rhs)[1] == vocab && rhs.getDefiningOp<ConstantOp>() &&
-            !planner.committed.uses.count(&head->getOpOperand(1)) &&
-            planner.committed.add(head->getOpOperand(1), {1, 1}, why))
-          ++heads;
-      });
-    }
+    GatherOp embedding = vocabParallelEmbedding(func, tp, vocab);
+    int64_t heads = embedding ? planVocab(planner, func, embedding, vocab) : 0;
     if (planner.committed.uses.empty()) {
       func.emitError() << "--tp=" << tp
                        << " found nothing to split: no attention, MLP or embedding whose "
@@ -400,17 +446,38 @@ struct PlanTensorParallelPass
       return signalPassFailure();
     }
     applyMarks(planner.committed);
+    annotate(func, tp, layers, mlps, static_cast<bool>(embedding), heads);
+  }
+
+  /// Refuses a function already partitioned or with dynamic shapes.
+  LogicalResult checkPlannable(func::FuncOp func, int64_t tp) {
+    if (auto done = func->getAttrOfType<IntegerAttr>(kTensorParallelAttr)) {
+      func.emitError() << "--tp=" << tp << ": this function is already partitioned over "
+                       << done.getInt() << " ranks";
+      return failure();
+    }
+    if (hasDynamicShapes(func)) {
+      func.emitError() << "--tp=" << tp
+                       << " needs static shapes: bind every input's shape with --shape=NAME=DIMS";
+      return failure();
+    }
+    return success();
+  }
+
+  /// Records the plan on the function for the partitioner and says what
+  /// was split.
+  void annotate(func::FuncOp func, int64_t tp, int64_t layers, int64_t mlps, bool embedding,
+                int64_t heads) {
     MLIRContext *ctx = &getContext();
     Builder b(ctx);
     func->setAttr(kTensorParallelAttr, b.getI64IntegerAttr(tp));
     func->setAttr(kLayersAttr, b.getI64IntegerAttr(layers));
     if (sp)
       func->setAttr(kSequenceParallelAttr, UnitAttr::get(ctx));
-    func.emitRemark() << "tensor parallel over " << tp << " ranks" << (sp ? " with sequence "
-                                                                            "parallelism"
-                                                                          : "")
-                      << ": " << layers << " attention layers split by heads, " << mlps
-                      << " MLPs, " << (embedding ? "vocab-parallel embedding" : "no split embedding")
+    func.emitRemark() << "tensor parallel over " << tp << " ranks"
+                      << (sp ? " with sequence parallelism" : "") << ": " << layers
+                      << " attention layers split by heads, " << mlps << " MLPs, "
+                      << (embedding ? "vocab-parallel embedding" : "no split embedding")
                       << (heads ? " and LM head" : "");
   }
 

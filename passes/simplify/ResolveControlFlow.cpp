@@ -490,158 +490,213 @@ struct Resolver {
 
   /// Sequence and optional ops on known values. Returns true if rewritten.
   bool resolveSequenceOp(Operation *op) {
-    OpBuilder b(op);
-    Location loc = op->getLoc();
-    if (auto insert = dyn_cast<SequenceInsertOp>(op)) {
-      auto known = knownElements(insert.getInputSequence());
-      if (!known)
-        return false;
-      int64_t size = known->size();
-      std::optional<int64_t> pos = size;
-      if (insert.getPosition()) {
-        auto p = constScalar(insert.getPosition());
-        pos = p ? position(*p, size, true) : std::nullopt;
-      }
-      if (!pos)
-        return false;
-      known->insert(known->begin() + *pos, insert.getTensor());
-      replace(op, {makeSequence(b, loc, *known, insert.getType())});
-      return true;
-    }
-    if (auto erase = dyn_cast<SequenceEraseOp>(op)) {
-      auto known = knownElements(erase.getInputSequence());
-      if (!known || known->empty())
-        return false;
-      int64_t size = known->size();
-      std::optional<int64_t> pos = size - 1;
-      if (erase.getPosition()) {
-        auto p = constScalar(erase.getPosition());
-        pos = p ? position(*p, size, false) : std::nullopt;
-      }
-      if (!pos)
-        return false;
-      known->erase(known->begin() + *pos);
-      replace(op, {makeSequence(b, loc, *known, erase.getType())});
-      return true;
-    }
-    if (auto at = dyn_cast<SequenceAtOp>(op)) {
-      auto known = knownElements(at.getInputSequence());
-      auto p = constScalar(at.getPosition());
-      if (!known || !p)
-        return false;
-      auto pos = position(*p, known->size(), false);
-      if (!pos)
-        return false;
-      replace(op, {(*known)[*pos]});
-      return true;
-    }
-    if (auto length = dyn_cast<SequenceLengthOp>(op)) {
-      auto known = knownElements(length.getInputSequence());
-      if (!known)
-        return false;
-      replace(op, {i64Constant(b, loc, {(int64_t)known->size()}, /*scalar=*/true)});
-      return true;
-    }
-    if (auto concat = dyn_cast<ConcatFromSequenceOp>(op)) {
-      auto known = knownElements(concat.getInputSequence());
-      if (!known || known->empty())
-        return false;
-      for (Value v : *known)
-        if (!staticShape(v))
-          return false;
-      int64_t rank = staticShape((*known)[0])->size();
-      int64_t axis = concat.getAxis();
-      if (axis < 0)
-        axis += rank + (concat.getNewAxis() ? 1 : 0);
-      if (axis < 0 || axis > rank || (!concat.getNewAxis() && axis == rank))
-        return false;
-      Value result;
-      if (concat.getNewAxis())
-        result = stack(b, loc, *known, axis);
-      else if (known->size() == 1)
-        result = (*known)[0];
-      else
-        result = ConcatOp::create(b, loc, *known, b.getI64IntegerAttr(axis));
-      replace(op, {result});
-      return true;
-    }
-    if (auto split = dyn_cast<SplitToSequenceOp>(op)) {
-      auto shape = staticShape(split.getInput());
-      if (!shape)
-        return false;
-      int64_t rank = shape->size();
-      int64_t axis = split.getAxis();
-      if (axis < 0)
-        axis += rank;
-      if (axis < 0 || axis >= rank)
-        return false;
-      int64_t dim = (*shape)[axis];
-      SmallVector<int64_t> sizes;
-      bool squeeze = false;
-      if (!split.getSplit()) {
-        sizes.assign(dim, 1);
-        squeeze = !split.getKeepdims();
-      } else {
-        auto values = constInts(split.getSplit());
-        auto type = cast<ShapedType>(split.getSplit().getType());
-        if (!values || !type.hasRank())
-          return false;
-        if (type.getRank() == 0) {
-          int64_t chunk = (*values)[0];
-          if (chunk <= 0)
-            return false;
-          for (int64_t at = 0; at < dim; at += chunk)
-            sizes.push_back(std::min(chunk, dim - at));
-        } else {
-          sizes.assign(values->begin(), values->end());
-        }
-      }
-      int64_t total = 0;
-      for (int64_t s : sizes)
-        total += s < 0 ? dim + 1 : s;
-      if (total != dim || sizes.empty())
-        return false;
-      SmallVector<Value> pieces;
-      int64_t at = 0;
-      for (int64_t s : sizes) {
-        if (squeeze) {
-          pieces.push_back(takeSlice(b, loc, split.getInput(), axis, at));
-        } else {
-          pieces.push_back(SliceOp::create(b, loc, split.getInput(), i64Constant(b, loc, {at}),
-                                           i64Constant(b, loc, {at + s}),
-                                           i64Constant(b, loc, {axis}),
-                                           i64Constant(b, loc, {1})));
-        }
-        at += s;
-      }
-      replace(op, {makeSequence(b, loc, pieces, split.getType())});
-      return true;
-    }
-    if (auto has = dyn_cast<OptionalHasElementOp>(op)) {
-      Value input = has.getInput();
-      bool present;
-      if (!isa<OptionalType>(input.getType()))
-        present = true; // a plain tensor or sequence
-      else if (auto wrap = input.getDefiningOp<OptionalOp>())
-        present = wrap.getInput() != nullptr;
-      else
-        return false;
-      replace(op, {boolConstant(b, loc, present)});
-      return true;
-    }
-    if (auto get = dyn_cast<OptionalGetElementOp>(op)) {
-      Value input = get.getInput();
-      if (!isa<OptionalType>(input.getType())) {
-        replace(op, {input});
-        return true;
-      }
-      auto wrap = input.getDefiningOp<OptionalOp>();
-      if (!wrap || !wrap.getInput())
-        return false;
-      replace(op, {wrap.getInput()});
-      return true;
-    }
+    if (auto insert = dyn_cast<SequenceInsertOp>(op))
+      return resolveInsert(insert);
+    if (auto erase = dyn_cast<SequenceEraseOp>(op))
+      return resolveErase(erase);
+    if (auto at = dyn_cast<SequenceAtOp>(op))
+      return resolveAt(at);
+    if (auto length = dyn_cast<SequenceLengthOp>(op))
+      return resolveLength(length);
+    if (auto concat = dyn_cast<ConcatFromSequenceOp>(op))
+      return resolveConcat(concat);
+    if (auto split = dyn_cast<SplitToSequenceOp>(op))
+      return resolveSplit(split);
+    if (auto has = dyn_cast<OptionalHasElementOp>(op))
+      return resolveHasElement(has);
+    if (auto get = dyn_cast<OptionalGetElementOp>(op))
+      return resolveGetElement(get);
     return false;
+  }
+
+  /// sequence_insert into a known sequence at a constant position (the end
+  /// when none is given).
+  bool resolveInsert(SequenceInsertOp insert) {
+    auto known = knownElements(insert.getInputSequence());
+    if (!known)
+      return false;
+    int64_t size = known->size();
+    std::optional<int64_t> pos = size;
+    if (insert.getPosition()) {
+      auto p = constScalar(insert.getPosition());
+      pos = p ? position(*p, size, true) : std::nullopt;
+    }
+    if (!pos)
+      return false;
+    known->insert(known->begin() + *pos, insert.getTensor());
+    OpBuilder b(insert);
+    replace(insert, {makeSequence(b, insert.getLoc(), *known, insert.getType())});
+    return true;
+  }
+
+  /// sequence_erase from a known sequence at a constant position (the last
+  /// element when none is given).
+  bool resolveErase(SequenceEraseOp erase) {
+    auto known = knownElements(erase.getInputSequence());
+    if (!known || known->empty())
+      return false;
+    int64_t size = known->size();
+    std::optional<int64_t> pos = size - 1;
+    if (erase.getPosition()) {
+      auto p = constScalar(erase.getPosition());
+      pos = p ? position(*p, size, false) : std::nullopt;
+    }
+    if (!pos)
+      return false;
+    known->erase(known->begin() + *pos);
+    OpBuilder b(erase);
+    replace(erase, {makeSequence(b, erase.getLoc(), *known, erase.getType())});
+    return true;
+  }
+
+  /// sequence_at of a known sequence at a constant position: the element.
+  bool resolveAt(SequenceAtOp at) {
+    auto known = knownElements(at.getInputSequence());
+    auto p = constScalar(at.getPosition());
+    if (!known || !p)
+      return false;
+    auto pos = position(*p, known->size(), false);
+    if (!pos)
+      return false;
+    replace(at, {(*known)[*pos]});
+    return true;
+  }
+
+  /// sequence_length of a known sequence: a constant.
+  bool resolveLength(SequenceLengthOp length) {
+    auto known = knownElements(length.getInputSequence());
+    if (!known)
+      return false;
+    OpBuilder b(length);
+    replace(length, {i64Constant(b, length.getLoc(), {(int64_t)known->size()}, /*scalar=*/true)});
+    return true;
+  }
+
+  /// concat_from_sequence of known elements of static shapes: a concat, or
+  /// a stack along a new axis.
+  bool resolveConcat(ConcatFromSequenceOp concat) {
+    auto known = knownElements(concat.getInputSequence());
+    if (!known || known->empty())
+      return false;
+    for (Value v : *known)
+      if (!staticShape(v))
+        return false;
+    int64_t rank = staticShape((*known)[0])->size();
+    int64_t axis = concat.getAxis();
+    if (axis < 0)
+      axis += rank + (concat.getNewAxis() ? 1 : 0);
+    if (axis < 0 || axis > rank || (!concat.getNewAxis() && axis == rank))
+      return false;
+    OpBuilder b(concat);
+    Location loc = concat.getLoc();
+    Value result;
+    if (concat.getNewAxis())
+      result = stack(b, loc, *known, axis);
+    else if (known->size() == 1)
+      result = (*known)[0];
+    else
+      result = ConcatOp::create(b, loc, *known, b.getI64IntegerAttr(axis));
+    replace(concat, {result});
+    return true;
+  }
+
+  /// The sizes of a split_to_sequence's pieces along a dim of `dim`
+  /// elements: each 1 when no split is given (then squeezed unless
+  /// keepdims), equal chunks for a scalar split, else the split's values.
+  /// Nullopt when they are not constant or do not cover the dim.
+  static std::optional<SmallVector<int64_t>> splitSizes(SplitToSequenceOp split, int64_t dim,
+                                                        bool &squeeze) {
+    SmallVector<int64_t> sizes;
+    squeeze = false;
+    if (!split.getSplit()) {
+      sizes.assign(dim, 1);
+      squeeze = !split.getKeepdims();
+    } else {
+      auto values = constInts(split.getSplit());
+      auto type = cast<ShapedType>(split.getSplit().getType());
+      if (!values || !type.hasRank())
+        return std::nullopt;
+      if (type.getRank() == 0) {
+        int64_t chunk = (*values)[0];
+        if (chunk <= 0)
+          return std::nullopt;
+        for (int64_t at = 0; at < dim; at += chunk)
+          sizes.push_back(std::min(chunk, dim - at));
+      } else {
+        sizes.assign(values->begin(), values->end());
+      }
+    }
+    int64_t total = 0;
+    for (int64_t s : sizes)
+      total += s < 0 ? dim + 1 : s;
+    if (total != dim || sizes.empty())
+      return std::nullopt;
+    return sizes;
+  }
+
+  /// split_to_sequence of a static shape with constant sizes: a sequence of
+  /// the slices.
+  bool resolveSplit(SplitToSequenceOp split) {
+    auto shape = staticShape(split.getInput());
+    if (!shape)
+      return false;
+    int64_t rank = shape->size();
+    int64_t axis = split.getAxis();
+    if (axis < 0)
+      axis += rank;
+    if (axis < 0 || axis >= rank)
+      return false;
+    bool squeeze = false;
+    auto sizes = splitSizes(split, (*shape)[axis], squeeze);
+    if (!sizes)
+      return false;
+    OpBuilder b(split);
+    Location loc = split.getLoc();
+    SmallVector<Value> pieces;
+    int64_t at = 0;
+    for (int64_t s : *sizes) {
+      if (squeeze) {
+        pieces.push_back(takeSlice(b, loc, split.getInput(), axis, at));
+      } else {
+        pieces.push_back(SliceOp::create(b, loc, split.getInput(), i64Constant(b, loc, {at}),
+                                         i64Constant(b, loc, {at + s}), i64Constant(b, loc, {axis}),
+                                         i64Constant(b, loc, {1})));
+      }
+      at += s;
+    }
+    replace(split, {makeSequence(b, loc, pieces, split.getType())});
+    return true;
+  }
+
+  /// optional_has_element of a plain value or of a known optional: a
+  /// constant.
+  bool resolveHasElement(OptionalHasElementOp has) {
+    Value input = has.getInput();
+    bool present;
+    if (!isa<OptionalType>(input.getType()))
+      present = true; // a plain tensor or sequence
+    else if (auto wrap = input.getDefiningOp<OptionalOp>())
+      present = wrap.getInput() != nullptr;
+    else
+      return false;
+    OpBuilder b(has);
+    replace(has, {boolConstant(b, has.getLoc(), present)});
+    return true;
+  }
+
+  /// optional_get_element of a plain value or of a known optional that
+  /// holds one: that value.
+  bool resolveGetElement(OptionalGetElementOp get) {
+    Value input = get.getInput();
+    if (!isa<OptionalType>(input.getType())) {
+      replace(get, {input});
+      return true;
+    }
+    auto wrap = input.getDefiningOp<OptionalOp>();
+    if (!wrap || !wrap.getInput())
+      return false;
+    replace(get, {wrap.getInput()});
+    return true;
   }
 
   /// A scan too large to unroll as a `loop` the targets run: trip count the

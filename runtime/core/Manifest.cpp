@@ -355,26 +355,10 @@ bool readParallel(const JsonValue &root, const std::string &file,
                       std::to_string(spec.tp));
   return true;
 }
-} // namespace
-
-bool parseManifest(const std::string &text, const std::string &bundleDir,
-                   Manifest &manifest, std::string &error) {
-  std::string file = joinPath(bundleDir, "manifest.json");
-  manifest = Manifest();
-  error.clear();
-  JsonValue root;
-  std::string jsonError;
-  if (!parseJson(text, root, jsonError)) {
-    error = file + ": invalid JSON " + jsonError;
-    return false;
-  }
-  if (!root.isObject()) {
-    error = file + ": the manifest must be a JSON object";
-    return false;
-  }
-  Reader reader(root, file, "", error);
-
-  // Is it a bundle, and one this runtime can run?
+/// Whether `root` (read by `reader`) is a bundle manifest that this runtime
+/// can run: its format, version, bundle ABI and target.
+bool readRunnable(Reader &reader, const std::string &file, const std::string &bundleDir,
+                  Manifest &manifest, std::string &error) {
   std::string format;
   if (!reader.string("format", format))
     return false;
@@ -414,8 +398,12 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
             "'; this runtime runs cpu and cuda bundles";
     return false;
   }
+  return true;
+}
 
-  // The details.
+/// The top-level scalars: "precision", "model", "library", "bundle_id",
+/// "arena_bytes" and "world_size".
+bool readDetails(Reader &reader, Manifest &manifest) {
   if (!reader.string("precision", manifest.precision, /*optional=*/true))
     return false;
   if (manifest.precision != "fp32" && manifest.precision != "fp16" &&
@@ -439,9 +427,12 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
   if (manifest.worldSize < 1)
     return reader.reject("'world_size' must be at least 1, got " +
                          std::to_string(manifest.worldSize));
-  if (!readWeights(root, file, manifest, error) ||
-      (manifest.worldSize > 1 && !readParallel(root, file, manifest, error)))
-    return false;
+  return true;
+}
+
+/// "gpu_architectures": strings, of which a cuda bundle lists at least one,
+/// each sm_XY or compute_XY.
+bool readGpuArchitectures(Reader &reader, Manifest &manifest) {
   const JsonValue *archs =
       reader.require("gpu_architectures", JsonValue::Kind::Array);
   if (!archs)
@@ -462,97 +453,151 @@ bool parseManifest(const std::string &text, const std::string &bundleDir,
                              "' is not sm_XY or compute_XY");
     }
   }
-  if (root.get("host_arena_bytes") &&
-      !reader.size("host_arena_bytes", manifest.hostArenaBytes))
-    return false;
-  if (!readTensors(root, "inputs", file, manifest.inputs, error) ||
-      !readTensors(root, "outputs", file, manifest.outputs, error))
-    return false;
-  for (const TensorSpec &input : manifest.inputs)
+  return true;
+}
+
+/// False, naming the input, when one of `inputs` has a data-dependent dim
+/// (only outputs may). `where` starts the message: "" for the bundle's own
+/// inputs, "'variants[1]' " for a variant's.
+bool staticInputs(Reader &reader, const std::vector<TensorSpec> &inputs, const std::string &where) {
+  for (const TensorSpec &input : inputs)
     for (int64_t dim : input.shape)
       if (dim < 0)
-        return reader.reject("input '" + input.name +
+        return reader.reject(where + "input '" + input.name +
                              "' has a data-dependent dim; only outputs may");
+  return true;
+}
 
-  if (!readKernels(root, file, "", manifest.kernels, error))
+/// Whether a variant's inputs or outputs, `mine`, are the bundle's, `top`,
+/// but for the shapes: the same names, dtypes and ranks, in order.
+bool sameBoundary(Reader &reader, const std::string &where, const std::vector<TensorSpec> &mine,
+                  const std::vector<TensorSpec> &top, const char *side) {
+  bool same = mine.size() == top.size();
+  for (size_t i = 0; same && i < mine.size(); ++i)
+    same = mine[i].name == top[i].name && mine[i].dtype == top[i].dtype &&
+           mine[i].shape.size() == top[i].shape.size();
+  if (!same)
+    reader.reject("'" + where + "." + side + "' must list the bundle's " + side +
+                  " (names, dtypes and ranks) in order");
+  return same;
+}
+
+/// One shape variant, "variants[v]" (`where`): its run function, arena,
+/// inputs, outputs and kernels. `reader` reads the manifest.
+bool readVariant(Reader &reader, const JsonValue &entry, const std::string &where,
+                 const std::string &file, const Manifest &manifest, VariantSpec &spec,
+                 std::string &error) {
+  if (!entry.isObject())
+    return reader.reject("'" + where + "' must be an object");
+  Reader variantReader(entry, file, where + ".", error);
+  if (!variantReader.string("entry", spec.entry) ||
+      !variantReader.size("arena_bytes", spec.arenaBytes) ||
+      !readTensors(entry, "inputs", file, spec.inputs, error) ||
+      !readTensors(entry, "outputs", file, spec.outputs, error) ||
+      !readKernels(entry, file, where + ".", spec.kernels, error))
     return false;
+  if (spec.entry.empty())
+    return reader.reject("'" + where + ".entry' must name the variant's run function");
+  if (spec.arenaBytes > manifest.arenaBytes)
+    return reader.reject("'" + where + ".arena_bytes' (" + std::to_string(spec.arenaBytes) +
+                         ") exceeds 'arena_bytes' (" + std::to_string(manifest.arenaBytes) +
+                         "), the arena every variant runs in");
+  return sameBoundary(reader, where, spec.inputs, manifest.inputs, "inputs") &&
+         sameBoundary(reader, where, spec.outputs, manifest.outputs, "outputs") &&
+         staticInputs(reader, spec.inputs, "'" + where + "' ");
+}
 
-  // Shape variants (bundles of one shape have no key).
-  if (const JsonValue *variants = root.get("variants")) {
-    if (!variants->isArray() || variants->array.empty())
-      return reader.reject("'variants' must be a non-empty array");
-    if (manifest.target != "cpu" || manifest.worldSize != 1)
-      return reader.reject("'variants' (shape variants) run on the cpu target with one rank; "
-                           "this bundle is " + manifest.target + " with world_size " +
-                           std::to_string(manifest.worldSize));
-    for (size_t v = 0; v < variants->array.size(); ++v) {
-      std::string where = "variants[" + std::to_string(v) + "]";
-      const JsonValue &entry = variants->array[v];
-      if (!entry.isObject())
-        return reader.reject("'" + where + "' must be an object");
-      Reader variantReader(entry, file, where + ".", error);
-      VariantSpec spec;
-      if (!variantReader.string("entry", spec.entry) ||
-          !variantReader.size("arena_bytes", spec.arenaBytes) ||
-          !readTensors(entry, "inputs", file, spec.inputs, error) ||
-          !readTensors(entry, "outputs", file, spec.outputs, error) ||
-          !readKernels(entry, file, where + ".", spec.kernels, error))
-        return false;
-      if (spec.entry.empty())
-        return reader.reject("'" + where + ".entry' must name the variant's run function");
-      if (spec.arenaBytes > manifest.arenaBytes)
-        return reader.reject("'" + where + ".arena_bytes' (" + std::to_string(spec.arenaBytes) +
-                             ") exceeds 'arena_bytes' (" + std::to_string(manifest.arenaBytes) +
-                             "), the arena every variant runs in");
-      // The same boundary as the top level's, but for the shapes.
-      auto sameBoundary = [&](const std::vector<TensorSpec> &mine,
-                              const std::vector<TensorSpec> &top, const char *side) {
-        bool same = mine.size() == top.size();
-        for (size_t i = 0; same && i < mine.size(); ++i)
-          same = mine[i].name == top[i].name && mine[i].dtype == top[i].dtype &&
-                 mine[i].shape.size() == top[i].shape.size();
-        if (!same)
-          reader.reject("'" + where + "." + side + "' must list the bundle's " + side +
-                        " (names, dtypes and ranks) in order");
-        return same;
-      };
-      if (!sameBoundary(spec.inputs, manifest.inputs, "inputs") ||
-          !sameBoundary(spec.outputs, manifest.outputs, "outputs"))
-        return false;
-      for (const TensorSpec &input : spec.inputs)
-        for (int64_t dim : input.shape)
-          if (dim < 0)
-            return reader.reject("'" + where + "' input '" + input.name +
-                                 "' has a data-dependent dim; only outputs may");
-      manifest.variants.push_back(std::move(spec));
-    }
-  }
-  // The moe ops (bundles without one have no key).
-  if (const JsonValue *moe = root.get("moe")) {
-    if (!moe->isArray())
-      return reader.reject("'moe' must be an array");
-    for (size_t i = 0; i < moe->array.size(); ++i) {
-      std::string where = "moe[" + std::to_string(i) + "]";
-      const JsonValue &entry = moe->array[i];
-      if (!entry.isObject())
-        return reader.reject("'" + where + "' must be an object");
-      Reader moeReader(entry, file, where + ".", error);
-      MoeSpec spec;
-      if (!moeReader.string("node", spec.node) || !moeReader.string("gating", spec.gating) ||
-          !moeReader.integer("experts", spec.experts) || !moeReader.integer("top_k", spec.topK) ||
-          !moeReader.integer("experts_per_rank", spec.expertsPerRank))
-        return false;
-      if (spec.experts < 1 || spec.experts > (int64_t(1) << 24) || spec.expertsPerRank < 1 ||
-          spec.experts % spec.expertsPerRank != 0)
-        return reader.reject("'" + where + "' needs experts >= 1 and experts_per_rank " +
-                             "dividing it, got " + std::to_string(spec.experts) + " and " +
-                             std::to_string(spec.expertsPerRank));
-      spec.loadOffset = manifest.expertLoadCounters;
-      manifest.expertLoadCounters += spec.experts;
-      manifest.moe.push_back(std::move(spec));
-    }
+/// "variants": the shape variants of a cpu, single-rank bundle (bundles of
+/// one shape have no key).
+bool readVariants(Reader &reader, const JsonValue &root, const std::string &file,
+                  Manifest &manifest, std::string &error) {
+  const JsonValue *variants = root.get("variants");
+  if (!variants)
+    return true;
+  if (!variants->isArray() || variants->array.empty())
+    return reader.reject("'variants' must be a non-empty array");
+  if (manifest.target != "cpu" || manifest.worldSize != 1)
+    return reader.reject("'variants' (shape variants) run on the cpu target with one rank; "
+                         "this bundle is " +
+                         manifest.target + " with world_size " +
+                         std::to_string(manifest.worldSize));
+  for (size_t v = 0; v < variants->array.size(); ++v) {
+    std::string where = "variants[" + std::to_string(v) + "]";
+    VariantSpec spec;
+    if (!readVariant(reader, variants->array[v], where, file, manifest, spec, error))
+      return false;
+    manifest.variants.push_back(std::move(spec));
   }
   return true;
+}
+
+/// "moe": the mixture-of-experts ops (bundles without one have no key),
+/// each given its block of the expert-load counters.
+bool readMoe(Reader &reader, const JsonValue &root, const std::string &file, Manifest &manifest,
+             std::string &error) {
+  const JsonValue *moe = root.get("moe");
+  if (!moe)
+    return true;
+  if (!moe->isArray())
+    return reader.reject("'moe' must be an array");
+  for (size_t i = 0; i < moe->array.size(); ++i) {
+    std::string where = "moe[" + std::to_string(i) + "]";
+    const JsonValue &entry = moe->array[i];
+    if (!entry.isObject())
+      return reader.reject("'" + where + "' must be an object");
+    Reader moeReader(entry, file, where + ".", error);
+    MoeSpec spec;
+    if (!moeReader.string("node", spec.node) || !moeReader.string("gating", spec.gating) ||
+        !moeReader.integer("experts", spec.experts) || !moeReader.integer("top_k", spec.topK) ||
+        !moeReader.integer("experts_per_rank", spec.expertsPerRank))
+      return false;
+    if (spec.experts < 1 || spec.experts > (int64_t(1) << 24) || spec.expertsPerRank < 1 ||
+        spec.experts % spec.expertsPerRank != 0)
+      return reader.reject("'" + where + "' needs experts >= 1 and experts_per_rank " +
+                           "dividing it, got " + std::to_string(spec.experts) + " and " +
+                           std::to_string(spec.expertsPerRank));
+    spec.loadOffset = manifest.expertLoadCounters;
+    manifest.expertLoadCounters += spec.experts;
+    manifest.moe.push_back(std::move(spec));
+  }
+  return true;
+}
+} // namespace
+
+bool parseManifest(const std::string &text, const std::string &bundleDir, Manifest &manifest,
+                   std::string &error) {
+  std::string file = joinPath(bundleDir, "manifest.json");
+  manifest = Manifest();
+  error.clear();
+  JsonValue root;
+  std::string jsonError;
+  if (!parseJson(text, root, jsonError)) {
+    error = file + ": invalid JSON " + jsonError;
+    return false;
+  }
+  if (!root.isObject()) {
+    error = file + ": the manifest must be a JSON object";
+    return false;
+  }
+  Reader reader(root, file, "", error);
+
+  // Is it a bundle, and one this runtime can run? Then the details.
+  if (!readRunnable(reader, file, bundleDir, manifest, error) || !readDetails(reader, manifest))
+    return false;
+  if (!readWeights(root, file, manifest, error) ||
+      (manifest.worldSize > 1 && !readParallel(root, file, manifest, error)))
+    return false;
+  if (!readGpuArchitectures(reader, manifest))
+    return false;
+  if (root.get("host_arena_bytes") && !reader.size("host_arena_bytes", manifest.hostArenaBytes))
+    return false;
+  if (!readTensors(root, "inputs", file, manifest.inputs, error) ||
+      !readTensors(root, "outputs", file, manifest.outputs, error) ||
+      !staticInputs(reader, manifest.inputs, ""))
+    return false;
+  return readKernels(root, file, "", manifest.kernels, error) &&
+         readVariants(reader, root, file, manifest, error) &&
+         readMoe(reader, root, file, manifest, error);
 }
 
 std::string shapeText(const std::vector<int64_t> &shape) {

@@ -70,8 +70,8 @@ bool CudaContext::checked(cudaError_t status, const char *call,
   return false;
 }
 
-bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
-                       std::string &error) {
+bool CudaContext::selectDevice(int32_t deviceIndex, const CudaCommRequest *comm,
+                               std::string &error) {
   const Manifest &manifest = bundle.manifest();
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
@@ -112,7 +112,10 @@ bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
   name = gpu + " (sm_" + std::to_string(properties.major) +
          std::to_string(properties.minor) + ", device " +
          std::to_string(device) + ")";
+  return true;
+}
 
+bool CudaContext::createStream(std::string &error) {
   if (!checked(cudaSetDevice(device), "cudaSetDevice", error) ||
       !checked(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
                "cudaStreamCreateWithFlags", error))
@@ -121,31 +124,33 @@ bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
   for (cudaEvent_t &event : splitEvents)
     if (!checked(cudaEventCreate(&event), "cudaEventCreate", error))
       return false;
+  return true;
+}
 
-  // The communicator next (collective over the job), with the device
-  // current; its staging is allocated now, never during a run.
-  if (comm) {
-    group = comm->group;
-    RankComm *created = nullptr;
-    std::string why;
-    if (comm->factory(kCommInterface, group, device,
-                      manifest.collectiveMaxBytes, &created, &why) != 0 ||
-        !created) {
-      error = prefix() + "rank " + std::to_string(group->rank()) +
-              ": cannot create the communicator on " + name + ": " +
-              (why.empty() ? std::string("no message") : why);
-      return false;
-    }
-    rankComm.reset(created);
-    // Tensor parallelism inside pipeline stages: a communicator per axis.
-    if (!splitGridAxes(manifest, group->rank(), *rankComm, why)) {
-      error = prefix() + "rank " + std::to_string(group->rank()) + ": " + why;
-      return false;
-    }
+bool CudaContext::createComm(const CudaCommRequest &comm, std::string &error) {
+  const Manifest &manifest = bundle.manifest();
+  group = comm.group;
+  RankComm *created = nullptr;
+  std::string why;
+  int failed =
+      comm.factory(kCommInterface, group, device, manifest.collectiveMaxBytes, &created, &why);
+  if (failed != 0 || !created) {
+    error = prefix() + "rank " + std::to_string(group->rank()) +
+            ": cannot create the communicator on " + name + ": " +
+            (why.empty() ? std::string("no message") : why);
+    return false;
   }
+  rankComm.reset(created);
+  // Tensor parallelism inside pipeline stages: a communicator per axis.
+  if (!splitGridAxes(manifest, group->rank(), *rankComm, why)) {
+    error = prefix() + "rank " + std::to_string(group->rank()) + ": " + why;
+    return false;
+  }
+  return true;
+}
 
-  // Device memory: the arena, the weights (uploaded once), inputs, outputs
-  // and every output's dims in one block.
+bool CudaContext::allocateBuffers(std::string &error) {
+  const Manifest &manifest = bundle.manifest();
   if (!checked(cudaMalloc(reinterpret_cast<void **>(&arena),
                           deviceBytes(manifest.arenaBytes)),
                "cudaMalloc (arena)", error) ||
@@ -183,10 +188,14 @@ bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
       return false;
     std::memset(hostOutputs[i], 0, bytes);
   }
+  return true;
+}
 
-  // Output dims: the ABI fills them with the manifest's shape before each
-  // run and the bundle writes the data-dependent ones; on cuda that is
-  // device memory, reset from a pinned template as part of every run.
+bool CudaContext::allocateOutputDims(std::string &error) {
+  // The ABI fills the dims with the manifest's shape before each run and the
+  // bundle writes the data-dependent ones; on cuda that is device memory,
+  // reset from a pinned template as part of every run.
+  const Manifest &manifest = bundle.manifest();
   totalDims = 0;
   for (const TensorSpec &spec : manifest.outputs) {
     dimOffsets.push_back(totalDims);
@@ -212,13 +221,16 @@ bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
     outputPointers.push_back(deviceOutputs[i]);
     dimPointers.push_back(deviceDims + dimOffsets[i]);
   }
+  return true;
+}
 
+bool CudaContext::allocateHostState(std::string &error) {
+  const Manifest &manifest = bundle.manifest();
   if (manifest.hostArenaBytes &&
       !checked(cudaHostAlloc(reinterpret_cast<void **>(&hostArena),
                              manifest.hostArenaBytes, cudaHostAllocDefault),
                "cudaHostAlloc (host arena)", error))
     return false;
-
   // The expert-load counters: mapped pinned memory, which the device MoE
   // kernel adds to (one thread, in stream order; with unified addressing
   // the host pointer is the device's) and host steps running the cpu
@@ -232,15 +244,10 @@ bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
     std::memset(expertLoad, 0, bytes);
     expertLoadSize = manifest.expertLoadCounters;
   }
+  return true;
+}
 
-  boundInputs.assign(manifest.inputs.size(), nullptr);
-  deviceBound.assign(manifest.inputs.size(), nullptr);
-  inputSet.assign(manifest.inputs.size(), false);
-  unsigned hardware = std::thread::hardware_concurrency();
-  numThreads = hardware ? (int32_t)hardware : 1;
-  events.reserve(manifest.kernels.size());
-
-  // The bundle's device state: library handles, workspaces.
+bool CudaContext::initModel(std::string &error) {
   char message[1024] = {};
   if (bundle.initDevice(&modelState, stream, message, sizeof message) != 0) {
     message[sizeof message - 1] = 0;
@@ -251,6 +258,30 @@ bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm,
   modelInitialized = true;
   return checked(cudaStreamSynchronize(stream),
                  "cudaStreamSynchronize (after sluice_model_init)", error);
+}
+
+bool CudaContext::init(int32_t deviceIndex, const CudaCommRequest *comm, std::string &error) {
+  const Manifest &manifest = bundle.manifest();
+  if (!selectDevice(deviceIndex, comm, error) || !createStream(error))
+    return false;
+  // The communicator next (collective over the job), with the device
+  // current; its staging is allocated now, never during a run.
+  if (comm && !createComm(*comm, error))
+    return false;
+  // Device memory: the arena, the weights (uploaded once), inputs, outputs
+  // and every output's dims in one block.
+  if (!allocateBuffers(error) || !allocateOutputDims(error) || !allocateHostState(error))
+    return false;
+
+  boundInputs.assign(manifest.inputs.size(), nullptr);
+  deviceBound.assign(manifest.inputs.size(), nullptr);
+  inputSet.assign(manifest.inputs.size(), false);
+  unsigned hardware = std::thread::hardware_concurrency();
+  numThreads = hardware ? (int32_t)hardware : 1;
+  events.reserve(manifest.kernels.size());
+
+  // The bundle's device state: library handles, workspaces.
+  return initModel(error);
 }
 
 CudaContext::~CudaContext() {

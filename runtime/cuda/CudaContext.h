@@ -90,6 +90,28 @@ private:
   /// cudaSuccess.
   bool checked(cudaError_t status, const char *call, std::string &error) const;
   std::string prefix() const { return "bundle '" + bundle.dir() + "': "; }
+  // The steps of init, each false with `error` set if it fails.
+
+  /// Picks the GPU (`deviceIndex`, or the rank's local rank) and checks
+  /// that the bundle has code for it; sets device and name.
+  bool selectDevice(int32_t deviceIndex, const CudaCommRequest *comm, std::string &error);
+  /// Makes the device current and creates the stream and the split's
+  /// events.
+  bool createStream(std::string &error);
+  /// Creates the communicator of a multi-rank bundle's rank, and one per
+  /// grid axis.
+  bool createComm(const CudaCommRequest &comm, std::string &error);
+  /// The arena, the weights (uploaded once), and the inputs and outputs
+  /// with their pinned staging.
+  bool allocateBuffers(std::string &error);
+  /// Every output's dims in one device block, and its pinned template of
+  /// the manifest's shapes and the last run's copy.
+  bool allocateOutputDims(std::string &error);
+  /// The pinned host arena and the mapped expert-load counters, where the
+  /// bundle has them.
+  bool allocateHostState(std::string &error);
+  /// Calls the bundle's sluice_model_init on the stream and waits for it.
+  bool initModel(std::string &error);
   /// Enqueues one run: dims and inputs to the device, the model, outputs
   /// and dims back. False with `error` set if any of it fails.
   bool enqueueRun(const SluiceTraceHooks *hooks, std::string &error);

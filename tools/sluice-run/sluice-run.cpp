@@ -1016,40 +1016,42 @@ void agreeOrStop() {
     stopWithPeers();
 }
 
-/// Runs `options.model` as a bundle: load, bind, run, check, time, trace;
-/// as one rank of a multi-rank job when `rankMode`.
-int runBundle(const Options &options, bool rankMode) {
-  std::string error;
-  std::unique_ptr<RankJob> rankJob;
-  if (rankMode) {
-    rankJob = std::make_unique<RankJob>();
-    SluiceLaunchInfo launch = sluice::rt::launchInfo();
-    if (!rankJob->comm.init(&error))
-      sluice::tools::die("sluice-run", (launch.rank >= 0
-                                            ? "rank " +
-                                                  std::to_string(launch.rank) +
-                                                  ": "
-                                            : std::string()) +
-                                           error);
-    job = rankJob.get();
-    job->rank = job->comm.rank();
-    int32_t world = 0;
-    if (sluice_bundle_world_size(options.model.c_str(), &world) == SLUICE_OK &&
-        world != job->comm.worldSize()) {
-      // Every rank sees it: rank 0 says it, all stop cleanly.
-      if (job->rank == 0)
-        std::fprintf(stderr,
-                     "sluice-run: error: bundle '%s' is planned for %d "
-                     "rank%s; this job has %d\n",
-                     options.model.c_str(), (int)world, world == 1 ? "" : "s",
-                     (int)job->comm.worldSize());
-      stopWithPeers();
-    }
-  }
-  // Rank 0 speaks for the job: it prints, checks and writes the outputs.
-  bool leader = !job || job->rank == 0;
+/// Whether this process speaks for the job: a single-rank run, or rank 0,
+/// which prints, checks and writes the outputs.
+bool isLeader() { return !job || job->rank == 0; }
 
-  sluice::rt::Model model;
+/// Joins the multi-rank job that this process is one rank of (`job` then
+/// points at the returned state). Every rank stops, cleanly, when the
+/// bundle is planned for another number of ranks than the job has.
+std::unique_ptr<RankJob> joinRankJob(const Options &options) {
+  std::string error;
+  auto rankJob = std::make_unique<RankJob>();
+  SluiceLaunchInfo launch = sluice::rt::launchInfo();
+  if (!rankJob->comm.init(&error))
+    sluice::tools::die(
+        "sluice-run",
+        (launch.rank >= 0 ? "rank " + std::to_string(launch.rank) + ": " : std::string()) + error);
+  job = rankJob.get();
+  job->rank = job->comm.rank();
+  int32_t world = 0;
+  if (sluice_bundle_world_size(options.model.c_str(), &world) == SLUICE_OK &&
+      world != job->comm.worldSize()) {
+    // Every rank sees it: rank 0 says it, all stop cleanly.
+    if (job->rank == 0)
+      std::fprintf(stderr,
+                   "sluice-run: error: bundle '%s' is planned for %d "
+                   "rank%s; this job has %d\n",
+                   options.model.c_str(), (int)world, world == 1 ? "" : "s",
+                   (int)job->comm.worldSize());
+    stopWithPeers();
+  }
+  return rankJob;
+}
+
+/// Loads the bundle (this rank's part of a multi-rank one) and checks that
+/// the options for cuda bundles apply to it.
+void loadBundle(const Options &options, sluice::rt::Model &model) {
+  std::string error;
   if (job ? !model.loadRank(options.model, job->rank, &error)
           : !model.load(options.model, &error))
     die(error);
@@ -1058,69 +1060,99 @@ int runBundle(const Options &options, bool rankMode) {
     die(std::string(options.device >= 0 ? "--device" : "--no-cuda-graph") +
         " applies to cuda bundles; " + options.model + " is a " +
         model.target() + " bundle");
+}
 
-  // Shape variants: --random-inputs makes --variant's shapes (default the
-  // first); inputs from files run the variant of their shapes.
+/// A bundle's inputs and outputs as sluice-run binds and reads them.
+struct BundleBoundary {
+  size_t variants = 1; ///< shape variants (1: the bundle has no others)
+  /// The inputs of the shape variant that --random-inputs makes.
+  std::vector<sluice::rt::TensorInfo> inputs, outputs;
+  std::vector<std::string> inputNames, outputNames;
+};
+
+/// The boundary of `model`. Shape variants: --random-inputs makes
+/// --variant's shapes (default the first); inputs from files run the
+/// variant of their shapes.
+BundleBoundary boundaryOf(const Options &options, const sluice::rt::Model &model) {
+  BundleBoundary boundary;
   size_t variants = model.numVariants();
+  boundary.variants = variants;
   if (options.variant >= 0 && (size_t)options.variant >= variants)
     die(options.model + ": --variant=" + std::to_string(options.variant) + ", but the bundle has " +
         std::to_string(variants) + (variants == 1 ? " shape (no --shapes variants)" : " shape variants"));
   size_t randomVariant = options.variant >= 0 ? (size_t)options.variant : 0;
-  std::vector<sluice::rt::TensorInfo> inputs, outputs;
-  std::vector<std::string> inputNames, outputNames;
   for (size_t i = 0; i < model.numInputs(); ++i) {
-    inputs.push_back(variants > 1 ? model.variantInput(randomVariant, i) : model.input(i));
-    inputNames.push_back(inputs.back().name);
+    boundary.inputs.push_back(variants > 1 ? model.variantInput(randomVariant, i) : model.input(i));
+    boundary.inputNames.push_back(boundary.inputs.back().name);
   }
   for (size_t i = 0; i < model.numOutputs(); ++i) {
-    outputs.push_back(model.output(i));
-    outputNames.push_back(outputs.back().name);
+    boundary.outputs.push_back(model.output(i));
+    boundary.outputNames.push_back(boundary.outputs.back().name);
   }
-  auto dtypeOf = [&](const sluice::rt::TensorInfo &info) {
-    auto dtype = dtypeFromNumpy(info.dtype);
-    if (!dtype)
-      die(options.model + ": '" + info.name + "' has dtype '" + info.dtype +
-          "', which sluice-run cannot read or write");
-    return *dtype;
-  };
+  return boundary;
+}
 
-  // The inputs, checked against the manifest: rank 0 reads (or makes) them,
-  // the other ranks receive them once every rank is ready.
+/// The element type of a bundle's input or output; one that sluice-run
+/// cannot read or write is an error.
+sluice::DType dtypeOf(const Options &options, const sluice::rt::TensorInfo &info) {
+  auto dtype = dtypeFromNumpy(info.dtype);
+  if (!dtype)
+    die(options.model + ": '" + info.name + "' has dtype '" + info.dtype +
+        "', which sluice-run cannot read or write");
+  return *dtype;
+}
+
+/// Rank 0's inputs: read from the INPUT files, or made (--random-inputs),
+/// and checked against the manifest.
+std::vector<sluice::Tensor> readBundleInputs(const Options &options,
+                                             const BundleBoundary &boundary) {
+  const std::vector<sluice::rt::TensorInfo> &inputs = boundary.inputs;
   std::vector<sluice::Tensor> bound;
-  if (leader) {
-    std::vector<GraphEntry> graphInputs = graphEntries(options.model, "inputs", inputNames);
-    auto given = readBundleValues(options.inputs, inputNames, graphInputs, "input",
-                                  /*exactLength=*/true)
-                     .tensors;
-    std::mt19937 rng(0);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const sluice::rt::TensorInfo &info = inputs[i];
-      sluice::DType dtype = dtypeOf(info);
-      if (!given[i]) {
-        if (!options.randomInputs)
-          die(options.model + ": input '" + info.name +
-              "' not given (pass a file, or --random-inputs)");
-        given[i] =
-            GivenTensor{options.model, randomTensor(dtype, info.shape, rng)};
-      }
-      sluice::Tensor &t = given[i]->tensor;
-      reinterpretBf16(t, dtype);
-      if (t.dtype() != dtype)
-        die(given[i]->file + ": input '" + info.name + "' has element type " +
-            numpyName(t.dtype()) + ", the bundle expects " + info.dtype);
-      // A bundle of variants checks the shape when it is declared below.
-      if (t.shape() != info.shape && variants == 1)
-        die(given[i]->file + ": input '" + info.name + "' has shape " +
-            sluice::shapeToString(t.shape()) + ", the bundle expects " +
-            sluice::shapeToString(info.shape));
-      bound.push_back(t);
+  std::vector<GraphEntry> graphInputs = graphEntries(options.model, "inputs", boundary.inputNames);
+  auto given = readBundleValues(options.inputs, boundary.inputNames, graphInputs, "input",
+                                /*exactLength=*/true)
+                   .tensors;
+  std::mt19937 rng(0);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const sluice::rt::TensorInfo &info = inputs[i];
+    sluice::DType dtype = dtypeOf(options, info);
+    if (!given[i]) {
+      if (!options.randomInputs)
+        die(options.model + ": input '" + info.name +
+            "' not given (pass a file, or --random-inputs)");
+      given[i] = GivenTensor{options.model, randomTensor(dtype, info.shape, rng)};
     }
-  } else {
-    for (const sluice::rt::TensorInfo &info : inputs)
-      bound.emplace_back(dtypeOf(info), info.shape);
+    sluice::Tensor &t = given[i]->tensor;
+    reinterpretBf16(t, dtype);
+    if (t.dtype() != dtype)
+      die(given[i]->file + ": input '" + info.name + "' has element type " + numpyName(t.dtype()) +
+          ", the bundle expects " + info.dtype);
+    // A bundle of variants checks the shape when it is declared below.
+    if (t.shape() != info.shape && boundary.variants == 1)
+      die(given[i]->file + ": input '" + info.name + "' has shape " +
+          sluice::shapeToString(t.shape()) + ", the bundle expects " +
+          sluice::shapeToString(info.shape));
+    bound.push_back(t);
   }
+  return bound;
+}
 
-  sluice::rt::Context context;
+/// The inputs, checked against the manifest: rank 0 reads (or makes) them,
+/// the other ranks receive them once every rank is ready.
+std::vector<sluice::Tensor> bundleInputs(const Options &options, const BundleBoundary &boundary) {
+  if (isLeader())
+    return readBundleInputs(options, boundary);
+  std::vector<sluice::Tensor> bound;
+  for (const sluice::rt::TensorInfo &info : boundary.inputs)
+    bound.emplace_back(dtypeOf(options, info), info.shape);
+  return bound;
+}
+
+/// Creates the context: a single-rank run's on --device; a rank's once
+/// every rank is ready, then receives rank 0's inputs into `bound`.
+void createContext(const Options &options, const sluice::rt::Model &model,
+                   std::vector<sluice::Tensor> &bound, sluice::rt::Context &context) {
+  std::string error;
   if (job) {
     // Every rank loaded its weights (and rank 0 its inputs) before any
     // waits on the others in a collective: a rank that could not stops the
@@ -1138,18 +1170,23 @@ int runBundle(const Options &options, bool rankMode) {
   } else if (!context.create(model, &error, options.device)) {
     die(error);
   }
-  if (options.noCudaGraph)
-    context.enableCudaGraph(false);
-  // Without --threads the runtime's default holds: SLUICE_NUM_THREADS, else
-  // the host's cores shared by its contexts and ranks (docs/runtime.md).
-  if (options.threads && !context.setNumThreads(options.threads, &error))
-    die(error);
-  int threads = context.numThreads();
+}
+
+/// Binds `bound` as the context's inputs, declaring each one's shape first
+/// in a bundle of shape variants; false with `error` set if one fails.
+bool bindInputs(sluice::rt::Context &context, size_t variants,
+                const std::vector<sluice::Tensor> &bound, std::string &error) {
   for (size_t i = 0; i < bound.size(); ++i)
     if ((variants > 1 && !context.setInputShape(i, bound[i].shape(), &error)) ||
         !context.bindInput(i, bound[i].rawData(), bound[i].byteSize(), &error))
-      die(error);
+      return false;
+  return true;
+}
 
+/// The first run, whose outputs are checked. A trace or profile needs it to
+/// have run the first shape variant; --variant the variant it names.
+void runFirst(const Options &options, sluice::rt::Context &context) {
+  std::string error;
   if (!context.run(&error))
     die(error);
   // The C API lists the first variant's kernels, which a trace's steps
@@ -1161,8 +1198,13 @@ int runBundle(const Options &options, bool rankMode) {
   if (options.variant >= 0 && context.variant() != (size_t)options.variant)
     die(options.model + ": the inputs' shapes are those of shape variant " +
         std::to_string(context.variant()) + ", not --variant=" + std::to_string(options.variant));
-  // The expert-load profile of this first run (the one checked below),
-  // read before the timed runs add to the counters.
+}
+
+/// --report: the expert-load profile of the first run (the one checked),
+/// read before the timed runs add to the counters; rank 0 writes it.
+void reportExpertLoad(const Options &options, const sluice::rt::Model &model,
+                      sluice::rt::Context &context) {
+  std::string error;
   std::vector<std::vector<int64_t>> expertLoad;
   std::vector<sluice::rt::MoeInfo> moe = model.moe();
   for (size_t i = 0; i < moe.size() && !options.report.empty(); ++i) {
@@ -1170,15 +1212,325 @@ int runBundle(const Options &options, bool rankMode) {
     if (expertLoad.back().empty())
       die(error);
   }
-  if (leader && !options.report.empty())
+  if (isLeader() && !options.report.empty())
     writeReport(options.report, options.model, moe, expertLoad);
+}
+
+/// The outputs of the context's last run, copied out.
+std::vector<sluice::Tensor> copyOutputs(const Options &options, const BundleBoundary &boundary,
+                                        const sluice::rt::Context &context) {
   std::vector<sluice::Tensor> results;
-  for (size_t i = 0; i < outputs.size(); ++i) {
+  for (size_t i = 0; i < boundary.outputs.size(); ++i) {
     size_t bytes = 0;
     const void *data = context.output(i, &bytes);
     results.push_back(
-        sluice::Tensor::copyOf(dtypeOf(outputs[i]), context.outputDims(i), data));
+        sluice::Tensor::copyOf(dtypeOf(options, boundary.outputs[i]), context.outputDims(i), data));
   }
+  return results;
+}
+
+/// Times --iters runs after --warmup ones into `bench`. On cuda also each
+/// timed run's split, read from its CUDA events (after the run, which
+/// waited for them); the warm-up runs, which timeRuns runs first, do not
+/// count.
+void timeBundleRuns(const Options &options, sluice::rt::Context &context, bool cuda,
+                    sluice::tools::BenchReport &bench) {
+  std::string error;
+  sluice::tools::RunSplit split;
+  int runsDone = 0, splitRuns = 0;
+  bench.latency = timeRuns(options, [&] {
+    if (!context.run(&error))
+      die(error);
+    double h2d = 0, compute = 0, d2h = 0;
+    if (runsDone++ >= options.warmup && cuda && context.runSplit(h2d, compute, d2h)) {
+      split.hostToDevice += h2d;
+      split.compute += compute;
+      split.deviceToHost += d2h;
+      ++splitRuns;
+    }
+  });
+  if (cuda && splitRuns == options.iters) {
+    split.hostToDevice /= splitRuns;
+    split.compute /= splitRuns;
+    split.deviceToHost /= splitRuns;
+    bench.split = split;
+  }
+}
+
+/// Prints the timed runs' latency (and on cuda whether they replayed a
+/// CUDA graph, and their split). A multi-rank job's latency is rank 0's:
+/// every run ends with every rank's collectives, so the ranks' latencies
+/// agree.
+void printLatency(const Options &options, const sluice::rt::Context &context, bool cuda,
+                  int threads, const sluice::tools::BenchReport &bench) {
+  double median = bench.latency.median, p90 = bench.latency.p90;
+  std::string ranks =
+      job ? std::to_string(job->comm.worldSize()) + " ranks (" + context.commTransport() + "), "
+          : std::string();
+  std::string cudaRanks = job ? ", " + ranks.substr(0, ranks.size() - 1) : std::string();
+  if (!cuda) {
+    std::printf("latency over %d runs (cpu target, %s%d threads%s): median "
+                "%.4g ms, p90 %.4g ms\n",
+                options.iters, ranks.c_str(), threads, job ? " per rank" : "", median, p90);
+    return;
+  }
+  // Whether the timed runs replayed a CUDA graph, or why not.
+  const std::string &graph = *bench.cudaGraph;
+  std::printf("latency over %d runs (cuda target%s %s): median %.4g "
+              "ms, p90 %.4g ms; cuda graph: %s\n",
+              options.iters, cudaRanks.c_str(),
+              ((job ? "rank 0 on " : "on ") + context.device()).c_str(), median, p90,
+              graph.c_str());
+  if (bench.split)
+    std::printf("per run (CUDA events): host to device %.4g ms, compute "
+                "%.4g ms, device to host %.4g ms\n",
+                bench.split->hostToDevice, bench.split->compute, bench.split->deviceToHost);
+}
+
+/// --iters: times the runs into `bench`, and rank 0 prints their latency.
+/// Returns what ran the steps, for the profile's heading.
+std::string timeBundle(const Options &options, sluice::rt::Context &context, bool cuda, int threads,
+                       sluice::tools::BenchReport &bench) {
+  timeBundleRuns(options, context, cuda, bench);
+  std::string targetText = cuda ? "cuda target, CUDA events, eager"
+                                : "cpu target, " + std::to_string(threads) + " threads";
+  if (job)
+    targetText += ", rank 0 of " + std::to_string(job->comm.worldSize());
+  if (cuda) {
+    // Read now: the traced runs of --profile run eagerly.
+    std::string reason;
+    bench.cudaGraph =
+        context.replayedCudaGraph(&reason) ? std::string("replayed") : "off (" + reason + ")";
+  }
+  if (isLeader())
+    printLatency(options, context, cuda, threads, bench);
+  return targetText;
+}
+
+/// --profile: --iters traced runs of their own after the timed ones, so
+/// that the headline latency carries no tracing cost and, on cuda, still
+/// replays a CUDA graph (traced runs are eager, each step timed by CUDA
+/// events). Returns their per-step profile.
+sluice::tools::StepProfile profileBundle(const Options &options, const sluice::rt::Model &model,
+                                         sluice::rt::Context &context) {
+  std::string error;
+  std::vector<sluice::tools::StepInfo> listed;
+  for (const sluice::rt::KernelInfo &k : model.kernels()) {
+    listed.push_back({k.name, k.kind, k.op, "", {}});
+    if (!k.node.empty())
+      listed.back().nodes.push_back(k.node);
+  }
+  sluice::tools::StepProfile profile(sluice::tools::stepsOf(options.model, listed));
+  context.enableTrace(true);
+  for (int i = 0; i < options.iters; ++i) {
+    if (!context.run(&error))
+      die(error);
+    std::vector<SluiceTraceEvent> events = context.trace();
+    profile.addRun(events.data(), events.size(), context.runMicroseconds());
+  }
+  context.enableTrace(false);
+  return profile;
+}
+
+/// Where output `name` of another context, `got`, differs from the first
+/// run's `want`; "" when they agree.
+std::string differenceFromFirstRun(const std::string &name, const sluice::Tensor &got,
+                                   const sluice::Tensor &want) {
+  for (int64_t e = 0; e < got.numElements(); ++e) {
+    double a = got.getDouble(e), b = want.getDouble(e);
+    if (std::fabs(a - b) > 1e-5 + 1e-5 * std::fabs(b) && !(std::isnan(a) && std::isnan(b)))
+      return "output '" + name + "' differs from the first run's at element " + std::to_string(e);
+  }
+  return "";
+}
+
+/// One of --contexts' threads: a context of its own runs the model `runs`
+/// times on the inputs `bound`. Returns why it failed, or "" when every
+/// output agrees with the first run's `results`.
+std::string runOwnContext(const Options &options, const sluice::rt::Model &model,
+                          const BundleBoundary &boundary, const std::vector<sluice::Tensor> &bound,
+                          const std::vector<sluice::Tensor> &results, int runs) {
+  std::string err;
+  sluice::rt::Context own;
+  if (!own.create(model, &err, options.device) ||
+      (options.threads && !own.setNumThreads(options.threads, &err)))
+    return err;
+  if (options.noCudaGraph)
+    own.enableCudaGraph(false);
+  if (!bindInputs(own, boundary.variants, bound, err))
+    return err;
+  for (int r = 0; r < runs; ++r)
+    if (!own.run(&err))
+      return err;
+  for (size_t i = 0; i < results.size(); ++i) {
+    size_t bytes = 0;
+    const void *data = own.output(i, &bytes);
+    sluice::Tensor got = sluice::Tensor::copyOf(results[i].dtype(), results[i].shape(), data);
+    std::string difference = differenceFromFirstRun(boundary.outputNames[i], got, results[i]);
+    if (!difference.empty())
+      return difference;
+  }
+  return "";
+}
+
+/// --contexts=N: several contexts on their own threads, all running the one
+/// model at once; each one's outputs are checked against the first run's.
+void runContexts(const Options &options, const sluice::rt::Model &model,
+                 const BundleBoundary &boundary, const std::vector<sluice::Tensor> &bound,
+                 const std::vector<sluice::Tensor> &results) {
+  int runs = std::max(options.iters, 1);
+  std::vector<std::string> failures(options.contexts);
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> workers;
+  for (int c = 0; c < options.contexts; ++c)
+    workers.emplace_back(
+        [&, c] { failures[c] = runOwnContext(options, model, boundary, bound, results, runs); });
+  for (std::thread &w : workers)
+    w.join();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (int c = 0; c < options.contexts; ++c)
+    if (!failures[c].empty())
+      die(options.model + ": context " + std::to_string(c) + " of " +
+          std::to_string(options.contexts) + ": " + failures[c]);
+  std::printf("%d contexts x %d runs at once: all outputs agree with the first run; "
+              "%.1f runs/s\n",
+              options.contexts, runs, options.contexts * runs / seconds);
+}
+
+/// --trace: one more run, traced, so that the timings before it carry no
+/// tracing cost; rank 0 writes the trace.
+void traceBundle(const Options &options, const sluice::rt::Model &model,
+                 sluice::rt::Context &context) {
+  std::string error;
+  context.enableTrace(true);
+  if (!context.run(&error))
+    die(error);
+  if (isLeader())
+    writeTrace(options.trace, options.model, context, model.kernels());
+}
+
+/// A sequence output, from its element tensors in `results`.
+sluice::RuntimeValue sequenceOf(const GraphEntry &entry,
+                                const std::vector<sluice::Tensor> &results) {
+  std::vector<sluice::Tensor> elements;
+  for (size_t i : entry.tensors)
+    elements.push_back(results[i]);
+  return sluice::RuntimeValue::sequence(std::move(elements));
+}
+
+/// --save-outputs: writes the outputs as --reference saves them: NAME.npy,
+/// a sequence NAME_0.npy, NAME_1.npy ...
+void saveBundleOutputs(const Options &options, const std::vector<GraphEntry> &graphOutputs,
+                       const std::vector<sluice::Tensor> &results) {
+  std::string error;
+  std::error_code ec;
+  std::filesystem::create_directories(options.saveOutputs, ec);
+  if (ec)
+    die(options.saveOutputs + ": cannot create folder: " + ec.message());
+  for (const GraphEntry &entry : graphOutputs)
+    for (size_t k = 0; k < entry.tensors.size(); ++k) {
+      std::string stem = options.saveOutputs + "/" + safeFileName(entry.name);
+      if (entry.sequence)
+        stem += "_" + std::to_string(k);
+      if (!sluice::writeNpy(stem + ".npy", results[entry.tensors[k]], error))
+        die(error);
+    }
+}
+
+/// Compares the bundle's output tensor `i` with its expected value, or
+/// prints it when none was given; false on a mismatch.
+bool checkOutputTensor(const Options &options, size_t i,
+                       const std::vector<std::string> &outputNames,
+                       const std::vector<sluice::Tensor> &results, GivenValues &expected) {
+  if (!expected.tensors[i]) {
+    std::printf("output '%s' %s\n", outputNames[i].c_str(), results[i].describe().c_str());
+    return true;
+  }
+  reinterpretBf16(expected.tensors[i]->tensor, results[i].dtype());
+  return compareOutput(outputNames[i], results[i], expected.tensors[i]->tensor, options.tolerance);
+}
+
+/// Compares graph output `index`, `entry` (a tensor, a sequence or an
+/// optional), with its expected value, given whole or element by element,
+/// or prints it when none was given; false on a mismatch.
+bool checkOutputEntry(const Options &options, size_t index, const GraphEntry &entry,
+                      const std::vector<std::string> &outputNames,
+                      const std::vector<sluice::Tensor> &results, GivenValues &expected) {
+  if (entry.optional) {
+    sluice::RuntimeValue got = wholeValue(entry, results);
+    if (auto &want = expected.sequences[index])
+      return compareValue(entry.name, got, want->second, options.tolerance);
+    std::printf("output '%s' %s\n", entry.name.c_str(), got.describe().c_str());
+    return true;
+  }
+  if (!entry.sequence)
+    return checkOutputTensor(options, entry.tensors.front(), outputNames, results, expected);
+  if (auto &want = expected.sequences[index]) {
+    for (auto [k, element] : llvm::enumerate(want->second.elements()))
+      if (k < entry.tensors.size())
+        reinterpretBf16(element, results[entry.tensors[k]].dtype());
+    return compareValue(entry.name, sequenceOf(entry, results), want->second, options.tolerance);
+  }
+  bool elementGiven = false;
+  for (size_t i : entry.tensors)
+    elementGiven |= expected.tensors[i].has_value();
+  if (!elementGiven) {
+    std::printf("output '%s' %s\n", entry.name.c_str(),
+                sequenceOf(entry, results).describe().c_str());
+    return true;
+  }
+  bool allMatch = true;
+  for (size_t i : entry.tensors)
+    allMatch &= checkOutputTensor(options, i, outputNames, results, expected);
+  return allMatch;
+}
+
+/// Rank 0's outputs as the graph has them: a sequence output is saved,
+/// checked and printed as one, from its element tensors. False when one
+/// does not match what --expect gave.
+bool checkBundleOutputs(const Options &options, const std::vector<std::string> &outputNames,
+                        const std::vector<sluice::Tensor> &results) {
+  std::vector<GraphEntry> graphOutputs = graphEntries(options.model, "outputs", outputNames);
+  if (!options.saveOutputs.empty())
+    saveBundleOutputs(options, graphOutputs, results);
+  GivenValues expected = readBundleValues(options.expects, outputNames, graphOutputs, "output",
+                                          /*exactLength=*/false);
+  bool allMatch = true;
+  for (auto [index, entry] : llvm::enumerate(graphOutputs))
+    allMatch &= checkOutputEntry(options, index, entry, outputNames, results, expected);
+  return allMatch;
+}
+
+/// Runs `options.model` as a bundle: load, bind, run, check, time, trace;
+/// as one rank of a multi-rank job when `rankMode`.
+int runBundle(const Options &options, bool rankMode) {
+  std::string error;
+  std::unique_ptr<RankJob> rankJob;
+  if (rankMode)
+    rankJob = joinRankJob(options);
+  bool leader = isLeader();
+
+  sluice::rt::Model model;
+  loadBundle(options, model);
+  bool cuda = model.target() == "cuda";
+  BundleBoundary boundary = boundaryOf(options, model);
+  std::vector<sluice::Tensor> bound = bundleInputs(options, boundary);
+
+  sluice::rt::Context context;
+  createContext(options, model, bound, context);
+  if (options.noCudaGraph)
+    context.enableCudaGraph(false);
+  // Without --threads the runtime's default holds: SLUICE_NUM_THREADS, else
+  // the host's cores shared by its contexts and ranks (docs/runtime.md).
+  if (options.threads && !context.setNumThreads(options.threads, &error))
+    die(error);
+  int threads = context.numThreads();
+  if (!bindInputs(context, boundary.variants, bound, error))
+    die(error);
+
+  runFirst(options, context);
+  reportExpertLoad(options, model, context);
+  std::vector<sluice::Tensor> results = copyOutputs(options, boundary, context);
 
   sluice::tools::BenchReport bench;
   bench.model = options.model;
@@ -1186,93 +1538,11 @@ int runBundle(const Options &options, bool rankMode) {
   bench.device = context.device();
   bench.warmup = options.warmup;
   std::string targetText; // what ran the steps, for the profile's heading
-  if (options.iters > 0) {
-    // cuda: each timed run's split, read from its CUDA events (after the
-    // run, which waited for them); the warm-up runs, which timeRuns runs
-    // first, do not count.
-    sluice::tools::RunSplit split;
-    int runsDone = 0, splitRuns = 0;
-    bench.latency = timeRuns(options, [&] {
-      if (!context.run(&error))
-        die(error);
-      double h2d = 0, compute = 0, d2h = 0;
-      if (runsDone++ >= options.warmup && cuda &&
-          context.runSplit(h2d, compute, d2h)) {
-        split.hostToDevice += h2d;
-        split.compute += compute;
-        split.deviceToHost += d2h;
-        ++splitRuns;
-      }
-    });
-    if (cuda && splitRuns == options.iters) {
-      split.hostToDevice /= splitRuns;
-      split.compute /= splitRuns;
-      split.deviceToHost /= splitRuns;
-      bench.split = split;
-    }
-    double median = bench.latency.median, p90 = bench.latency.p90;
-    // A multi-rank job's latency is rank 0's (every run ends with every
-    // rank's collectives, so the ranks' latencies agree).
-    std::string ranks =
-        job ? std::to_string(job->comm.worldSize()) + " ranks (" +
-                  context.commTransport() + "), "
-            : std::string();
-    std::string cudaRanks =
-        job ? ", " + ranks.substr(0, ranks.size() - 1) : std::string();
-    targetText = cuda ? "cuda target, CUDA events, eager"
-                      : "cpu target, " + std::to_string(threads) + " threads";
-    if (job)
-      targetText += ", rank 0 of " + std::to_string(job->comm.worldSize());
-    if (cuda) {
-      // Read now: the traced runs of --profile run eagerly.
-      std::string reason;
-      bench.cudaGraph = context.replayedCudaGraph(&reason)
-                            ? std::string("replayed")
-                            : "off (" + reason + ")";
-    }
-    if (!leader) {
-    } else if (!cuda) {
-      std::printf("latency over %d runs (cpu target, %s%d threads%s): median "
-                  "%.4g ms, p90 %.4g ms\n",
-                  options.iters, ranks.c_str(), threads,
-                  job ? " per rank" : "", median, p90);
-    } else {
-      // Whether the timed runs replayed a CUDA graph, or why not.
-      const std::string &graph = *bench.cudaGraph;
-      std::printf("latency over %d runs (cuda target%s %s): median %.4g "
-                  "ms, p90 %.4g ms; cuda graph: %s\n",
-                  options.iters, cudaRanks.c_str(),
-                  ((job ? "rank 0 on " : "on ") + context.device()).c_str(),
-                  median,
-                  p90, graph.c_str());
-      if (bench.split)
-        std::printf("per run (CUDA events): host to device %.4g ms, compute "
-                    "%.4g ms, device to host %.4g ms\n",
-                    split.hostToDevice, split.compute, split.deviceToHost);
-    }
-  }
-
-  // --profile: traced runs of their own after the timed ones, so that the
-  // headline latency carries no tracing cost and, on cuda, still replays a
-  // CUDA graph (traced runs are eager, each step timed by CUDA events).
+  if (options.iters > 0)
+    targetText = timeBundle(options, context, cuda, threads, bench);
   std::optional<sluice::tools::StepProfile> profile;
   if (options.profile) {
-    std::vector<sluice::tools::StepInfo> listed;
-    for (const sluice::rt::KernelInfo &k : model.kernels()) {
-      listed.push_back({k.name, k.kind, k.op, "", {}});
-      if (!k.node.empty())
-        listed.back().nodes.push_back(k.node);
-    }
-    profile.emplace(sluice::tools::stepsOf(options.model, listed));
-    context.enableTrace(true);
-    for (int i = 0; i < options.iters; ++i) {
-      if (!context.run(&error))
-        die(error);
-      std::vector<SluiceTraceEvent> events = context.trace();
-      profile->addRun(events.data(), events.size(),
-                      context.runMicroseconds());
-    }
-    context.enableTrace(false);
+    profile.emplace(profileBundle(options, model, context));
     if (leader)
       sluice::tools::printProfile(*profile, options.profileTop, targetText);
     bench.profile = &*profile;
@@ -1280,68 +1550,10 @@ int runBundle(const Options &options, bool rankMode) {
   if (leader && !options.json.empty() &&
       !sluice::tools::writeBenchJson(options.json, bench, error))
     die(error);
-
-  // Several contexts on their own threads, all running the one model.
-  if (options.contexts > 1) {
-    int runs = std::max(options.iters, 1);
-    std::vector<std::string> failures(options.contexts);
-    auto start = std::chrono::steady_clock::now();
-    std::vector<std::thread> workers;
-    for (int c = 0; c < options.contexts; ++c)
-      workers.emplace_back([&, c] {
-        std::string err;
-        sluice::rt::Context own;
-        if (!own.create(model, &err, options.device) ||
-            (options.threads && !own.setNumThreads(options.threads, &err))) {
-          failures[c] = err;
-          return;
-        }
-        if (options.noCudaGraph)
-          own.enableCudaGraph(false);
-        for (size_t i = 0; i < bound.size(); ++i)
-          if ((variants > 1 && !own.setInputShape(i, bound[i].shape(), &err)) ||
-              !own.bindInput(i, bound[i].rawData(), bound[i].byteSize(), &err)) {
-            failures[c] = err;
-            return;
-          }
-        for (int r = 0; r < runs; ++r)
-          if (!own.run(&err)) {
-            failures[c] = err;
-            return;
-          }
-        for (size_t i = 0; i < results.size(); ++i) {
-          size_t bytes = 0;
-          const void *data = own.output(i, &bytes);
-          sluice::Tensor got = sluice::Tensor::copyOf(results[i].dtype(), results[i].shape(), data);
-          for (int64_t e = 0; e < got.numElements(); ++e) {
-            double a = got.getDouble(e), b = results[i].getDouble(e);
-            if (std::fabs(a - b) > 1e-5 + 1e-5 * std::fabs(b) && !(std::isnan(a) && std::isnan(b))) {
-              failures[c] = "output '" + outputNames[i] + "' differs from the first run's at element " +
-                            std::to_string(e);
-              return;
-            }
-          }
-        }
-      });
-    for (std::thread &w : workers)
-      w.join();
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    for (int c = 0; c < options.contexts; ++c)
-      if (!failures[c].empty())
-        die(options.model + ": context " + std::to_string(c) + " of " +
-            std::to_string(options.contexts) + ": " + failures[c]);
-    std::printf("%d contexts x %d runs at once: all outputs agree with the first run; "
-                "%.1f runs/s\n", options.contexts, runs, options.contexts * runs / seconds);
-  }
-
-  // One more run, traced, so that timings above carry no tracing cost.
-  if (!options.trace.empty()) {
-    context.enableTrace(true);
-    if (!context.run(&error))
-      die(error);
-    if (leader)
-      writeTrace(options.trace, options.model, context, model.kernels());
-  }
+  if (options.contexts > 1)
+    runContexts(options, model, boundary, bound, results);
+  if (!options.trace.empty())
+    traceBundle(options, model, context);
 
   // Every rank has run all its runs: leave the job (MPI finalized) before
   // rank 0's checks, so that no rank waits on a slow file system. The
@@ -1353,88 +1565,158 @@ int runBundle(const Options &options, bool rankMode) {
   }
   if (!leader)
     return 0;
-
-  // The outputs as the graph has them: a sequence output is saved, checked
-  // and printed as one, from its element tensors.
-  std::vector<GraphEntry> graphOutputs = graphEntries(options.model, "outputs", outputNames);
-  auto sequenceOf = [&](const GraphEntry &entry) {
-    std::vector<sluice::Tensor> elements;
-    for (size_t i : entry.tensors)
-      elements.push_back(results[i]);
-    return sluice::RuntimeValue::sequence(std::move(elements));
-  };
-  if (!options.saveOutputs.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(options.saveOutputs, ec);
-    if (ec)
-      die(options.saveOutputs + ": cannot create folder: " + ec.message());
-    // As --reference saves them: NAME.npy, a sequence NAME_0.npy, NAME_1.npy ...
-    for (const GraphEntry &entry : graphOutputs)
-      for (size_t k = 0; k < entry.tensors.size(); ++k) {
-        std::string stem = options.saveOutputs + "/" + safeFileName(entry.name);
-        if (entry.sequence)
-          stem += "_" + std::to_string(k);
-        if (!sluice::writeNpy(stem + ".npy", results[entry.tensors[k]], error))
-          die(error);
-      }
-  }
-
-  GivenValues expected = readBundleValues(options.expects, outputNames, graphOutputs, "output",
-                                          /*exactLength=*/false);
-  bool allMatch = true;
-  auto checkTensor = [&](size_t i) {
-    if (!expected.tensors[i]) {
-      std::printf("output '%s' %s\n", outputNames[i].c_str(), results[i].describe().c_str());
-      return;
-    }
-    reinterpretBf16(expected.tensors[i]->tensor, results[i].dtype());
-    allMatch &=
-        compareOutput(outputNames[i], results[i], expected.tensors[i]->tensor, options.tolerance);
-  };
-  for (auto [index, entry] : llvm::enumerate(graphOutputs)) {
-    if (entry.optional) {
-      sluice::RuntimeValue got = wholeValue(entry, results);
-      if (auto &want = expected.sequences[index])
-        allMatch &= compareValue(entry.name, got, want->second, options.tolerance);
-      else
-        std::printf("output '%s' %s\n", entry.name.c_str(), got.describe().c_str());
-      continue;
-    }
-    if (!entry.sequence) {
-      checkTensor(entry.tensors.front());
-      continue;
-    }
-    if (auto &want = expected.sequences[index]) {
-      for (auto [k, element] : llvm::enumerate(want->second.elements()))
-        if (k < entry.tensors.size())
-          reinterpretBf16(element, results[entry.tensors[k]].dtype());
-      allMatch &= compareValue(entry.name, sequenceOf(entry), want->second, options.tolerance);
-      continue;
-    }
-    bool elementGiven = false;
-    for (size_t i : entry.tensors)
-      elementGiven |= expected.tensors[i].has_value();
-    if (!elementGiven) {
-      std::printf("output '%s' %s\n", entry.name.c_str(), sequenceOf(entry).describe().c_str());
-      continue;
-    }
-    for (size_t i : entry.tensors)
-      checkTensor(i);
-  }
-  return allMatch ? 0 : 1;
+  return checkBundleOutputs(options, boundary.outputNames, results) ? 0 : 1;
 }
 
-} // namespace
+/// A sequence or optional input of --reference, which must be given as a
+/// file: no generation, no shape specialization (the evaluator checks
+/// element types as it goes).
+sluice::RuntimeValue nonTensorInput(const Options &options, const std::string &name, Type argType,
+                                    const std::optional<sluice::RuntimeValue> &given) {
+  if (options.shapes.count(name))
+    die("--shape for input '" + name +
+        "': with --reference a sequence's element shapes are its file's (a bundle's "
+        "are bound with sluice-compile --shape=" +
+        name + "=2x3,2x3)");
+  if (!given)
+    die(options.model + ": input '" + name + "' is " +
+        (isa<sluice::SequenceType>(argType) ? "a sequence" : "an optional") +
+        "; pass it as a .pb file (--random-inputs makes tensors only)");
+  return *given;
+}
 
-int main(int argc, char **argv) {
-  Options options = parseArgs(argc, argv);
-  if (options.bundle) {
-    bool rankMode = false;
-    int launched = chooseLaunch(options, sluice::rt::launchInfo(), rankMode);
-    if (launched >= 0)
-      return launched;
-    return runBundle(options, rankMode);
+/// Checks a --reference input tensor `t` against the dims that its argument
+/// `type` declares (a dynamic dim takes any size).
+void checkDeclaredShape(const Options &options, const std::string &name, TensorType type,
+                        const sluice::Tensor &t) {
+  if (!type.hasRank())
+    return;
+  bool ok = type.getRank() == t.rank();
+  for (int64_t d = 0; ok && d < type.getRank(); ++d)
+    ok = type.isDynamicDim(d) || type.getDimSize(d) == t.dim(d);
+  if (ok)
+    return;
+  std::string declared;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    declared += (d ? "x" : "") +
+                (type.isDynamicDim(d) ? std::string("?") : std::to_string(type.getDimSize(d)));
+  die(options.model + ": input '" + name + "' expects shape [" + declared + "], got " +
+      t.describe());
+}
+
+/// A --reference input tensor: the file given (or, with --random-inputs, a
+/// random tensor of its static shape), checked against the argument's
+/// element type and declared dims.
+sluice::Tensor tensorInput(const Options &options, const std::string &name, TensorType type,
+                           std::optional<sluice::RuntimeValue> &given, std::mt19937 &rng) {
+  auto dtype = sluice::dtypeFromType(type.getElementType());
+  reinterpretBf16(given, type.getElementType());
+  if (!given) {
+    if (!options.randomInputs)
+      die(options.model + ": input '" + name + "' not given (pass a file, or --random-inputs)");
+    if (!type.hasStaticShape())
+      die(options.model + ": input '" + name +
+          "' has a dynamic shape; bind it with --shape to generate it");
+    given = sluice::RuntimeValue(randomTensor(
+        *dtype, std::vector<int64_t>(type.getShape().begin(), type.getShape().end()), rng));
   }
+  const sluice::Tensor &t = given->tensor();
+  if (t.dtype() != *dtype)
+    die(options.model + ": input '" + name + "' expects element type " + sluice::dtypeName(*dtype) +
+        ", got " + t.describe());
+  checkDeclaredShape(options, name, type, t);
+  return t;
+}
+
+/// Binds the --reference inputs: checks dtypes and declared dims, then
+/// specializes the arguments of `func` to the tensors' shapes.
+std::vector<sluice::RuntimeValue> bindReferenceInputs(const Options &options, func::FuncOp func,
+                                                      const std::vector<std::string> &inputNames) {
+  auto given = readValues(options.inputs, inputNames, func.getFunctionType().getInputs(), "input");
+  std::mt19937 rng(0);
+  std::vector<sluice::RuntimeValue> inputs;
+  for (size_t i = 0; i < inputNames.size(); ++i) {
+    Type argType = func.getArgument(i).getType();
+    if (!isa<TensorType>(argType)) {
+      inputs.push_back(nonTensorInput(options, inputNames[i], argType, given[i]));
+      continue;
+    }
+    auto type = cast<TensorType>(argType);
+    sluice::Tensor t = tensorInput(options, inputNames[i], type, given[i], rng);
+    func.getArgument(i).setType(RankedTensorType::get(t.shape(), type.getElementType()));
+    inputs.push_back(t);
+  }
+  func.setFunctionType(FunctionType::get(
+      func.getContext(), func.getBody().front().getArgumentTypes(), func.getResultTypes()));
+  return inputs;
+}
+
+/// --iters on the reference evaluator: times the evaluation and prints the
+/// latency (and writes it, --json).
+void timeReference(const Options &options, func::FuncOp func,
+                   const std::vector<sluice::RuntimeValue> &inputs) {
+  std::string error;
+  sluice::tools::BenchReport bench;
+  bench.model = options.model;
+  bench.target = "reference";
+  bench.device = "cpu";
+  bench.warmup = options.warmup;
+  bench.latency = timeRuns(options, [&] { (void)sluice::evaluate(func, inputs); });
+  std::printf("latency over %d runs (reference evaluator): median %.3f ms, p90 %.3f ms\n",
+              options.iters, bench.latency.median, bench.latency.p90);
+  if (!options.json.empty() && !sluice::tools::writeBenchJson(options.json, bench, error))
+    die(error);
+}
+
+/// --save-outputs on the reference evaluator: DIR/NAME.npy per output, a
+/// sequence's elements as NAME_0.npy, NAME_1.npy ...
+void saveReferenceOutputs(const Options &options, const std::vector<std::string> &outputNames,
+                          const std::vector<sluice::RuntimeValue> &outputs) {
+  std::string error;
+  if (auto ec = llvm::sys::fs::create_directories(options.saveOutputs))
+    die(options.saveOutputs + ": cannot create folder: " + ec.message());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string stem = options.saveOutputs + "/" + safeFileName(outputNames[i]);
+    const sluice::RuntimeValue *value = &outputs[i];
+    // An optional is saved as what it holds (nothing when empty).
+    if (value->isOptional()) {
+      if (!value->hasValue())
+        continue;
+      value = &value->value();
+    }
+    if (value->isTensor()) {
+      if (!sluice::writeNpy(stem + ".npy", value->tensor(), error))
+        die(error);
+      continue;
+    }
+    // A sequence: one file per element, NAME_0.npy, NAME_1.npy ...
+    for (size_t k = 0; k < value->elements().size(); ++k)
+      if (!sluice::writeNpy(stem + "_" + std::to_string(k) + ".npy", value->elements()[k], error))
+        die(error);
+  }
+}
+
+/// Compares the reference outputs with those --expect gave, printing the
+/// others; false on a mismatch.
+bool checkReferenceOutputs(const Options &options, func::FuncOp func,
+                           const std::vector<std::string> &outputNames,
+                           const std::vector<sluice::RuntimeValue> &outputs) {
+  auto expected = readValues(options.expects, outputNames, func.getResultTypes(), "output");
+  bool allMatch = true;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    reinterpretBf16(expected[i], getElementTypeOrSelf(func.getResultTypes()[i]));
+    if (!expected[i]) {
+      std::printf("output '%s' %s\n", outputNames[i].c_str(), outputs[i].describe().c_str());
+      continue;
+    }
+    allMatch &= compareValue(outputNames[i], outputs[i], *expected[i], options.tolerance);
+  }
+  return allMatch;
+}
+
+/// Runs `options.model` (an ONNX model, or a .mlir file as it is) on the
+/// reference evaluator: bind, evaluate, time, save, check.
+int runReference(const Options &options) {
   MLIRContext context;
   context.disableMultithreading();
   sluice::CompilerOptions compilerOptions;
@@ -1452,65 +1734,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> inputNames = namesOf(func, "sluice.input_names");
   std::vector<std::string> outputNames = namesOf(func, "sluice.output_names");
 
-  // Bind inputs: check dtypes and declared dims, then specialize shapes.
-  auto given = readValues(options.inputs, inputNames,
-                          func.getFunctionType().getInputs(), "input");
-  std::mt19937 rng(0);
-  std::vector<sluice::RuntimeValue> inputs;
-  for (size_t i = 0; i < inputNames.size(); ++i) {
-    Type argType = func.getArgument(i).getType();
-    if (!isa<TensorType>(argType)) {
-      // Sequences and optionals: no generation, no shape specialization (the
-      // evaluator checks element types as it goes).
-      if (options.shapes.count(inputNames[i]))
-        die("--shape for input '" + inputNames[i] +
-            "': with --reference a sequence's element shapes are its file's (a bundle's "
-            "are bound with sluice-compile --shape=" +
-            inputNames[i] + "=2x3,2x3)");
-      if (!given[i])
-        die(options.model + ": input '" + inputNames[i] + "' is " +
-            (isa<sluice::SequenceType>(argType) ? "a sequence" : "an optional") +
-            "; pass it as a .pb file (--random-inputs makes tensors only)");
-      inputs.push_back(*given[i]);
-      continue;
-    }
-    auto type = cast<TensorType>(argType);
-    auto dtype = sluice::dtypeFromType(type.getElementType());
-    reinterpretBf16(given[i], type.getElementType());
-    if (!given[i]) {
-      if (!options.randomInputs)
-        die(options.model + ": input '" + inputNames[i] +
-            "' not given (pass a file, or --random-inputs)");
-      if (!type.hasStaticShape())
-        die(options.model + ": input '" + inputNames[i] +
-            "' has a dynamic shape; bind it with --shape to generate it");
-      given[i] = sluice::RuntimeValue(randomTensor(
-          *dtype, std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
-          rng));
-    }
-    const sluice::Tensor &t = given[i]->tensor();
-    if (t.dtype() != *dtype)
-      die(options.model + ": input '" + inputNames[i] + "' expects element type " +
-          sluice::dtypeName(*dtype) + ", got " + t.describe());
-    if (type.hasRank()) {
-      bool ok = type.getRank() == t.rank();
-      for (int64_t d = 0; ok && d < type.getRank(); ++d)
-        ok = type.isDynamicDim(d) || type.getDimSize(d) == t.dim(d);
-      if (!ok) {
-        std::string declared;
-        for (int64_t d = 0; d < type.getRank(); ++d)
-          declared += (d ? "x" : "") + (type.isDynamicDim(d)
-                                            ? std::string("?")
-                                            : std::to_string(type.getDimSize(d)));
-        die(options.model + ": input '" + inputNames[i] + "' expects shape [" +
-            declared + "], got " + t.describe());
-      }
-    }
-    func.getArgument(i).setType(RankedTensorType::get(t.shape(), type.getElementType()));
-    inputs.push_back(t);
-  }
-  func.setFunctionType(FunctionType::get(&context, func.getBody().front().getArgumentTypes(),
-                                         func.getResultTypes()));
+  std::vector<sluice::RuntimeValue> inputs = bindReferenceInputs(options, func, inputNames);
   if (!mlirInput && failed(sluice::runPhases(*module, compilerOptions, sluice::Phase::Import,
                                              sluice::Phase::Simplify, error)))
     die(error);
@@ -1527,57 +1751,23 @@ int main(int argc, char **argv) {
   if (failed(outputs))
     die(evalError.empty() ? options.model + ": evaluation failed" : evalError);
 
-  if (options.iters > 0) {
-    sluice::tools::BenchReport bench;
-    bench.model = options.model;
-    bench.target = "reference";
-    bench.device = "cpu";
-    bench.warmup = options.warmup;
-    bench.latency = timeRuns(options, [&] { (void)sluice::evaluate(func, inputs); });
-    std::printf("latency over %d runs (reference evaluator): median %.3f ms, p90 %.3f ms\n",
-                options.iters, bench.latency.median, bench.latency.p90);
-    if (!options.json.empty() &&
-        !sluice::tools::writeBenchJson(options.json, bench, error))
-      die(error);
-  }
+  if (options.iters > 0)
+    timeReference(options, func, inputs);
+  if (!options.saveOutputs.empty())
+    saveReferenceOutputs(options, outputNames, *outputs);
+  return checkReferenceOutputs(options, func, outputNames, *outputs) ? 0 : 1;
+}
 
-  if (!options.saveOutputs.empty()) {
-    if (auto ec = llvm::sys::fs::create_directories(options.saveOutputs))
-      die(options.saveOutputs + ": cannot create folder: " + ec.message());
-    for (size_t i = 0; i < outputs->size(); ++i) {
-      std::string stem = options.saveOutputs + "/" + safeFileName(outputNames[i]);
-      const sluice::RuntimeValue *value = &(*outputs)[i];
-      // An optional is saved as what it holds (nothing when empty).
-      if (value->isOptional()) {
-        if (!value->hasValue())
-          continue;
-        value = &value->value();
-      }
-      if (value->isTensor()) {
-        if (!sluice::writeNpy(stem + ".npy", value->tensor(), error))
-          die(error);
-        continue;
-      }
-      // A sequence: one file per element, NAME_0.npy, NAME_1.npy ...
-      for (size_t k = 0; k < value->elements().size(); ++k)
-        if (!sluice::writeNpy(stem + "_" + std::to_string(k) + ".npy",
-                              value->elements()[k], error))
-          die(error);
-    }
-  }
+} // namespace
 
-  auto expected = readValues(options.expects, outputNames, func.getResultTypes(),
-                             "output");
-  bool allMatch = true;
-  for (size_t i = 0; i < outputs->size(); ++i) {
-    reinterpretBf16(expected[i], getElementTypeOrSelf(func.getResultTypes()[i]));
-    if (!expected[i]) {
-      std::printf("output '%s' %s\n", outputNames[i].c_str(),
-                  (*outputs)[i].describe().c_str());
-      continue;
-    }
-    allMatch &= compareValue(outputNames[i], (*outputs)[i], *expected[i],
-                             options.tolerance);
+int main(int argc, char **argv) {
+  Options options = parseArgs(argc, argv);
+  if (options.bundle) {
+    bool rankMode = false;
+    int launched = chooseLaunch(options, sluice::rt::launchInfo(), rankMode);
+    if (launched >= 0)
+      return launched;
+    return runBundle(options, rankMode);
   }
-  return allMatch ? 0 : 1;
+  return runReference(options);
 }
