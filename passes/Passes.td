@@ -638,4 +638,39 @@ def PlanBuffersPass : Pass<"sluice-plan-buffers", "mlir::func::FuncOp"> {
   let dependentDialects = ["sluice::SluiceDialect"];
 }
 
+def ConfigureTargetPass : Pass<"sluice-configure-target", "mlir::ModuleOp"> {
+  let summary = "Records the cpu target's kernel choices on the module";
+  let description = [{
+    The last step of the plan phase: records the choices that the cpu
+    kernels' code depends on beyond the IR, as the module attribute
+    `sluice.cpu_config = {isa, conv, packed_weights}`, so that code
+    generation reads them from the IR (and a planned .mlir file carries
+    them) instead of from the environment or the compiling host:
+
+    - `isa`: the instruction set the bundle's kernels are written for:
+      `avx512` (sluice_sgemm's packed AVX-512 kernel), `avx2` (AVX2 + FMA:
+      OpenBLAS, one-row GEMMs on the AVX2 kernel) or `generic` (OpenBLAS).
+      sluice-compile's `--cpu-isa=native` (the default) names the host's.
+    - `conv`: how f32 convolutions run: `onednn` (oneDNN, activations that
+      only convolutions read kept in its blocked layout), `onednn-nchw`
+      (oneDNN, each call reordering its NCHW src and dst) or `im2col`
+      (im2col + OpenBLAS).
+    - `packed_weights`: f32 GEMM weights stored packed for the `isa`'s
+      kernel at compile time.
+
+    The cuda target's host steps (groups without a cuda kernel, emitted by
+    the cpu kernel emitter) follow it too. A module without the attribute
+    is emitted as `generic`, `onednn` where the compiler has oneDNN, and
+    unpacked weights.
+  }];
+  let options = [
+    Option<"isa", "isa", "std::string", /*default=*/"\"generic\"",
+           "avx512, avx2 or generic">,
+    Option<"conv", "conv", "std::string", /*default=*/"\"onednn\"",
+           "onednn, onednn-nchw or im2col">,
+    Option<"packedWeights", "packed-weights", "bool", /*default=*/"false",
+           "store f32 GEMM weights packed for the isa's kernel">,
+  ];
+}
+
 #endif // SLUICE_PASSES_TD

@@ -235,21 +235,36 @@ FailureOr<std::string> emitCpuKernel(KernelOp kernel, std::set<std::string> &hea
 
 }
 
-const char *cpuGemmPathName() {
-#if defined(__x86_64__) || defined(__i386__)
-  // The bundle is built with -march=native on this host: its __AVX512F__
-  // is this CPU's flag.
-  if (__builtin_cpu_supports("avx512f"))
+CpuTargetConfig cpuTargetConfig(Operation *op) {
+  CpuTargetConfig config;
+  if (!cpuHasOnednn())
+    config.conv = "im2col";
+  auto module = dyn_cast<ModuleOp>(op);
+  if (!module)
+    module = op->getParentOfType<ModuleOp>();
+  auto dict = module ? module->getAttrOfType<DictionaryAttr>("sluice.cpu_config") : nullptr;
+  if (!dict)
+    return config;
+  if (auto isa = dict.getAs<StringAttr>("isa"))
+    config.isa = isa.str();
+  if (auto conv = dict.getAs<StringAttr>("conv"))
+    config.conv = conv.str();
+  if (auto packed = dict.getAs<BoolAttr>("packed_weights"))
+    config.packedWeights = packed.getValue();
+  return config;
+}
+
+const char *cpuGemmPathName(const CpuTargetConfig &config) {
+  if (config.isa == "avx512")
     return "avx512";
   // AVX2 + FMA: OpenBLAS, except one-row GEMMs (sluice_sgemm::preferred).
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (config.isa == "avx2")
     return "openblas+avx2";
-#endif
   return "openblas";
 }
 
-int64_t cpuSgemmPanelWidth() {
-  std::string path = cpuGemmPathName();
+int64_t cpuSgemmPanelWidth(const CpuTargetConfig &config) {
+  std::string path = cpuGemmPathName(config);
   return path == "avx512" ? 32 : path == "openblas+avx2" ? 16 : 0;
 }
 
@@ -273,9 +288,12 @@ bool keepsState(llvm::StringRef code) {
 FailureOr<CpuModel> emitCpuModel(ModuleOp module, SharedWeights *sharedWeights,
                                  llvm::StringRef entry) {
   CpuBundleEmissionScope cpuBundle;
+  CpuTargetConfig config = cpuTargetConfig(module);
   CpuModel model;
   model.sharedWeights = sharedWeights;
   model.entry = entry.str();
+  model.gemmPath = cpuGemmPathName(config);
+  model.convPath = cpuConvPathName(config);
   if (failed(collectModelFacts(module, model, "cpu", cpuImplements, cpuBundleWeightTransform)))
     return failure();
   func::FuncOp func = model.func;
@@ -317,7 +335,7 @@ FailureOr<CpuModel> emitCpuModel(ModuleOp module, SharedWeights *sharedWeights,
                first->second});
         bool library = kernel.getLibrary().has_value();
         model.steps.push_back(describeStep(kernel, library ? "library" : "kernel"));
-        if (hasConvPostOps(kernel) && std::string(cpuConvPathName()) == "onednn")
+        if (hasConvPostOps(kernel) && std::string(cpuConvPathName(config)) == "onednn")
           ++model.convPostOps;
         if (readsPackedWeight(kernel))
           ++model.gemmPackedWeights;

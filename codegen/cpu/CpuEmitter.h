@@ -123,6 +123,10 @@ struct CpuModel : ModelFacts {
   /// f32 GEMM groups reading their B packed at compile time
   /// (groups/Gemm.cpp): the report's "cpu_gemm_packed_weights".
   int64_t gemmPackedWeights = 0;
+  /// The GEMM and convolution paths of the module's config
+  /// (cpuGemmPathName, cpuConvPathName): the report's "cpu_gemm" and
+  /// "cpu_conv".
+  std::string gemmPath, convPath;
 };
 
 /// What a float convolution folds into its launch (a conv group's
@@ -142,25 +146,44 @@ struct CpuConvPostOps {
 /// the im2col GEMM or direct loops otherwise (ops/NN.cpp).
 mlir::LogicalResult emitConvWithPostOps(CpuOpContext &ctx, const CpuConvPostOps &post);
 
-/// How f32 convolutions run in the bundles this compiler writes: "onednn"
-/// (oneDNN primitives, sluice_gen/cpu_nn_dnnl.h) or "im2col" (im2col +
-/// OpenBLAS; without oneDNN, or SLUICE_CPU_CONV=im2col). The report's
-/// "cpu_conv".
-const char *cpuConvPathName();
+/// The cpu kernels' choices that the IR records (the module attribute
+/// `sluice.cpu_config`, set by the plan phase's sluice-configure-target from
+/// sluice-compile's --cpu-isa, --cpu-conv and --cpu-packed-weights): the
+/// emitters read these, never the environment or the compiling host.
+struct CpuTargetConfig {
+  /// "avx512", "avx2" or "generic": the instruction set the bundle's GEMM
+  /// kernels are written for.
+  std::string isa = "generic";
+  /// "onednn", "onednn-nchw" or "im2col": how f32 convolutions run.
+  std::string conv = "onednn";
+  /// f32 GEMM weights stored packed for the isa's kernel.
+  bool packedWeights = false;
+};
+/// The config of the module holding `op` (or `op` itself, a module); a
+/// module without `sluice.cpu_config` gets CpuTargetConfig's defaults, with
+/// `im2col` where this compiler has no oneDNN.
+CpuTargetConfig cpuTargetConfig(mlir::Operation *op);
+/// Whether this compiler was built with oneDNN (libdnnl-dev): f32
+/// convolutions can run through it.
+bool cpuHasOnednn();
+
+/// How f32 convolutions run under `config`: "onednn" (oneDNN primitives,
+/// sluice_gen/cpu_nn_dnnl.h) or "im2col" (im2col + OpenBLAS; without
+/// oneDNN, or conv=im2col). The report's "cpu_conv".
+const char *cpuConvPathName(const CpuTargetConfig &config);
 /// Whether oneDNN convolutions keep activations that only convolutions read
 /// in oneDNN's blocked layout (groups/Conv.cpp): the oneDNN path, unless
-/// SLUICE_CPU_CONV=onednn-nchw (each convolution then reorders its NCHW
-/// src and dst inside the call).
-bool cpuConvKeepsBlockedLayout();
-/// How f32 GEMMs run: "avx512" (sluice_gen/cpu_gemm.h's packed kernel, on
-/// a host with AVX-512F, which -march=native bundles then target),
-/// "openblas+avx2" (AVX2 + FMA: OpenBLAS, one-row GEMMs on cpu_gemm.h's
-/// AVX2 kernel) or "openblas". The report's "cpu_gemm".
-const char *cpuGemmPathName();
-/// The column-panel width of sluice_sgemm in this host's bundles (32 with
-/// AVX-512F, 16 with AVX2 + FMA; 0: none), for weights packed at compile
-/// time (groups/Gemm.cpp).
-int64_t cpuSgemmPanelWidth();
+/// conv=onednn-nchw (each convolution then reorders its NCHW src and dst
+/// inside the call).
+bool cpuConvKeepsBlockedLayout(const CpuTargetConfig &config);
+/// How f32 GEMMs run under `config`: "avx512" (sluice_gen/cpu_gemm.h's
+/// packed kernel), "openblas+avx2" (AVX2 + FMA: OpenBLAS, one-row GEMMs on
+/// cpu_gemm.h's AVX2 kernel) or "openblas". The report's "cpu_gemm".
+const char *cpuGemmPathName(const CpuTargetConfig &config);
+/// The column-panel width of sluice_sgemm for `config` (32 with AVX-512F,
+/// 16 with AVX2 + FMA; 0: none), for weights packed at compile time
+/// (groups/Gemm.cpp).
+int64_t cpuSgemmPanelWidth(const CpuTargetConfig &config);
 
 /// Emits the planned function `main` of `module` (after the fuse and plan
 /// phases). Fails with errors on the ops; unsupported ops are all reported

@@ -351,6 +351,8 @@ void optionLines(const CompilerOptions &o, std::vector<std::string> &lines) {
   lines.push_back(
       "plan: devices=" + std::to_string(o.devices) + " auto=" + std::to_string(o.autoPlan) +
       " memory=" + std::to_string(o.deviceMemory) + " objective=" + choiceName(o.objective));
+  lines.push_back(std::string("cpu config: isa=") + choiceName(o.cpuIsa) + " conv=" +
+                  choiceName(o.cpuConv) + " packed-weights=" + std::to_string(o.cpuPackedWeights));
 }
 
 } // namespace

@@ -29,6 +29,11 @@ SLUICE_CHOICES(AccuracyMetric, {AccuracyMetric::Auto, "auto"}, {AccuracyMetric::
                {AccuracyMetric::Top1Agreement, "top1-agreement"})
 SLUICE_CHOICES(Objective, {Objective::Latency, "latency"}, {Objective::Throughput, "throughput"})
 
+SLUICE_CHOICES(CpuIsa, {CpuIsa::Avx512, "avx512"}, {CpuIsa::Avx2, "avx2"},
+               {CpuIsa::Generic, "generic"})
+SLUICE_CHOICES(CpuConv, {CpuConv::Onednn, "onednn"}, {CpuConv::OnednnNchw, "onednn-nchw"},
+               {CpuConv::Im2col, "im2col"})
+
 #undef SLUICE_CHOICES
 
 std::string passOptionName(Quantize value) {

@@ -2,7 +2,8 @@
 //
 // Each option of sluice-compile that takes one of a fixed set of names
 // (--target, --emit, --fusion, --precision, --quantize, --sparsity,
-// --calibration-method, --accuracy-metric, --objective) is an enum here, with
+// --calibration-method, --accuracy-metric, --objective, --cpu-isa,
+// --cpu-conv) is an enum here, with
 // one table of its spellings: the CLI, the report, the compile cache's key
 // and the pass options all read the names from it, and nothing compares
 // option strings by hand.
@@ -38,6 +39,11 @@ enum class CalibrationMethod { MinMax, Percentile, Entropy };
 enum class AccuracyMetric { Auto, RelL2, Top1Agreement };
 /// What the automatic plan minimizes.
 enum class Objective { Latency, Throughput };
+/// The instruction set the cpu bundle's GEMM kernels are written for
+/// (`--cpu-isa`; `native` on the command line names the host's).
+enum class CpuIsa { Avx512, Avx2, Generic };
+/// How the cpu target runs f32 convolutions (`--cpu-conv`).
+enum class CpuConv { Onednn, OnednnNchw, Im2col };
 
 /// One spelling of a choice. A value may have several (aliases); the first
 /// listed is its name.

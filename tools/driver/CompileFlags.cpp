@@ -94,6 +94,17 @@ void parsePrune(const std::string &text, CompilerOptions &options, Errors &error
   }
 }
 
+/// The instruction set of this host's -march=native bundles.
+CpuIsa hostCpuIsa() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (__builtin_cpu_supports("avx512f"))
+    return CpuIsa::Avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return CpuIsa::Avx2;
+#endif
+  return CpuIsa::Generic;
+}
+
 /// How a flag takes its value.
 enum class Arity {
   Switch,   // `--flag` only
@@ -279,6 +290,23 @@ const Flag kFlags[] = {
      if (!parseShapesOption(v, r.shapeVariants, error))
        e.push_back(error);
    }},
+  {"--cpu-isa", Arity::Value, [](CompileRequest &r, const std::string &v, Errors &e) {
+     r.cpuIsaGiven = true;
+     if (v == "native")
+       r.options.cpuIsa = hostCpuIsa();
+     else
+       parseChoiceFlag("--cpu-isa", v, "native, avx512, avx2, generic", r.options.cpuIsa, e);
+   }},
+  {"--cpu-conv", Arity::Value, [](CompileRequest &r, const std::string &v, Errors &e) {
+     r.cpuConvGiven = true;
+     parseChoiceFlag("--cpu-conv", v, "onednn, onednn-nchw, im2col", r.options.cpuConv, e);
+   }},
+  {"--cpu-packed-weights", Arity::Optional, [](CompileRequest &r, const std::string &v, Errors &e) {
+     r.cpuPackedWeightsGiven = true;
+     if (v != "0" && v != "1")
+       e.push_back("bad --cpu-packed-weights '" + v + "' (expected 0 or 1)");
+     r.options.cpuPackedWeights = v == "1";
+   }},
   {"--bind", Arity::Value, [](CompileRequest &r, const std::string &v, Errors &e) {
      auto eq = v.find('=');
      if (eq == std::string::npos || eq == 0)
@@ -316,8 +344,8 @@ void parseCompileFlags(int argc, char **argv, CompileRequest &request, Errors &e
       continue;
     }
     std::string value = inlineValue.str();
-    if (flag->arity == Arity::Optional && !hasValue)
-      value = "0.5"; // --smooth-quant's default alpha
+    if (flag->arity == Arity::Optional && !hasValue) // the flag alone
+      value = name == "--smooth-quant" ? "0.5" : "1";
     if (flag->arity == Arity::Value && !hasValue) {
       if (i + 1 >= argc) {
         errors.push_back(std::string("missing value for ") + flag->name);
@@ -332,22 +360,32 @@ void parseCompileFlags(int argc, char **argv, CompileRequest &request, Errors &e
 
 namespace {
 
-/// The environment's defaults for the cpu target's kernels (docs/tools.md),
-/// checked before anything compiles.
-void checkEnvironment(Errors &errors) {
-  if (const char *conv = std::getenv("SLUICE_CPU_CONV"); conv && *conv) {
-    std::string value = conv;
-    if (value != "onednn" && value != "onednn-nchw" && value != "im2col")
-      errors.push_back("SLUICE_CPU_CONV='" + value + "': expected onednn, onednn-nchw or im2col");
-    else if (value != "im2col" && std::string(codegen::cpuConvPathName()) != "onednn")
-      errors.push_back("SLUICE_CPU_CONV=" + value +
-                       ": this sluice-compile was built without oneDNN (libdnnl-dev); cpu "
-                       "convolutions use im2col");
+/// The cpu target options the command line left out, from the environment
+/// (docs/tools.md) and the host; and whether oneDNN can do what is asked.
+void applyCpuDefaults(CompileRequest &r, Errors &errors) {
+  CompilerOptions &o = r.options;
+  if (!r.cpuIsaGiven)
+    o.cpuIsa = hostCpuIsa();
+  if (const char *conv = std::getenv("SLUICE_CPU_CONV"); conv && *conv && !r.cpuConvGiven) {
+    if (auto value = parseChoice<CpuConv>(conv))
+      o.cpuConv = *value;
+    else
+      errors.push_back(std::string("SLUICE_CPU_CONV='") + conv +
+                       "': expected onednn, onednn-nchw or im2col");
+  } else if (!r.cpuConvGiven && !codegen::cpuHasOnednn()) {
+    o.cpuConv = CpuConv::Im2col;
   }
-  if (const char *packed = std::getenv("SLUICE_CPU_PACKED_WEIGHTS"); packed && *packed) {
+  if (o.cpuConv != CpuConv::Im2col && !codegen::cpuHasOnednn())
+    errors.push_back(std::string(r.cpuConvGiven ? "--cpu-conv=" : "SLUICE_CPU_CONV=") +
+                     choiceName(o.cpuConv) +
+                     ": this sluice-compile was built without oneDNN (libdnnl-dev); cpu "
+                     "convolutions use im2col");
+  if (const char *packed = std::getenv("SLUICE_CPU_PACKED_WEIGHTS");
+      packed && *packed && !r.cpuPackedWeightsGiven) {
     std::string value = packed;
     if (value != "0" && value != "1")
       errors.push_back("SLUICE_CPU_PACKED_WEIGHTS='" + value + "': expected 0 or 1");
+    o.cpuPackedWeights = value == "1";
   }
 }
 
@@ -485,7 +523,7 @@ void checkCompileRequest(CompileRequest &request, Errors &errors) {
   }
   if (request.model.empty())
     errors.push_back("no model given (see --help)");
-  checkEnvironment(errors);
+  applyCpuDefaults(request, errors);
   checkCompression(request, errors);
   checkParallel(request, errors);
   checkStop(request, errors);

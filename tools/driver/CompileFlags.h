@@ -57,6 +57,9 @@ struct CompileRequest {
   /// Which of the options the command line gave (for the cross checks).
   bool tpGiven = false, spGiven = false, calibrationGiven = false, methodGiven = false,
        budgetGiven = false, metricGiven = false;
+  /// Which cpu target options the command line gave (the others take their
+  /// defaults from the environment and the host in checkCompileRequest).
+  bool cpuIsaGiven = false, cpuConvGiven = false, cpuPackedWeightsGiven = false;
   CompilerOptions options;
 
   /// The bundle folder: `-o`, else the model's name with .sluice.
@@ -70,9 +73,12 @@ struct CompileRequest {
 void parseCompileFlags(int argc, char **argv, CompileRequest &request,
                        std::vector<std::string> &errors);
 
-/// The checks across options (what needs what, what does not combine),
-/// with the environment's defaults for the cpu target checked too; also
-/// reads --cluster. Every problem adds one line to `errors`.
+/// The checks across options (what needs what, what does not combine);
+/// also reads --cluster, and gives the cpu target options the command line
+/// left out their defaults: --cpu-isa the host's, --cpu-conv
+/// $SLUICE_CPU_CONV, --cpu-packed-weights $SLUICE_CPU_PACKED_WEIGHTS (the
+/// only place the compiler reads those). Every problem adds one line to
+/// `errors`.
 void checkCompileRequest(CompileRequest &request, std::vector<std::string> &errors);
 
 } // namespace sluice

@@ -256,8 +256,13 @@ void buildFusePipeline(OpPassManager &pm, const CompilerOptions &options) {
   pm.addNestedPass<func::FuncOp>(sluice::createFormKernelsPass());
 }
 
-void buildPlanPipeline(OpPassManager &pm, const CompilerOptions &) {
+void buildPlanPipeline(OpPassManager &pm, const CompilerOptions &options) {
   pm.addNestedPass<func::FuncOp>(sluice::createPlanBuffersPass());
+  ConfigureTargetPassOptions configure;
+  configure.isa = choiceName(options.cpuIsa);
+  configure.conv = choiceName(options.cpuConv);
+  configure.packedWeights = options.cpuPackedWeights;
+  pm.addPass(sluice::createConfigureTargetPass(configure));
 }
 
 namespace {

@@ -132,6 +132,14 @@ struct CompilerOptions {
   int64_t deviceMemory = 0;
   /// `--objective`: what the plan minimizes.
   Objective objective = Objective::Latency;
+  /// The cpu kernels' choices, recorded in the IR by the plan phase
+  /// (sluice-configure-target, the module's `sluice.cpu_config`; the cuda
+  /// target's host steps follow them too): `--cpu-isa` (sluice-compile's
+  /// default: the host's), `--cpu-conv` and `--cpu-packed-weights` (their
+  /// defaults: SLUICE_CPU_CONV and SLUICE_CPU_PACKED_WEIGHTS).
+  CpuIsa cpuIsa = CpuIsa::Generic;
+  CpuConv cpuConv = CpuConv::Onednn;
+  bool cpuPackedWeights = false;
   /// `--cluster=FILE.json` as read (the defaults: 8x H100 SXM).
   parallel::ClusterModel cluster;
   /// `--emit=plan`: the plan is all that is asked, so initializers whose
@@ -177,7 +185,8 @@ std::vector<std::string> compositesToDecompose(Target target);
 /// group or library call.
 void buildFusePipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
 
-/// plan: buffer liveness and arena offsets.
+/// plan: buffer liveness and arena offsets, then the cpu kernels' choices
+/// recorded on the module (sluice-configure-target).
 void buildPlanPipeline(mlir::OpPassManager &pm, const CompilerOptions &options);
 
 /// Registers every phase pipeline with the pass registry (for sluice-opt).

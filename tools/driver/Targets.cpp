@@ -31,8 +31,7 @@ public:
     program.libraryCalls = model.libraryCalls;
     program.facts = &model;
     program.steps = &model.steps;
-    program.targetStrings = {{"cpu_gemm", codegen::cpuGemmPathName()},
-                             {"cpu_conv", codegen::cpuConvPathName()}};
+    program.targetStrings = {{"cpu_gemm", model.gemmPath}, {"cpu_conv", model.convPath}};
     program.targetCounts = {{"cpu_conv_post_ops", model.convPostOps},
                             {"cpu_conv_blocked_activations", model.convBlockedActivations},
                             {"cpu_gemm_packed_weights", model.gemmPackedWeights}};

@@ -191,6 +191,18 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         compiled at once (default: the cores, at most 8,
                         for models of 32 distinct kernels or more; one
                         otherwise)
+  --cpu-isa=ISA         cpu: the instruction set the GEMM kernels are
+                        written for: native (the default: this host's),
+                        avx512, avx2 or generic (report: cpu_gemm)
+  --cpu-conv=PATH       cpu: f32 convolutions through onednn (the default
+                        where the compiler has oneDNN; activations only
+                        convolutions read stay in its blocked layout),
+                        onednn-nchw (each call reorders NCHW in and out) or
+                        im2col (im2col + OpenBLAS)
+  --cpu-packed-weights[=0|1]
+                        cpu: store f32 GEMM weights packed for the
+                        --cpu-isa kernel (default 0). The three are recorded
+                        in the IR (sluice.cpu_config, plan phase)
   --precompile-headers  build the precompiled header of generated cpu code
                         for this compiler and these flags, print its path
                         and exit (the first cpu compile builds it too;
@@ -202,13 +214,8 @@ SLUICE_CACHE_DIR sets the compile cache's folder (none: no cache);
 SLUICE_PCH_DIR the precompiled headers' (default: the cache folder's pch/
 under $XDG_CACHE_HOME/sluice or ~/.cache/sluice; none: no precompiled
 header);
-SLUICE_CPU_CONV=im2col keeps cpu f32 convolutions on im2col + OpenBLAS
-instead of oneDNN (onednn, the default where the compiler has oneDNN, asks
-for it, with activations that only convolutions read kept in oneDNN's
-blocked layout; onednn-nchw reorders each convolution's NCHW src and dst
-inside its call instead);
-SLUICE_CPU_PACKED_WEIGHTS=1 stores cpu f32 GEMM weights packed for the
-host's GEMM kernel (0, the default, keeps them raw).
+SLUICE_CPU_CONV and SLUICE_CPU_PACKED_WEIGHTS are the defaults of
+--cpu-conv and --cpu-packed-weights.
 )";
 
 /// Prints each problem as its own `sluice-compile: error: ...` line and

@@ -112,7 +112,7 @@ std::optional<PostOpsMatch> blockableConv(KernelOp kernel) {
   // A conv with an epilogue is a GEMM-form group, a lone one a library call.
   KernelForm form = kernel.getForm();
   if ((form != KernelForm::gemm && form != KernelForm::library) ||
-      !cpuConvKeepsBlockedLayout() || kernel->getNumResults() != 1)
+      !cpuConvKeepsBlockedLayout(cpuTargetConfig(kernel)) || kernel->getNumResults() != 1)
     return std::nullopt;
   GroupOps parts = convParts(kernel);
   auto conv = dyn_cast_or_null<ConvOp>(parts.anchor);
@@ -161,7 +161,7 @@ bool readsOnlyAsConvActivation(KernelOp user, unsigned operand) {
 /// outputs, not views, pools or control flow).
 llvm::DenseSet<Value> planBlockedActivations(Block &block) {
   llvm::DenseSet<Value> planned;
-  if (!cpuConvKeepsBlockedLayout())
+  if (!cpuConvKeepsBlockedLayout(cpuTargetConfig(block.getParentOp())))
     return planned;
   for (Operation &op : block) {
     auto producer = dyn_cast<KernelOp>(op);

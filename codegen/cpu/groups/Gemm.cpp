@@ -11,9 +11,9 @@
 // the matmul result (or one epilogue value of its type, updated in place),
 // else in a scratch buffer.
 //
-// With SLUICE_CPU_PACKED_WEIGHTS=1 in the compiler's environment (off by
-// default: not yet shown faster end to end, docs/benchmarks.md), on hosts
-// whose bundles have sluice_sgemm (AVX-512, or AVX2 + FMA), a B that is a
+// With packed weights in the module's cpu config (sluice-compile
+// --cpu-packed-weights; off by default: not yet shown faster end to end,
+// docs/benchmarks.md), for an isa with sluice_sgemm (avx512, or avx2), a B that is a
 // weight (a top-level f32 constant read whole, no batch of its own) is
 // stored in weights.bin already packed into the micro-kernel's column
 // panels (cpuBundleWeightTransform), and the GEMM is
@@ -56,17 +56,17 @@ struct PackedB {
 
 /// B of an f32 GEMM group emitted by emitGemmGroup when it could be stored
 /// packed: a view of a kernel input with unit stride along N, and no batch
-/// of its own (every GEMM batch reads the same B). None on hosts without
-/// sluice_sgemm, without SLUICE_CPU_PACKED_WEIGHTS=1, or for other groups.
+/// of its own (every GEMM batch reads the same B). None for an isa without
+/// sluice_sgemm, without packed weights in the cpu config, or for other groups.
 /// Whether a cpu bundle is being emitted on this thread (CpuBundleEmissionScope).
 thread_local bool emittingCpuBundle = false;
 
 std::optional<PackedB> packableB(KernelOp kernel) {
-  int64_t nr = cpuSgemmPanelWidth();
-  if (!emittingCpuBundle || !nr || kernel.getForm() != KernelForm::gemm || kernel::isLoneOp(kernel) ||
-      isInt8GemmGroup(kernel) || isConvGroup(kernel) || isWeightOnlyGemmGroup(kernel))
-    return std::nullopt;
-  if (const char *env = std::getenv("SLUICE_CPU_PACKED_WEIGHTS"); !env || std::string(env) != "1")
+  CpuTargetConfig config = cpuTargetConfig(kernel);
+  int64_t nr = cpuSgemmPanelWidth(config);
+  if (!emittingCpuBundle || !nr || !config.packedWeights || kernel.getForm() != KernelForm::gemm ||
+      kernel::isLoneOp(kernel) || isInt8GemmGroup(kernel) || isConvGroup(kernel) ||
+      isWeightOnlyGemmGroup(kernel))
     return std::nullopt;
   auto matmul = dyn_cast_or_null<MatMulOp>(kernel::anchorOf(kernel));
   if (!matmul || !elementOf(matmul.getResult()).isF32() ||

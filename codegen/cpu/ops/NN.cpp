@@ -94,21 +94,10 @@ std::string biasPointer(CpuOpContext &ctx, ConvLike conv) {
 /// The conv paths of the cpu target (SLUICE_CPU_CONV, docs/tools.md).
 enum class CpuConvPath { onednn, im2col };
 
-/// Whether f32 convolutions run through oneDNN: the compiler was built
-/// with it and SLUICE_CPU_CONV is not `im2col` (it is unset, `onednn` or
-/// `onednn-nchw`; sluice-compile refuses other values).
-/// SLUICE_CPU_CONV's value ("" when unset).
-std::string cpuConvEnv() {
-  const char *env = std::getenv("SLUICE_CPU_CONV");
-  return env ? env : "";
-}
-
-bool onednnConvs() {
-#if SLUICE_CPU_DNNL
-  return cpuConvEnv() != "im2col";
-#else
-  return false;
-#endif
+/// Whether f32 convolutions run through oneDNN under `config`: the compiler
+/// was built with it and the config does not ask for im2col.
+bool onednnConvs(const CpuTargetConfig &config) {
+  return cpuHasOnednn() && config.conv != "im2col";
 }
 
 /// oneDNN for f32 convolutions where onednnConvs(): its direct and
@@ -116,15 +105,27 @@ bool onednnConvs() {
 /// measured faster than im2col + OpenBLAS and the direct loops on
 /// ResNet-18's and depthwise shapes (bench/cpu/conv_bench.cpp,
 /// docs/benchmarks.md); f64 and the widened f16/bf16 keep the GEMM path.
-CpuConvPath cpuConvPath(Type et) {
-  return et.isF32() && onednnConvs() ? CpuConvPath::onednn : CpuConvPath::im2col;
+CpuConvPath cpuConvPath(Operation *op, Type et) {
+  return et.isF32() && onednnConvs(cpuTargetConfig(op)) ? CpuConvPath::onednn : CpuConvPath::im2col;
 }
 
 } // namespace
 
-const char *cpuConvPathName() { return onednnConvs() ? "onednn" : "im2col"; }
+bool cpuHasOnednn() {
+#if SLUICE_CPU_DNNL
+  return true;
+#else
+  return false;
+#endif
+}
 
-bool cpuConvKeepsBlockedLayout() { return onednnConvs() && cpuConvEnv() != "onednn-nchw"; }
+const char *cpuConvPathName(const CpuTargetConfig &config) {
+  return onednnConvs(config) ? "onednn" : "im2col";
+}
+
+bool cpuConvKeepsBlockedLayout(const CpuTargetConfig &config) {
+  return onednnConvs(config) && config.conv != "onednn-nchw";
+}
 
 namespace {
 
@@ -180,7 +181,7 @@ LogicalResult emitConvWithPostOps(CpuOpContext &ctx, const CpuConvPostOps &post)
   bool any = !post.residual.empty() || post.relu;
   if (any && !elementOf(conv.getInput()).isF32())
     return conv.emitOpError("cpu target: conv post-ops need f32");
-  if (cpuConvPath(elementOf(conv.getInput())) == CpuConvPath::onednn) {
+  if (cpuConvPath(conv, elementOf(conv.getInput())) == CpuConvPath::onednn) {
     // One oneDNN primitive (built once per thread count, weights reordered
     // once: cpu_nn_dnnl.h), its post-ops included; the loops below (and
     // the post-ops as a loop) when oneDNN refuses it.
