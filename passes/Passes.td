@@ -639,7 +639,7 @@ def PlanBuffersPass : Pass<"sluice-plan-buffers", "mlir::func::FuncOp"> {
 }
 
 def ConfigureTargetPass : Pass<"sluice-configure-target", "mlir::ModuleOp"> {
-  let summary = "Records the cpu target's kernel choices on the module";
+  let summary = "Records the targets' kernel choices on the module";
   let description = [{
     The last step of the plan phase: records the choices that the cpu
     kernels' code depends on beyond the IR, as the module attribute
@@ -662,6 +662,12 @@ def ConfigureTargetPass : Pass<"sluice-configure-target", "mlir::ModuleOp"> {
     the cpu kernel emitter) follow it too. A module without the attribute
     is emitted as `generic`, `onednn` where the compiler has oneDNN, and
     unpacked weights.
+
+    With a cuSPARSELt header given, also
+    `sluice.cuda_config = {cusparselt_header, cusparselt_lib_dir}`: the
+    cuda target emits 2:4 GEMMs through cuSPARSELt with these files (the
+    driver finds them: sluice-compile's `--cusparselt-dir`); without it 2:4
+    GEMMs run dense.
   }];
   let options = [
     Option<"isa", "isa", "std::string", /*default=*/"\"generic\"",
@@ -670,6 +676,10 @@ def ConfigureTargetPass : Pass<"sluice-configure-target", "mlir::ModuleOp"> {
            "onednn, onednn-nchw or im2col">,
     Option<"packedWeights", "packed-weights", "bool", /*default=*/"false",
            "store f32 GEMM weights packed for the isa's kernel">,
+    Option<"cusparseltHeader", "cusparselt-header", "std::string", /*default=*/"",
+           "cuda: cusparseLt.h as found at compile time (empty: none)">,
+    Option<"cusparseltLibDir", "cusparselt-lib-dir", "std::string", /*default=*/"",
+           "cuda: the folder of cuSPARSELt's library">,
   ];
 }
 

@@ -417,7 +417,7 @@ std::string deviceSource(const CudaModel &model, const CudaSources &sources, int
     w.line("#define SLUICE_WITH_CUDNN 1");
   for (const std::string &h : sources.headers) {
     if (h == kCudaSparseHeader)
-      w.raw(cudaSparsePreamble());
+      w.raw(cudaSparsePreamble(model.func->getParentOfType<ModuleOp>()));
     w.line("#include \"{0}\"", h);
   }
   w.blank();

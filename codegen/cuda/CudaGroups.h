@@ -27,6 +27,7 @@
 #include "codegen/common/WeightTransform.h"
 #include "dialects/sluice/SluiceOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <set>
@@ -110,7 +111,7 @@ CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx);
 /// before it: where cusparseLt.h and the pip package's library folder are,
 /// when the compiler found them (sluice_gen/cuda_sparse.cuh).
 inline constexpr const char *kCudaSparseHeader = "sluice_gen/cuda_sparse.cuh";
-std::string cudaSparsePreamble();
+std::string cudaSparsePreamble(mlir::ModuleOp module);
 /// Form I8: a GEMM group with an int8 matmul_integer anchor as one
 /// sluice_int8_gemm (cuBLASLt IMMA) with a generated epilogue functor
 /// (groups/QuantGemm.cpp); Unsupported (a host step) for the rest.

@@ -1,10 +1,12 @@
 //===- ConfigureTarget.cpp - the cpu kernels' choices recorded in the IR --===//
 //
-// sluice-configure-target (Passes.td): the module attribute
+// sluice-configure-target (Passes.td): the module attributes
 // `sluice.cpu_config = {isa, conv, packed_weights}` that the cpu kernel
-// emitters read (codegen/cpu/CpuEmitter.h, cpuTargetConfig) instead of the
-// environment or the compiling host. The driver fills the options from
-// sluice-compile's --cpu-isa, --cpu-conv and --cpu-packed-weights.
+// emitters read (codegen/cpu/CpuEmitter.h, cpuTargetConfig) and
+// `sluice.cuda_config = {cusparselt_header, cusparselt_lib_dir}` that the
+// cuda 2:4 GEMMs read, instead of the environment, the file system or the
+// compiling host. The driver fills the options from sluice-compile's
+// --cpu-isa, --cpu-conv, --cpu-packed-weights and --cusparselt-dir.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +48,12 @@ struct ConfigureTarget : public sluice::impl::ConfigureTargetPassBase<ConfigureT
         b.getDictionaryAttr({b.getNamedAttr("conv", b.getStringAttr(conv)),
                              b.getNamedAttr("isa", b.getStringAttr(isa)),
                              b.getNamedAttr("packed_weights", b.getBoolAttr(packedWeights))}));
+    if (!cusparseltHeader.empty())
+      module->setAttr(
+          "sluice.cuda_config",
+          b.getDictionaryAttr(
+              {b.getNamedAttr("cusparselt_header", b.getStringAttr(cusparseltHeader)),
+               b.getNamedAttr("cusparselt_lib_dir", b.getStringAttr(cusparseltLibDir))}));
   }
 };
 

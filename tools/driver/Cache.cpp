@@ -353,6 +353,7 @@ void optionLines(const CompilerOptions &o, std::vector<std::string> &lines) {
       " memory=" + std::to_string(o.deviceMemory) + " objective=" + choiceName(o.objective));
   lines.push_back(std::string("cpu config: isa=") + choiceName(o.cpuIsa) + " conv=" +
                   choiceName(o.cpuConv) + " packed-weights=" + std::to_string(o.cpuPackedWeights));
+  lines.push_back("cusparselt: " + o.cusparseltHeader + " " + o.cusparseltLibDir);
 }
 
 } // namespace

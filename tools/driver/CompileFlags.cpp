@@ -8,6 +8,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <cmath>
@@ -307,6 +308,12 @@ const Flag kFlags[] = {
        e.push_back("bad --cpu-packed-weights '" + v + "' (expected 0 or 1)");
      r.options.cpuPackedWeights = v == "1";
    }},
+  {"--cusparselt-dir", Arity::Value, [](CompileRequest &r, const std::string &v, Errors &e) {
+     if (v.empty())
+       e.push_back("--cusparselt-dir needs a folder with include/cusparseLt.h and lib/ (none: "
+                   "2:4 GEMMs run dense)");
+     r.cusparseltDir = v;
+   }},
   {"--bind", Arity::Value, [](CompileRequest &r, const std::string &v, Errors &e) {
      auto eq = v.find('=');
      if (eq == std::string::npos || eq == 0)
@@ -387,6 +394,53 @@ void applyCpuDefaults(CompileRequest &r, Errors &errors) {
       errors.push_back("SLUICE_CPU_PACKED_WEIGHTS='" + value + "': expected 0 or 1");
     o.cpuPackedWeights = value == "1";
   }
+}
+
+/// cusparseLt.h and the library folder of a cuSPARSELt tree `base`
+/// (include/, lib/), or false.
+bool cusparseLtIn(const std::string &base, CompilerOptions &o) {
+  if (!llvm::sys::fs::exists(base + "/include/cusparseLt.h"))
+    return false;
+  o.cusparseltHeader = base + "/include/cusparseLt.h";
+  o.cusparseltLibDir = base + "/lib";
+  return true;
+}
+
+/// The nvidia-cusparselt package under a Python environment `venv`
+/// (lib/python3.X/site-packages/nvidia/cu13 for the cu13 wheels,
+/// nvidia/cusparselt for older ones).
+bool cusparseLtInVenv(const std::string &venv, CompilerOptions &o) {
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(venv + "/lib", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (!llvm::sys::path::filename(it->path()).starts_with("python3"))
+      continue;
+    for (const char *folder : {"cu13", "cusparselt"})
+      if (cusparseLtIn(it->path() + "/site-packages/nvidia/" + folder, o))
+        return true;
+  }
+  return false;
+}
+
+/// cuda: where cuSPARSELt is (--cusparselt-dir, else $SLUICE_CUSPARSELT_DIR,
+/// a folder with include/cusparseLt.h and lib/, any other value such as
+/// "none" finding nothing; else the active $VIRTUAL_ENV; else the source
+/// tree's .venv, where scripts/setup.sh installs nvidia-cusparselt-cu13).
+void findCusparseLt(const CompileRequest &r, CompilerOptions &o) {
+  std::string dir = r.cusparseltDir;
+  if (const char *env = std::getenv("SLUICE_CUSPARSELT_DIR"); dir.empty() && env && *env)
+    dir = env;
+  if (!dir.empty()) {
+    cusparseLtIn(dir, o);
+    return;
+  }
+  if (const char *venv = std::getenv("VIRTUAL_ENV"); venv && *venv)
+    if (cusparseLtInVenv(venv, o))
+      return;
+  // SLUICE_SOURCE_INCLUDE_DIRS starts with <source>/codegen/include.
+  llvm::StringRef first = llvm::StringRef(SLUICE_SOURCE_INCLUDE_DIRS).split(':').first;
+  if (first.consume_back("/codegen/include"))
+    cusparseLtInVenv(first.str() + "/.venv", o);
 }
 
 /// What --quantize, --prune, --sparsity and the calibration options need of
@@ -524,6 +578,8 @@ void checkCompileRequest(CompileRequest &request, Errors &errors) {
   if (request.model.empty())
     errors.push_back("no model given (see --help)");
   applyCpuDefaults(request, errors);
+  if (request.options.target == Target::Cuda)
+    findCusparseLt(request, request.options);
   checkCompression(request, errors);
   checkParallel(request, errors);
   checkStop(request, errors);

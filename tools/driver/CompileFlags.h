@@ -60,6 +60,9 @@ struct CompileRequest {
   /// Which cpu target options the command line gave (the others take their
   /// defaults from the environment and the host in checkCompileRequest).
   bool cpuIsaGiven = false, cpuConvGiven = false, cpuPackedWeightsGiven = false;
+  /// `--cusparselt-dir`: a folder with include/cusparseLt.h and lib/, or
+  /// "none"; "": found as checkCompileRequest says.
+  std::string cusparseltDir;
   CompilerOptions options;
 
   /// The bundle folder: `-o`, else the model's name with .sluice.
@@ -76,9 +79,11 @@ void parseCompileFlags(int argc, char **argv, CompileRequest &request,
 /// The checks across options (what needs what, what does not combine);
 /// also reads --cluster, and gives the cpu target options the command line
 /// left out their defaults: --cpu-isa the host's, --cpu-conv
-/// $SLUICE_CPU_CONV, --cpu-packed-weights $SLUICE_CPU_PACKED_WEIGHTS (the
-/// only place the compiler reads those). Every problem adds one line to
-/// `errors`.
+/// $SLUICE_CPU_CONV, --cpu-packed-weights $SLUICE_CPU_PACKED_WEIGHTS, and
+/// for cuda finds cuSPARSELt (--cusparselt-dir, else $SLUICE_CUSPARSELT_DIR,
+/// else the nvidia-cusparselt package of $VIRTUAL_ENV, else of the source
+/// tree's .venv): the only place the compiler reads those. Every problem
+/// adds one line to `errors`.
 void checkCompileRequest(CompileRequest &request, std::vector<std::string> &errors);
 
 } // namespace sluice

@@ -262,6 +262,8 @@ void buildPlanPipeline(OpPassManager &pm, const CompilerOptions &options) {
   configure.isa = choiceName(options.cpuIsa);
   configure.conv = choiceName(options.cpuConv);
   configure.packedWeights = options.cpuPackedWeights;
+  configure.cusparseltHeader = options.cusparseltHeader;
+  configure.cusparseltLibDir = options.cusparseltLibDir;
   pm.addPass(sluice::createConfigureTargetPass(configure));
 }
 

@@ -140,6 +140,11 @@ struct CompilerOptions {
   CpuIsa cpuIsa = CpuIsa::Generic;
   CpuConv cpuConv = CpuConv::Onednn;
   bool cpuPackedWeights = false;
+  /// cuda: cusparseLt.h and cuSPARSELt's library folder for 2:4 GEMMs, as
+  /// sluice-compile found them (`--cusparselt-dir`, docs/pruning.md),
+  /// recorded in the IR with the cpu choices (`sluice.cuda_config`); empty:
+  /// none, 2:4 GEMMs run dense.
+  std::string cusparseltHeader, cusparseltLibDir;
   /// `--cluster=FILE.json` as read (the defaults: 8x H100 SXM).
   parallel::ClusterModel cluster;
   /// `--emit=plan`: the plan is all that is asked, so initializers whose

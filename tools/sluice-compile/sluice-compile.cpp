@@ -203,6 +203,11 @@ sluice-run or the runtime library (include/sluice/runtime.h).
                         cpu: store f32 GEMM weights packed for the
                         --cpu-isa kernel (default 0). The three are recorded
                         in the IR (sluice.cpu_config, plan phase)
+  --cusparselt-dir=DIR  cuda: cuSPARSELt for --sparsity=2:4 GEMMs (DIR with
+                        include/cusparseLt.h and lib/; none: 2:4 GEMMs run
+                        dense; default: $SLUICE_CUSPARSELT_DIR, else the
+                        nvidia-cusparselt package of $VIRTUAL_ENV or of the
+                        source tree's .venv)
   --precompile-headers  build the precompiled header of generated cpu code
                         for this compiler and these flags, print its path
                         and exit (the first cpu compile builds it too;

@@ -31,10 +31,10 @@
 // `sluice.sparsity_2_4` whose B is that constant 2-D f16/bf16 weight, read
 // as stored, is one sluice_sparse_gemm (sluice_gen/cuda_sparse.cuh: the same
 // call through cuSPARSELt when it is present at run time and faster on the
-// shape, else sluice_gemm). The compiler looks for cusparseLt.h once
-// (cudaSparsePreamble); without it the bundle still builds, dense, and a
-// remark says so, as it does for f32 (cuSPARSELt's f32 is TF32) or a
-// weight that is not 2:4 as stored.
+// shape, else sluice_gemm). The driver looks for cusparseLt.h and records it
+// in the IR (sluice.cuda_config, cudaSparsePreamble); without it the bundle still builds, dense,
+// and a remark says so, as it does for f32 (cuSPARSELt's f32 is TF32) or a weight that is not 2:4
+// as stored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,7 +54,6 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <optional>
@@ -865,48 +864,17 @@ struct CusparseLtFiles {
   std::string header, libDir;
 };
 
-/// The nvidia-cusparselt package's files under a Python environment `venv`
-/// (lib/python3.X/site-packages/nvidia/cu13 for the cu13 wheels,
-/// nvidia/cusparselt for older ones), or nullopt.
-std::optional<CusparseLtFiles> cusparseLtInVenv(const std::string &venv) {
-  std::error_code ec;
-  std::string lib = venv + "/lib";
-  for (llvm::sys::fs::directory_iterator it(lib, ec), end; !ec && it != end; it.increment(ec)) {
-    llvm::StringRef name = llvm::sys::path::filename(it->path());
-    if (!name.starts_with("python3"))
-      continue;
-    for (const char *folder : {"cu13", "cusparselt"}) {
-      std::string base = it->path() + "/site-packages/nvidia/" + folder;
-      if (llvm::sys::fs::exists(base + "/include/cusparseLt.h"))
-        return CusparseLtFiles{base + "/include/cusparseLt.h", base + "/lib"};
-    }
-  }
-  return std::nullopt;
-}
-
-/// cusparseLt.h and its library folder: $SLUICE_CUSPARSELT_DIR (a folder
-/// with include/cusparseLt.h and lib/; any other value, such as "none",
-/// finds nothing), else the active $VIRTUAL_ENV, else the source tree's
-/// .venv (scripts/setup.sh installs nvidia-cusparselt-cu13 there). Looked
-/// up once per compiler process.
-const std::optional<CusparseLtFiles> &cusparseLtFiles() {
-  static const std::optional<CusparseLtFiles> files = []() -> std::optional<CusparseLtFiles> {
-    if (const char *dir = std::getenv("SLUICE_CUSPARSELT_DIR"); dir && *dir) {
-      std::string base = dir;
-      if (llvm::sys::fs::exists(base + "/include/cusparseLt.h"))
-        return CusparseLtFiles{base + "/include/cusparseLt.h", base + "/lib"};
-      return std::nullopt;
-    }
-    if (const char *venv = std::getenv("VIRTUAL_ENV"); venv && *venv)
-      if (auto found = cusparseLtInVenv(venv))
-        return found;
-    // SLUICE_SOURCE_INCLUDE_DIRS starts with <source>/codegen/include.
-    llvm::StringRef first = llvm::StringRef(SLUICE_SOURCE_INCLUDE_DIRS).split(':').first;
-    if (first.consume_back("/codegen/include"))
-      return cusparseLtInVenv(first.str() + "/.venv");
+/// The cuSPARSELt files the module's `sluice.cuda_config` records (the
+/// plan phase's sluice-configure-target, from sluice-compile's
+/// --cusparselt-dir), or nullopt when it names none.
+std::optional<CusparseLtFiles> cusparseLtFiles(Operation *op) {
+  auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
+  auto config = module ? module->getAttrOfType<DictionaryAttr>("sluice.cuda_config") : nullptr;
+  auto header = config ? config.getAs<StringAttr>("cusparselt_header") : nullptr;
+  if (!header || header.getValue().empty())
     return std::nullopt;
-  }();
-  return files;
+  auto libDir = config.getAs<StringAttr>("cusparselt_lib_dir");
+  return CusparseLtFiles{header.str(), libDir ? libDir.str() : ""};
 }
 
 /// The constant a leaf view's base stands for (a kernel input defined by a
@@ -949,9 +917,9 @@ bool planSparse(CudaGroupContext &ctx, const GemmPlan &p) {
   if (!sluice_is_2_4(tensor->rawData(), (int)dtypeSize(tensor->dtype()), tensor->dim(0),
                      tensor->dim(1), tensor->dim(1)))
     return dense("the weight is not 2:4 along K");
-  if (!cusparseLtFiles())
+  if (!cusparseLtFiles(p.matmul))
     dense("cusparseLt.h was not found at compile time (pip install nvidia-cusparselt-cu13 into "
-          "the environment, or set SLUICE_CUSPARSELT_DIR)");
+          "the environment, or give --cusparselt-dir)");
   else
     remark("2:4 GEMM through cuSPARSELt where it loads at run time and is faster than dense on "
            "the shape");
@@ -990,8 +958,8 @@ CudaEmit emitCudaGemmGroup(CudaGroupContext &ctx) {
   return CudaEmit::Done;
 }
 
-std::string cudaSparsePreamble() {
-  const std::optional<CusparseLtFiles> &files = cusparseLtFiles();
+std::string cudaSparsePreamble(ModuleOp module) {
+  std::optional<CusparseLtFiles> files = cusparseLtFiles(module);
   if (!files)
     return "// cusparseLt.h was not found at compile time: 2:4 GEMMs run dense\n";
   return "#define SLUICE_WITH_CUSPARSELT 1\n#define SLUICE_CUSPARSELT_HEADER \"" + files->header +

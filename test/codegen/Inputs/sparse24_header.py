@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the cuSPARSELt defines of a cuda bundle's model.cu against the
-compiler's search for cusparseLt.h (codegen/cuda/groups/Gemm.cpp,
-cusparseLtFiles): with no $SLUICE_CUSPARSELT_DIR and no $VIRTUAL_ENV, the
+compiler's search for cusparseLt.h (tools/driver/CompileFlags.cpp,
+findCusparseLt): with no $SLUICE_CUSPARSELT_DIR and no $VIRTUAL_ENV, the
 source tree's .venv (scripts/setup.sh installs nvidia-cusparselt-cu13 there
 where the package is available). Either way the bundle must have built; this
 says which of the two sources it holds, and fails when it holds the other.
