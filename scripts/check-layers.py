@@ -37,6 +37,7 @@ LAYERS = [
     ("lib/kernel/", "kernel"),
     ("lib/onnx/", "importer"),
     ("passes/", "passes"),
+    ("codegen/include/sluice_gen/layout/", "generated-code layout"),
     ("codegen/include/", "generated-code headers"),
     ("codegen/common/", "codegen/common"),
     ("codegen/cpu/", "codegen/cpu"),
@@ -79,6 +80,22 @@ MAY_USE = {
     "generated-code headers": {"public API"},
 }
 
+# The layout headers of generated code (codegen/include/sluice_gen/layout/):
+# the packing and quantization math that the targets run at compile time
+# and the bundles run or read at run time, so that each layout has one
+# definition: the cpu target packs f32 GEMM weights into sluice_sgemm's
+# column panels (cpu_gemm_pack.h) and int8 GEMM weights for its int8 GEMM
+# (cpu_int8_pack.h); the cuda target packs int8 weights for cuBLASLt IMMA
+# ([colsum | B^T]) and sizes the quantized GEMMs' workspaces
+# (cuda_quant_layout.h), and checks a weight is 2:4 before emitting a
+# cuSPARSELt GEMM (sparse_2_4.h). They are portable C++ that includes
+# nothing but the standard library, so they use no layer; both targets
+# and the other generated-code headers may use them.
+LAYOUT = "generated-code layout"
+MAY_USE[LAYOUT] = set()
+for _layer in ("codegen/cpu", "codegen/cuda", "generated-code headers"):
+    MAY_USE[_layer] = MAY_USE[_layer] | {LAYOUT}
+
 # Single headers a layer may include from a layer it may not otherwise use:
 # (including layer, header). The cuda target runs a group it has no kernel
 # for as the cpu target's kernel on the host (host steps); CpuKernel.h is the
@@ -87,19 +104,6 @@ MAY_USE = {
 # element-type codes.
 INCLUDE_EXCEPTIONS = {
     ("codegen/cuda", "codegen/cpu/CpuKernel.h"),
-    # The cpu target packs int8 GEMM weights at compile time with the
-    # generated code's own packing routine (its SLUICE_INT8_PACK_ONLY part:
-    # portable C++), so the layout has one definition.
-    ("codegen/cpu", "codegen/include/sluice_gen/cpu_int8.h"),
-    # And f32 GEMM weights into sluice_sgemm's column panels (cpu_gemm_pack.h,
-    # dependency-free).
-    ("codegen/cpu", "codegen/include/sluice_gen/cpu_gemm_pack.h"),
-    # Likewise the cuda target packs int8 weights for cuBLASLt IMMA ([colsum |
-    # B^T]) with the generated code's host-only part (SLUICE_QUANT_HOST_ONLY).
-    ("codegen/cuda", "codegen/include/sluice_gen/cuda_quant_kernels.cuh"),
-    # And checks a weight is 2:4 before emitting a cuSPARSELt GEMM with the
-    # check the bundle shares (cuda_sparse.cuh's SLUICE_SPARSE_HOST_ONLY part).
-    ("codegen/cuda", "codegen/include/sluice_gen/cuda_sparse.cuh"),
     # The element-type codes generated collective calls pass to the runtime's
     # communicator (SluiceCommDType) are the bundle ABI's own constants.
     ("codegen/common", "include/sluice/bundle_abi.h"),

@@ -45,8 +45,9 @@ void hashFile(const std::string &path, std::string &state) {
 
 /// The key of a precompiled header: the compiler (its resolved path, size
 /// and modification time), every flag and -I folder, and the bytes of
-/// Sluice's own headers under those folders (sluice_gen/, sluice/). The
-/// system headers belong to the compiler and the packages it was given.
+/// Sluice's own headers under those folders (sluice_gen/, sluice/, with
+/// their subfolders). The system headers belong to the compiler and the
+/// packages it was given.
 std::string keyOf(const std::vector<std::string> &compile) {
   std::string state;
   llvm::SmallString<256> real;
@@ -67,9 +68,10 @@ std::string keyOf(const std::vector<std::string> &compile) {
     for (const char *own : {"sluice_gen", "sluice"}) {
       std::vector<std::string> files;
       std::error_code ec;
-      for (llvm::sys::fs::directory_iterator it(join(arg, own), ec), end; it != end && !ec;
-           it.increment(ec))
-        files.push_back(it->path());
+      for (llvm::sys::fs::recursive_directory_iterator it(join(arg, own), ec), end;
+           it != end && !ec; it.increment(ec))
+        if (llvm::sys::fs::is_regular_file(it->path()))
+          files.push_back(it->path());
       std::sort(files.begin(), files.end());
       for (const std::string &file : files)
         hashFile(file, state);

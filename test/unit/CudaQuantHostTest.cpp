@@ -1,15 +1,21 @@
 //===- CudaQuantHostTest.cpp - the quantized cuda kernels' host arithmetic -===//
 //
-// The host part of sluice_gen/cuda_quant_kernels.cuh, included as the
-// compiler includes it (SLUICE_QUANT_HOST_ONLY: plain C++, no device code):
-// QuantizeLinear's rounding against the independent reference, int4
+// The host arithmetic of the quantized cuda kernels: the compiler's part,
+// sluice_gen/layout/cuda_quant_layout.h, and the host-and-device rounding
+// and int4 access of sluice_gen/cuda_quant_kernels.cuh. QuantizeLinear's
+// rounding against the independent reference, int4
 // packing in ONNX order, column sums and the u8 -> s8 zero-point
 // correction of the IMMA path, the packing of constant int8 weights for
 // IMMA, the weight-only split plan and the workspace sizes.
 //
 //===----------------------------------------------------------------------===//
 
-#define SLUICE_QUANT_HOST_ONLY
+#include "sluice_gen/layout/cuda_quant_layout.h"
+
+// The host-and-device functions, on the host as CudaQuantEmuTest.cpp
+// includes them.
+#include "CudaRowEmulation.h"
+
 #include "sluice_gen/cuda_quant_kernels.cuh"
 
 #include "common/QuantReference.h"

@@ -1,14 +1,15 @@
 //===- CudaSparseHostTest.cpp - host part of the cuda 2:4 GEMMs -----------===//
 //
-// sluice_gen/cuda_sparse.cuh's plain C++ part, which runs without a GPU: the
-// 2:4 check the compiler makes before it emits a sparse GEMM, and the
-// dlopen search whose failure is the dense fallback of bundles on machines
-// without cuSPARSELt.
+// The plain C++ parts of sluice_gen/cuda_sparse.cuh, which run without a
+// GPU: the 2:4 check the compiler makes before it emits a sparse GEMM
+// (sluice_gen/layout/sparse_2_4.h), and the dlopen search whose failure is
+// the dense fallback of bundles on machines without cuSPARSELt
+// (sluice_gen/cuda_sparse_load.h).
 //
 //===----------------------------------------------------------------------===//
 
-#define SLUICE_SPARSE_HOST_ONLY
-#include "codegen/include/sluice_gen/cuda_sparse.cuh"
+#include "codegen/include/sluice_gen/cuda_sparse_load.h"
+#include "codegen/include/sluice_gen/layout/sparse_2_4.h"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,9 @@
 // The int8 GEMM of quantized cpu bundles against plain integer and scalar
 // references: exact int32 sums at odd sizes (the zero-point and s8-shift
 // compensation included), bit-exact f32 dequantization and saturating
-// requantization, the activation and weight quantizers, the packed weight
-// layout, threading and the fused-epilogue callback.
+// requantization, the activation quantizer, threading and the
+// fused-epilogue callback. The packed weight layout and the weight
+// quantizer, which the compiler runs, are Int8PackTest.cpp's.
 //
 // test/unit/CMakeLists.txt builds this file once per ISA path the host can
 // run (AVX-512 VNNI, AVX-512 BW, ymm VNNI, AVX2, scalar, AMX in emulation),
@@ -29,86 +30,6 @@ static_assert(SLUICE_INT8_ISA == SLUICE_INT8_EXPECT_ISA_ID, "unexpected ISA path
 #endif
 
 namespace {
-
-// The portable part (what the compiler runs: packing, weight quantization,
-// the rounding rule), also built without OpenMP or ISA flags.
-
-TEST(Int8Gemm, PackedLayoutIsTheDocumentedOne) {
-  // K = 6 (two groups, the second half empty), N = 70 (two panels, the
-  // second mostly padding); B given both as [K, N] and as [N, K].
-  const int64_t k = 6, n = 70;
-  std::vector<int8_t> b(k * n), bt(n * k);
-  for (int64_t p = 0; p < k; ++p)
-    for (int64_t j = 0; j < n; ++j) {
-      b[p * n + j] = (int8_t)((p * 31 + j * 7) % 256 - 128);
-      bt[j * k + p] = b[p * n + j];
-    }
-  const int64_t bytes = sluice_int8_packed_b_bytes(k, n);
-  ASSERT_EQ(bytes, 256 * 2 * (1 + 2));
-  std::vector<uint8_t> packed(bytes, 0xEE), packedT(bytes, 0xEE);
-  sluice_int8_pack_b(k, n, b.data(), n, 1, packed.data());
-  sluice_int8_pack_b(k, n, bt.data(), 1, k, packedT.data());
-  EXPECT_EQ(packed, packedT);
-  for (int64_t j = 0; j < 128; ++j) {
-    int32_t sum = 0, stored;
-    for (int64_t p = 0; j < n && p < k; ++p)
-      sum += b[p * n + j];
-    memcpy(&stored, packed.data() + 4 * j, 4);
-    EXPECT_EQ(stored, sum) << "colsum " << j;
-  }
-  const int8_t *data = (const int8_t *)packed.data() + 256 * 2;
-  for (int64_t panel = 0; panel < 2; ++panel)
-    for (int64_t g = 0; g < 2; ++g)
-      for (int64_t c = 0; c < 64; ++c)
-        for (int64_t t = 0; t < 4; ++t) {
-          const int64_t p = 4 * g + t, j = 64 * panel + c;
-          const int8_t expected = p < k && j < n ? b[p * n + j] : 0;
-          EXPECT_EQ(data[(panel * 2 + g) * 256 + 4 * c + t], expected) << "k=" << p << " n=" << j;
-        }
-}
-
-TEST(Int8Gemm, RequantValueRoundsHalfToEvenAndSaturates) {
-  const sluice_int8_requant u8 = sluice_int8_requant_for<uint8_t>(1.0f, 0);
-  const sluice_int8_requant s8 = sluice_int8_requant_for<int8_t>(0.5f, 10);
-  EXPECT_EQ(sluice_int8_requant_value(2.5f, u8), 2);
-  EXPECT_EQ(sluice_int8_requant_value(3.5f, u8), 4);
-  EXPECT_EQ(sluice_int8_requant_value(2.4999f, u8), 2);
-  EXPECT_EQ(sluice_int8_requant_value(254.5f, u8), 254);
-  EXPECT_EQ(sluice_int8_requant_value(255.5f, u8), 255);
-  EXPECT_EQ(sluice_int8_requant_value(1e9f, u8), 255);
-  EXPECT_EQ(sluice_int8_requant_value(-0.5f, u8), 0);
-  EXPECT_EQ(sluice_int8_requant_value(-1e9f, u8), 0);
-  EXPECT_EQ(sluice_int8_requant_value(INFINITY, u8), 255);
-  EXPECT_EQ(sluice_int8_requant_value(NAN, u8), 0);
-  EXPECT_EQ(sluice_int8_requant_value(-1.25f, s8), 8);   // -2.5 -> -2, + 10
-  EXPECT_EQ(sluice_int8_requant_value(-1.75f, s8), 6);   // -3.5 -> -4, + 10
-  EXPECT_EQ(sluice_int8_requant_value(58.75f, s8), 127); // 117.5 -> 118 + 10, clamped
-  EXPECT_EQ(sluice_int8_requant_value(-69.25f, s8), -128);
-  EXPECT_EQ(sluice_int8_requant_value(NAN, s8), -128);
-}
-
-TEST(Int8Gemm, QuantizeWeightsPerColumn) {
-  // [N, K] storage (a Gemm transB weight); column 1 is all zero.
-  const int64_t k = 5, n = 3;
-  const float wt[n][k] = {
-      {0.5f, -1.27f, 0.01f, 1.0f, -0.3f}, {0, 0, 0, 0, 0}, {-2.54f, 2.0f, 0.02f, 1.27f, -0.01f}};
-  int8_t q[k * n];
-  float scale[n];
-  sluice_int8_quantize_weights(k, n, &wt[0][0], 1, k, q, scale);
-  EXPECT_FLOAT_EQ(scale[0], 1.27f / 127);
-  EXPECT_EQ(scale[1], 1.0f);
-  EXPECT_FLOAT_EQ(scale[2], 2.54f / 127);
-  EXPECT_EQ(q[1 * n + 0], -127); // the column's peak maps to the range's end
-  EXPECT_EQ(q[0 * n + 2], -127);
-  EXPECT_EQ(q[3 * n + 2], 64); // 1.27 / 0.02 = 63.5 -> 64 (half to even)
-  for (int64_t p = 0; p < k; ++p) {
-    EXPECT_EQ(q[p * n + 1], 0);
-    for (int64_t j : {0, 2})
-      EXPECT_LE(std::fabs(q[p * n + j] * scale[j] - wt[j][p]), scale[j] / 2 * 1.0001f);
-  }
-}
-
-#ifndef SLUICE_INT8_PACK_ONLY
 
 /// A random weight (K x N, row-major, full s8 range: -128 included, the
 /// value that breaks a naive vpmaddubsw) and its packed form.
@@ -473,7 +394,5 @@ TEST(Int8Gemm, QuantizedMatMulApproximatesFloat) {
   EXPECT_LT(rel, 0.02);
   EXPECT_GT(rel, 0.0); // quantized: not the float GEMM itself
 }
-
-#endif // SLUICE_INT8_PACK_ONLY
 
 } // namespace

@@ -33,7 +33,7 @@
 #include "codegen/cpu/CpuKernel.h"
 #include "codegen/cpu/Groups.h"
 #include "codegen/cpu/groups/WeightOnlyGemm.h"
-#include "codegen/include/sluice_gen/cpu_gemm_pack.h"
+#include "codegen/include/sluice_gen/layout/cpu_gemm_pack.h"
 
 #include <cstdlib>
 

@@ -36,10 +36,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#define SLUICE_INT8_PACK_ONLY
 #include "codegen/common/GemmBatches.h"
-#include "codegen/include/sluice_gen/cpu_int8.h"
-#undef SLUICE_INT8_PACK_ONLY
+#include "codegen/include/sluice_gen/layout/cpu_int8_pack.h"
 
 #include "codegen/common/CodeWriter.h"
 #include "codegen/common/Epilogue.h"

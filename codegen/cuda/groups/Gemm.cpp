@@ -38,9 +38,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#define SLUICE_SPARSE_HOST_ONLY
-#include "codegen/include/sluice_gen/cuda_sparse.cuh"
-#undef SLUICE_SPARSE_HOST_ONLY
+#include "codegen/include/sluice_gen/layout/sparse_2_4.h"
 
 #include "codegen/cuda/CudaGroups.h"
 

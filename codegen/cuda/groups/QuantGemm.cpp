@@ -35,10 +35,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#define SLUICE_QUANT_HOST_ONLY
 #include "codegen/common/GemmBatches.h"
-#include "codegen/include/sluice_gen/cuda_quant_kernels.cuh"
-#undef SLUICE_QUANT_HOST_ONLY
+#include "codegen/include/sluice_gen/layout/cuda_quant_layout.h"
 
 #include "codegen/common/CodeWriter.h"
 #include "codegen/common/Format.h"

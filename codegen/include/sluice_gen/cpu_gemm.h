@@ -35,8 +35,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "sluice_gen/cpu_gemm_pack.h"
 #include "sluice_gen/cpu_scratch.h"
+#include "sluice_gen/layout/cpu_gemm_pack.h"
 
 /// Users of sluice_float_scratch; each has its own buffer, since the SGEMM's
 /// packing buffer is in use while the fused attention's is read.

@@ -36,14 +36,14 @@
 // and activation epilogues run in sluice_gemm_epilogue_kernel after the
 // matmul (alpha and the residual C, beta = 1, in cuSPARSELt itself).
 //
-// SLUICE_SPARSE_HOST_ONLY gives the plain C++ part alone (the 2:4 check,
-// the dlopen search), which the compiler and the unit tests use.
+// The plain C++ parts are headers of their own: the 2:4 check, which the
+// compiler shares, in sluice_gen/layout/sparse_2_4.h, and the dlopen
+// search in sluice_gen/cuda_sparse_load.h (both unit-tested on the host).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SLUICE_GEN_CUDA_SPARSE_CUH
 #define SLUICE_GEN_CUDA_SPARSE_CUH
 
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,73 +51,8 @@
 #include <string>
 #include <vector>
 
-/// Whether the row-major K x N matrix `w` (row stride `ld` elements of
-/// `elemBytes` bytes: 2 or 4) has at most two nonzeros in every group of
-/// four consecutive rows of each column: the 2:4 pattern along K that
-/// cuSPARSELt's compression keeps exactly. +0 and -0 are zero. K must be a
-/// multiple of 4 (false otherwise).
-static inline bool sluice_is_2_4(const void *w, int elemBytes, int64_t k, int64_t n, int64_t ld) {
-  if (k % 4 != 0 || (elemBytes != 2 && elemBytes != 4))
-    return false;
-  const unsigned char *bytes = (const unsigned char *)w;
-  for (int64_t g = 0; g < k; g += 4)
-    for (int64_t j = 0; j < n; ++j) {
-      int nonzero = 0;
-      for (int64_t r = 0; r < 4; ++r) {
-        const unsigned char *p = bytes + ((g + r) * ld + j) * elemBytes;
-        uint32_t bits = 0;
-        memcpy(&bits, p, elemBytes);
-        const uint32_t magnitude = elemBytes == 2 ? 0x7fffu : 0x7fffffffu;
-        nonzero += (bits & magnitude) != 0;
-      }
-      if (nonzero > 2)
-        return false;
-    }
-  return true;
-}
-
-/// The files cuSPARSELt is loaded from, in order (file header):
-/// $SLUICE_CUSPARSELT_LIB, the soname through the dynamic loader, then
-/// `recordedDir`/libcusparseLt.so.0 when the compile recorded a folder.
-static inline std::vector<std::string> sluice_cusparselt_paths(const char *recordedDir) {
-  std::vector<std::string> paths;
-  if (const char *env = getenv("SLUICE_CUSPARSELT_LIB"); env && *env)
-    paths.push_back(env);
-  paths.push_back("libcusparseLt.so.0");
-  if (recordedDir && *recordedDir)
-    paths.push_back(std::string(recordedDir) + "/libcusparseLt.so.0");
-  return paths;
-}
-
-/// dlopens the first of `paths` that loads and defines every one of
-/// `names`, filling fns[i] with names[i]'s address; returns its handle, or
-/// null with `why` saying what each try gave (a missing file, a missing
-/// symbol). A library lacking a symbol is closed again.
-static inline void *sluice_dlopen_first(const std::vector<std::string> &paths,
-                                        const char *const *names, int numNames, void **fns,
-                                        std::string &why) {
-  why.clear();
-  for (const std::string &path : paths) {
-    void *lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char *err = dlerror();
-      why += (why.empty() ? "" : "; ") + path + ": " + (err ? err : "cannot be loaded");
-      continue;
-    }
-    int i = 0;
-    for (; i < numNames; ++i)
-      if (!(fns[i] = dlsym(lib, names[i])))
-        break;
-    if (i == numNames)
-      return lib;
-    why += (why.empty() ? "" : "; ") + path + ": no symbol " + names[i];
-    dlclose(lib);
-  }
-  return nullptr;
-}
-
-#ifndef SLUICE_SPARSE_HOST_ONLY
-
+#include "sluice_gen/cuda_sparse_load.h"
+#include "sluice_gen/layout/sparse_2_4.h"
 #include "sluice_gen/cuda_blas.h"
 
 #if SLUICE_WITH_CUSPARSELT
@@ -487,7 +422,5 @@ static inline int32_t sluice_sparse_gemm(const SluiceRunArgs *args, SluiceCudaSt
   return sluice_gemm(args, state, kernel, g, a, b, c, d, bias, alpha, workspace, stream);
 #endif
 }
-
-#endif // SLUICE_SPARSE_HOST_ONLY
 
 #endif // SLUICE_GEN_CUDA_SPARSE_CUH

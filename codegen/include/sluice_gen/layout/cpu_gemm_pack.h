@@ -1,4 +1,4 @@
-//===- sluice_gen/cpu_gemm_pack.h - f32 weights in sgemm panels -*- C++ -*-===//
+//===- sluice_gen/layout/cpu_gemm_pack.h - f32 weights in sgemm panels -*- C++ -*-===//
 //
 // The layout of an f32 GEMM weight packed at compile time for
 // sluice_sgemm::gemm_packed_ep (cpu_gemm.h). Dependency-free: the compiler
@@ -6,8 +6,8 @@
 // through cpu_gemm.h, so both agree on the layout by construction.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SLUICE_GEN_CPU_GEMM_PACK_H
-#define SLUICE_GEN_CPU_GEMM_PACK_H
+#ifndef SLUICE_GEN_LAYOUT_CPU_GEMM_PACK_H
+#define SLUICE_GEN_LAYOUT_CPU_GEMM_PACK_H
 
 #include <cstdint>
 
@@ -31,4 +31,4 @@ static inline void sluice_sgemm_pack_panels(int64_t nr, int64_t k, int64_t n, co
   }
 }
 
-#endif // SLUICE_GEN_CPU_GEMM_PACK_H
+#endif // SLUICE_GEN_LAYOUT_CPU_GEMM_PACK_H
