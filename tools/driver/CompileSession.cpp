@@ -86,6 +86,18 @@ std::unique_ptr<llvm::raw_fd_ostream> openListing(const std::string &path, std::
   return out;
 }
 
+/// Writes `text` to the file `path` (--report); false with `error`.
+bool writeTextFile(const std::string &path, const std::string &text, std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream file(path, ec);
+  if (ec) {
+    error = path + ": cannot write: " + ec.message();
+    return false;
+  }
+  file << text;
+  return true;
+}
+
 /// What the emit phase remarks of --quantize=fp8 on each target.
 const char *fp8Remark(Target target) {
   // Form F8 is one fp8 GEMM per layer on cuda (cuBLASLt, sm_89 and newer;
@@ -175,17 +187,12 @@ bool CompileSession::lookupCache(std::string &error) {
   }
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   CompileReport::CacheEntry entry{true, cacheKey, cacheDir, (int64_t)std::llround(seconds * 1e6)};
-  if (!request.reportPath.empty()) {
-    // The report of the compile that made the entry, with this compile's
-    // paths and the hit.
-    std::error_code ec;
-    llvm::raw_fd_ostream file(request.reportPath, ec);
-    if (ec) {
-      error = request.reportPath + ": cannot write: " + ec.message();
-      return false;
-    }
-    file << reportOfCacheHit(cachedReport, request.model, bundlePath, entry);
-  }
+  // The report of the compile that made the entry, with this compile's
+  // paths and the hit.
+  if (!request.reportPath.empty() &&
+      !writeTextFile(request.reportPath,
+                     reportOfCacheHit(cachedReport, request.model, bundlePath, entry), error))
+    return false;
   result.cache = entry;
   if (!request.quiet)
     std::fprintf(stderr, "sluice-compile: cache hit (%s): %s from %s in %.2f s\n", cacheKey.c_str(),
@@ -336,16 +343,9 @@ bool CompileSession::finish(std::string &error) {
   bool storing = bundled && !cacheDir.empty();
   if (storing)
     result.cache = CompileReport::CacheEntry{false, cacheKey, cacheDir, 0};
-  reportText = result.json();
-  if (!request.reportPath.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream file(request.reportPath, ec);
-    if (ec) {
-      error = request.reportPath + ": cannot write: " + ec.message();
-      return false;
-    }
-    file << reportText;
-  }
+  std::string reportText = result.json();
+  if (!request.reportPath.empty() && !writeTextFile(request.reportPath, reportText, error))
+    return false;
   if (!storing)
     return true;
   // A bundle that cannot be stored is still a finished compile.

@@ -64,7 +64,6 @@ private:
   std::string cacheDir, cacheKey, cacheRecipe;
   bool bundled = false, hit = false;
   CompileReport result;
-  std::string reportText;
 };
 
 /// --precompile-headers: builds the cpu precompiled header; its path in
